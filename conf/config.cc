@@ -1,0 +1,402 @@
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace shellac::conf {
+namespace {
+
+constexpr int kMaxIncludeDepth = 16;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+std::string DirName(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// Where a value came from, for messages: "FILE:LINE" or "command line".
+struct Origin {
+  std::string file;
+  int line = 0;
+  std::string Describe() const { return line > 0 ? file + ":" + std::to_string(line) : file; }
+};
+
+// A failed setting: carries the full one-line message.
+struct Failure {
+  std::string message;
+};
+
+class Builder {
+ public:
+  explicit Builder(Config* config) : config_(config) {}
+
+  // Applies one key=value. Throws Failure with "ORIGIN: key: why".
+  void Set(const std::string& key, std::string_view value, const Origin& origin, bool from_cli) {
+    auto fail = [&](const std::string& why) {
+      throw Failure{origin.Describe() + ": " + key + ": " + why};
+    };
+    auto duration = [&](Millis* out) {
+      if (!ParseDuration(value, out)) fail("bad duration '" + std::string(value) + "' (use e.g. 500ms, 10s, 2m)");
+    };
+    auto size = [&](uint64_t* out) {
+      if (!ParseSize(value, out)) fail("bad size '" + std::string(value) + "' (use e.g. 512, 64K, 256M, 2G)");
+    };
+    auto count = [&](uint64_t min, uint64_t max) -> uint64_t {
+      uint64_t v = 0;
+      if (!ParseUnsigned(value, &v) || v < min || v > max)
+        fail("expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
+             ", got '" + std::string(value) + "'");
+      return v;
+    };
+    auto address = [&]() {
+      SocketAddress a;
+      std::string why;
+      if (!ParseAddress(value, &a, &why)) fail(why);
+      return a;
+    };
+    auto readable = [&](const std::string& path) {
+      if (access(path.c_str(), R_OK) != 0) fail("cannot read '" + path + "': " + std::strerror(errno));
+    };
+    // A list key given on the command line replaces whatever the file said.
+    auto replace_once = [&](auto& list) {
+      if (from_cli && !cli_replaced_.count(key)) {
+        list.clear();
+        cli_replaced_.insert(key);
+      }
+    };
+
+    if (key == "listen") {
+      if (!listen_given_) config_->listen.clear();  // the first listen= replaces the built-in one
+      listen_given_ = true;
+      replace_once(config_->listen);
+      config_->listen.push_back(address());
+    } else if (key == "admin-listen") {
+      if (Lower(value) == "off") config_->admin_listen.reset();
+      else config_->admin_listen = address();
+    } else if (key == "backend") {
+      if (Lower(value) == "none" || value.empty()) config_->backend.reset();
+      else config_->backend = address();
+    } else if (key == "threads") {
+      config_->threads = static_cast<unsigned>(count(1, 256));
+    } else if (key == "cache-size") {
+      size(&config_->cache_size);
+      if (config_->cache_size < (1u << 20)) fail("must be at least 1M");
+    } else if (key == "repo") {
+      replace_once(config_->repos);
+      std::string path(value);
+      if (path.empty()) fail("empty path");
+      if (access(path.c_str(), F_OK) != 0) fail("no such repository '" + path + "'");
+      config_->repos.push_back(path);
+    } else if (key == "cgitrc") {
+      std::string path(value);
+      readable(path);
+      config_->cgitrc = path;
+    } else if (key == "access-log") {
+      if (value.empty()) fail("expected a file, 'stderr' or 'off'");
+      config_->access_log = std::string(value);
+    } else if (key == "client-header-timeout") {
+      duration(&config_->client_header_timeout);
+    } else if (key == "client-idle-timeout") {
+      duration(&config_->client_idle_timeout);
+    } else if (key == "client-body-timeout") {
+      duration(&config_->client_body_timeout);
+    } else if (key == "send-timeout") {
+      duration(&config_->send_timeout);
+    } else if (key == "max-request-line") {
+      size(&config_->max_request_line);
+      if (config_->max_request_line < 64) fail("must be at least 64");
+    } else if (key == "max-header-count") {
+      config_->max_header_count = count(1, 10000);
+    } else if (key == "max-header-bytes") {
+      size(&config_->max_header_bytes);
+      if (config_->max_header_bytes < 256) fail("must be at least 256");
+    } else if (key == "max-body-size") {
+      size(&config_->max_body_size);
+    } else if (key == "upstream-connect-timeout") {
+      duration(&config_->upstream_connect_timeout);
+    } else if (key == "upstream-first-byte-timeout") {
+      duration(&config_->upstream_first_byte_timeout);
+    } else if (key == "upstream-between-bytes-timeout") {
+      duration(&config_->upstream_between_bytes_timeout);
+    } else if (key == "upstream-idle-timeout") {
+      duration(&config_->upstream_idle_timeout);
+    } else if (key == "upstream-max-idle") {
+      config_->upstream_max_idle = static_cast<unsigned>(count(0, 100000));
+    } else if (key == "shutdown-timeout") {
+      duration(&config_->shutdown_timeout);
+    } else {
+      fail("unknown key");
+    }
+  }
+
+  // Reads one file (and its includes). Throws Failure.
+  void ReadFile(const std::string& path, const Origin& included_from, int depth) {
+    if (depth > kMaxIncludeDepth) {
+      throw Failure{included_from.Describe() + ": include: nested more than " +
+                    std::to_string(kMaxIncludeDepth) + " deep (include loop?)"};
+    }
+    std::ifstream in(path);
+    if (!in) {
+      std::string why = "cannot read '" + path + "': " + std::strerror(errno);
+      if (included_from.line > 0) throw Failure{included_from.Describe() + ": include: " + why};
+      throw Failure{why};
+    }
+    config_->sources.push_back(path);
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      std::string_view text = Trim(line);
+      if (text.empty() || text.front() == '#') continue;
+      Origin origin{path, number};
+      auto eq = text.find('=');
+      if (eq == std::string_view::npos) {
+        throw Failure{origin.Describe() + ": " + std::string(text.substr(0, 40)) +
+                      ": expected key=value"};
+      }
+      std::string key(Trim(text.substr(0, eq)));
+      std::string_view value = Trim(text.substr(eq + 1));
+      if (key.empty()) throw Failure{origin.Describe() + ": expected key=value, the key is empty"};
+      if (key == "include") {
+        std::string target(value);
+        if (target.empty()) throw Failure{origin.Describe() + ": include: empty file name"};
+        if (target.front() != '/') target = DirName(path) + "/" + target;
+        ReadFile(target, origin, depth + 1);
+        continue;
+      }
+      if (cgit_mode_) {
+        if (key == "repo.path") config_->repos.emplace_back(value);
+        continue;
+      }
+      Set(key, value, origin, /*from_cli=*/false);
+    }
+    if (in.bad()) throw Failure{path + ": read error: " + std::strerror(errno)};
+  }
+
+  // Addresses need resolving, so their defaults are set here rather than in the struct.
+  void SetDefaults() {
+    std::string why;
+    SocketAddress address;
+    if (ParseAddress("127.0.0.1:8080", &address, &why)) config_->listen.push_back(address);
+    if (ParseAddress("127.0.0.1:8081", &address, &why)) config_->admin_listen = address;
+  }
+
+  // Reads an existing cgit configuration as is: cgit's own keys are accepted and ignored, the
+  // repositories it lists (repo.path) are taken.
+  void ImportCgitrc(const std::string& path) {
+    cgit_mode_ = true;
+    ReadFile(path, Origin{}, 0);
+    cgit_mode_ = false;
+  }
+
+  void Finish() {
+    if (config_->threads == 0) {
+      unsigned n = std::thread::hardware_concurrency();
+      config_->threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
+    }
+    if (config_->admin_listen) {
+      for (const auto& l : config_->listen) {
+        if (l.port != 0 && l.port == config_->admin_listen->port &&
+            (l.host == config_->admin_listen->host || l.host == "0.0.0.0" || l.host == "::")) {
+          throw Failure{"admin-listen: " + config_->admin_listen->text +
+                        " is also a public listen address; the admin interface must stay separate"};
+        }
+      }
+    }
+  }
+
+ private:
+  Config* config_;
+  bool listen_given_ = false;
+  bool cgit_mode_ = false;
+  std::set<std::string> cli_replaced_;
+};
+
+}  // namespace
+
+bool ParseDuration(std::string_view text, Millis* out) {
+  text = Trim(text);
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  uint64_t n = 0;
+  if (digits == 0 || !ParseUnsigned(text.substr(0, digits), &n)) return false;
+  std::string unit = Lower(text.substr(digits));
+  uint64_t ms_per_unit;
+  if (unit.empty() || unit == "s") ms_per_unit = 1000;
+  else if (unit == "ms") ms_per_unit = 1;
+  else if (unit == "m") ms_per_unit = 60'000;
+  else if (unit == "h") ms_per_unit = 3'600'000;
+  else if (unit == "d") ms_per_unit = 86'400'000;
+  else return false;
+  if (n > (uint64_t{1} << 40) / ms_per_unit) return false;
+  *out = Millis(n * ms_per_unit);
+  return true;
+}
+
+bool ParseSize(std::string_view text, uint64_t* out) {
+  text = Trim(text);
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  uint64_t n = 0;
+  if (digits == 0 || !ParseUnsigned(text.substr(0, digits), &n)) return false;
+  std::string unit = Lower(text.substr(digits));
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();  // "MiB"
+  unsigned shift;
+  if (unit.empty()) shift = 0;
+  else if (unit == "k") shift = 10;
+  else if (unit == "m") shift = 20;
+  else if (unit == "g") shift = 30;
+  else if (unit == "t") shift = 40;
+  else return false;
+  if (shift && n > (UINT64_MAX >> shift)) return false;
+  *out = n << shift;
+  return true;
+}
+
+bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
+  std::string_view rest = Trim(text);
+  const std::string shown(rest);
+  if (rest.starts_with("http://")) {
+    rest.remove_prefix(7);
+    if (rest.ends_with("/")) rest.remove_suffix(1);
+  } else if (rest.find("://") != std::string_view::npos) {
+    *why = "unsupported scheme in '" + shown + "' (only http:// for now)";
+    return false;
+  }
+  std::string host;
+  std::string_view port_text;
+  if (rest.starts_with("[")) {
+    auto close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+      *why = "bad address '" + shown + "' (expected [IPV6]:PORT)";
+      return false;
+    }
+    host = std::string(rest.substr(1, close - 1));
+    port_text = rest.substr(close + 2);
+  } else {
+    auto colon = rest.rfind(':');
+    if (colon == std::string_view::npos || rest.find(':') != colon) {
+      *why = "bad address '" + shown + "' (expected HOST:PORT)";
+      return false;
+    }
+    host = std::string(rest.substr(0, colon));
+    port_text = rest.substr(colon + 1);
+  }
+  uint64_t port = 0;
+  if (host.empty() || !ParseUnsigned(port_text, &port) || port > 65535) {
+    *why = "bad address '" + shown + "' (expected HOST:PORT with a port from 0 to 65535)";
+    return false;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+  addrinfo* found = nullptr;
+  const std::string port_string = std::to_string(port);
+  int rc = getaddrinfo(host.c_str(), port_string.c_str(), &hints, &found);
+  if (rc == EAI_ADDRFAMILY || rc == EAI_NONAME) {
+    hints.ai_flags = AI_NUMERICSERV;  // loopback-only machines report no configured address family
+    rc = getaddrinfo(host.c_str(), port_string.c_str(), &hints, &found);
+  }
+  if (rc != 0 || found == nullptr) {
+    *why = "cannot resolve '" + host + "': " + gai_strerror(rc);
+    return false;
+  }
+  std::memcpy(&out->storage, found->ai_addr, found->ai_addrlen);
+  out->length = found->ai_addrlen;
+  freeaddrinfo(found);
+  out->text = shown;
+  out->host = host;
+  out->port = static_cast<uint16_t>(port);
+  return true;
+}
+
+std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
+                                   std::string* error) {
+  auto config = std::make_shared<Config>();
+  config->config_file = config_file;
+  Builder builder(config.get());
+  try {
+    // Built-in defaults that are addresses (they need resolving, so they are not in the struct).
+    builder.SetDefaults();
+    if (!config_file.empty()) builder.ReadFile(config_file, Origin{}, 0);
+    for (const auto& [key, value] : overrides) {
+      builder.Set(key, value, Origin{"command line"}, /*from_cli=*/true);
+    }
+    if (!config->cgitrc.empty()) builder.ImportCgitrc(config->cgitrc);
+    builder.Finish();
+  } catch (const Failure& f) {
+    *error = f.message;
+    return nullptr;
+  }
+  error->clear();
+  return config;
+}
+
+const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {
+      {"listen", "127.0.0.1:8080"},
+      {"admin-listen", "127.0.0.1:8081"},
+      {"backend", "none"},
+      {"threads", "number of cores"},
+      {"cache-size", "256M"},
+      {"repo", "none"},
+      {"cgitrc", "none"},
+      {"access-log", "stderr"},
+      {"client-header-timeout", "10s"},
+      {"client-idle-timeout", "60s"},
+      {"client-body-timeout", "60s"},
+      {"send-timeout", "60s"},
+      {"max-request-line", "8K"},
+      {"max-header-count", "100"},
+      {"max-header-bytes", "32K"},
+      {"max-body-size", "16M"},
+      {"upstream-connect-timeout", "5s"},
+      {"upstream-first-byte-timeout", "60s"},
+      {"upstream-between-bytes-timeout", "60s"},
+      {"upstream-idle-timeout", "30s"},
+      {"upstream-max-idle", "64"},
+      {"shutdown-timeout", "30s"},
+      {"include", "-"},
+  };
+  return keys;
+}
+
+}  // namespace shellac::conf

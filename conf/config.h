@@ -1,0 +1,93 @@
+// conf: shellac's configuration, read from cgitrc-syntax files and the command line.
+//
+// Syntax (shared with cgit's cgitrc): one `key=value` per line, spaces around `=` allowed, `#` starts
+// a comment line, blank lines ignored, `include=FILE` reads FILE in place (relative to the including
+// file's folder). Scalar keys: the last value wins. List keys (listen, repo): values accumulate.
+//
+// A Config is an immutable snapshot: built once by Load(), then shared read-only by every thread
+// through std::shared_ptr<const Config>. SIGHUP builds a new one and swaps the pointer; nothing
+// mutates a published snapshot.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shellac::conf {
+
+// A resolved socket address plus the text it was written as (for logs and messages).
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  std::string text;  // as configured, e.g. "127.0.0.1:8080", "[::1]:0", "localhost:80"
+  std::string host;  // host part without brackets, e.g. "::1"
+  uint16_t port = 0;
+};
+
+using Millis = std::chrono::milliseconds;
+
+struct Config {
+  // Files read to build this snapshot, in order (the main file first, then includes).
+  std::vector<std::string> sources;
+  // Where the main config file lives ("" when none was given); SIGHUP re-reads it.
+  std::string config_file;
+
+  std::vector<SocketAddress> listen;          // default 127.0.0.1:8080
+  std::optional<SocketAddress> admin_listen;  // default 127.0.0.1:8081; unset means "off"
+  std::optional<SocketAddress> backend;       // default none: no upstream configured
+
+  unsigned threads = 0;                  // 0 means "number of cores", resolved by Load()
+  uint64_t cache_size = 256ull << 20;    // bytes; the store's budget
+  std::vector<std::string> repos;        // --repo PATH / repo=PATH / repo.path in a cgitrc
+  std::string cgitrc;                    // cgit configuration imported as is ("" when none)
+
+  std::string access_log = "stderr";     // a file path, "stderr" or "off"
+
+  // Client side.
+  Millis client_header_timeout{10'000};  // from first byte (or end of previous response) to end of head
+  Millis client_idle_timeout{60'000};    // keep-alive wait between requests
+  Millis client_body_timeout{60'000};    // between two reads of a request body
+  Millis send_timeout{60'000};           // between two writes to a slow client
+  uint64_t max_request_line = 8 << 10;   // bytes; larger -> 414
+  uint64_t max_header_count = 100;       // fields; more -> 431
+  uint64_t max_header_bytes = 32 << 10;  // whole head; larger -> 431
+  uint64_t max_body_size = 16ull << 20;  // bytes; larger -> 413; 0 = unlimited
+
+  // Upstream side.
+  Millis upstream_connect_timeout{5'000};
+  Millis upstream_first_byte_timeout{60'000};
+  Millis upstream_between_bytes_timeout{60'000};
+  Millis upstream_idle_timeout{30'000};  // an idle kept-alive upstream connection is closed after this
+  unsigned upstream_max_idle = 64;       // idle connections kept per backend per worker thread
+
+  Millis shutdown_timeout{30'000};       // SIGTERM: in-flight requests get this long to finish
+};
+
+// Settings given on the command line; they override the file. Each is (key, value) as in a file,
+// e.g. {"listen", "127.0.0.1:0"}. A repeated list key from the command line replaces the file's list.
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+// Reads `config_file` (may be empty: built-in defaults), then applies `overrides`.
+// On success returns the snapshot and leaves *error empty. On failure returns nullptr and sets
+// *error to one line: "FILE:LINE: key: what is wrong" ("command line: key: ..." for overrides,
+// "FILE: what is wrong" for a file that cannot be read).
+std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
+                                   std::string* error);
+
+// Parses "10s", "500ms", "2m", "1h", "1d" or a bare number of seconds. False on bad input.
+bool ParseDuration(std::string_view text, Millis* out);
+// Parses "512", "64K", "256M", "2G" (binary multiples, case-insensitive, optional B). False on bad input.
+bool ParseSize(std::string_view text, uint64_t* out);
+// Parses "HOST:PORT", "[V6]:PORT" or "http://HOST:PORT[/]" and resolves HOST. False with *why set.
+bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why);
+
+// Every key Load() accepts, with its default as text, for --help and the tests.
+const std::vector<std::pair<std::string, std::string>>& KnownKeys();
+
+}  // namespace shellac::conf

@@ -1,0 +1,374 @@
+#include "client.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "exchange.h"
+
+namespace shellac::proxy {
+namespace {
+
+// Input read ahead of the request in progress (pipelined requests, body bytes) is capped here.
+constexpr size_t kReadWindow = 256 << 10;
+// A closing connection reads and discards for at most this long / this much.
+constexpr timeval kLingerTime = {2, 0};
+constexpr size_t kLingerBytes = 1 << 20;
+
+std::string PeerIp(const sockaddr* peer) {
+  char buf[INET6_ADDRSTRLEN] = "-";
+  if (peer == nullptr) return buf;
+  if (peer->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(peer)->sin_addr, buf, sizeof buf);
+  } else if (peer->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(peer)->sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
+}  // namespace
+
+ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
+    : worker_(worker), site_(site), peer_ip_(PeerIp(peer)) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  bev_.reset(bufferevent_socket_new(worker.base(), fd, BEV_OPT_CLOSE_ON_FREE));
+  head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
+  deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
+  bufferevent_setcb(bev_.get(), OnRead, OnWrite, OnEvent, this);
+  bufferevent_setwatermark(bev_.get(), EV_READ, 0, kReadWindow);
+  bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
+  runtime_ = worker_.runtime();
+  ApplyIoTimeouts(false);
+  ArmHeadTimer(runtime_->config->client_header_timeout);
+  worker_.Register(this);
+  WorkerMetrics::Add(worker_.metrics().connections_accepted);
+  WorkerMetrics::Add(worker_.metrics().connections_open, 1);
+}
+
+ClientConnection::~ClientConnection() {
+  exchange_.reset();
+  retired_.clear();
+  bev_.reset();
+  if (in_request_) WorkerMetrics::Add(worker_.metrics().in_flight, -1);
+  WorkerMetrics::Add(worker_.metrics().connections_open, -1);
+  worker_.Unregister(this);
+}
+
+void ClientConnection::Drain() {
+  close_after_response_ = true;
+  if (state_ == State::kReadingHead) CloseSoon();
+}
+
+void ClientConnection::SetReading(bool on) {
+  if (on) bufferevent_enable(bev_.get(), EV_READ);
+  else bufferevent_disable(bev_.get(), EV_READ);
+}
+
+void ClientConnection::NotifyWhenDrained(size_t low) { bufferevent_setwatermark(bev_.get(), EV_WRITE, low, 0); }
+
+void ClientConnection::ApplyIoTimeouts(bool reading_body) {
+  const conf::Config& config = *runtime_->config;
+  const timeval body = ToTimeval(config.client_body_timeout);
+  const timeval send = ToTimeval(config.send_timeout);
+  // While a head is awaited the head timer governs reading, not a per-read timeout.
+  bufferevent_set_timeouts(bev_.get(), reading_body ? &body : nullptr, &send);
+}
+
+void ClientConnection::ArmHeadTimer(std::chrono::milliseconds ms) {
+  const timeval tv = ToTimeval(ms);
+  evtimer_add(head_timer_.get(), &tv);
+}
+
+void ClientConnection::OnRead(bufferevent*, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  self->retired_.clear();
+  switch (self->state_) {
+    case State::kBusy:
+      if (self->exchange_) self->exchange_->OnClientReadable();
+      return;
+    case State::kClosing:
+      evbuffer_drain(self->input(), evbuffer_get_length(self->input()));
+      return;
+    case State::kLingering:
+      self->lingered_ += evbuffer_get_length(self->input());
+      evbuffer_drain(self->input(), evbuffer_get_length(self->input()));
+      if (self->lingered_ > kLingerBytes) delete self;
+      return;
+    case State::kReadingHead:
+      self->ProcessInput();
+      return;
+  }
+}
+
+void ClientConnection::OnWrite(bufferevent*, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  self->retired_.clear();
+  if (self->state_ == State::kClosing) {
+    if (evbuffer_get_length(self->output()) == 0) self->StartLingering();
+    return;
+  }
+  if (self->state_ == State::kBusy && self->exchange_) self->exchange_->OnClientDrained();
+}
+
+void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  self->retired_.clear();
+  if (self->state_ == State::kBusy && self->exchange_) {
+    if ((what & BEV_EVENT_EOF) && !self->exchange_->reading_body()) {
+      // The client half-closed after sending its request: answer it, then close.
+      self->close_after_response_ = true;
+      self->SetReading(false);
+      return;
+    }
+    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && !self->exchange_->response_started()) {
+      self->FailExchange(408, "request body not received within " +
+                                  std::to_string(self->runtime_->config->client_body_timeout.count()) + " ms");
+      return;
+    }
+  }
+  delete self;  // EOF, reset or send timeout: nothing more can be delivered
+}
+
+void ClientConnection::OnHeadTimer(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  if (self->state_ != State::kReadingHead) return;
+  if (evbuffer_get_length(self->input()) == 0) {
+    delete self;  // idle keep-alive connection: close quietly
+    return;
+  }
+  self->started_ = std::chrono::steady_clock::now();
+  self->RespondError(408, "request head not received within " +
+                              std::to_string(self->runtime_->config->client_header_timeout.count()) + " ms");
+}
+
+void ClientConnection::OnDeferred(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  self->retired_.clear();
+  const Deferred action = self->deferred_action_;
+  self->deferred_action_ = Deferred::kNone;
+  if (action == Deferred::kClose) {
+    delete self;
+  } else if (action == Deferred::kResume && self->state_ == State::kReadingHead) {
+    self->ProcessInput();
+  }
+}
+
+void ClientConnection::CloseSoon() {
+  state_ = State::kClosing;
+  bufferevent_disable(bev_.get(), EV_READ | EV_WRITE);
+  deferred_action_ = Deferred::kClose;
+  event_active(deferred_.get(), EV_TIMEOUT, 0);
+}
+
+void ClientConnection::ResumeSoon() {
+  if (deferred_action_ == Deferred::kClose) return;
+  deferred_action_ = Deferred::kResume;
+  event_active(deferred_.get(), EV_TIMEOUT, 0);
+}
+
+void ClientConnection::ProcessInput() {
+  if (state_ != State::kReadingHead) return;
+  evbuffer* in = input();
+  if (evbuffer_get_length(in) == 0) return;
+  runtime_ = worker_.runtime();
+  const conf::Config& config = *runtime_->config;
+  const http::Limits limits{config.max_request_line, config.max_header_count, config.max_header_bytes};
+  const http::ParseResult r = http::ParseRequestHead(in, limits, &request_);
+  if (r.kind == http::ParseResult::kIncomplete) {
+    if (head_timer_is_idle_) {
+      // The first bytes of a new request: from now on the head must complete in time.
+      head_timer_is_idle_ = false;
+      ArmHeadTimer(config.client_header_timeout);
+    }
+    return;
+  }
+  evtimer_del(head_timer_.get());
+  started_ = std::chrono::steady_clock::now();
+  body_bytes_ = 0;
+  if (r.kind == http::ParseResult::kError) {
+    request_ = http::RequestHead{};
+    request_.minor_version = 1;
+    RespondError(r.status, r.detail);
+    return;
+  }
+  in_request_ = true;
+  WorkerMetrics::Add(worker_.metrics().in_flight, 1);
+  Dispatch();
+}
+
+void ClientConnection::Dispatch() {
+  const conf::Config& config = *runtime_->config;
+  if (site_ == Site::kAdmin) {
+    ServeAdmin();
+    return;
+  }
+  if (config.max_body_size != 0 && request_.body == http::BodyKind::kLength &&
+      request_.content_length > config.max_body_size) {
+    RespondError(413, "request body larger than " + std::to_string(config.max_body_size) + " bytes");
+    return;
+  }
+  if (!config.backend) {
+    ServeLocal();
+    return;
+  }
+  route_ = Route::kProxy;
+  cache_status_ = "pass";
+  state_ = State::kBusy;
+  SetReading(false);  // the exchange turns reading on while it wants body bytes
+  ApplyIoTimeouts(request_.body != http::BodyKind::kNone);
+  exchange_ = std::make_unique<ProxyExchange>(*this, runtime_, request_);
+  exchange_->Start();
+}
+
+void ClientConnection::ServeLocal() {
+  route_ = Route::kLocal;
+  cache_status_ = "local";
+  const bool keep = request_.body == http::BodyKind::kNone && request_.keep_alive;
+  if (request_.method != "GET" && request_.method != "HEAD") {
+    Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: only GET and HEAD are served here\n", keep,
+            "Allow: GET, HEAD\r\n");
+  } else if (PathOf(request_.target) == "/") {
+    Respond(200, "text/html; charset=utf-8", runtime_->builtin_page, keep);
+  } else {
+    Respond(404, "text/plain; charset=utf-8",
+            "404 Not Found: no backend is configured, so only / is served (see shellac.conf(5), backend=)\n", keep);
+  }
+}
+
+void ClientConnection::ServeAdmin() {
+  route_ = Route::kAdmin;
+  cache_status_ = "local";
+  const bool keep = request_.body == http::BodyKind::kNone && request_.keep_alive;
+  const std::string_view path = PathOf(request_.target);
+  if (request_.method != "GET" && request_.method != "HEAD") {
+    Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n", keep,
+            "Allow: GET, HEAD\r\n");
+  } else if (path == "/health") {
+    if (worker_.shared().global.draining.load()) {
+      Respond(503, "text/plain; charset=utf-8", "draining\n", keep);
+    } else {
+      Respond(200, "text/plain; charset=utf-8", "ok\n", keep);
+    }
+  } else if (path == "/metrics") {
+    Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(), keep);
+  } else {
+    Respond(404, "text/plain; charset=utf-8", "404 Not Found: admin endpoints are /health and /metrics\n", keep);
+  }
+}
+
+void ClientConnection::Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
+                               std::string_view extra_headers) {
+  keep_alive = keep_alive && !close_after_response_ && !worker_.draining();
+  std::string head;
+  head.reserve(256);
+  head.append("HTTP/1.1 ").append(std::to_string(status)).push_back(' ');
+  head.append(http::ReasonPhrase(status)).append("\r\nServer: shellac\r\nDate: ");
+  head.append(worker_.HttpDate()).append("\r\nContent-Type: ").append(content_type);
+  head.append("\r\nContent-Length: ").append(std::to_string(body.size()));
+  head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers);
+  if (!keep_alive) head.append("Connection: close\r\n");
+  else if (request_.minor_version == 0) head.append("Connection: keep-alive\r\n");
+  head.append("\r\n");
+  evbuffer_add(output(), head.data(), head.size());
+  if (request_.method != "HEAD") {
+    evbuffer_add(output(), body.data(), body.size());
+    body_bytes_ = body.size();
+  }
+  FinishRequest(status, keep_alive);
+}
+
+void ClientConnection::RespondError(int status, std::string_view detail) {
+  if (status < 500) worker_.metrics().CountReject(status);
+  std::string body = std::to_string(status);
+  body.append(" ").append(http::ReasonPhrase(status)).append(": ").append(detail).append("\n");
+  // After a refused or failed request the rest of the input cannot be trusted to be in step.
+  Respond(status, "text/plain; charset=utf-8", body, /*keep_alive=*/false);
+}
+
+void ClientConnection::FinishExchange(int status, bool keep_alive) {
+  RetireExchange();
+  FinishRequest(status, keep_alive && !close_after_response_ && !worker_.draining());
+}
+
+void ClientConnection::FailExchange(int status, const std::string& detail) {
+  RetireExchange();
+  state_ = State::kReadingHead;
+  RespondError(status, detail);
+}
+
+void ClientConnection::AbortExchange() {
+  RetireExchange();
+  FinishRequest(502, false);
+  CloseSoon();
+}
+
+void ClientConnection::RetireExchange() {
+  if (exchange_) retired_.push_back(std::move(exchange_));
+  NotifyWhenDrained(0);
+}
+
+void ClientConnection::FinishRequest(int status, bool keep_alive) {
+  const auto now = std::chrono::steady_clock::now();
+  worker_.metrics().CountRequest(route_, status);
+  if (in_request_) {
+    in_request_ = false;
+    WorkerMetrics::Add(worker_.metrics().in_flight, -1);
+  }
+  const Runtime& runtime = *runtime_;
+  if (runtime.access_log) {
+    const http::Header* referer = request_.Find("referer");
+    const http::Header* agent = request_.Find("user-agent");
+    AccessEntry entry;
+    entry.client_ip = peer_ip_;
+    entry.method = request_.method;
+    entry.target = request_.target;
+    entry.minor_version = request_.minor_version;
+    entry.status = status;
+    entry.body_bytes = body_bytes_;
+    entry.referer = referer ? std::string_view(referer->value) : std::string_view();
+    entry.user_agent = agent ? std::string_view(agent->value) : std::string_view();
+    entry.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - started_).count());
+    entry.cache = cache_status_;
+    worker_.access_log().Append(runtime.access_log, entry, time(nullptr));
+  }
+  route_ = site_ == Site::kAdmin ? Route::kAdmin : Route::kProxy;
+  cache_status_ = "pass";
+  AfterResponse(keep_alive);
+}
+
+void ClientConnection::AfterResponse(bool keep_alive) {
+  if (!keep_alive || close_after_response_) {
+    CloseWhenFlushed();
+    return;
+  }
+  ++served_;
+  state_ = State::kReadingHead;
+  ApplyIoTimeouts(false);
+  SetReading(true);
+  head_timer_is_idle_ = true;
+  ArmHeadTimer(runtime_->config->client_idle_timeout);
+  if (evbuffer_get_length(input()) > 0) ResumeSoon();  // a pipelined request is waiting
+}
+
+void ClientConnection::CloseWhenFlushed() {
+  if (state_ == State::kClosing || state_ == State::kLingering) return;
+  state_ = State::kClosing;
+  evtimer_del(head_timer_.get());
+  bufferevent_disable(bev_.get(), EV_READ);
+  bufferevent_enable(bev_.get(), EV_WRITE);
+  NotifyWhenDrained(0);
+  if (evbuffer_get_length(output()) == 0) StartLingering();
+}
+
+void ClientConnection::StartLingering() {
+  state_ = State::kLingering;
+  shutdown(bufferevent_getfd(bev_.get()), SHUT_WR);
+  bufferevent_set_timeouts(bev_.get(), &kLingerTime, nullptr);
+  bufferevent_enable(bev_.get(), EV_READ);
+}
+
+}  // namespace shellac::proxy

@@ -1,0 +1,115 @@
+// client: one accepted client connection. Reads request heads (keep-alive, pipelining), routes
+// each request (proxy exchange, built-in page, admin endpoints), answers errors, enforces the
+// client-side timeouts and limits, and writes the access log. One request is in progress at a time;
+// pipelined requests wait in the input buffer, so responses leave in request order.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "event_ptr.h"
+#include "http1.h"
+#include "worker.h"
+
+namespace shellac::proxy {
+
+class ProxyExchange;
+
+class ClientConnection {
+ public:
+  // Takes ownership of `fd`. Registers itself with `worker`; deletes itself when done.
+  ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site);
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // Worker shutdown: close now if idle, else after the current response.
+  void Drain();
+  // Worker stop: close now.
+  void Close() { delete this; }
+
+  // --- used by the exchange in progress ---
+  evbuffer* input() const { return bufferevent_get_input(bev_.get()); }
+  evbuffer* output() const { return bufferevent_get_output(bev_.get()); }
+  const std::string& peer_ip() const { return peer_ip_; }
+  Worker& worker() { return worker_; }
+  // Reading from the client (request body): on or off.
+  void SetReading(bool on);
+  // Be told (OnClientDrained) when the output falls below `low` bytes; 0 turns it off.
+  void NotifyWhenDrained(size_t low);
+  // Counts body bytes written for the access log.
+  void CountBodyBytes(uint64_t n) { body_bytes_ += n; }
+  // The exchange queued its whole response. `keep_alive`: the connection may serve another request.
+  // Destroys the exchange.
+  void FinishExchange(int status, bool keep_alive);
+  // The exchange failed before sending anything: answer `status` with `detail`, then close.
+  // Destroys the exchange.
+  void FailExchange(int status, const std::string& detail);
+  // The exchange failed after part of the response was sent: cut the connection so the client sees
+  // an incomplete response. Deletes this connection.
+  void AbortExchange();
+
+ private:
+  // kClosing: flushing the last response. kLingering: flushed and half-closed; reading and
+  // discarding what the client still sends, so the kernel does not answer it with a reset that
+  // would destroy the response before the client read it.
+  enum class State { kReadingHead, kBusy, kClosing, kLingering };
+
+  static void OnRead(bufferevent* bev, void* arg);
+  static void OnWrite(bufferevent* bev, void* arg);
+  static void OnEvent(bufferevent* bev, short what, void* arg);
+  static void OnHeadTimer(evutil_socket_t, short, void* arg);
+  static void OnDeferred(evutil_socket_t, short, void* arg);
+
+  // Parses and dispatches every complete request in the input. May delete this.
+  void ProcessInput();
+  void Dispatch();
+  void ServeLocal();
+  void ServeAdmin();
+  // Queues a complete locally made response and finishes the request.
+  void Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
+               std::string_view extra_headers = {});
+  void RespondError(int status, std::string_view detail);
+  void FinishRequest(int status, bool keep_alive);
+  // After the response is queued: close when flushed, or wait for the next request.
+  void AfterResponse(bool keep_alive);
+  void ArmHeadTimer(std::chrono::milliseconds ms);
+  void ApplyIoTimeouts(bool reading_body);
+  void CloseWhenFlushed();
+  void StartLingering();
+  // Closes on the next loop iteration, when no callback of ours is on the stack.
+  void CloseSoon();
+  // Parses the next pipelined request on the next loop iteration.
+  void ResumeSoon();
+  // The exchange may be on the stack when it ends; it is freed from a later callback.
+  void RetireExchange();
+
+  Worker& worker_;
+  const Site site_;
+  BufferEventPtr bev_;
+  EventPtr head_timer_;
+  EventPtr deferred_;
+  enum class Deferred { kNone, kResume, kClose } deferred_action_ = Deferred::kNone;
+  bool head_timer_is_idle_ = false;
+  uint64_t served_ = 0;
+  bool in_request_ = false;
+  size_t lingered_ = 0;
+  std::vector<std::unique_ptr<ProxyExchange>> retired_;
+  std::string peer_ip_;
+  State state_ = State::kReadingHead;
+  bool close_after_response_ = false;
+  std::unique_ptr<ProxyExchange> exchange_;
+  std::shared_ptr<const Runtime> runtime_;  // held for the request in progress
+
+  // The request in progress (for the access log and metrics).
+  http::RequestHead request_;
+  std::chrono::steady_clock::time_point started_;
+  uint64_t body_bytes_ = 0;
+  const char* cache_status_ = "pass";
+  Route route_ = Route::kProxy;
+};
+
+}  // namespace shellac::proxy

@@ -1,0 +1,402 @@
+#include "exchange.h"
+
+#include <event2/buffer.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "client.h"
+
+namespace shellac::proxy {
+namespace {
+
+// Bytes queued towards a peer beyond which the other side stops being read (backpressure), and the
+// level at which reading resumes.
+constexpr size_t kStreamWindow = 256 << 10;
+constexpr size_t kLowWater = 64 << 10;
+
+using http::BodyKind;
+using http::EqualsIgnoreCase;
+
+void AppendHeader(std::string* out, std::string_view name, std::string_view value) {
+  out->append(name).append(": ").append(value).append("\r\n");
+}
+
+// Moves `n` bytes from `from` to `to`, framed as one chunk when `chunked`.
+void MoveBody(evbuffer* from, evbuffer* to, size_t n, bool chunked) {
+  if (chunked) evbuffer_add_printf(to, "%zx\r\n", n);
+  evbuffer_remove_buffer(from, to, n);
+  if (chunked) evbuffer_add(to, "\r\n", 2);
+}
+
+std::string Millis(conf::Millis ms) { return std::to_string(ms.count()) + " ms"; }
+
+}  // namespace
+
+ProxyExchange::ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime,
+                             http::RequestHead& request)
+    : client_(client),
+      worker_(client.worker()),
+      runtime_(std::move(runtime)),
+      config_(*runtime_->config),
+      request_(request),
+      scratch_(evbuffer_new()) {
+  body_done_ = request_.body == BodyKind::kNone;
+  body_remaining_ = request_.content_length;
+}
+
+ProxyExchange::~ProxyExchange() = default;
+
+void ProxyExchange::Start() {
+  upstream_head_ = BuildUpstreamHead();
+  if (request_.expect_continue) evbuffer_add(client_.output(), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+  Connect(/*fresh=*/false);
+}
+
+std::string ProxyExchange::BuildUpstreamHead() const {
+  std::string h;
+  h.reserve(1024);
+  h.append(request_.method).push_back(' ');
+  h.append(request_.target).append(" HTTP/1.1\r\n");
+  const auto tokens = http::ConnectionTokens(request_.headers);
+  std::string forwarded_for;
+  for (const auto& header : request_.headers) {
+    const std::string_view name = header.name;
+    if (http::IsHopByHop(name, tokens) || EqualsIgnoreCase(name, "content-length") ||
+        EqualsIgnoreCase(name, "expect") || EqualsIgnoreCase(name, "host") ||
+        EqualsIgnoreCase(name, "x-forwarded-proto")) {
+      continue;
+    }
+    if (EqualsIgnoreCase(name, "x-forwarded-for")) {
+      if (!forwarded_for.empty()) forwarded_for.append(", ");
+      forwarded_for.append(header.value);
+      continue;
+    }
+    AppendHeader(&h, name, header.value);
+  }
+  // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
+  AppendHeader(&h, "Host", request_.host.empty() ? config_.backend->text : request_.host);
+  if (!forwarded_for.empty()) forwarded_for.append(", ");
+  forwarded_for.append(client_.peer_ip());
+  AppendHeader(&h, "X-Forwarded-For", forwarded_for);
+  AppendHeader(&h, "X-Forwarded-Proto", "http");
+  AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
+  if (request_.body == BodyKind::kLength) {
+    AppendHeader(&h, "Content-Length", std::to_string(request_.content_length));
+  } else if (request_.body == BodyKind::kChunked) {
+    AppendHeader(&h, "Transfer-Encoding", "chunked");
+  } else if (request_.Find("content-length") != nullptr) {
+    AppendHeader(&h, "Content-Length", "0");
+  }
+  h.append("\r\n");
+  return h;
+}
+
+void ProxyExchange::Connect(bool fresh) {
+  const conf::SocketAddress& address = *config_.backend;
+  upstream_ = fresh ? nullptr : worker_.upstreams().TakeIdle(address);
+  reused_ = upstream_ != nullptr;
+  if (reused_) {
+    WorkerMetrics::Add(worker_.metrics().upstream_reused);
+  } else {
+    std::string error;
+    upstream_ = worker_.upstreams().Connect(address, &error);
+    if (!upstream_) {
+      UpstreamFailed(UpstreamError::kRefused, 502, error);
+      return;
+    }
+    WorkerMetrics::Add(worker_.metrics().upstream_opened);
+  }
+  connected_ = reused_;
+  bufferevent* up = upstream_.get();
+  bufferevent_setcb(up, OnUpstreamRead, OnUpstreamWrite, OnUpstreamEvent, this);
+  bufferevent_setwatermark(up, EV_READ, 0, kStreamWindow);
+  const timeval connect_tv = ToTimeval(config_.upstream_connect_timeout);
+  bufferevent_set_timeouts(up, nullptr, &connect_tv);
+  // Queued now; libevent sends it once the connection is up.
+  evbuffer_add(bufferevent_get_output(up), upstream_head_.data(), upstream_head_.size());
+  sent_at_ = std::chrono::steady_clock::now();
+  bufferevent_enable(up, EV_READ | EV_WRITE);
+  if (connected_) OnConnected();
+}
+
+void ProxyExchange::OnConnected() {
+  connected_ = true;
+  const timeval first_byte = ToTimeval(config_.upstream_first_byte_timeout);
+  const timeval between = ToTimeval(config_.upstream_between_bytes_timeout);
+  bufferevent_set_timeouts(upstream_.get(), &first_byte, &between);
+  PumpRequestBody();
+}
+
+bool ProxyExchange::CanRetry() const {
+  // A kept-alive connection can be closed by the origin just as we reuse it. Resending is safe
+  // only when nothing came back and no body bytes were consumed from the client.
+  return reused_ && !retried_ && !upstream_got_bytes_ && request_.body == BodyKind::kNone;
+}
+
+void ProxyExchange::OnUpstreamEvent(bufferevent*, short what, void* arg) {
+  auto* self = static_cast<ProxyExchange*>(arg);
+  if (what & BEV_EVENT_CONNECTED) {
+    self->OnConnected();
+    return;
+  }
+  if (what & BEV_EVENT_TIMEOUT) {
+    if (!self->connected_) {
+      self->UpstreamFailed(UpstreamError::kTimeout, 504,
+                           "connect timed out after " + Millis(self->config_.upstream_connect_timeout));
+    } else if (!self->head_received_ && (what & BEV_EVENT_READING)) {
+      self->UpstreamFailed(UpstreamError::kTimeout, 504,
+                           "no response within " + Millis(self->config_.upstream_first_byte_timeout));
+    } else {
+      self->UpstreamFailed(UpstreamError::kTimeout, 504,
+                           "stalled for " + Millis(self->config_.upstream_between_bytes_timeout));
+    }
+    return;
+  }
+  if (what & BEV_EVENT_EOF) {
+    if (self->head_received_ && self->response_.body == BodyKind::kUntilClose) {
+      self->upstream_eof_ = true;
+      self->PumpResponse();
+      return;
+    }
+    if (self->CanRetry()) {
+      self->Retry();
+      return;
+    }
+    self->UpstreamFailed(UpstreamError::kReset, 502,
+                         self->head_received_ ? "closed the connection in the middle of the body"
+                                              : "closed the connection without answering");
+    return;
+  }
+  if (what & BEV_EVENT_ERROR) {
+    const int error = EVUTIL_SOCKET_ERROR();
+    if (!self->connected_) {
+      self->UpstreamFailed(UpstreamError::kRefused, 502, std::string("connect: ") + std::strerror(error));
+    } else if (self->CanRetry()) {
+      self->Retry();
+    } else {
+      self->UpstreamFailed(UpstreamError::kReset, 502, std::strerror(error));
+    }
+  }
+}
+
+void ProxyExchange::Retry() {
+  retried_ = true;
+  upstream_.reset();
+  WorkerMetrics::Add(worker_.metrics().upstream_retried);
+  Connect(/*fresh=*/true);
+}
+
+void ProxyExchange::UpstreamFailed(UpstreamError kind, int status, const std::string& detail) {
+  worker_.metrics().CountUpstreamError(kind);
+  upstream_.reset();
+  if (!response_started_) {
+    client_.FailExchange(status, "upstream " + config_.backend->text + ": " + detail);
+  } else {
+    client_.AbortExchange();
+  }
+}
+
+void ProxyExchange::OnClientReadable() { PumpRequestBody(); }
+
+void ProxyExchange::OnUpstreamWrite(bufferevent*, void* arg) {
+  static_cast<ProxyExchange*>(arg)->PumpRequestBody();
+}
+
+void ProxyExchange::PumpRequestBody() {
+  if (body_done_ || !upstream_) return;
+  evbuffer* in = client_.input();
+  evbuffer* out = bufferevent_get_output(upstream_.get());
+  while (!body_done_ && evbuffer_get_length(out) < kStreamWindow) {
+    const size_t room = kStreamWindow - evbuffer_get_length(out);
+    if (request_.body == BodyKind::kLength) {
+      const size_t n = std::min<uint64_t>({evbuffer_get_length(in), body_remaining_, room});
+      if (n == 0) break;
+      evbuffer_remove_buffer(in, out, n);
+      body_remaining_ -= n;
+      body_done_ = body_remaining_ == 0;
+      continue;
+    }
+    const auto step = body_decoder_.Decode(in, scratch_.get(), room);
+    if (step == http::ChunkedDecoder::Step::kError) {
+      upstream_.reset();
+      client_.FailExchange(400, "bad chunked request body: " + body_decoder_.error());
+      return;
+    }
+    if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
+      MoveBody(scratch_.get(), out, n, /*chunked=*/true);
+    }
+    if (config_.max_body_size != 0 && body_decoder_.decoded() > config_.max_body_size) {
+      upstream_.reset();
+      if (response_started_) {
+        client_.AbortExchange();
+      } else {
+        client_.FailExchange(413, "request body larger than " + std::to_string(config_.max_body_size) + " bytes");
+      }
+      return;
+    }
+    if (step == http::ChunkedDecoder::Step::kDone) {
+      evbuffer_add(out, "0\r\n\r\n", 5);
+      body_done_ = true;
+    } else if (step == http::ChunkedDecoder::Step::kNeedMore) {
+      break;
+    }
+  }
+  const bool window_full = evbuffer_get_length(out) >= kStreamWindow;
+  client_.SetReading(!body_done_ && !window_full);
+  // Told through OnUpstreamWrite when the upstream has taken enough to resume.
+  bufferevent_setwatermark(upstream_.get(), EV_WRITE, window_full ? kLowWater : 0, 0);
+}
+
+void ProxyExchange::OnUpstreamRead(bufferevent*, void* arg) { static_cast<ProxyExchange*>(arg)->PumpResponse(); }
+
+void ProxyExchange::OnClientDrained() {
+  if (!head_received_ || !upstream_) return;
+  bufferevent_enable(upstream_.get(), EV_READ);
+  PumpResponse();
+}
+
+void ProxyExchange::PumpResponse() {
+  evbuffer* in = bufferevent_get_input(upstream_.get());
+  if (!head_received_) {
+    if (evbuffer_get_length(in) > 0) upstream_got_bytes_ = true;
+    for (;;) {
+      const http::ParseResult r = http::ParseResponseHead(in, config_.max_header_bytes, request_.method, &response_);
+      if (r.kind == http::ParseResult::kIncomplete) return;
+      if (r.kind == http::ParseResult::kError) {
+        UpstreamFailed(UpstreamError::kInvalid, 502, r.detail);
+        return;
+      }
+      if (response_.status >= 200) break;
+      if (response_.status == 101) {
+        UpstreamFailed(UpstreamError::kInvalid, 502, "switched protocols without being asked");
+        return;
+      }
+      // Other 1xx interim responses are not forwarded.
+    }
+    head_received_ = true;
+    const auto waited = std::chrono::steady_clock::now() - sent_at_;
+    worker_.metrics().ObserveFirstByte(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
+    const timeval between = ToTimeval(config_.upstream_between_bytes_timeout);
+    bufferevent_set_timeouts(upstream_.get(), &between, &between);
+    response_remaining_ = response_.content_length;
+    SendResponseHead();
+    if (response_.body == BodyKind::kNone) {
+      FinishResponse();
+      return;
+    }
+  }
+
+  evbuffer* out = client_.output();
+  while (evbuffer_get_length(out) < kStreamWindow) {
+    const size_t room = kStreamWindow - evbuffer_get_length(out);
+    if (response_.body == BodyKind::kLength) {
+      const size_t n = std::min<uint64_t>({evbuffer_get_length(in), response_remaining_, room});
+      if (n == 0) break;
+      evbuffer_remove_buffer(in, out, n);
+      client_.CountBodyBytes(n);
+      response_remaining_ -= n;
+      if (response_remaining_ == 0) {
+        FinishResponse();
+        return;
+      }
+    } else if (response_.body == BodyKind::kChunked) {
+      const auto step = response_decoder_.Decode(in, scratch_.get(), room);
+      if (step == http::ChunkedDecoder::Step::kError) {
+        UpstreamFailed(UpstreamError::kInvalid, 502, "bad chunked body: " + response_decoder_.error());
+        return;
+      }
+      if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
+        MoveBody(scratch_.get(), out, n, client_chunked_);
+        client_.CountBodyBytes(n);
+      }
+      if (step == http::ChunkedDecoder::Step::kDone) {
+        FinishResponse();
+        return;
+      }
+      if (step == http::ChunkedDecoder::Step::kNeedMore) break;
+    } else {  // kUntilClose
+      const size_t n = std::min(evbuffer_get_length(in), room);
+      if (n == 0) break;
+      MoveBody(in, out, n, client_chunked_);
+      client_.CountBodyBytes(n);
+    }
+  }
+  if (response_.body == BodyKind::kUntilClose && upstream_eof_ && evbuffer_get_length(in) == 0) {
+    FinishResponse();
+    return;
+  }
+  if (evbuffer_get_length(out) >= kStreamWindow) {
+    bufferevent_disable(upstream_.get(), EV_READ);
+    client_.NotifyWhenDrained(kLowWater);
+  } else if (!upstream_eof_) {
+    bufferevent_enable(upstream_.get(), EV_READ);
+  }
+}
+
+void ProxyExchange::SendResponseHead() {
+  std::string h;
+  h.reserve(1024);
+  h.append("HTTP/1.1 ").append(std::to_string(response_.status)).push_back(' ');
+  h.append(response_.reason.empty() ? http::ReasonPhrase(response_.status) : response_.reason).append("\r\n");
+  const auto tokens = http::ConnectionTokens(response_.headers);
+  const http::Header* content_length = nullptr;
+  for (const auto& header : response_.headers) {
+    if (EqualsIgnoreCase(header.name, "content-length")) {
+      content_length = &header;
+      continue;
+    }
+    if (http::IsHopByHop(header.name, tokens)) continue;
+    AppendHeader(&h, header.name, header.value);
+  }
+  // Reading the rest of a request body the origin did not wait for would cost more than a new
+  // connection, so such a connection closes after the response.
+  bool keep_alive = request_.keep_alive && body_done_ && !worker_.draining();
+  switch (response_.body) {
+    case BodyKind::kNone:
+      // A HEAD or 304 response tells the length of the body it stands for.
+      if (content_length != nullptr && response_.status != 204 && response_.status >= 200) {
+        AppendHeader(&h, "Content-Length", std::to_string(response_.content_length));
+      }
+      break;
+    case BodyKind::kLength:
+      AppendHeader(&h, "Content-Length", std::to_string(response_.content_length));
+      break;
+    case BodyKind::kChunked:
+    case BodyKind::kUntilClose:
+      if (request_.minor_version == 1) {
+        AppendHeader(&h, "Transfer-Encoding", "chunked");
+        client_chunked_ = true;
+      } else {
+        keep_alive = false;  // an HTTP/1.0 client learns the end from the close
+      }
+      break;
+  }
+  if (!keep_alive) {
+    AppendHeader(&h, "Connection", "close");
+  } else if (request_.minor_version == 0) {
+    AppendHeader(&h, "Connection", "keep-alive");
+  }
+  AppendHeader(&h, "Via", response_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
+  AppendHeader(&h, "X-Cache", "pass");
+  h.append("\r\n");
+  client_keep_alive_ = keep_alive;
+  evbuffer_add(client_.output(), h.data(), h.size());
+  response_started_ = true;
+}
+
+void ProxyExchange::FinishResponse() {
+  if (client_chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
+  const bool reusable = response_.keep_alive && response_.body != BodyKind::kUntilClose && body_done_ &&
+                        !upstream_eof_ && evbuffer_get_length(bufferevent_get_input(upstream_.get())) == 0;
+  if (reusable) {
+    worker_.upstreams().PutIdle(*config_.backend, std::move(upstream_), config_.upstream_max_idle,
+                                config_.upstream_idle_timeout);
+  } else {
+    upstream_.reset();
+  }
+  client_.FinishExchange(response_.status, client_keep_alive_ && body_done_);
+}
+
+}  // namespace shellac::proxy

@@ -1,0 +1,88 @@
+// exchange: one request forwarded to the backend and its response streamed back.
+//
+// Owned by the ClientConnection it serves and driven from that connection's worker thread.
+// Streams both bodies with backpressure: neither direction buffers more than kStreamWindow bytes
+// beyond what the socket buffers hold, so a 50 MB transfer costs the same memory as a 5 KB one.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "event_ptr.h"
+#include "http1.h"
+#include "worker.h"
+
+namespace shellac::proxy {
+
+class ClientConnection;
+
+class ProxyExchange {
+ public:
+  ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request);
+  ~ProxyExchange();
+  ProxyExchange(const ProxyExchange&) = delete;
+  ProxyExchange& operator=(const ProxyExchange&) = delete;
+
+  // Starts the exchange. May finish (and destroy) it before returning.
+  void Start();
+  // The client sent more request-body bytes.
+  void OnClientReadable();
+  // The client's output buffer fell below the low-water mark.
+  void OnClientDrained();
+  // True once request-body reading needs the client's read timeout.
+  bool reading_body() const { return !body_done_; }
+  bool response_started() const { return response_started_; }
+
+ private:
+  static void OnUpstreamRead(bufferevent* bev, void* arg);
+  static void OnUpstreamWrite(bufferevent* bev, void* arg);
+  static void OnUpstreamEvent(bufferevent* bev, short what, void* arg);
+
+  std::string BuildUpstreamHead() const;
+  // Sends the request on an idle kept-alive connection, or a new one when `fresh` or none is idle.
+  void Connect(bool fresh);
+  void Retry();
+  void OnConnected();
+  // Moves request-body bytes from the client to the upstream as far as the window allows.
+  void PumpRequestBody();
+  // Handles upstream input: the head, then body bytes to the client.
+  void PumpResponse();
+  void SendResponseHead();
+  void FinishResponse();
+  void UpstreamFailed(UpstreamError kind, int status, const std::string& detail);
+  bool CanRetry() const;
+
+  ClientConnection& client_;
+  Worker& worker_;
+  std::shared_ptr<const Runtime> runtime_;
+  const conf::Config& config_;
+  http::RequestHead& request_;
+
+  BufferEventPtr upstream_;
+  bool reused_ = false;
+  bool retried_ = false;
+  bool connected_ = false;
+  std::string upstream_head_;
+
+  // Request body.
+  bool body_done_ = true;
+  uint64_t body_remaining_ = 0;
+  uint64_t body_seen_ = 0;
+  http::ChunkedDecoder body_decoder_;
+
+  // Response.
+  bool head_received_ = false;
+  bool response_started_ = false;
+  bool upstream_got_bytes_ = false;
+  bool upstream_eof_ = false;
+  http::ResponseHead response_;
+  uint64_t response_remaining_ = 0;
+  http::ChunkedDecoder response_decoder_;
+  bool client_chunked_ = false;
+  bool client_keep_alive_ = false;
+  std::chrono::steady_clock::time_point sent_at_;
+  EvbufferPtr scratch_;  // decoded chunk data on its way to being re-framed
+};
+
+}  // namespace shellac::proxy

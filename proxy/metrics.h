@@ -1,0 +1,62 @@
+// metrics: counters and gauges for /metrics (Prometheus text format 0.0.4).
+//
+// Each worker thread owns one WorkerMetrics and is its only writer (relaxed atomics, so a scrape
+// from the admin thread reads consistent words without locks). Render() sums the shards.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shellac::proxy {
+
+enum class Route { kProxy, kLocal, kAdmin };
+enum class UpstreamError { kRefused, kTimeout, kReset, kInvalid };
+
+// Upper bounds (seconds) of the upstream first-byte histogram buckets.
+inline constexpr std::array<double, 12> kLatencyBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                           0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
+// Statuses that the front answers itself when it refuses a request.
+inline constexpr std::array<int, 9> kRejectStatuses = {400, 405, 408, 413, 414, 417, 431, 501, 505};
+
+struct WorkerMetrics {
+  using Counter = std::atomic<uint64_t>;
+  using Gauge = std::atomic<int64_t>;
+
+  std::array<std::array<Counter, 5>, 3> requests{};  // [route][status class 1xx..5xx]
+  Gauge in_flight{0};
+  Gauge connections_open{0};
+  Counter connections_accepted{0};
+  Counter upstream_opened{0};
+  Counter upstream_reused{0};
+  Counter upstream_retried{0};
+  std::array<Counter, 4> upstream_errors{};
+  std::array<Counter, kLatencyBuckets.size()> first_byte_buckets{};  // non-cumulative
+  Counter first_byte_count{0};
+  Counter first_byte_sum_us{0};
+  std::array<Counter, kRejectStatuses.size()> rejected{};
+
+  // Single-writer helpers: load + store, not read-modify-write.
+  static void Add(Counter& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  static void Add(Gauge& g, int64_t n) { g.store(g.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+
+  void CountRequest(Route route, int status);
+  void CountReject(int status);
+  void CountUpstreamError(UpstreamError e) { Add(upstream_errors[static_cast<int>(e)]); }
+  void ObserveFirstByte(uint64_t micros);
+};
+
+// Process-wide values that are not per worker.
+struct GlobalMetrics {
+  std::atomic<uint64_t> config_generation{1};
+  std::atomic<uint64_t> reloads_ok{0};
+  std::atomic<uint64_t> reloads_refused{0};
+  std::atomic<bool> draining{false};
+};
+
+// Renders every shard plus the globals as Prometheus text.
+std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, const GlobalMetrics& global);
+
+}  // namespace shellac::proxy

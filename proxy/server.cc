@@ -1,0 +1,285 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <event2/thread.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "worker.h"
+
+namespace shellac::proxy {
+namespace {
+
+constexpr timeval kDrainPoll = {0, 20'000};
+
+// Opens a listening socket. SO_REUSEPORT lets every worker own a socket on the same address, and
+// the kernel spreads new connections over them.
+int OpenListener(const conf::SocketAddress& address, uint16_t port, bool reuse_port, std::string* error) {
+  sockaddr_storage storage = address.storage;
+  if (storage.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+  else reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+  int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (storage.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), address.length) != 0 || ::listen(fd, 1024) != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// "127.0.0.1:8080" or "[::1]:8080" for the address `fd` is bound to.
+std::string BoundAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (storage.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+  return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+}
+
+uint16_t BoundPort(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
+  if (storage.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  return ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool IsGitRepository(const std::string& dir) {
+  struct stat st;
+  if (stat((dir + "/.git").c_str(), &st) == 0) return true;
+  return stat((dir + "/HEAD").c_str(), &st) == 0 && stat((dir + "/objects").c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& list) {
+  std::vector<std::string> out;
+  for (const auto& a : list) out.push_back(a.text);
+  return out;
+}
+
+}  // namespace
+
+std::string BuiltinPage(const conf::Config& config) {
+  std::string p;
+  p += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shellac</title></head><body>\n";
+  p += "<h1>shellac " SHELLAC_VERSION "</h1>\n";
+  p += "<p>A caching front for git web frontends. No <code>backend=</code> is configured, so this "
+       "page is all it serves.</p>\n<h2>Configured</h2>\n<ul>\n";
+  p += "<li>config file: " + (config.config_file.empty() ? std::string("none (built-in defaults)")
+                                                          : HtmlEscape(config.config_file)) + "</li>\n";
+  for (const auto& l : config.listen) p += "<li>listen: " + HtmlEscape(l.text) + "</li>\n";
+  p += "<li>admin: " + (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
+                                            : std::string("off")) + "</li>\n";
+  p += "<li>worker threads: " + std::to_string(config.threads) + "</li>\n";
+  p += "<li>cache size: " + std::to_string(config.cache_size >> 20) + " MiB</li>\n";
+  if (!config.cgitrc.empty()) p += "<li>cgitrc: " + HtmlEscape(config.cgitrc) + "</li>\n";
+  for (const auto& r : config.repos) p += "<li>repository: " + HtmlEscape(r) + "</li>\n";
+  p += "</ul>\n";
+  char cwd[4096];
+  if (config.repos.empty() && getcwd(cwd, sizeof cwd) != nullptr && IsGitRepository(cwd)) {
+    p += "<p>Started inside the git repository <code>" + HtmlEscape(cwd) +
+         "</code>. Serving its pages needs the resident renderer (gitfrag), which is not built yet; "
+         "until then shellac proxies to a forge given with <code>--backend HOST:PORT</code>.</p>\n";
+  } else {
+    p += "<p>To put shellac in front of a forge: <code>shellac --backend HOST:PORT</code>.</p>\n";
+  }
+  p += "<p>Manual: <code>man shellac</code>, <code>man shellac.conf</code>.</p>\n</body></html>\n";
+  return p;
+}
+
+struct Server::State {
+  std::string config_file;
+  conf::Overrides overrides;
+  Shared shared;
+  std::vector<std::unique_ptr<Worker>> workers;  // the serving threads
+  std::unique_ptr<Worker> main;                  // admin listener + signals, on the main thread
+  std::vector<std::thread> threads;
+  std::atomic<int> running{0};
+  std::vector<EventPtr> signals;
+  EventPtr drain_poll;
+  EventPtr drain_deadline;
+  bool draining = false;
+
+  std::shared_ptr<Runtime> MakeRuntime(std::shared_ptr<const conf::Config> config, uint64_t generation,
+                                       std::string* error) {
+    auto runtime = std::make_shared<Runtime>();
+    runtime->access_log = AccessLogFile::Open(config->access_log, error);
+    if (!error->empty()) return nullptr;
+    runtime->builtin_page = BuiltinPage(*config);
+    runtime->generation = generation;
+    runtime->config = std::move(config);
+    return runtime;
+  }
+
+  void Reload() {
+    std::string error;
+    auto config = conf::Load(config_file, overrides, &error);
+    std::shared_ptr<Runtime> runtime;
+    const uint64_t generation = shared.generation() + 1;
+    if (config) runtime = MakeRuntime(config, generation, &error);
+    if (!runtime) {
+      shared.global.reloads_refused++;
+      std::fprintf(stderr, "shellac: reload refused: %s\n", error.c_str());
+      return;
+    }
+    const conf::Config& old = *shared.runtime()->config;
+    const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
+    if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
+        old.threads != config->threads) {
+      std::fprintf(stderr, "shellac: warning: listen, admin-listen and threads keep their old values "
+                           "until a restart\n");
+    }
+    shared.Publish(runtime);
+    shared.global.reloads_ok++;
+    std::fprintf(stderr, "shellac: reloaded configuration (generation %llu)\n",
+                 static_cast<unsigned long long>(generation));
+  }
+
+  void BeginShutdown() {
+    if (draining) {
+      // A second signal: stop waiting for in-flight requests.
+      for (auto& w : workers) w->Post([w = w.get()] { w->Stop(); });
+      return;
+    }
+    draining = true;
+    shared.global.draining = true;
+    std::fprintf(stderr, "shellac: draining\n");
+    for (auto& w : workers) w->Post([w = w.get()] { w->BeginDrain(); });
+    drain_poll.reset(event_new(main->base(), -1, EV_PERSIST, OnDrainPoll, this));
+    event_add(drain_poll.get(), &kDrainPoll);
+    const timeval deadline = ToTimeval(shared.runtime()->config->shutdown_timeout);
+    drain_deadline.reset(evtimer_new(main->base(), OnDrainDeadline, this));
+    evtimer_add(drain_deadline.get(), &deadline);
+  }
+
+  static void OnSignal(evutil_socket_t signal, short, void* arg) {
+    auto* self = static_cast<State*>(arg);
+    if (signal == SIGHUP) self->Reload();
+    else self->BeginShutdown();
+  }
+
+  static void OnDrainPoll(evutil_socket_t, short, void* arg) {
+    auto* self = static_cast<State*>(arg);
+    if (self->running.load() == 0) self->main->Stop();
+  }
+
+  static void OnDrainDeadline(evutil_socket_t, short, void* arg) {
+    auto* self = static_cast<State*>(arg);
+    std::fprintf(stderr, "shellac: shutdown-timeout reached, closing the remaining connections\n");
+    for (auto& w : self->workers) w->Post([w = w.get()] { w->Stop(); });
+  }
+
+  // Binds every listener before any thread starts, so a bad address fails the start cleanly.
+  bool Bind(const conf::Config& config) {
+    std::string error;
+    for (const auto& address : config.listen) {
+      uint16_t port = address.port;
+      for (auto& worker : workers) {
+        int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
+        if (fd < 0) {
+          std::fprintf(stderr, "shellac: cannot listen on %s: %s\n", address.text.c_str(), error.c_str());
+          return false;
+        }
+        if (port == 0) port = BoundPort(fd);  // the other workers join the port the kernel chose
+        if (worker == workers.front()) std::fprintf(stderr, "shellac: listening on %s\n", BoundAddress(fd).c_str());
+        worker->AddListener(fd, Site::kPublic);
+      }
+    }
+    if (config.admin_listen) {
+      int fd = OpenListener(*config.admin_listen, config.admin_listen->port, /*reuse_port=*/false, &error);
+      if (fd < 0) {
+        std::fprintf(stderr, "shellac: cannot listen on %s (admin-listen): %s\n", config.admin_listen->text.c_str(),
+                     error.c_str());
+        return false;
+      }
+      std::fprintf(stderr, "shellac: admin on %s\n", BoundAddress(fd).c_str());
+      main->AddListener(fd, Site::kAdmin);
+    }
+    return true;
+  }
+};
+
+Server::Server(std::string config_file, conf::Overrides overrides, std::shared_ptr<const conf::Config> config)
+    : state_(std::make_unique<State>()) {
+  state_->config_file = std::move(config_file);
+  state_->overrides = std::move(overrides);
+  std::string error;
+  auto runtime = state_->MakeRuntime(std::move(config), 1, &error);
+  if (!runtime) throw std::runtime_error(error);
+  state_->shared.Publish(runtime);
+}
+
+Server::~Server() = default;
+
+int Server::Run() {
+  State& s = *state_;
+  const conf::Config& config = *s.shared.runtime()->config;
+  for (unsigned i = 0; i < config.threads; ++i) s.workers.push_back(std::make_unique<Worker>(s.shared, static_cast<int>(i)));
+  s.main = std::make_unique<Worker>(s.shared, static_cast<int>(config.threads));
+  for (auto& w : s.workers) s.shared.shards.push_back(&w->metrics());
+  s.shared.shards.push_back(&s.main->metrics());
+  if (!s.Bind(config)) return 1;
+
+  for (int sig : {SIGHUP, SIGTERM, SIGINT}) {
+    s.signals.emplace_back(evsignal_new(s.main->base(), sig, State::OnSignal, &s));
+    event_add(s.signals.back().get(), nullptr);
+  }
+  s.running = static_cast<int>(s.workers.size());
+  for (auto& w : s.workers) {
+    s.threads.emplace_back([&s, w = w.get()] {
+      w->Run();
+      s.running--;
+    });
+  }
+  std::fprintf(stderr, "shellac: ready\n");
+  s.main->Run();
+  for (auto& t : s.threads) t.join();
+  s.workers.clear();
+  s.signals.clear();
+  s.drain_poll.reset();
+  s.drain_deadline.reset();
+  s.main.reset();
+  std::fprintf(stderr, "shellac: stopped\n");
+  return 0;
+}
+
+}  // namespace shellac::proxy

@@ -1,0 +1,33 @@
+// server: the process. Binds the listeners (one SO_REUSEPORT socket per worker and address), runs
+// the worker threads, and on the main thread the admin listener and the signal handling:
+// SIGHUP reloads the configuration, SIGTERM/SIGINT drain and stop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config.h"
+
+namespace shellac::proxy {
+
+class Server {
+ public:
+  // `config_file` and `overrides` are kept: SIGHUP reads the same file with the same overrides.
+  Server(std::string config_file, conf::Overrides overrides, std::shared_ptr<const conf::Config> config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until a SIGTERM/SIGINT drain completes. Returns the process exit code
+  // (0 after a drain, 1 when the listeners could not be set up).
+  int Run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The built-in page for a configuration without a backend.
+std::string BuiltinPage(const conf::Config& config);
+
+}  // namespace shellac::proxy

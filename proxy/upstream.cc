@@ -1,0 +1,96 @@
+#include "upstream.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace shellac::proxy {
+namespace {
+
+std::string KeyOf(const conf::SocketAddress& address) {
+  return std::string(reinterpret_cast<const char*>(&address.storage), address.length);
+}
+
+}  // namespace
+
+BufferEventPtr UpstreamPool::TakeIdle(const conf::SocketAddress& address) {
+  auto it = idle_.find(KeyOf(address));
+  if (it == idle_.end() || it->second.empty()) return nullptr;
+  Idle* idle = it->second.back();
+  it->second.pop_back();
+  BufferEventPtr bev(idle->bev);
+  delete idle;
+  bufferevent_setcb(bev.get(), nullptr, nullptr, nullptr, nullptr);
+  bufferevent_set_timeouts(bev.get(), nullptr, nullptr);
+  return bev;
+}
+
+BufferEventPtr UpstreamPool::Connect(const conf::SocketAddress& address, std::string* error) {
+  int fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return nullptr;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  BufferEventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
+  if (!bev) {
+    ::close(fd);
+    *error = "out of memory";
+    return nullptr;
+  }
+  // Failures after this point (refused, unreachable) arrive as BEV_EVENT_ERROR.
+  if (bufferevent_socket_connect(bev.get(), reinterpret_cast<const sockaddr*>(&address.storage),
+                                 static_cast<int>(address.length)) != 0) {
+    *error = std::string("connect: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return bev;
+}
+
+void UpstreamPool::PutIdle(const conf::SocketAddress& address, BufferEventPtr connection, unsigned max_idle,
+                           conf::Millis idle_timeout) {
+  auto& list = idle_[KeyOf(address)];
+  if (list.size() >= max_idle) return;  // `connection` is freed here
+  auto* idle = new Idle{this, KeyOf(address), connection.release()};
+  bufferevent_setcb(idle->bev, OnIdleRead, nullptr, OnIdleEvent, idle);
+  const timeval tv = ToTimeval(idle_timeout);
+  bufferevent_set_timeouts(idle->bev, &tv, nullptr);
+  bufferevent_enable(idle->bev, EV_READ);
+  list.push_back(idle);
+}
+
+void UpstreamPool::OnIdleEvent(bufferevent*, short, void* arg) {
+  auto* idle = static_cast<Idle*>(arg);
+  idle->pool->Drop(idle);
+}
+
+// An idle connection must stay silent; bytes from the origin mean it is out of step.
+void UpstreamPool::OnIdleRead(bufferevent*, void* arg) {
+  auto* idle = static_cast<Idle*>(arg);
+  idle->pool->Drop(idle);
+}
+
+void UpstreamPool::Drop(Idle* idle) {
+  auto& list = idle_[idle->key];
+  list.erase(std::remove(list.begin(), list.end(), idle), list.end());
+  bufferevent_free(idle->bev);
+  delete idle;
+}
+
+void UpstreamPool::Clear() {
+  for (auto& [key, list] : idle_) {
+    for (Idle* idle : list) {
+      bufferevent_free(idle->bev);
+      delete idle;
+    }
+  }
+  idle_.clear();
+}
+
+}  // namespace shellac::proxy

@@ -1,0 +1,47 @@
+// upstream: per-worker pools of kept-alive connections to backends.
+//
+// Owned by one Worker and used only on its thread. An idle connection is watched while it waits:
+// if the origin closes it, sends stray bytes or it idles past upstream-idle-timeout, it is freed.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.h"
+#include "event_ptr.h"
+
+namespace shellac::proxy {
+
+class UpstreamPool {
+ public:
+  explicit UpstreamPool(event_base* base) : base_(base) {}
+  ~UpstreamPool() { Clear(); }
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
+  // The most recently used idle connection to `address`, or null. Its callbacks are cleared.
+  BufferEventPtr TakeIdle(const conf::SocketAddress& address);
+  // A new non-blocking connection attempt; completion or failure arrives as a bufferevent event.
+  // Null with *error set when not even a socket could be made.
+  BufferEventPtr Connect(const conf::SocketAddress& address, std::string* error);
+  // Keeps `connection` for reuse, or frees it when `max_idle` are already kept.
+  void PutIdle(const conf::SocketAddress& address, BufferEventPtr connection, unsigned max_idle,
+               conf::Millis idle_timeout);
+  void Clear();
+
+ private:
+  struct Idle {
+    UpstreamPool* pool;
+    std::string key;
+    bufferevent* bev;
+  };
+  static void OnIdleEvent(bufferevent* bev, short what, void* arg);
+  static void OnIdleRead(bufferevent* bev, void* arg);
+  void Drop(Idle* idle);
+
+  event_base* base_;
+  std::unordered_map<std::string, std::vector<Idle*>> idle_;  // newest at the back
+};
+
+}  // namespace shellac::proxy

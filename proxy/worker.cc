@@ -1,0 +1,132 @@
+#include "worker.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "client.h"
+
+namespace shellac::proxy {
+namespace {
+
+constexpr timeval kTick = {0, 250'000};            // access-log flush period
+constexpr timeval kAcceptBackoff = {0, 100'000};   // pause after running out of file descriptors
+
+}  // namespace
+
+Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
+  base_.reset(event_base_new());
+  if (!base_) throw std::runtime_error("event_base_new failed");
+  upstreams_ = std::make_unique<UpstreamPool>(base_.get());
+  tick_.reset(event_new(base_.get(), -1, EV_PERSIST, OnTick, this));
+  event_add(tick_.get(), &kTick);
+  posted_event_.reset(event_new(base_.get(), -1, 0, OnPosted, this));
+  runtime_ = shared_.runtime();
+}
+
+Worker::~Worker() {
+  std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
+  for (ClientConnection* c : open) c->Close();
+  listeners_.clear();
+  upstreams_.reset();
+  log_.Flush();
+}
+
+void Worker::AddListener(int fd, Site site) {
+  auto context = std::make_unique<Listener>();
+  context->site = site;
+  context->worker = this;
+  context->listener.reset(evconnlistener_new(base_.get(), OnAccept, context.get(),
+                                             LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd));
+  if (!context->listener) throw std::runtime_error("evconnlistener_new failed");
+  evconnlistener_set_error_cb(context->listener.get(), OnAcceptError);
+  context->resume.reset(evtimer_new(
+      base_.get(), [](evutil_socket_t, short, void* arg) { evconnlistener_enable(static_cast<evconnlistener*>(arg)); },
+      context->listener.get()));
+  listeners_.push_back(std::move(context));
+}
+
+void Worker::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
+  auto* listener = static_cast<Listener*>(arg);
+  new ClientConnection(*listener->worker, fd, addr, listener->site);  // owns itself
+}
+
+void Worker::OnAcceptError(evconnlistener* l, void* arg) {
+  const int error = EVUTIL_SOCKET_ERROR();
+  auto* listener = static_cast<Listener*>(arg);
+  std::fprintf(stderr, "shellac: accept: %s\n", std::strerror(error));
+  if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+    // The pending connection stays readable; without a pause the loop would spin on it.
+    evconnlistener_disable(l);
+    evtimer_add(listener->resume.get(), &kAcceptBackoff);
+  }
+}
+
+void Worker::Run() {
+  event_base_loop(base_.get(), EVLOOP_NO_EXIT_ON_EMPTY);
+  log_.Flush();
+}
+
+void Worker::Post(std::function<void()> task) {
+  {
+    std::lock_guard lock(posted_mu_);
+    posted_.push_back(std::move(task));
+  }
+  event_active(posted_event_.get(), EV_TIMEOUT, 0);
+}
+
+void Worker::OnPosted(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<Worker*>(arg);
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard lock(self->posted_mu_);
+    tasks.swap(self->posted_);
+  }
+  for (auto& task : tasks) task();
+}
+
+void Worker::OnTick(evutil_socket_t, short, void* arg) { static_cast<Worker*>(arg)->log_.Flush(); }
+
+void Worker::BeginDrain() {
+  draining_ = true;
+  listeners_.clear();
+  std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
+  for (ClientConnection* c : open) c->Drain();
+  if (connections_.empty()) event_base_loopexit(base_.get(), nullptr);
+}
+
+void Worker::Stop() {
+  draining_ = true;
+  listeners_.clear();
+  std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
+  for (ClientConnection* c : open) c->Close();
+  event_base_loopexit(base_.get(), nullptr);
+}
+
+const std::shared_ptr<const Runtime>& Worker::runtime() {
+  if (shared_.generation() != runtime_->generation) runtime_ = shared_.runtime();
+  return runtime_;
+}
+
+const std::string& Worker::HttpDate() {
+  const time_t now = time(nullptr);
+  if (now != date_second_) {
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char buf[64];
+    strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    date_ = buf;
+    date_second_ = now;
+  }
+  return date_;
+}
+
+void Worker::Register(ClientConnection* c) { connections_.insert(c); }
+
+void Worker::Unregister(ClientConnection* c) {
+  connections_.erase(c);
+  if (draining_ && connections_.empty()) event_base_loopexit(base_.get(), nullptr);
+}
+
+}  // namespace shellac::proxy

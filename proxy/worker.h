@@ -1,0 +1,125 @@
+// worker: one thread, one event_base, its own listeners (SO_REUSEPORT), client connections,
+// upstream pool, metrics shard and access-log buffer. Nothing here is shared between workers except
+// the Shared state, which is read-mostly and published atomically.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "access_log.h"
+#include "config.h"
+#include "event_ptr.h"
+#include "metrics.h"
+#include "upstream.h"
+
+namespace shellac::proxy {
+
+class ClientConnection;
+
+// What a configuration reload swaps as one unit.
+struct Runtime {
+  std::shared_ptr<const conf::Config> config;
+  std::shared_ptr<AccessLogFile> access_log;  // null when access-log=off
+  uint64_t generation = 1;
+  std::string builtin_page;  // the HTML answered when no backend is configured
+};
+
+// Process-wide state read by every worker. Publish() may be called from any thread.
+class Shared {
+ public:
+  std::shared_ptr<const Runtime> runtime() const {
+    std::lock_guard lock(mu_);
+    return runtime_;
+  }
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  void Publish(std::shared_ptr<const Runtime> runtime) {
+    const uint64_t g = runtime->generation;
+    {
+      std::lock_guard lock(mu_);
+      runtime_ = std::move(runtime);
+    }
+    generation_.store(g, std::memory_order_release);
+    global.config_generation.store(g);
+  }
+  std::string RenderMetrics() const { return RenderPrometheus(shards, global); }
+
+  GlobalMetrics global;
+  std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Runtime> runtime_;
+  std::atomic<uint64_t> generation_{0};
+};
+
+enum class Site { kPublic, kAdmin };
+
+class Worker {
+ public:
+  Worker(Shared& shared, int index);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Before Run(): serve connections accepted on the listening socket `fd` (ownership taken).
+  void AddListener(int fd, Site site);
+  // Runs the loop on the calling thread until Stop() or, while draining, the last connection ends.
+  void Run();
+  // Thread-safe: runs `task` on this worker's thread.
+  void Post(std::function<void()> task);
+  // Worker thread: stop accepting, close idle connections, end the loop when none are left.
+  void BeginDrain();
+  // Worker thread: cut every connection and end the loop now.
+  void Stop();
+
+  event_base* base() const { return base_.get(); }
+  int index() const { return index_; }
+  Shared& shared() { return shared_; }
+  WorkerMetrics& metrics() { return metrics_; }
+  UpstreamPool& upstreams() { return *upstreams_; }
+  AccessLogWriter& access_log() { return log_; }
+  bool draining() const { return draining_; }
+  // The configuration in force; refreshed when a reload published a new one.
+  const std::shared_ptr<const Runtime>& runtime();
+  // "Sun, 29 Nov 2026 20:30:55 GMT", recomputed at most once a second.
+  const std::string& HttpDate();
+
+  void Register(ClientConnection* c);
+  void Unregister(ClientConnection* c);
+
+ private:
+  static void OnAccept(evconnlistener* l, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
+  static void OnAcceptError(evconnlistener* l, void* arg);
+  static void OnTick(evutil_socket_t, short, void* arg);
+  static void OnPosted(evutil_socket_t, short, void* arg);
+
+  Shared& shared_;
+  const int index_;
+  EventBasePtr base_;
+  struct Listener {
+    Worker* worker = nullptr;
+    Site site = Site::kPublic;
+    ListenerPtr listener;
+    EventPtr resume;  // re-enables accepting after a pause
+  };
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::unique_ptr<UpstreamPool> upstreams_;
+  WorkerMetrics metrics_;
+  AccessLogWriter log_;
+  std::shared_ptr<const Runtime> runtime_;
+  std::unordered_set<ClientConnection*> connections_;
+  bool draining_ = false;
+  EventPtr tick_;
+  EventPtr posted_event_;
+  std::mutex posted_mu_;
+  std::vector<std::function<void()>> posted_;
+  time_t date_second_ = -1;
+  std::string date_;
+};
+
+}  // namespace shellac::proxy
