@@ -109,6 +109,7 @@ class Builder {
     } else if (key == "admin-listen") {
       if (Lower(value) == "off") config_->admin_listen.reset();
       else config_->admin_listen = address();
+      admin_origin_ = origin;
     } else if (key == "backend") {
       if (Lower(value) == "none" || value.empty()) config_->backend.reset();
       else config_->backend = address();
@@ -234,7 +235,7 @@ class Builder {
       for (const auto& l : config_->listen) {
         if (l.port != 0 && l.port == config_->admin_listen->port &&
             (l.host == config_->admin_listen->host || l.host == "0.0.0.0" || l.host == "::")) {
-          throw Failure{"admin-listen: " + config_->admin_listen->text +
+          throw Failure{admin_origin_.Describe() + ": admin-listen: " + config_->admin_listen->text +
                         " is also a public listen address; the admin interface must stay separate"};
         }
       }
@@ -245,6 +246,7 @@ class Builder {
   Config* config_;
   bool listen_given_ = false;
   bool cgit_mode_ = false;
+  Origin admin_origin_{"built-in default"};  // where admin-listen was last set
   std::set<std::string> cli_replaced_;
 };
 
@@ -276,8 +278,10 @@ bool ParseSize(std::string_view text, uint64_t* out) {
   uint64_t n = 0;
   if (digits == 0 || !ParseUnsigned(text.substr(0, digits), &n)) return false;
   std::string unit = Lower(text.substr(digits));
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  if (!unit.empty() && unit.back() == 'i') unit.pop_back();  // "MiB"
+  // "", "B", then K/M/G/T each optionally followed by "B" or "iB" (all binary multiples).
+  if (unit == "b") unit.clear();
+  if (unit.size() == 3 && unit.ends_with("ib")) unit.resize(1);
+  if (unit.size() == 2 && unit.back() == 'b') unit.resize(1);
   unsigned shift;
   if (unit.empty()) shift = 0;
   else if (unit == "k") shift = 10;

@@ -40,7 +40,9 @@ ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const soc
   deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
   bufferevent_setcb(bev_.get(), OnRead, OnWrite, OnEvent, this);
   bufferevent_setwatermark(bev_.get(), EV_READ, 0, kReadWindow);
-  bufferevent_enable(bev_.get(), EV_READ | EV_WRITE);
+  // EV_WRITE (on by default in a new bufferevent) only while output waits: see WriteNow.
+  bufferevent_disable(bev_.get(), EV_WRITE);
+  bufferevent_enable(bev_.get(), EV_READ);
   runtime_ = worker_.runtime();
   ApplyIoTimeouts(false);
   ArmHeadTimer(runtime_->config->client_header_timeout);
@@ -112,6 +114,7 @@ void ClientConnection::OnWrite(bufferevent*, void* arg) {
     return;
   }
   if (self->state_ == State::kBusy && self->exchange_) self->exchange_->OnClientDrained();
+  if (evbuffer_get_length(self->output()) == 0) bufferevent_disable(self->bev_.get(), EV_WRITE);
 }
 
 void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
@@ -217,8 +220,9 @@ void ClientConnection::Dispatch() {
   }
   route_ = Route::kProxy;
   cache_status_ = "pass";
+  // Reading stays on while the request is served: a client that goes away is noticed at once, and
+  // pipelined bytes wait in the input, bounded by the read watermark.
   state_ = State::kBusy;
-  SetReading(false);  // the exchange turns reading on while it wants body bytes
   ApplyIoTimeouts(request_.body != http::BodyKind::kNone);
   exchange_ = std::make_unique<ProxyExchange>(*this, runtime_, request_);
   exchange_->Start();
@@ -278,11 +282,15 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
     evbuffer_add(output(), body.data(), body.size());
     body_bytes_ = body.size();
   }
+  Flush();
   FinishRequest(status, keep_alive);
 }
 
 void ClientConnection::RespondError(int status, std::string_view detail) {
-  if (status < 500) worker_.metrics().CountReject(status);
+  if (status < 500) {
+    worker_.metrics().CountReject(status);
+    cache_status_ = "local";  // refused by shellac itself, nothing was forwarded
+  }
   std::string body = std::to_string(status);
   body.append(" ").append(http::ReasonPhrase(status)).append(": ").append(detail).append("\n");
   // After a refused or failed request the rest of the input cannot be trusted to be in step.
@@ -291,6 +299,7 @@ void ClientConnection::RespondError(int status, std::string_view detail) {
 
 void ClientConnection::FinishExchange(int status, bool keep_alive) {
   RetireExchange();
+  Flush();
   FinishRequest(status, keep_alive && !close_after_response_ && !worker_.draining());
 }
 
@@ -359,8 +368,8 @@ void ClientConnection::CloseWhenFlushed() {
   state_ = State::kClosing;
   evtimer_del(head_timer_.get());
   bufferevent_disable(bev_.get(), EV_READ);
-  bufferevent_enable(bev_.get(), EV_WRITE);
   NotifyWhenDrained(0);
+  Flush();
   if (evbuffer_get_length(output()) == 0) StartLingering();
 }
 

@@ -40,6 +40,8 @@ class ClientConnection {
   void SetReading(bool on);
   // Be told (OnClientDrained) when the output falls below `low` bytes; 0 turns it off.
   void NotifyWhenDrained(size_t low);
+  // Sends queued output now (see WriteNow).
+  void Flush() { WriteNow(bev_.get()); }
   // Counts body bytes written for the access log.
   void CountBodyBytes(uint64_t n) { body_bytes_ += n; }
   // The exchange queued its whole response. `keep_alive`: the connection may serve another request.

@@ -6,6 +6,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -32,6 +35,36 @@ using EvbufferPtr = std::unique_ptr<evbuffer, EvbufferFree>;
 using EventPtr = std::unique_ptr<event, EventFree>;
 using EventBasePtr = std::unique_ptr<event_base, EventBaseFree>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerFree>;
+
+// Writes what `bev` has queued at once instead of on the next loop turn; only what the socket cannot
+// take now waits for EV_WRITE. Bufferevents here keep EV_WRITE disabled while their output is empty,
+// which saves two epoll_ctl calls and a loop turn per response. Errors surface through the
+// bufferevent's event callback once EV_WRITE is enabled.
+inline void WriteNow(bufferevent* bev) {
+  evbuffer* out = bufferevent_get_output(bev);
+  if (evbuffer_get_length(out) == 0) return;
+  // A socket bufferevent freezes the front of its output so that only its own write callback drains
+  // it; the same unfreeze/write/freeze step is done here, on the same thread.
+  evbuffer_unfreeze(out, 1);
+  evbuffer_write(out, bufferevent_getfd(bev));
+  evbuffer_freeze(out, 1);
+  if (evbuffer_get_length(out) > 0) bufferevent_enable(bev, EV_WRITE);
+}
+
+// libevent 2.1 reads at most 4096 bytes per readiness event. When a read hit that cap, more is
+// likely waiting: take up to `max` bytes of it now rather than after another loop turn. A failed or
+// empty read is left for libevent to notice on the next readiness event.
+inline void ReadMore(bufferevent* bev, size_t max) {
+  evbuffer* in = bufferevent_get_input(bev);
+  evbuffer_iovec vec;
+  evbuffer_unfreeze(in, 0);
+  if (evbuffer_reserve_space(in, static_cast<ev_ssize_t>(max), &vec, 1) >= 1) {
+    const ssize_t n = ::read(bufferevent_getfd(bev), vec.iov_base, std::min(vec.iov_len, max));
+    vec.iov_len = n > 0 ? static_cast<size_t>(n) : 0;
+    evbuffer_commit_space(in, &vec, 1);
+  }
+  evbuffer_freeze(in, 0);
+}
 
 inline timeval ToTimeval(std::chrono::milliseconds ms) {
   return timeval{static_cast<time_t>(ms.count() / 1000), static_cast<suseconds_t>((ms.count() % 1000) * 1000)};

@@ -14,6 +14,8 @@ namespace {
 // level at which reading resumes.
 constexpr size_t kStreamWindow = 256 << 10;
 constexpr size_t kLowWater = 64 << 10;
+// How much more to read at once after a read stopped at libevent's cap (a typical page's rest).
+constexpr size_t kReadMoreBytes = 60 << 10;
 
 using http::BodyKind;
 using http::EqualsIgnoreCase;
@@ -49,7 +51,10 @@ ProxyExchange::~ProxyExchange() = default;
 
 void ProxyExchange::Start() {
   upstream_head_ = BuildUpstreamHead();
-  if (request_.expect_continue) evbuffer_add(client_.output(), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+  if (request_.expect_continue) {
+    evbuffer_add(client_.output(), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    client_.Flush();
+  }
   Connect(/*fresh=*/false);
 }
 
@@ -116,7 +121,8 @@ void ProxyExchange::Connect(bool fresh) {
   // Queued now; libevent sends it once the connection is up.
   evbuffer_add(bufferevent_get_output(up), upstream_head_.data(), upstream_head_.size());
   sent_at_ = std::chrono::steady_clock::now();
-  bufferevent_enable(up, EV_READ | EV_WRITE);
+  // A new connection needs EV_WRITE to learn that connect() completed; a reused one writes at once.
+  bufferevent_enable(up, connected_ ? EV_READ : EV_READ | EV_WRITE);
   if (connected_) OnConnected();
 }
 
@@ -204,7 +210,11 @@ void ProxyExchange::OnUpstreamWrite(bufferevent*, void* arg) {
 }
 
 void ProxyExchange::PumpRequestBody() {
-  if (body_done_ || !upstream_) return;
+  if (!upstream_) return;
+  if (body_done_) {
+    if (connected_) WriteNow(upstream_.get());  // the head, or the body's last bytes
+    return;
+  }
   evbuffer* in = client_.input();
   evbuffer* out = bufferevent_get_output(upstream_.get());
   while (!body_done_ && evbuffer_get_length(out) < kStreamWindow) {
@@ -242,13 +252,18 @@ void ProxyExchange::PumpRequestBody() {
       break;
     }
   }
+  if (connected_) WriteNow(upstream_.get());
   const bool window_full = evbuffer_get_length(out) >= kStreamWindow;
-  client_.SetReading(!body_done_ && !window_full);
+  client_.SetReading(!window_full);
   // Told through OnUpstreamWrite when the upstream has taken enough to resume.
   bufferevent_setwatermark(upstream_.get(), EV_WRITE, window_full ? kLowWater : 0, 0);
 }
 
-void ProxyExchange::OnUpstreamRead(bufferevent*, void* arg) { static_cast<ProxyExchange*>(arg)->PumpResponse(); }
+void ProxyExchange::OnUpstreamRead(bufferevent* bev, void* arg) {
+  // A read that stopped at libevent's 4096-byte cap leaves the rest of a small response waiting.
+  if (evbuffer_get_length(bufferevent_get_input(bev)) == 4096) ReadMore(bev, kReadMoreBytes);
+  static_cast<ProxyExchange*>(arg)->PumpResponse();
+}
 
 void ProxyExchange::OnClientDrained() {
   if (!head_received_ || !upstream_) return;
@@ -327,6 +342,7 @@ void ProxyExchange::PumpResponse() {
     FinishResponse();
     return;
   }
+  client_.Flush();
   if (evbuffer_get_length(out) >= kStreamWindow) {
     bufferevent_disable(upstream_.get(), EV_READ);
     client_.NotifyWhenDrained(kLowWater);

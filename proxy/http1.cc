@@ -230,6 +230,10 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
         return ParseResult::Error(414, "request line longer than " +
                                            std::to_string(limits.max_request_line) + " bytes");
       }
+      if (buf.size() - line_start > limits.max_header_bytes) {
+        return ParseResult::Error(431, "request head larger than " +
+                                           std::to_string(limits.max_header_bytes) + " bytes");
+      }
       return ParseResult{};
     case LineScanner::kBareLf:
       return ParseResult::Error(400, "bare LF after the request line");
@@ -355,12 +359,13 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
   } else if (cl_present && head.content_length > 0) {
     head.body = BodyKind::kLength;
   }
-  if (head.body == BodyKind::kNone) head.expect_continue = false;
+  // RFC 9110 10.1.1: an HTTP/1.0 client would take "100 Continue" for the final response.
+  if (head.body == BodyKind::kNone || head.minor_version == 0) head.expect_continue = false;
 
   // Persistence (RFC 9112 9.3).
   auto tokens = ConnectionTokens(head.headers);
   auto has = [&](std::string_view t) { return std::find(tokens.begin(), tokens.end(), t) != tokens.end(); };
-  head.keep_alive = head.minor_version == 1 ? !has("close") : has("keep-alive");
+  head.keep_alive = !has("close") && (head.minor_version == 1 || has("keep-alive"));
 
   evbuffer_drain(in, head_bytes);
   *out = std::move(head);
@@ -403,10 +408,11 @@ ParseResult ParseResponseHead(evbuffer* in, uint64_t max_header_bytes, std::stri
     return ParseResult::Error(502, "upstream sent a malformed header: " + fields.detail);
   }
   const size_t head_bytes = scanner.pos;
+  if (head_bytes > max_header_bytes) return ParseResult::Error(502, "upstream response head too large");
 
   auto tokens = ConnectionTokens(head.headers);
   auto has = [&](std::string_view t) { return std::find(tokens.begin(), tokens.end(), t) != tokens.end(); };
-  head.keep_alive = head.minor_version == 1 ? !has("close") : has("keep-alive");
+  head.keep_alive = !has("close") && (head.minor_version == 1 || has("keep-alive"));
 
   bool cl_present = false;
   std::string why;
@@ -427,13 +433,12 @@ ParseResult ParseResponseHead(evbuffer* in, uint64_t max_header_bytes, std::stri
   if (no_body) {
     head.body = BodyKind::kNone;
   } else if (te != nullptr) {
-    // Only "chunked" can be decoded; anything else is read until the origin closes.
-    if (EqualsIgnoreCase(te->value, "chunked")) {
-      head.body = BodyKind::kChunked;
-    } else {
-      head.body = BodyKind::kUntilClose;
-      head.keep_alive = false;
+    // Any other transfer coding (gzip, "gzip, chunked") would reach the client undeclared once the
+    // hop-by-hop Transfer-Encoding is removed, so it is refused rather than passed on corrupted.
+    if (!EqualsIgnoreCase(te->value, "chunked")) {
+      return ParseResult::Error(502, "upstream sent an unsupported Transfer-Encoding");
     }
+    head.body = BodyKind::kChunked;
   } else if (cl_present) {
     head.body = head.content_length > 0 ? BodyKind::kLength : BodyKind::kNone;
   } else {

@@ -61,6 +61,7 @@ void UpstreamPool::PutIdle(const conf::SocketAddress& address, BufferEventPtr co
   bufferevent_setcb(idle->bev, OnIdleRead, nullptr, OnIdleEvent, idle);
   const timeval tv = ToTimeval(idle_timeout);
   bufferevent_set_timeouts(idle->bev, &tv, nullptr);
+  bufferevent_disable(idle->bev, EV_WRITE);
   bufferevent_enable(idle->bev, EV_READ);
   list.push_back(idle);
 }

@@ -16,7 +16,11 @@ constexpr timeval kAcceptBackoff = {0, 100'000};   // pause after running out of
 }  // namespace
 
 Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
-  base_.reset(event_base_new());
+  // The epoll changelist folds the enable/disable pairs a request makes within one loop iteration
+  // into at most one epoll_ctl per descriptor.
+  std::unique_ptr<event_config, decltype(&event_config_free)> cfg(event_config_new(), event_config_free);
+  event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+  base_.reset(event_base_new_with_config(cfg.get()));
   if (!base_) throw std::runtime_error("event_base_new failed");
   upstreams_ = std::make_unique<UpstreamPool>(base_.get());
   tick_.reset(event_new(base_.get(), -1, EV_PERSIST, OnTick, this));

@@ -1,0 +1,761 @@
+// Unit tests for conf/: the cgitrc-syntax configuration parser, its value parsers and Load().
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace shellac::conf {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Each test gets its own mkdtemp folder, removed afterwards.
+class ConfTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/shellac-conf-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr) << "mkdtemp failed";
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Writes `text` to dir_/name (creating sub-folders) and returns the full path.
+  std::string Write(const std::string& name, const std::string& text) {
+    std::filesystem::path path = std::filesystem::path(dir_) / name;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    EXPECT_TRUE(out) << "cannot write " << path;
+    return path.string();
+  }
+  std::string Mkdir(const std::string& name) {
+    std::filesystem::path path = std::filesystem::path(dir_) / name;
+    std::filesystem::create_directories(path);
+    return path.string();
+  }
+
+  // Loads and expects success.
+  std::shared_ptr<const Config> LoadOk(const std::string& file, const Overrides& overrides = {}) {
+    std::string error = "not cleared";
+    auto config = Load(file, overrides, &error);
+    EXPECT_NE(config, nullptr) << "unexpected error: " << error;
+    EXPECT_EQ(error, "");
+    return config;
+  }
+  // Loads and expects failure; returns the message.
+  std::string LoadError(const std::string& file, const Overrides& overrides = {}) {
+    std::string error;
+    auto config = Load(file, overrides, &error);
+    EXPECT_EQ(config, nullptr) << "expected an error, loaded fine";
+    EXPECT_FALSE(error.empty());
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "error must be one line: " << error;
+    return error;
+  }
+
+  std::string dir_;
+};
+
+std::vector<std::string> Texts(const std::vector<SocketAddress>& list) {
+  std::vector<std::string> out;
+  for (const auto& a : list) out.push_back(a.text);
+  return out;
+}
+
+uint32_t Ipv4(const SocketAddress& a) {
+  EXPECT_EQ(a.storage.ss_family, AF_INET);
+  return ntohl(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr);
+}
+uint16_t PortInStorage(const SocketAddress& a) {
+  if (a.storage.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_port);
+  return ntohs(reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_port);
+}
+
+::testing::AssertionResult StartsWith(const std::string& text, const std::string& prefix) {
+  if (text.rfind(prefix, 0) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << text << "' does not start with '" << prefix << "'";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defaults
+
+TEST_F(ConfTest, DefaultsWithoutFile) {
+  auto c = LoadOk("");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->config_file, "");
+  EXPECT_TRUE(c->sources.empty());
+  ASSERT_EQ(c->listen.size(), 1u);
+  EXPECT_EQ(c->listen[0].text, "127.0.0.1:8080");
+  EXPECT_EQ(c->listen[0].port, 8080);
+  EXPECT_EQ(Ipv4(c->listen[0]), INADDR_LOOPBACK);
+  EXPECT_EQ(PortInStorage(c->listen[0]), 8080);
+  EXPECT_EQ(c->listen[0].length, sizeof(sockaddr_in));
+  ASSERT_TRUE(c->admin_listen.has_value());
+  EXPECT_EQ(c->admin_listen->text, "127.0.0.1:8081");
+  EXPECT_EQ(c->admin_listen->port, 8081);
+  EXPECT_EQ(Ipv4(*c->admin_listen), INADDR_LOOPBACK);
+  EXPECT_FALSE(c->backend.has_value());
+  EXPECT_GE(c->threads, 1u);
+  EXPECT_LE(c->threads, 256u);
+  EXPECT_EQ(c->cache_size, 256ull << 20);
+  EXPECT_TRUE(c->repos.empty());
+  EXPECT_EQ(c->cgitrc, "");
+  EXPECT_EQ(c->access_log, "stderr");
+  EXPECT_EQ(c->client_header_timeout, 10s);
+  EXPECT_EQ(c->client_idle_timeout, 60s);
+  EXPECT_EQ(c->client_body_timeout, 60s);
+  EXPECT_EQ(c->send_timeout, 60s);
+  EXPECT_EQ(c->max_request_line, 8u << 10);
+  EXPECT_EQ(c->max_header_count, 100u);
+  EXPECT_EQ(c->max_header_bytes, 32u << 10);
+  EXPECT_EQ(c->max_body_size, 16ull << 20);
+  EXPECT_EQ(c->upstream_connect_timeout, 5s);
+  EXPECT_EQ(c->upstream_first_byte_timeout, 60s);
+  EXPECT_EQ(c->upstream_between_bytes_timeout, 60s);
+  EXPECT_EQ(c->upstream_idle_timeout, 30s);
+  EXPECT_EQ(c->upstream_max_idle, 64u);
+  EXPECT_EQ(c->shutdown_timeout, 30s);
+}
+
+// KnownKeys() documents the defaults for --help; giving each documented default explicitly must
+// change nothing, so the documentation cannot drift from the struct.
+TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
+  auto base = LoadOk("");
+  ASSERT_NE(base, nullptr);
+  std::set<std::string> seen;
+  for (const auto& [key, value] : KnownKeys()) {
+    seen.insert(key);
+    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include") continue;
+    SCOPED_TRACE(key + "=" + value);
+    auto c = LoadOk("", {{key, value}});
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(Texts(c->listen), Texts(base->listen));
+    EXPECT_EQ(c->admin_listen.has_value(), base->admin_listen.has_value());
+    EXPECT_EQ(c->backend.has_value(), base->backend.has_value());
+    EXPECT_EQ(c->cache_size, base->cache_size);
+    EXPECT_EQ(c->access_log, base->access_log);
+    EXPECT_EQ(c->client_header_timeout, base->client_header_timeout);
+    EXPECT_EQ(c->client_idle_timeout, base->client_idle_timeout);
+    EXPECT_EQ(c->client_body_timeout, base->client_body_timeout);
+    EXPECT_EQ(c->send_timeout, base->send_timeout);
+    EXPECT_EQ(c->max_request_line, base->max_request_line);
+    EXPECT_EQ(c->max_header_count, base->max_header_count);
+    EXPECT_EQ(c->max_header_bytes, base->max_header_bytes);
+    EXPECT_EQ(c->max_body_size, base->max_body_size);
+    EXPECT_EQ(c->upstream_connect_timeout, base->upstream_connect_timeout);
+    EXPECT_EQ(c->upstream_first_byte_timeout, base->upstream_first_byte_timeout);
+    EXPECT_EQ(c->upstream_between_bytes_timeout, base->upstream_between_bytes_timeout);
+    EXPECT_EQ(c->upstream_idle_timeout, base->upstream_idle_timeout);
+    EXPECT_EQ(c->upstream_max_idle, base->upstream_max_idle);
+    EXPECT_EQ(c->shutdown_timeout, base->shutdown_timeout);
+  }
+  for (const char* key : {"listen", "admin-listen", "backend", "threads", "cache-size", "repo", "cgitrc",
+                          "access-log", "client-header-timeout", "client-idle-timeout", "client-body-timeout",
+                          "send-timeout", "max-request-line", "max-header-count", "max-header-bytes",
+                          "max-body-size", "upstream-connect-timeout", "upstream-first-byte-timeout",
+                          "upstream-between-bytes-timeout", "upstream-idle-timeout", "upstream-max-idle",
+                          "shutdown-timeout", "include"}) {
+    EXPECT_TRUE(seen.count(key)) << key << " missing from KnownKeys()";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A full, valid file
+
+TEST_F(ConfTest, EveryKeyParses) {
+  const std::string repo = Mkdir("repos/one.git");
+  const std::string cgitrc = Write("cgitrc", "css=/cgit.css\n");
+  const std::string log = dir_ + "/access.log";
+  const std::string text =
+      "# shellac test configuration\r\n"
+      "\r\n"
+      "listen = 127.0.0.1:9001\r\n"
+      "   # indented comment\r\n"
+      "listen=[::1]:9002\r\n"
+      "admin-listen =127.0.0.1:9003\r\n"
+      "backend= http://127.0.0.1:9004/\r\n"
+      "threads = 3\r\n"
+      "cache-size = 2G\r\n"
+      "repo = " + repo + "\r\n"
+      "cgitrc = " + cgitrc + "\r\n"
+      "access-log = " + log + "\r\n"
+      "client-header-timeout = 500ms\r\n"
+      "\t\r\n"
+      "client-idle-timeout = 10s\r\n"
+      "client-body-timeout = 2m\r\n"
+      "send-timeout = 1h\r\n"
+      "max-request-line = 64K\r\n"
+      "max-header-count = 50\r\n"
+      "max-header-bytes = 1MiB\r\n"
+      "max-body-size = 512\r\n"
+      "upstream-connect-timeout = 7\r\n"
+      "upstream-first-byte-timeout = 1d\r\n"
+      "upstream-between-bytes-timeout = 250ms\r\n"
+      "upstream-idle-timeout = 3s\r\n"
+      "upstream-max-idle = 0\r\n"
+      "shutdown-timeout = 45s\r\n";
+  const std::string path = Write("shellac.conf", text);
+  auto c = LoadOk(path);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->config_file, path);
+  // The imported cgitrc was read too, after the main file.
+  EXPECT_EQ(c->sources, (std::vector<std::string>{path, cgitrc}));
+  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9001", "[::1]:9002"}));
+  EXPECT_EQ(c->listen[0].port, 9001);
+  EXPECT_EQ(c->listen[1].port, 9002);
+  EXPECT_EQ(c->listen[1].host, "::1");
+  EXPECT_EQ(c->listen[1].storage.ss_family, AF_INET6);
+  ASSERT_TRUE(c->admin_listen);
+  EXPECT_EQ(c->admin_listen->port, 9003);
+  ASSERT_TRUE(c->backend);
+  EXPECT_EQ(c->backend->host, "127.0.0.1");
+  EXPECT_EQ(c->backend->port, 9004);
+  EXPECT_EQ(c->threads, 3u);
+  EXPECT_EQ(c->cache_size, 2ull << 30);
+  EXPECT_EQ(c->repos, std::vector<std::string>{repo});
+  EXPECT_EQ(c->cgitrc, cgitrc);
+  EXPECT_EQ(c->access_log, log);  // no trailing CR from the CRLF ending
+  EXPECT_EQ(c->client_header_timeout, 500ms);
+  EXPECT_EQ(c->client_idle_timeout, 10s);
+  EXPECT_EQ(c->client_body_timeout, 2min);
+  EXPECT_EQ(c->send_timeout, 1h);
+  EXPECT_EQ(c->max_request_line, 64u << 10);
+  EXPECT_EQ(c->max_header_count, 50u);
+  EXPECT_EQ(c->max_header_bytes, 1u << 20);
+  EXPECT_EQ(c->max_body_size, 512u);
+  EXPECT_EQ(c->upstream_connect_timeout, 7s);
+  EXPECT_EQ(c->upstream_first_byte_timeout, 24h);
+  EXPECT_EQ(c->upstream_between_bytes_timeout, 250ms);
+  EXPECT_EQ(c->upstream_idle_timeout, 3s);
+  EXPECT_EQ(c->upstream_max_idle, 0u);
+  EXPECT_EQ(c->shutdown_timeout, 45s);
+}
+
+TEST_F(ConfTest, AdminListenOffAndBackendNone) {
+  const std::string path = Write("a.conf",
+                                 "backend = 127.0.0.1:1\n"
+                                 "backend = none\n"
+                                 "admin-listen = OFF\n");
+  auto c = LoadOk(path);
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->backend.has_value());
+  EXPECT_FALSE(c->admin_listen.has_value());
+}
+
+TEST_F(ConfTest, FileWithoutTrailingNewline) {
+  auto c = LoadOk(Write("a.conf", "threads = 5"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->threads, 5u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalars, lists and the command line
+
+TEST_F(ConfTest, LastScalarWins) {
+  const std::string path = Write("a.conf",
+                                 "threads = 2\n"
+                                 "client-idle-timeout = 5s\n"
+                                 "threads = 7\n"
+                                 "access-log = off\n"
+                                 "client-idle-timeout = 6s\n"
+                                 "access-log = /tmp/x.log\n");
+  auto c = LoadOk(path);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->threads, 7u);
+  EXPECT_EQ(c->client_idle_timeout, 6s);
+  EXPECT_EQ(c->access_log, "/tmp/x.log");
+}
+
+TEST_F(ConfTest, ListenAccumulatesAndReplacesTheDefault) {
+  auto c = LoadOk(Write("a.conf",
+                        "listen = 127.0.0.1:9101\n"
+                        "threads = 1\n"
+                        "listen = 127.0.0.1:9102\n"
+                        "listen = 127.0.0.1:9103\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103"}));
+}
+
+TEST_F(ConfTest, RepoAccumulates) {
+  const std::string r1 = Mkdir("r1"), r2 = Mkdir("r2");
+  auto c = LoadOk(Write("a.conf", "repo = " + r1 + "\nrepo = " + r2 + "\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->repos, (std::vector<std::string>{r1, r2}));
+}
+
+TEST_F(ConfTest, CommandLineListReplacesFileList) {
+  const std::string path = Write("a.conf",
+                                 "listen = 127.0.0.1:9201\n"
+                                 "listen = 127.0.0.1:9202\n");
+  auto c = LoadOk(path, {{"listen", "127.0.0.1:9301"}, {"listen", "127.0.0.1:9302"}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9301", "127.0.0.1:9302"}));
+
+  // Without a file, a command-line listen replaces the built-in default.
+  auto d = LoadOk("", {{"listen", "127.0.0.1:0"}});
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(Texts(d->listen), std::vector<std::string>{"127.0.0.1:0"});
+}
+
+TEST_F(ConfTest, CommandLineRepoReplacesFileRepos) {
+  const std::string r1 = Mkdir("r1"), r2 = Mkdir("r2"), r3 = Mkdir("r3");
+  auto c = LoadOk(Write("a.conf", "repo = " + r1 + "\nrepo = " + r2 + "\n"), {{"repo", r3}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->repos, std::vector<std::string>{r3});
+}
+
+TEST_F(ConfTest, CommandLineScalarsOverrideFile) {
+  const std::string path = Write("a.conf",
+                                 "threads = 2\n"
+                                 "send-timeout = 5s\n"
+                                 "backend = 127.0.0.1:1\n"
+                                 "access-log = off\n");
+  auto c = LoadOk(path, {{"threads", "9"}, {"send-timeout", "750ms"}, {"backend", "none"}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->threads, 9u);
+  EXPECT_EQ(c->send_timeout, 750ms);
+  EXPECT_FALSE(c->backend.has_value());
+  EXPECT_EQ(c->access_log, "off");  // not overridden: the file's value stays
+}
+
+// ---------------------------------------------------------------------------------------------
+// include=
+
+TEST_F(ConfTest, IncludeIsRelativeToTheIncludingFile) {
+  Write("conf.d/sub/inner.conf", "threads = 4\nlisten = 127.0.0.1:9402\n");
+  const std::string middle = Write("conf.d/middle.conf",
+                                   "listen = 127.0.0.1:9401\n"
+                                   "include = sub/inner.conf\n"
+                                   "send-timeout = 3s\n");
+  const std::string main = Write("main.conf",
+                                 "threads = 2\n"
+                                 "include=conf.d/middle.conf\n"
+                                 "listen = 127.0.0.1:9403\n");
+  auto c = LoadOk(main);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->threads, 4u);  // the include came after threads = 2
+  EXPECT_EQ(c->send_timeout, 3s);
+  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9401", "127.0.0.1:9402", "127.0.0.1:9403"}));
+  ASSERT_EQ(c->sources.size(), 3u);
+  EXPECT_EQ(c->sources[0], main);
+  EXPECT_EQ(std::filesystem::canonical(c->sources[1]), std::filesystem::canonical(middle));
+  EXPECT_EQ(std::filesystem::canonical(c->sources[2]), std::filesystem::canonical(dir_ + "/conf.d/sub/inner.conf"));
+}
+
+TEST_F(ConfTest, IncludeAbsolutePath) {
+  const std::string other = Write("elsewhere/x.conf", "max-header-count = 33\n");
+  auto c = LoadOk(Write("a/main.conf", "include = " + other + "\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->max_header_count, 33u);
+}
+
+TEST_F(ConfTest, ScalarAfterIncludeWins) {
+  Write("inc.conf", "threads = 4\n");
+  auto c = LoadOk(Write("main.conf", "include = inc.conf\nthreads = 6\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->threads, 6u);
+}
+
+TEST_F(ConfTest, IncludeLoopIsAnError) {
+  const std::string a = Write("a.conf", "# a\ninclude = b.conf\n");
+  const std::string b = Write("b.conf", "threads = 2\n\ninclude = a.conf\n");
+  const std::string e = LoadError(a);
+  EXPECT_TRUE(StartsWith(e, a + ":2: include: ") || StartsWith(e, b + ":3: include: ")) << e;
+  EXPECT_NE(e.find("loop"), std::string::npos) << e;
+
+  const std::string self = Write("self.conf", "include = self.conf\n");
+  const std::string e2 = LoadError(self);
+  EXPECT_TRUE(StartsWith(e2, self + ":1: include: ")) << e2;
+}
+
+TEST_F(ConfTest, MissingIncludeNamesTheIncludingLine) {
+  const std::string main = Write("main.conf", "threads = 2\n# comment\ninclude = nope.conf\n");
+  const std::string e = LoadError(main);
+  EXPECT_TRUE(StartsWith(e, main + ":3: include: ")) << e;
+  EXPECT_NE(e.find("nope.conf"), std::string::npos) << e;
+}
+
+TEST_F(ConfTest, EmptyIncludeIsAnError) {
+  const std::string main = Write("main.conf", "include =\n");
+  EXPECT_TRUE(StartsWith(LoadError(main), main + ":1: include: "));
+}
+
+TEST_F(ConfTest, ErrorInsideIncludedFileNamesThatFile) {
+  const std::string inner = Write("inner.conf", "threads = 2\nthreads = zero\n");
+  const std::string main = Write("main.conf", "\n\ninclude = inner.conf\n");
+  EXPECT_TRUE(StartsWith(LoadError(main), inner + ":2: threads: "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors: "FILE:LINE: key: what is wrong"
+
+struct BadLine {
+  std::string line;
+  std::string key_prefix;  // what follows "FILE:LINE: "
+};
+
+TEST_F(ConfTest, EveryErrorNamesFileLineAndKey) {
+  const std::vector<BadLine> cases = {
+      {"no-such-key = 1", "no-such-key: unknown key"},
+      {"client-idle-timeout = 10 parsecs", "client-idle-timeout: bad duration"},
+      {"send-timeout = -1s", "send-timeout: bad duration"},
+      {"shutdown-timeout = 1.5s", "shutdown-timeout: bad duration"},
+      {"client-header-timeout =", "client-header-timeout: bad duration"},
+      {"cache-size = 12Q", "cache-size: bad size"},
+      {"max-body-size = lots", "max-body-size: bad size"},
+      {"cache-size = 512K", "cache-size: "},          // below the 1M minimum
+      {"max-request-line = 63", "max-request-line: "},  // below the 64 minimum
+      {"max-header-bytes = 255", "max-header-bytes: "},
+      {"listen = nonsense", "listen: bad address"},
+      {"listen = 127.0.0.1:65536", "listen: bad address"},
+      {"backend = 127.0.0.1:99999", "backend: bad address"},
+      {"admin-listen = 127.0.0.1", "admin-listen: bad address"},
+      {"backend = https://127.0.0.1:443", "backend: unsupported scheme"},
+      {"threads = 0", "threads: expected a whole number from 1 to 256"},
+      {"threads = 257", "threads: expected a whole number from 1 to 256"},
+      {"threads = abc", "threads: expected a whole number from 1 to 256"},
+      {"threads = -2", "threads: expected a whole number from 1 to 256"},
+      {"max-header-count = 0", "max-header-count: expected a whole number"},
+      {"upstream-max-idle = 100001", "upstream-max-idle: expected a whole number"},
+      {"access-log =", "access-log: "},
+      {"this line has no equals sign", "this line has no equals sign: expected key=value"},
+      {"= value", "expected key=value"},
+      {"repo = " + std::string("/nonexistent/shellac-test-repo"), "repo: no such repository"},
+      {"repo =", "repo: empty path"},
+      {"cgitrc = /nonexistent/shellac-test-cgitrc", "cgitrc: cannot read"},
+  };
+  for (const auto& bad : cases) {
+    SCOPED_TRACE(bad.line);
+    // Comments, blank lines and CRLF endings before the bad line must not disturb the count.
+    const std::string path = Write("bad.conf",
+                                   "# header comment\r\n"
+                                   "\r\n"
+                                   "threads = 2\r\n"
+                                   "   \r\n"
+                                   "# another\n" +
+                                       bad.line + "\n" + "threads = 3\n");
+    const std::string e = LoadError(path);
+    EXPECT_TRUE(StartsWith(e, path + ":6: " + bad.key_prefix)) << e;
+  }
+}
+
+TEST_F(ConfTest, BadDurationMessageQuotesTheValue) {
+  const std::string path = Write("a.conf", "send-timeout = 5 fortnights\n");
+  EXPECT_EQ(LoadError(path), path + ":1: send-timeout: bad duration '5 fortnights' (use e.g. 500ms, 10s, 2m)");
+}
+
+TEST_F(ConfTest, PortAboveRangeIsRejected) {
+  const std::string path = Write("a.conf", "listen = 127.0.0.1:65535\nlisten = 127.0.0.1:65536\n");
+  EXPECT_TRUE(StartsWith(LoadError(path), path + ":2: listen: "));
+}
+
+// The admin interface must not share a public listener. Per config.h every failure of Load is
+// "FILE:LINE: key: what is wrong"; the conflict is detected after reading, so the line that
+// configured admin-listen is the natural origin.
+TEST_F(ConfTest, AdminListenEqualToListenIsAnError) {
+  const std::string path = Write("a.conf",
+                                 "listen = 127.0.0.1:9501\n"
+                                 "admin-listen = 127.0.0.1:9501\n");
+  const std::string e = LoadError(path);
+  EXPECT_NE(e.find("admin-listen"), std::string::npos) << e;
+  EXPECT_NE(e.find("127.0.0.1:9501"), std::string::npos) << e;
+  // The conflict is found after reading; the message still names where admin-listen was set.
+  EXPECT_TRUE(StartsWith(e, path + ":2: admin-listen: ")) << e;
+}
+
+TEST_F(ConfTest, AdminListenConflictsWithWildcardListen) {
+  // 0.0.0.0:8081 covers the default admin address 127.0.0.1:8081.
+  const std::string e = LoadError("", {{"listen", "0.0.0.0:8081"}});
+  EXPECT_NE(e.find("admin-listen"), std::string::npos) << e;
+  // Same port on a different specific host is fine.
+  EXPECT_NE(LoadOk("", {{"listen", "127.0.0.2:8081"}}), nullptr);
+  // Turning the admin interface off removes the conflict.
+  EXPECT_NE(LoadOk("", {{"listen", "127.0.0.1:8081"}, {"admin-listen", "off"}}), nullptr);
+}
+
+TEST_F(ConfTest, AdminListenConflictFromCommandLine) {
+  const std::string e = LoadError("", {{"admin-listen", "127.0.0.1:8080"}});
+  EXPECT_NE(e.find("admin-listen"), std::string::npos) << e;
+  EXPECT_NE(e.find("127.0.0.1:8080"), std::string::npos) << e;
+}
+
+TEST_F(ConfTest, CommandLineErrors) {
+  EXPECT_TRUE(StartsWith(LoadError("", {{"threads", "0"}}), "command line: threads: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"bogus", "1"}}), "command line: bogus: unknown key"));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"listen", "127.0.0.1:70000"}}), "command line: listen: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"send-timeout", "soon"}}), "command line: send-timeout: bad duration"));
+  // include is a file directive, not a setting.
+  EXPECT_TRUE(StartsWith(LoadError("", {{"include", "x.conf"}}), "command line: include: "));
+  // A valid file plus a bad override: the override is blamed.
+  const std::string path = Write("a.conf", "threads = 2\n");
+  EXPECT_TRUE(StartsWith(LoadError(path, {{"cache-size", "big"}}), "command line: cache-size: bad size"));
+}
+
+TEST_F(ConfTest, MissingMainFileNamesTheFile) {
+  const std::string path = dir_ + "/does-not-exist.conf";
+  const std::string e = LoadError(path);
+  EXPECT_NE(e.find(path), std::string::npos) << e;
+}
+
+TEST_F(ConfTest, MainFileIsADirectoryIsAnError) {
+  const std::string d = Mkdir("adir");
+  std::string error;
+  auto c = Load(d, {}, &error);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(error.find(d), std::string::npos) << error;
+}
+
+TEST_F(ConfTest, ErrorLeavesNoPartialSnapshotAndSuccessClearsError) {
+  std::string error = "stale";
+  auto ok = Load("", {}, &error);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(error, "");
+  auto bad = Load("", {{"threads", "x"}}, &error);
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_FALSE(error.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// cgitrc import
+
+TEST_F(ConfTest, CgitrcImport) {
+  Write("cgit/repos.rc",
+        "repo.url=included\n"
+        "repo.path=/srv/git/included.git\n");
+  const std::string cgitrc = Write("cgit/cgitrc",
+                                   "# cgit config\n"
+                                   "css=/cgit.css\n"
+                                   "virtual-root=/\n"
+                                   "enable-http-clone=1\n"
+                                   "some-unknown-cgit-key = whatever\n"
+                                   "\n"
+                                   "repo.url=one\n"
+                                   "repo.path=/srv/git/one.git\n"
+                                   "repo.desc=the first\n"
+                                   "repo.url=two\n"
+                                   "repo.path = /srv/git/two.git\n"
+                                   "include=repos.rc\n");
+  const std::string r0 = Mkdir("local.git");
+  const std::string path = Write("shellac.conf", "repo = " + r0 + "\ncgitrc = " + cgitrc + "\n");
+  auto c = LoadOk(path);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->cgitrc, cgitrc);
+  EXPECT_EQ(c->repos, (std::vector<std::string>{r0, "/srv/git/one.git", "/srv/git/two.git",
+                                                "/srv/git/included.git"}));
+  ASSERT_EQ(c->sources.size(), 3u);
+  EXPECT_EQ(c->sources[0], path);
+  EXPECT_EQ(c->sources[1], cgitrc);
+  // The cgitrc does not leak its keys into shellac settings.
+  EXPECT_EQ(c->threads, LoadOk("")->threads);
+}
+
+TEST_F(ConfTest, CgitKeysInShellacFileAreStillErrors) {
+  const std::string path = Write("shellac.conf", "threads = 2\ncss=/cgit.css\n");
+  EXPECT_TRUE(StartsWith(LoadError(path), path + ":2: css: unknown key"));
+  const std::string path2 = Write("shellac2.conf", "repo.path = /srv/git/x.git\n");
+  EXPECT_TRUE(StartsWith(LoadError(path2), path2 + ":1: repo.path: unknown key"));
+}
+
+TEST_F(ConfTest, CgitrcFromCommandLine) {
+  const std::string cgitrc = Write("cgitrc", "repo.path=/srv/a.git\n");
+  auto c = LoadOk("", {{"cgitrc", cgitrc}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->repos, std::vector<std::string>{"/srv/a.git"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reload
+
+TEST_F(ConfTest, ReloadGivesIndependentSnapshots) {
+  const std::string path = Write("a.conf", "threads = 2\nlisten = 127.0.0.1:9601\n");
+  auto first = LoadOk(path);
+  ASSERT_NE(first, nullptr);
+  Write("a.conf", "threads = 5\nlisten = 127.0.0.1:9602\nlisten = 127.0.0.1:9603\n");
+  auto second = LoadOk(path);
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(first.get(), second.get());
+  EXPECT_EQ(first->threads, 2u);
+  EXPECT_EQ(Texts(first->listen), std::vector<std::string>{"127.0.0.1:9601"});
+  EXPECT_EQ(second->threads, 5u);
+  EXPECT_EQ(Texts(second->listen), (std::vector<std::string>{"127.0.0.1:9602", "127.0.0.1:9603"}));
+  EXPECT_EQ(first->config_file, path);
+  EXPECT_EQ(second->config_file, path);
+
+  // A broken reload fails without touching the published snapshot.
+  Write("a.conf", "threads = many\n");
+  std::string error;
+  EXPECT_EQ(Load(path, {}, &error), nullptr);
+  EXPECT_TRUE(StartsWith(error, path + ":1: threads: "));
+  EXPECT_EQ(second->threads, 5u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParseDuration
+
+TEST(ParseDuration, Units) {
+  struct Case {
+    const char* text;
+    Millis want;
+  };
+  const Case cases[] = {
+      {"500ms", 500ms}, {"10s", 10s},   {"2m", 2min}, {"1h", 1h},   {"1d", 24h},  {"7", 7s},
+      {"0", 0ms},       {"0ms", 0ms},   {"10S", 10s}, {"5MS", 5ms}, {" 10s ", 10s}, {"007s", 7s},
+      {"1099511627s", Millis(1099511627000)},
+  };
+  for (const auto& c : cases) {
+    Millis out{-1};
+    EXPECT_TRUE(ParseDuration(c.text, &out)) << c.text;
+    EXPECT_EQ(out, c.want) << c.text;
+  }
+}
+
+TEST(ParseDuration, Rejects) {
+  for (const char* text : {"", " ", "s", "ms", "-1", "-1s", "+1s", "1.5s", "10 s", "10sec", "1w", "1y", "10x",
+                           "1ms5", "0x10", "abc",
+                           "1099511628s",             // just above the 2^40 ms cap
+                           "99999999999999999999",    // 20 digits
+                           "9999999999999999999d"}) {  // would overflow uint64 when multiplied
+    Millis out{1234};
+    EXPECT_FALSE(ParseDuration(text, &out)) << "'" << text << "'";
+    EXPECT_EQ(out, Millis{1234}) << "output touched for '" << text << "'";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParseSize
+
+TEST(ParseSize, Units) {
+  struct Case {
+    const char* text;
+    uint64_t want;
+  };
+  const Case cases[] = {
+      {"512", 512},           {"0", 0},
+      {"64K", 64ull << 10},   {"64k", 64ull << 10},
+      {"64KB", 64ull << 10},  {"64kib", 64ull << 10},
+      {"256M", 256ull << 20}, {"1MiB", 1ull << 20},
+      {"2G", 2ull << 30},     {"1T", 1ull << 40},
+      {"7B", 7},              {" 3M ", 3ull << 20},
+      {"17179869183G", 17179869183ull << 30},  // largest that fits
+      {"18446744073709551", 18446744073709551ull},
+  };
+  for (const auto& c : cases) {
+    uint64_t out = 1;
+    EXPECT_TRUE(ParseSize(c.text, &out)) << c.text;
+    EXPECT_EQ(out, c.want) << c.text;
+  }
+}
+
+TEST(ParseSize, Rejects) {
+  for (const char* text : {"", "K", "-1", "-1K", "+5", "1.5M", "5 M", "5X", "5KK", "5P", "0x10", "ten",
+                           "17179869184G",           // 2^64: overflow
+                           "99999999999999999999",   // 20 digits
+                           "16777216T"}) {           // 2^64
+    uint64_t out = 4321;
+    EXPECT_FALSE(ParseSize(text, &out)) << "'" << text << "'";
+    EXPECT_EQ(out, 4321u) << "output touched for '" << text << "'";
+  }
+}
+
+// "i" only means something after a unit letter (KiB); on its own it is a typo, not bytes.
+TEST(ParseSize, RejectsBinaryMarkerWithoutUnit) {
+  uint64_t out = 0;
+  EXPECT_FALSE(ParseSize("5i", &out)) << "parsed as " << out;
+  EXPECT_FALSE(ParseSize("5iB", &out)) << "parsed as " << out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParseAddress
+
+TEST(ParseAddress, Ipv4) {
+  SocketAddress a;
+  std::string why;
+  ASSERT_TRUE(ParseAddress("127.0.0.1:80", &a, &why)) << why;
+  EXPECT_EQ(a.text, "127.0.0.1:80");
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, 80);
+  EXPECT_EQ(PortInStorage(a), 80);
+  EXPECT_EQ(Ipv4(a), INADDR_LOOPBACK);
+  EXPECT_EQ(a.length, sizeof(sockaddr_in));
+}
+
+TEST(ParseAddress, Ipv6Brackets) {
+  SocketAddress a;
+  std::string why;
+  ASSERT_TRUE(ParseAddress("[::1]:80", &a, &why)) << why;
+  EXPECT_EQ(a.text, "[::1]:80");
+  EXPECT_EQ(a.host, "::1");
+  EXPECT_EQ(a.port, 80);
+  ASSERT_EQ(a.storage.ss_family, AF_INET6);
+  EXPECT_EQ(a.length, sizeof(sockaddr_in6));
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a.storage);
+  EXPECT_TRUE(IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr));
+  EXPECT_EQ(ntohs(in6->sin6_port), 80);
+}
+
+TEST(ParseAddress, HttpUrl) {
+  SocketAddress a;
+  std::string why;
+  ASSERT_TRUE(ParseAddress("http://127.0.0.1:3000/", &a, &why)) << why;
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_EQ(a.port, 3000);
+  EXPECT_EQ(PortInStorage(a), 3000);
+  EXPECT_EQ(a.text, "http://127.0.0.1:3000/");
+  ASSERT_TRUE(ParseAddress("http://127.0.0.1:3001", &a, &why)) << why;
+  EXPECT_EQ(a.port, 3001);
+  ASSERT_TRUE(ParseAddress("http://[::1]:3002/", &a, &why)) << why;
+  EXPECT_EQ(a.host, "::1");
+  EXPECT_EQ(a.port, 3002);
+}
+
+TEST(ParseAddress, HostName) {
+  SocketAddress a;
+  std::string why;
+  ASSERT_TRUE(ParseAddress("localhost:80", &a, &why)) << why;
+  EXPECT_EQ(a.host, "localhost");
+  EXPECT_EQ(a.port, 80);
+  EXPECT_EQ(PortInStorage(a), 80);
+  EXPECT_TRUE(a.storage.ss_family == AF_INET || a.storage.ss_family == AF_INET6);
+  EXPECT_GT(a.length, 0u);
+}
+
+TEST(ParseAddress, PortBounds) {
+  SocketAddress a;
+  std::string why;
+  EXPECT_TRUE(ParseAddress("127.0.0.1:0", &a, &why)) << why;
+  EXPECT_EQ(a.port, 0);
+  EXPECT_TRUE(ParseAddress("127.0.0.1:65535", &a, &why)) << why;
+  EXPECT_EQ(a.port, 65535);
+  EXPECT_EQ(PortInStorage(a), 65535);
+  why.clear();
+  EXPECT_FALSE(ParseAddress("127.0.0.1:65536", &a, &why));
+  EXPECT_NE(why.find("127.0.0.1:65536"), std::string::npos) << why;
+}
+
+TEST(ParseAddress, Rejects) {
+  for (const char* text : {"", "127.0.0.1", "127.0.0.1:", ":80", "127.0.0.1:-1", "127.0.0.1:+80",
+                           "127.0.0.1:8o", "127.0.0.1:99999999999999999999", "::1:80", "[::1]", "[::1]80",
+                           "[::1:80", "[]:80", "https://127.0.0.1:443", "ftp://127.0.0.1:21",
+                           "http://127.0.0.1:80/path", "http://127.0.0.1", "127.0.0.1:80 extra"}) {
+    SocketAddress a;
+    std::string why;
+    EXPECT_FALSE(ParseAddress(text, &a, &why)) << "'" << text << "'";
+    EXPECT_FALSE(why.empty()) << "no reason for '" << text << "'";
+  }
+}
+
+}  // namespace
+}  // namespace shellac::conf
