@@ -68,8 +68,9 @@ class Builder {
 
   // Applies one key=value. Throws Failure with "ORIGIN: key: why".
   void Set(const std::string& key, std::string_view value, const Origin& origin, bool from_cli) {
+    // On the command line the key was given as the flag of the same name.
     auto fail = [&](const std::string& why) {
-      throw Failure{origin.Describe() + ": " + key + ": " + why};
+      throw Failure{origin.Describe() + ": " + (from_cli ? "--" + key : key) + ": " + why};
     };
     auto duration = [&](Millis* out) {
       if (!ParseDuration(value, out)) fail("bad duration '" + std::string(value) + "' (use e.g. 500ms, 10s, 2m)");

@@ -75,7 +75,7 @@ using Overrides = std::vector<std::pair<std::string, std::string>>;
 
 // Reads `config_file` (may be empty: built-in defaults), then applies `overrides`.
 // On success returns the snapshot and leaves *error empty. On failure returns nullptr and sets
-// *error to one line: "FILE:LINE: key: what is wrong" ("command line: key: ..." for overrides,
+// *error to one line: "FILE:LINE: key: what is wrong" ("command line: --key: ..." for overrides,
 // "FILE: what is wrong" for a file that cannot be read).
 std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
                                    std::string* error);

@@ -287,8 +287,7 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
 }
 
 void ClientConnection::RespondError(int status, std::string_view detail) {
-  if (status < 500) {
-    worker_.metrics().CountReject(status);
+  if (worker_.metrics().CountReject(status)) {
     cache_status_ = "local";  // refused by shellac itself, nothing was forwarded
   }
   std::string body = std::to_string(status);

@@ -118,12 +118,18 @@ void ProxyExchange::Connect(bool fresh) {
   bufferevent_setwatermark(up, EV_READ, 0, kStreamWindow);
   const timeval connect_tv = ToTimeval(config_.upstream_connect_timeout);
   bufferevent_set_timeouts(up, nullptr, &connect_tv);
-  // Queued now; libevent sends it once the connection is up.
-  evbuffer_add(bufferevent_get_output(up), upstream_head_.data(), upstream_head_.size());
-  sent_at_ = std::chrono::steady_clock::now();
+  // Queued now (libevent sends it once the connection is up), except for a chunked body: its head
+  // waits until the first chunk-size line parses, so a malformed body forwards nothing at all.
+  if (request_.body != BodyKind::kChunked) QueueHead();
   // A new connection needs EV_WRITE to learn that connect() completed; a reused one writes at once.
   bufferevent_enable(up, connected_ ? EV_READ : EV_READ | EV_WRITE);
   if (connected_) OnConnected();
+}
+
+void ProxyExchange::QueueHead() {
+  evbuffer_add(bufferevent_get_output(upstream_.get()), upstream_head_.data(), upstream_head_.size());
+  head_queued_ = true;
+  sent_at_ = std::chrono::steady_clock::now();
 }
 
 void ProxyExchange::OnConnected() {
@@ -229,10 +235,12 @@ void ProxyExchange::PumpRequestBody() {
     }
     const auto step = body_decoder_.Decode(in, scratch_.get(), room);
     if (step == http::ChunkedDecoder::Step::kError) {
+      // Before the head went out the origin has seen nothing; after, it sees a body cut short.
       upstream_.reset();
       client_.FailExchange(400, "bad chunked request body: " + body_decoder_.error());
       return;
     }
+    if (!head_queued_ && body_decoder_.framing_seen()) QueueHead();
     if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
       MoveBody(scratch_.get(), out, n, /*chunked=*/true);
     }

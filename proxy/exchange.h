@@ -43,6 +43,7 @@ class ProxyExchange {
   // Sends the request on an idle kept-alive connection, or a new one when `fresh` or none is idle.
   void Connect(bool fresh);
   void Retry();
+  void QueueHead();
   void OnConnected();
   // Moves request-body bytes from the client to the upstream as far as the window allows.
   void PumpRequestBody();
@@ -64,11 +65,11 @@ class ProxyExchange {
   bool retried_ = false;
   bool connected_ = false;
   std::string upstream_head_;
+  bool head_queued_ = false;  // a chunked request's head waits until its first chunk parses
 
   // Request body.
   bool body_done_ = true;
   uint64_t body_remaining_ = 0;
-  uint64_t body_seen_ = 0;
   http::ChunkedDecoder body_decoder_;
 
   // Response.

@@ -506,6 +506,7 @@ ChunkedDecoder::Step ChunkedDecoder::Decode(evbuffer* in, evbuffer* out, size_t 
         error_ = "invalid chunk size";
         return Step::kError;
       }
+      framing_seen_ = true;
       if (size == 0) {
         state_ = State::kTrailer;
       } else {

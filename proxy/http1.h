@@ -95,6 +95,8 @@ class ChunkedDecoder {
   Step Decode(evbuffer* in, evbuffer* out, size_t max_out);
   const std::string& error() const { return error_; }
   uint64_t decoded() const { return decoded_; }
+  // True once the first chunk-size line has been read and found well formed.
+  bool framing_seen() const { return framing_seen_; }
 
  private:
   enum class State { kSize, kData, kDataEnd, kTrailer, kDone };
@@ -102,6 +104,7 @@ class ChunkedDecoder {
   uint64_t remaining_ = 0;
   uint64_t decoded_ = 0;
   unsigned trailer_lines_ = 0;
+  bool framing_seen_ = false;
   std::string error_;
 };
 

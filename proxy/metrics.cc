@@ -29,10 +29,14 @@ void WorkerMetrics::CountRequest(Route route, int status) {
   Add(requests[static_cast<int>(route)][klass]);
 }
 
-void WorkerMetrics::CountReject(int status) {
+bool WorkerMetrics::CountReject(int status) {
   for (size_t i = 0; i < kRejectStatuses.size(); ++i) {
-    if (kRejectStatuses[i] == status) Add(rejected[i]);
+    if (kRejectStatuses[i] == status) {
+      Add(rejected[i]);
+      return true;
+    }
   }
+  return false;
 }
 
 void WorkerMetrics::ObserveFirstByte(uint64_t micros) {

@@ -43,7 +43,8 @@ struct WorkerMetrics {
   static void Add(Gauge& g, int64_t n) { g.store(g.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
 
   void CountRequest(Route route, int status);
-  void CountReject(int status);
+  // Counts a refusal when `status` is one the front gives itself (kRejectStatuses); false otherwise.
+  bool CountReject(int status);
   void CountUpstreamError(UpstreamError e) { Add(upstream_errors[static_cast<int>(e)]); }
   void ObserveFirstByte(uint64_t micros);
 };

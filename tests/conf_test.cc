@@ -493,15 +493,15 @@ TEST_F(ConfTest, AdminListenConflictFromCommandLine) {
 }
 
 TEST_F(ConfTest, CommandLineErrors) {
-  EXPECT_TRUE(StartsWith(LoadError("", {{"threads", "0"}}), "command line: threads: "));
-  EXPECT_TRUE(StartsWith(LoadError("", {{"bogus", "1"}}), "command line: bogus: unknown key"));
-  EXPECT_TRUE(StartsWith(LoadError("", {{"listen", "127.0.0.1:70000"}}), "command line: listen: "));
-  EXPECT_TRUE(StartsWith(LoadError("", {{"send-timeout", "soon"}}), "command line: send-timeout: bad duration"));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"threads", "0"}}), "command line: --threads: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"bogus", "1"}}), "command line: --bogus: unknown key"));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"listen", "127.0.0.1:70000"}}), "command line: --listen: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"send-timeout", "soon"}}), "command line: --send-timeout: bad duration"));
   // include is a file directive, not a setting.
-  EXPECT_TRUE(StartsWith(LoadError("", {{"include", "x.conf"}}), "command line: include: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"include", "x.conf"}}), "command line: --include: "));
   // A valid file plus a bad override: the override is blamed.
   const std::string path = Write("a.conf", "threads = 2\n");
-  EXPECT_TRUE(StartsWith(LoadError(path, {{"cache-size", "big"}}), "command line: cache-size: bad size"));
+  EXPECT_TRUE(StartsWith(LoadError(path, {{"cache-size", "big"}}), "command line: --cache-size: bad size"));
 }
 
 TEST_F(ConfTest, MissingMainFileNamesTheFile) {
