@@ -1,0 +1,357 @@
+#include "deflate.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <limits>
+
+namespace shellac::cache {
+namespace {
+
+constexpr int kRawWindowBits = -MAX_WBITS;  // negative: raw deflate, no zlib/gzip wrapper
+constexpr int kMemLevel = 8;                // zlib's default; what gzip -6 uses
+constexpr size_t kMaxSegmentLength = std::numeric_limits<uint32_t>::max();
+
+// zlib's crc32() takes a 32-bit length; bodies may be larger.
+uint32_t Crc32(uint32_t crc, std::string_view bytes) {
+  while (!bytes.empty()) {
+    size_t n = std::min<size_t>(bytes.size(), 1u << 30);
+    crc = static_cast<uint32_t>(
+        crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n)));
+    bytes.remove_prefix(n);
+  }
+  return crc;
+}
+
+std::string ZlibMessage(const char* what, int rc, const z_stream* stream) {
+  std::string m = what;
+  m += ": ";
+  m += (stream != nullptr && stream->msg != nullptr) ? stream->msg : zError(rc);
+  return m;
+}
+
+Status NewDeflateStream(int level, DeflateStream* out) {
+  if (level < 0 || level > 9) return Status::Error("deflate level must be 0..9");
+  DeflateStream stream(new z_stream{});
+  int rc =
+      deflateInit2(stream.get(), level, Z_DEFLATED, kRawWindowBits, kMemLevel, Z_DEFAULT_STRATEGY);
+  if (rc != Z_OK) {
+    // deflateInit2 failed: there is no state to end, only the struct to free.
+    delete stream.release();
+    return Status::Error(ZlibMessage("deflateInit2", rc, nullptr));
+  }
+  *out = std::move(stream);
+  return Status::Ok();
+}
+
+// Compresses all of `in` with `flush` and appends the output to *out. Returns when zlib has
+// consumed the input and, for a flush, emitted everything up to the flush point (avail_out left
+// non-zero). `in` must fit zlib's 32-bit avail_in.
+Status Pump(z_stream* stream, std::string_view in, int flush, std::string* out) {
+  stream->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  stream->avail_in = static_cast<uInt>(in.size());
+  // Room for the typical output; grows (doubling) only for incompressible input or a big block that
+  // zlib had buffered from earlier writes. More than 6 bytes, so a flush marker is never split.
+  size_t room = std::max<size_t>(1024, in.size() / 2 + 64);
+  for (;;) {
+    size_t used = out->size();
+    out->resize(used + room);
+    stream->next_out = reinterpret_cast<Bytef*>(out->data() + used);
+    stream->avail_out = static_cast<uInt>(room);
+    int rc = deflate(stream, flush);
+    out->resize(used + room - stream->avail_out);
+    // Z_BUF_ERROR only means "no progress possible": nothing was left to do.
+    if (rc != Z_OK && rc != Z_BUF_ERROR) return Status::Error(ZlibMessage("deflate", rc, stream));
+    if (stream->avail_out != 0) break;
+    room = std::min<size_t>(room * 2, 1u << 30);
+  }
+  if (stream->avail_in != 0) return Status::Error("deflate: input left over");
+  return Status::Ok();
+}
+
+int ZlibFlush(FlushMode mode) {
+  return mode == FlushMode::kFull ? Z_FULL_FLUSH : Z_SYNC_FLUSH;
+}
+
+void PutLittleEndian32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+void DeflateStreamEnd::operator()(z_stream_s* stream) const {
+  deflateEnd(stream);
+  delete stream;
+}
+
+void InflateStreamEnd::operator()(z_stream_s* stream) const {
+  inflateEnd(stream);
+  delete stream;
+}
+
+// ---- SegmentEncoder ----------------------------------------------------------------------------
+
+SegmentEncoder::SegmentEncoder(Options options) : options_(options) {
+  if (options_.segment_size == 0 || options_.segment_size > kMaxSegmentLength) {
+    options_.segment_size = kMaxSegmentLength;  // a segment's length must fit its 32-bit field
+  }
+}
+SegmentEncoder::SegmentEncoder(SegmentEncoder&&) noexcept = default;
+SegmentEncoder& SegmentEncoder::operator=(SegmentEncoder&&) noexcept = default;
+SegmentEncoder::~SegmentEncoder() = default;
+
+Status SegmentEncoder::Start() {
+  if (stream_) return Status::Ok();
+  return NewDeflateStream(options_.level, &stream_);
+}
+
+Status SegmentEncoder::Write(std::string_view data) {
+  if (failed_) return Status::Error("SegmentEncoder: write after an error");
+  if (finished_) return Status::Error("SegmentEncoder: write after Finish()");
+  while (!data.empty()) {
+    size_t room = options_.segment_size - current_.length;
+    size_t take = std::min(room, data.size());
+    Status s = Feed(data.substr(0, take), take == room);
+    if (!s.ok()) return s;
+    data.remove_prefix(take);
+  }
+  return Status::Ok();
+}
+
+Status SegmentEncoder::Cut() {
+  if (failed_) return Status::Error("SegmentEncoder: cut after an error");
+  if (finished_) return Status::Ok();
+  if (current_.length == 0) return Status::Ok();  // no input since the last cut: nothing pending
+  return Feed({}, true);
+}
+
+Status SegmentEncoder::Finish() {
+  if (failed_) return Status::Error("SegmentEncoder: finish after an error");
+  if (finished_) return Status::Ok();
+  Status s = Cut();
+  finished_ = true;
+  stream_.reset();  // the window (~256 KiB of zlib state) is not needed any more
+  return s;
+}
+
+Status SegmentEncoder::Feed(std::string_view data, bool cut) {
+  Status s = Start();
+  if (s.ok()) {
+    s = Pump(stream_.get(), data, cut ? ZlibFlush(options_.flush) : Z_NO_FLUSH, &current_.deflate);
+  }
+  if (!s.ok()) {
+    failed_ = true;  // the current segment is unusable: refuse further input
+    stream_.reset();
+    return s;
+  }
+  current_.crc = Crc32(current_.crc, data);
+  current_.length += static_cast<uint32_t>(data.size());
+  bytes_in_ += data.size();
+  if (cut) {
+    bytes_out_ += current_.deflate.size();
+    done_.push_back(std::move(current_));
+    current_ = Segment{};
+  }
+  return Status::Ok();
+}
+
+std::vector<Segment> SegmentEncoder::TakeSegments() {
+  std::vector<Segment> out;
+  out.swap(done_);
+  return out;
+}
+
+// ---- LiteralEncoder ----------------------------------------------------------------------------
+
+LiteralEncoder::LiteralEncoder(int level) : level_(level) {}
+LiteralEncoder::LiteralEncoder(LiteralEncoder&&) noexcept = default;
+LiteralEncoder& LiteralEncoder::operator=(LiteralEncoder&&) noexcept = default;
+LiteralEncoder::~LiteralEncoder() = default;
+
+Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
+  scratch_.deflate.clear();  // keeps its capacity: no allocation once warmed up
+  scratch_.crc = 0;
+  scratch_.length = 0;
+  if (text.size() > kMaxSegmentLength) return Status::Error("literal longer than 4 GiB");
+  if (!text.empty()) {
+    Status s;
+    if (!stream_) {
+      s = NewDeflateStream(level_, &stream_);
+    } else if (deflateReset(stream_.get()) != Z_OK) {
+      s = Status::Error("deflateReset failed");
+    }
+    // A fresh (or reset) stream per literal: the literal must not refer back into whatever precedes
+    // it in the stitched document, which this encoder never saw.
+    if (s.ok()) s = Pump(stream_.get(), text, Z_SYNC_FLUSH, &scratch_.deflate);
+    if (!s.ok()) {
+      stream_.reset();
+      return s;
+    }
+    scratch_.crc = Crc32(0, text);
+    scratch_.length = static_cast<uint32_t>(text.size());
+  }
+  *out = scratch_.view();
+  return Status::Ok();
+}
+
+// ---- GzipStitcher ------------------------------------------------------------------------------
+
+void GzipStitcher::Start() {
+  if (started_) return;
+  started_ = true;
+  // RFC 1952 header: magic 1f 8b, CM=8 (deflate), FLG=0 (no name, comment, extra or header crc),
+  // MTIME=0 (no time: the member must be the same bytes for every request), XFL=0, OS=3 (Unix).
+  static constexpr std::array<char, 10> kHeader = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};
+  sink_.Copy({kHeader.data(), kHeader.size()});
+  bytes_written_ += kHeader.size();
+}
+
+void GzipStitcher::Account(const SegmentView& segment) {
+  // crc32_combine: crc of A||B from crc(A), crc(B) and len(B) in O(log len(B)); stored bytes are
+  // never touched.
+  crc_ =
+      static_cast<uint32_t>(crc32_combine(crc_, segment.crc, static_cast<z_off_t>(segment.length)));
+  length_ += segment.length;
+  bytes_written_ += segment.deflate.size();
+}
+
+void GzipStitcher::AddStored(const SegmentView& segment) {
+  assert(!finished_ && "GzipStitcher: part added after Finish()");
+  Start();
+  if (!segment.deflate.empty()) sink_.Borrow(segment.deflate);
+  Account(segment);
+}
+
+void GzipStitcher::AddTransient(const SegmentView& segment) {
+  assert(!finished_ && "GzipStitcher: part added after Finish()");
+  Start();
+  if (!segment.deflate.empty()) sink_.Copy(segment.deflate);
+  Account(segment);
+}
+
+Status GzipStitcher::AddLiteral(std::string_view text, LiteralEncoder& encoder) {
+  if (text.empty()) return Status::Ok();
+  SegmentView segment;
+  Status s = encoder.Encode(text, &segment);
+  if (!s.ok()) return s;
+  AddTransient(segment);
+  return Status::Ok();
+}
+
+void GzipStitcher::Finish() {
+  if (finished_) return;
+  Start();
+  finished_ = true;
+  // Every segment ended with a flush, so the stream is byte-aligned between non-final blocks. The
+  // member still needs a block with BFINAL=1. The shortest one is an empty fixed-Huffman block:
+  //   bit 0      BFINAL = 1
+  //   bits 1-2   BTYPE  = 01 (fixed Huffman), written LSB first: bit 1 = 1, bit 2 = 0
+  //   bits 3-9   end-of-block, symbol 256, whose fixed code is seven 0 bits
+  // = bits 1,1,0,0,0,0,0,0 | 0,0 + 6 padding bits -> bytes 0x03 0x00 (zlib's Z_FINISH on an empty,
+  // aligned stream emits the same two bytes). An empty final stored block would take 5 bytes.
+  std::array<uint8_t, 10> tail = {0x03, 0x00};
+  // Trailer: CRC32 then ISIZE (length mod 2^32), both little-endian.
+  PutLittleEndian32(&tail[2], crc_);
+  PutLittleEndian32(&tail[6], static_cast<uint32_t>(length_));
+  sink_.Copy({reinterpret_cast<const char*>(tail.data()), tail.size()});
+  bytes_written_ += tail.size();
+}
+
+// ---- Inflater ----------------------------------------------------------------------------------
+
+Inflater::Inflater() = default;
+Inflater::Inflater(Inflater&&) noexcept = default;
+Inflater& Inflater::operator=(Inflater&&) noexcept = default;
+Inflater::~Inflater() = default;
+
+Status Inflater::Start() {
+  if (!stream_) {
+    InflateStream stream(new z_stream{});
+    int rc = inflateInit2(stream.get(), kRawWindowBits);
+    if (rc != Z_OK) {
+      delete stream.release();
+      return Status::Error(ZlibMessage("inflateInit2", rc, nullptr));
+    }
+    stream_ = std::move(stream);
+  } else if (needs_reset_) {
+    if (inflateReset(stream_.get()) != Z_OK) return Status::Error("inflateReset failed");
+  }
+  needs_reset_ = false;
+  return Status::Ok();
+}
+
+void Inflater::Reset() {
+  active_ = false;
+  needs_reset_ = true;
+}
+
+void Inflater::Feed(const SegmentView& segment) {
+  segment_ = segment;
+  crc_ = 0;
+  produced_ = 0;
+  active_ = true;
+  if (stream_) {
+    stream_->next_in = nullptr;  // Read() points zlib at the segment (the stream may not exist yet)
+    stream_->avail_in = 0;
+  }
+  fresh_input_ = true;
+}
+
+Status Inflater::Read(std::span<char> out, size_t* produced) {
+  *produced = 0;
+  if (!active_) return Status::Ok();
+  Status s = Start();
+  if (!s.ok()) return s;
+  z_stream* z = stream_.get();
+  if (fresh_input_) {
+    fresh_input_ = false;
+    if (segment_.deflate.size() > kMaxSegmentLength) return Status::Error("segment too large");
+    z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(segment_.deflate.data()));
+    z->avail_in = static_cast<uInt>(segment_.deflate.size());
+  }
+  size_t room = std::min<size_t>(out.size(), kMaxSegmentLength);
+  z->next_out = reinterpret_cast<Bytef*>(out.data());
+  z->avail_out = static_cast<uInt>(room);
+  int rc = inflate(z, Z_NO_FLUSH);
+  size_t n = room - z->avail_out;
+  crc_ = Crc32(crc_, {out.data(), n});
+  produced_ += n;
+  *produced = n;
+
+  auto fail = [this](std::string message) {
+    active_ = false;
+    needs_reset_ = true;  // zlib's state is unusable after an error
+    return Status::Error(std::move(message));
+  };
+  if (rc == Z_STREAM_END) return fail("stored segment contains a final block");
+  if (rc != Z_OK && rc != Z_BUF_ERROR) return fail(ZlibMessage("inflate", rc, z));
+  if (produced_ > segment_.length) return fail("stored segment inflates to more than its length");
+  // All input consumed with output room to spare: the segment ended at its flush point, so every
+  // byte it encodes has been written.
+  if (z->avail_in == 0 && z->avail_out != 0) {
+    active_ = false;
+    if (produced_ != segment_.length)
+      return fail("stored segment inflates to less than its length");
+    if (crc_ != segment_.crc) return fail("stored segment crc32 mismatch");
+  }
+  return Status::Ok();
+}
+
+Status Inflater::InflateAll(std::span<const SegmentView> segments, ByteSink& sink, size_t piece) {
+  std::array<char, 16 << 10> buffer;
+  piece = std::clamp<size_t>(piece, 1, buffer.size());
+  for (const SegmentView& segment : segments) {
+    Feed(segment);
+    while (!NeedsInput()) {
+      size_t n = 0;
+      Status s = Read({buffer.data(), piece}, &n);
+      if (!s.ok()) return s;
+      if (n != 0) sink.Copy({buffer.data(), n});
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace shellac::cache
