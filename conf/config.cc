@@ -116,6 +116,19 @@ class Builder {
       else config_->backend = address();
     } else if (key == "threads") {
       config_->threads = static_cast<unsigned>(count(1, 256));
+    } else if (key == "cache") {
+      const std::string v = Lower(value);
+      if (v != "on" && v != "off") fail("expected on or off, got '" + std::string(value) + "'");
+      config_->cache = v == "on";
+    } else if (key == "cache-key") {
+      if (value.find("=>") == std::string_view::npos) fail("expected REGEX => TEMPLATE");
+      config_->cache_keys.push_back(Config::Rule{std::string(value), origin.Describe()});
+    } else if (key == "default-ttl") {
+      duration(&config_->default_ttl);
+    } else if (key == "grace") {
+      duration(&config_->grace);
+    } else if (key == "single-flight-timeout") {
+      duration(&config_->single_flight_timeout);
     } else if (key == "cache-size") {
       size(&config_->cache_size);
       if (config_->cache_size < (1u << 20)) fail("must be at least 1M");
@@ -381,7 +394,12 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"admin-listen", "127.0.0.1:8081"},
       {"backend", "none"},
       {"threads", "number of cores"},
+      {"cache", "on"},
       {"cache-size", "256M"},
+      {"cache-key", "none (host + path + sorted query)"},
+      {"default-ttl", "120s"},
+      {"grace", "10s"},
+      {"single-flight-timeout", "30s"},
       {"repo", "none"},
       {"cgitrc", "none"},
       {"access-log", "stderr"},

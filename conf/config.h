@@ -43,7 +43,18 @@ struct Config {
   std::optional<SocketAddress> backend;       // default none: no upstream configured
 
   unsigned threads = 0;                  // 0 means "number of cores", resolved by Load()
-  uint64_t cache_size = 256ull << 20;    // bytes; the store's budget
+
+  // The store (cache/). Responses to GET and HEAD are cached by HTTP rules when cache=on.
+  bool cache = true;
+  uint64_t cache_size = 256ull << 20;    // bytes; the store's budget (fixed at start)
+  struct Rule {
+    std::string text;    // "REGEX => TEMPLATE"
+    std::string origin;  // "FILE:LINE" or "command line", for messages from the module that compiles it
+  };
+  std::vector<Rule> cache_keys;          // cache-key=REGEX => TEMPLATE, first match wins
+  Millis default_ttl{120'000};           // freshness of a response that names none
+  Millis grace{10'000};                  // how long a stale object may stand in when the upstream fails
+  Millis single_flight_timeout{30'000};  // a request waiting for another's fetch gives up (503) after this
   std::vector<std::string> repos;        // --repo PATH / repo=PATH / repo.path in a cgitrc
   std::string cgitrc;                    // cgit configuration imported as is ("" when none)
 

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "deliver.h"
 #include "exchange.h"
 
 namespace shellac::proxy {
@@ -29,6 +30,16 @@ std::string PeerIp(const sockaddr* peer) {
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 
+std::chrono::sys_seconds NowSeconds() {
+  return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+// Varnish's default: only GET and HEAD without credentials or cookies are looked up in the store.
+bool IsCacheable(const http::RequestHead& request) {
+  return (request.method == "GET" || request.method == "HEAD") && request.body == http::BodyKind::kNone &&
+         request.Find("authorization") == nullptr && request.Find("cookie") == nullptr;
+}
+
 }  // namespace
 
 ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
@@ -38,6 +49,7 @@ ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const soc
   bev_.reset(bufferevent_socket_new(worker.base(), fd, BEV_OPT_CLOSE_ON_FREE));
   head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
   deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
+  wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
   bufferevent_setcb(bev_.get(), OnRead, OnWrite, OnEvent, this);
   bufferevent_setwatermark(bev_.get(), EV_READ, 0, kReadWindow);
   // EV_WRITE (on by default in a new bufferevent) only while output waits: see WriteNow.
@@ -92,6 +104,8 @@ void ClientConnection::OnRead(bufferevent*, void* arg) {
     case State::kBusy:
       if (self->exchange_) self->exchange_->OnClientReadable();
       return;
+    case State::kWaiting:
+      return;  // pipelined bytes wait in the input, bounded by the read watermark
     case State::kClosing:
       evbuffer_drain(self->input(), evbuffer_get_length(self->input()));
       return;
@@ -120,6 +134,11 @@ void ClientConnection::OnWrite(bufferevent*, void* arg) {
 void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
   self->retired_.clear();
+  if (self->state_ == State::kWaiting && (what & BEV_EVENT_EOF)) {
+    self->close_after_response_ = true;  // half-closed while its fetch runs elsewhere: answer, then close
+    self->SetReading(false);
+    return;
+  }
   if (self->state_ == State::kBusy && self->exchange_) {
     if ((what & BEV_EVENT_EOF) && !self->exchange_->reading_body()) {
       // The client half-closed after sending its request: answer it, then close.
@@ -219,13 +238,98 @@ void ClientConnection::Dispatch() {
     return;
   }
   route_ = Route::kProxy;
-  cache_status_ = "pass";
+  stale_.reset();
+  if (config.cache && IsCacheable(request_)) {
+    runtime_->key_rules->MakeKey(request_.host, request_.target, &cache_key_);
+    ServeCached(cache_key_);
+    return;
+  }
+  StartExchange({});
+}
+
+void ClientConnection::StartExchange(std::string fill_key) {
+  cache_status_ = fill_key.empty() ? "pass" : "miss";
   // Reading stays on while the request is served: a client that goes away is noticed at once, and
   // pipelined bytes wait in the input, bounded by the read watermark.
   state_ = State::kBusy;
   ApplyIoTimeouts(request_.body != http::BodyKind::kNone);
-  exchange_ = std::make_unique<ProxyExchange>(*this, runtime_, request_);
+  exchange_ = std::make_unique<ProxyExchange>(*this, runtime_, request_, std::move(fill_key));
   exchange_->Start();
+}
+
+void ClientConnection::ServeCached(const std::string& key) {
+  cache::Store& store = *worker_.shared().store;
+  cache::LookupResult found = store.Lookup(key, NowSeconds());
+  if (found.state == cache::LookupState::kFresh && Deliver(found.object, "hit")) return;
+  if (found.state == cache::LookupState::kStale) stale_ = std::move(found.object);
+  // A HEAD cannot fill the store (no body comes back): it is forwarded as it is. Nor is a key
+  // whose last response could not be stored worth waiting for.
+  if (request_.method == "HEAD" || worker_.shared().flights.ShouldPass(key, std::chrono::steady_clock::now())) {
+    StartExchange({});
+    return;
+  }
+  std::weak_ptr<int> alive = alive_;
+  const bool leader = worker_.shared().flights.Join(key, &worker_, alive, [this](const FillResult& result) {
+    OnFillDone(result);
+  });
+  if (leader) {
+    StartExchange(key);
+    return;
+  }
+  state_ = State::kWaiting;
+  WorkerMetrics::Add(worker_.metrics().cache_waits);
+  const timeval limit = ToTimeval(runtime_->config->single_flight_timeout);
+  evtimer_add(wait_timer_.get(), &limit);
+}
+
+void ClientConnection::OnFillDone(const FillResult& result) {
+  if (state_ != State::kWaiting) return;
+  evtimer_del(wait_timer_.get());
+  state_ = State::kBusy;
+  switch (result.kind) {
+    case FillResult::kStored:
+      if (Deliver(result.object, "hit")) return;
+      break;
+    case FillResult::kFailed:
+      if (stale_ && Deliver(stale_, "hit")) return;
+      state_ = State::kReadingHead;
+      RespondError(result.status, result.detail);
+      return;
+    case FillResult::kAbandoned:
+      ServeCached(cache_key_);  // someone else may lead now, or this request does
+      return;
+    case FillResult::kNotStorable:
+      break;
+  }
+  StartExchange({});
+}
+
+void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
+  auto* self = static_cast<ClientConnection*>(arg);
+  if (self->state_ != State::kWaiting) return;
+  WorkerMetrics::Add(self->worker_.metrics().cache_wait_timeouts);
+  self->state_ = State::kReadingHead;
+  self->alive_ = std::make_shared<int>(0);  // a late wake-up must not find this request
+  self->Respond(503, "text/plain; charset=utf-8",
+                "503 Service Unavailable: waited " +
+                    std::to_string(self->runtime_->config->single_flight_timeout.count()) +
+                    " ms for another request's fetch of this page\n",
+                /*keep_alive=*/false, "Retry-After: 5\r\n");
+}
+
+bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache) {
+  const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
+  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive);
+  if (!d.ok) {
+    worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
+    return false;
+  }
+  if (d.body_bytes > 0) WorkerMetrics::Add(d.gzip ? worker_.metrics().cache_stitched : worker_.metrics().cache_inflated);
+  cache_status_ = x_cache == "hit" ? "hit" : "miss";
+  body_bytes_ = d.body_bytes;
+  Flush();
+  FinishRequest(d.status, keep_alive);
+  return true;
 }
 
 void ClientConnection::ServeLocal() {
@@ -304,6 +408,7 @@ void ClientConnection::FinishExchange(int status, bool keep_alive) {
 
 void ClientConnection::FailExchange(int status, const std::string& detail) {
   RetireExchange();
+  if (status >= 500 && stale_ && Deliver(stale_, "hit")) return;  // stale-if-error, within grace
   state_ = State::kReadingHead;
   RespondError(status, detail);
 }

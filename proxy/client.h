@@ -12,6 +12,8 @@
 
 #include "event_ptr.h"
 #include "http1.h"
+#include "object.h"
+#include "single_flight.h"
 #include "worker.h"
 
 namespace shellac::proxy {
@@ -58,7 +60,8 @@ class ClientConnection {
   // kClosing: flushing the last response. kLingering: flushed and half-closed; reading and
   // discarding what the client still sends, so the kernel does not answer it with a reset that
   // would destroy the response before the client read it.
-  enum class State { kReadingHead, kBusy, kClosing, kLingering };
+  // kWaiting: another request is fetching this one's object (single-flight).
+  enum class State { kReadingHead, kBusy, kWaiting, kClosing, kLingering };
 
   static void OnRead(bufferevent* bev, void* arg);
   static void OnWrite(bufferevent* bev, void* arg);
@@ -70,6 +73,14 @@ class ClientConnection {
   void ProcessInput();
   void Dispatch();
   void ServeLocal();
+  // Looks the request up in the store: serves a hit, joins or leads the fetch of a miss.
+  void ServeCached(const std::string& key);
+  // Forwards the request; a non-empty `fill_key` makes it the fetch that fills the store.
+  void StartExchange(std::string fill_key);
+  void OnFillDone(const FillResult& result);
+  // Answers from a stored object; false when the object failed its integrity check.
+  bool Deliver(const cache::ObjectRef& object, std::string_view x_cache);
+  static void OnWaitTimeout(evutil_socket_t, short, void* arg);
   void ServeAdmin();
   // Queues a complete locally made response and finishes the request.
   void Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
@@ -94,6 +105,10 @@ class ClientConnection {
   BufferEventPtr bev_;
   EventPtr head_timer_;
   EventPtr deferred_;
+  EventPtr wait_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // single-flight wakes only a live connection
+  cache::ObjectRef stale_;  // served if the fetch fails (stale-if-error, within grace)
+  std::string cache_key_;
   enum class Deferred { kNone, kResume, kClose } deferred_action_ = Deferred::kNone;
   bool head_timer_is_idle_ = false;
   uint64_t served_ = 0;

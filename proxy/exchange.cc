@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "client.h"
+#include "deflate.h"
+#include "freshness.h"
 
 namespace shellac::proxy {
 namespace {
@@ -16,6 +18,8 @@ constexpr size_t kStreamWindow = 256 << 10;
 constexpr size_t kLowWater = 64 << 10;
 // How much more to read at once after a read stopped at libevent's cap (a typical page's rest).
 constexpr size_t kReadMoreBytes = 60 << 10;
+// How long a key whose response could not be stored skips single-flight (Varnish: hit-for-miss).
+constexpr std::chrono::seconds kPassMemo{120};
 
 using http::BodyKind;
 using http::EqualsIgnoreCase;
@@ -33,10 +37,38 @@ void MoveBody(evbuffer* from, evbuffer* to, size_t n, bool chunked) {
 
 std::string Millis(conf::Millis ms) { return std::to_string(ms.count()) + " ms"; }
 
+// Response headers that describe this transfer or this hop, not the stored representation.
+bool IsTransient(std::string_view name) {
+  for (std::string_view t : {"content-length", "date", "age", "etag", "set-cookie", "via", "x-cache"}) {
+    if (EqualsIgnoreCase(name, t)) return true;
+  }
+  return false;
+}
+
+// Request headers a cache fill does not forward: the fill needs the whole identity body, whatever
+// this one client would have accepted (a full 200 is a valid answer to each of them).
+bool IsFillExcluded(std::string_view name) {
+  for (std::string_view t : {"if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range",
+                             "range", "accept-encoding"}) {
+    if (EqualsIgnoreCase(name, t)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
+struct ProxyExchange::Fill {
+  std::string key;
+  bool capturing = false;
+  bool completed = false;
+  cache::SegmentEncoder encoder;
+  cache::FreshnessDecision decision;
+  std::chrono::sys_seconds now{};
+  std::vector<std::pair<std::string, std::string>> headers;  // kept for the stored object
+};
+
 ProxyExchange::ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime,
-                             http::RequestHead& request)
+                             http::RequestHead& request, std::string fill_key)
     : client_(client),
       worker_(client.worker()),
       runtime_(std::move(runtime)),
@@ -45,9 +77,107 @@ ProxyExchange::ProxyExchange(ClientConnection& client, std::shared_ptr<const Run
       scratch_(evbuffer_new()) {
   body_done_ = request_.body == BodyKind::kNone;
   body_remaining_ = request_.content_length;
+  if (!fill_key.empty()) {
+    fill_ = std::make_unique<Fill>();
+    fill_->key = std::move(fill_key);
+  }
 }
 
-ProxyExchange::~ProxyExchange() = default;
+ProxyExchange::~ProxyExchange() {
+  // The client went away mid-fetch: the waiters try for themselves.
+  CompleteFill(FillResult{FillResult::kAbandoned, {}, 0, {}});
+}
+
+void ProxyExchange::CompleteFill(FillResult result) {
+  if (!fill_ || fill_->completed) return;
+  fill_->completed = true;
+  worker_.shared().flights.Complete(fill_->key, result);
+}
+
+void ProxyExchange::StartCapture() {
+  if (!fill_) return;
+  Fill& f = *fill_;
+  f.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  std::vector<cache::Header> views;
+  views.reserve(response_.headers.size());
+  for (const auto& h : response_.headers) views.push_back(cache::Header{h.name, h.value});
+  const cache::FreshnessPolicy policy{
+      std::chrono::duration_cast<std::chrono::seconds>(config_.default_ttl),
+      std::chrono::duration_cast<std::chrono::seconds>(config_.grace), false};
+  f.decision = cache::DecideFreshness(response_.status, views, f.now, policy);
+  const http::Header* encoding = nullptr;
+  for (const auto& h : response_.headers) {
+    if (EqualsIgnoreCase(h.name, "content-encoding")) encoding = &h;
+  }
+  // The store keeps identity content compressed by itself; an origin's own encoding is passed on.
+  const bool identity = encoding == nullptr || EqualsIgnoreCase(encoding->value, "identity");
+  const size_t limit = worker_.shared().store->max_object_bytes();
+  f.capturing = f.decision.storable && identity &&
+                !(response_.body == BodyKind::kLength && response_.content_length > limit);
+  if (!f.capturing) return;
+  const auto tokens = http::ConnectionTokens(response_.headers);
+  for (const auto& h : response_.headers) {
+    if (http::IsHopByHop(h.name, tokens) || IsTransient(h.name) || EqualsIgnoreCase(h.name, "content-encoding")) {
+      continue;
+    }
+    f.headers.emplace_back(h.name, h.value);
+  }
+}
+
+void ProxyExchange::Capture(evbuffer* from, size_t n) {
+  if (!fill_ || !fill_->capturing || n == 0) return;
+  Fill& f = *fill_;
+  evbuffer_iovec vec[16];
+  evbuffer_ptr at;
+  evbuffer_ptr_set(from, &at, 0, EVBUFFER_PTR_SET);
+  size_t left = n;
+  while (left > 0) {
+    const int count = evbuffer_peek(from, static_cast<ev_ssize_t>(left), &at, vec, 16);
+    if (count <= 0) break;
+    for (int i = 0; i < count && left > 0; ++i) {
+      const size_t take = std::min(vec[i].iov_len, left);
+      if (!f.encoder.Write(std::string_view(static_cast<const char*>(vec[i].iov_base), take)).ok()) {
+        f.capturing = false;
+        return;
+      }
+      left -= take;
+    }
+    if (left > 0) evbuffer_ptr_set(from, &at, n - left, EVBUFFER_PTR_SET);
+  }
+  // Larger than the store would take: stop paying for compression (the client still gets it all).
+  if (f.encoder.bytes_out() > worker_.shared().store->max_object_bytes()) f.capturing = false;
+}
+
+void ProxyExchange::StoreFill() {
+  if (!fill_) return;
+  Fill& f = *fill_;
+  FillResult result{FillResult::kNotStorable, {}, 0, {}};
+  if (f.capturing && f.encoder.Finish().ok()) {
+    const std::vector<cache::Segment> segments = f.encoder.TakeSegments();
+    std::vector<cache::SegmentView> body;
+    body.reserve(segments.size());
+    for (const auto& segment : segments) body.push_back(segment.view());
+    std::vector<cache::Header> headers;
+    headers.reserve(f.headers.size());
+    for (const auto& [name, value] : f.headers) headers.push_back(cache::Header{name, value});
+    cache::ObjectSpec spec;
+    spec.status = response_.status;
+    spec.headers = headers;
+    spec.stored_at = f.now;
+    spec.ttl = f.decision.ttl;
+    spec.grace = f.decision.grace;
+    spec.body = body;
+    cache::Status status;
+    cache::ObjectRef object = cache::Object::Create(f.key, spec, &status);
+    if (object && worker_.shared().store->Insert(object).ok()) {
+      result = FillResult{FillResult::kStored, std::move(object), 0, {}};
+    }
+  }
+  if (result.kind == FillResult::kNotStorable) {
+    worker_.shared().flights.MarkPass(f.key, std::chrono::steady_clock::now() + kPassMemo);
+  }
+  CompleteFill(std::move(result));
+}
 
 void ProxyExchange::Start() {
   upstream_head_ = BuildUpstreamHead();
@@ -69,7 +199,7 @@ std::string ProxyExchange::BuildUpstreamHead() const {
     const std::string_view name = header.name;
     if (http::IsHopByHop(name, tokens) || EqualsIgnoreCase(name, "content-length") ||
         EqualsIgnoreCase(name, "expect") || EqualsIgnoreCase(name, "host") ||
-        EqualsIgnoreCase(name, "x-forwarded-proto")) {
+        EqualsIgnoreCase(name, "x-forwarded-proto") || (fill_ && IsFillExcluded(name))) {
       continue;
     }
     if (EqualsIgnoreCase(name, "x-forwarded-for")) {
@@ -202,6 +332,7 @@ void ProxyExchange::Retry() {
 void ProxyExchange::UpstreamFailed(UpstreamError kind, int status, const std::string& detail) {
   worker_.metrics().CountUpstreamError(kind);
   upstream_.reset();
+  CompleteFill(FillResult{FillResult::kFailed, {}, status, "upstream " + config_.backend->text + ": " + detail});
   if (!response_started_) {
     client_.FailExchange(status, "upstream " + config_.backend->text + ": " + detail);
   } else {
@@ -304,6 +435,7 @@ void ProxyExchange::PumpResponse() {
     const timeval between = ToTimeval(config_.upstream_between_bytes_timeout);
     bufferevent_set_timeouts(upstream_.get(), &between, &between);
     response_remaining_ = response_.content_length;
+    StartCapture();
     SendResponseHead();
     if (response_.body == BodyKind::kNone) {
       FinishResponse();
@@ -317,6 +449,7 @@ void ProxyExchange::PumpResponse() {
     if (response_.body == BodyKind::kLength) {
       const size_t n = std::min<uint64_t>({evbuffer_get_length(in), response_remaining_, room});
       if (n == 0) break;
+      Capture(in, n);
       evbuffer_remove_buffer(in, out, n);
       client_.CountBodyBytes(n);
       response_remaining_ -= n;
@@ -331,6 +464,7 @@ void ProxyExchange::PumpResponse() {
         return;
       }
       if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
+        Capture(scratch_.get(), n);
         MoveBody(scratch_.get(), out, n, client_chunked_);
         client_.CountBodyBytes(n);
       }
@@ -342,6 +476,7 @@ void ProxyExchange::PumpResponse() {
     } else {  // kUntilClose
       const size_t n = std::min(evbuffer_get_length(in), room);
       if (n == 0) break;
+      Capture(in, n);
       MoveBody(in, out, n, client_chunked_);
       client_.CountBodyBytes(n);
     }
@@ -403,7 +538,7 @@ void ProxyExchange::SendResponseHead() {
     AppendHeader(&h, "Connection", "keep-alive");
   }
   AppendHeader(&h, "Via", response_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
-  AppendHeader(&h, "X-Cache", "pass");
+  AppendHeader(&h, "X-Cache", fill_ ? "miss" : "pass");
   h.append("\r\n");
   client_keep_alive_ = keep_alive;
   evbuffer_add(client_.output(), h.data(), h.size());
@@ -412,6 +547,7 @@ void ProxyExchange::SendResponseHead() {
 
 void ProxyExchange::FinishResponse() {
   if (client_chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
+  StoreFill();
   const bool reusable = response_.keep_alive && response_.body != BodyKind::kUntilClose && body_done_ &&
                         !upstream_eof_ && evbuffer_get_length(bufferevent_get_input(upstream_.get())) == 0;
   if (reusable) {

@@ -11,6 +11,7 @@
 
 #include "event_ptr.h"
 #include "http1.h"
+#include "single_flight.h"
 #include "worker.h"
 
 namespace shellac::proxy {
@@ -19,7 +20,10 @@ class ClientConnection;
 
 class ProxyExchange {
  public:
-  ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request);
+  // A non-empty `fill_key` makes this the single-flight leader for that key: the response is
+  // streamed to the client and, when HTTP allows, stored; waiters are told the outcome.
+  ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request,
+                std::string fill_key = {});
   ~ProxyExchange();
   ProxyExchange(const ProxyExchange&) = delete;
   ProxyExchange& operator=(const ProxyExchange&) = delete;
@@ -53,6 +57,12 @@ class ProxyExchange {
   void FinishResponse();
   void UpstreamFailed(UpstreamError kind, int status, const std::string& detail);
   bool CanRetry() const;
+  // Cache fill: decides at the response head whether to store, feeds the body as it passes, and
+  // tells the waiters. Each is a no-op without a fill.
+  void StartCapture();
+  void Capture(evbuffer* from, size_t n);
+  void CompleteFill(FillResult result);
+  void StoreFill();
 
   ClientConnection& client_;
   Worker& worker_;
@@ -84,6 +94,9 @@ class ProxyExchange {
   bool client_keep_alive_ = false;
   std::chrono::steady_clock::time_point sent_at_;
   EvbufferPtr scratch_;  // decoded chunk data on its way to being re-framed
+
+  struct Fill;
+  std::unique_ptr<Fill> fill_;
 };
 
 }  // namespace shellac::proxy

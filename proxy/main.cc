@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (check) {
+    if (!shellac::proxy::CompileKeyRules(*config, &error)) {
+      std::fprintf(stderr, "shellac: %s\n", error.c_str());
+      return 1;
+    }
     std::printf("shellac: configuration ok\n");
     return 0;
   }

@@ -107,6 +107,14 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
          static_cast<unsigned long long>(Sum(shards, [&](const WorkerMetrics& m) -> auto& { return m.rejected[i]; })));
   }
 
+  scalar("shellac_cache_stitched_total", "counter", "Responses served from the store as stitched gzip.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_stitched; }));
+  scalar("shellac_cache_inflated_total", "counter", "Responses served from the store inflated to identity.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_inflated; }));
+  scalar("shellac_cache_single_flight_waits_total", "counter", "Requests that waited for another request's fetch.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_waits; }));
+  scalar("shellac_cache_single_flight_timeouts_total", "counter", "Waits that gave up with 503.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_wait_timeouts; }));
   scalar("shellac_config_generation", "gauge", "Generation of the configuration in force (1 at start).",
          global.config_generation.load());
   out += "# HELP shellac_config_reloads_total Configuration reloads on SIGHUP, by result.\n"

@@ -37,6 +37,10 @@ struct WorkerMetrics {
   Counter first_byte_count{0};
   Counter first_byte_sum_us{0};
   std::array<Counter, kRejectStatuses.size()> rejected{};
+  Counter cache_stitched{0};  // responses served from the store as stitched gzip
+  Counter cache_inflated{0};  // responses served from the store inflated (identity)
+  Counter cache_waits{0};     // requests that waited for another request's fetch (single-flight)
+  Counter cache_wait_timeouts{0};
 
   // Single-writer helpers: load + store, not read-modify-write.
   static void Add(Counter& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }

@@ -98,6 +98,39 @@ std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& li
 
 }  // namespace
 
+std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config, std::string* error) {
+  auto rules = std::make_shared<cache::KeyRules>();
+  for (const auto& rule : config.cache_keys) {
+    if (cache::Status status = rules->Add(rule.text); !status.ok()) {
+      *error = rule.origin + ": cache-key: " + status.message();
+      return nullptr;
+    }
+  }
+  return rules;
+}
+
+std::string Shared::RenderMetrics() const {
+  std::string out = RenderPrometheus(shards, global);
+  if (!store) return out;
+  const cache::StoreStats stats = store->Stats();
+  auto line = [&](const char* name, const char* type, const char* help, uint64_t value) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name);
+    out.append(" ").append(type).append("\n").append(name).append(" ").append(std::to_string(value)).append("\n");
+  };
+  line("shellac_cache_objects", "gauge", "Objects in the store.", stats.objects);
+  line("shellac_cache_bytes", "gauge", "Bytes charged to the store's budget.", stats.bytes);
+  line("shellac_cache_budget_bytes", "gauge", "The store's budget (cache-size).", stats.budget);
+  line("shellac_cache_body_bytes", "gauge", "Stored (deflate) body bytes.", stats.body_bytes);
+  line("shellac_cache_hits_total", "counter", "Lookups that found a fresh object.", stats.hits);
+  line("shellac_cache_stale_hits_total", "counter", "Lookups that found a stale object within grace.", stats.stale_hits);
+  line("shellac_cache_misses_total", "counter", "Lookups that found nothing usable.", stats.misses);
+  line("shellac_cache_inserts_total", "counter", "Objects stored.", stats.inserts);
+  line("shellac_cache_evictions_total", "counter", "Objects evicted to stay within the budget.", stats.evictions);
+  line("shellac_cache_purged_total", "counter", "Objects removed by purge or ban.", stats.purged + stats.banned);
+  line("shellac_cache_single_flight_waiting", "gauge", "Requests waiting for another's fetch now.", flights.waiting());
+  return out;
+}
+
 std::string BuiltinPage(const conf::Config& config) {
   std::string p;
   p += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shellac</title></head><body>\n";
@@ -145,6 +178,8 @@ struct Server::State {
     runtime->access_log = AccessLogFile::Open(config->access_log, error);
     if (!error->empty()) return nullptr;
     runtime->builtin_page = BuiltinPage(*config);
+    runtime->key_rules = CompileKeyRules(*config, error);
+    if (!runtime->key_rules) return nullptr;
     runtime->generation = generation;
     runtime->config = std::move(config);
     return runtime;
@@ -164,8 +199,8 @@ struct Server::State {
     const conf::Config& old = *shared.runtime()->config;
     const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
     if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
-        old.threads != config->threads) {
-      std::fprintf(stderr, "shellac: warning: listen, admin-listen and threads keep their old values "
+        old.threads != config->threads || old.cache_size != config->cache_size) {
+      std::fprintf(stderr, "shellac: warning: listen, admin-listen, threads and cache-size keep their old values "
                            "until a restart\n");
     }
     shared.Publish(runtime);
@@ -246,6 +281,7 @@ Server::Server(std::string config_file, conf::Overrides overrides, std::shared_p
   auto runtime = state_->MakeRuntime(std::move(config), 1, &error);
   if (!runtime) throw std::runtime_error(error);
   state_->shared.Publish(runtime);
+  state_->shared.store = std::make_unique<cache::Store>(cache::StoreOptions{.budget = state_->shared.runtime()->config->cache_size});
 }
 
 Server::~Server() = default;

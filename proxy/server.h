@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config.h"
+#include "key.h"
 
 namespace shellac::proxy {
 
@@ -26,6 +27,9 @@ class Server {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// Compiles the cache-key= rules; null with *error "ORIGIN: cache-key: what is wrong" on a bad rule.
+std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config, std::string* error);
 
 // The built-in page for a configuration without a backend.
 std::string BuiltinPage(const conf::Config& config);

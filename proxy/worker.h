@@ -14,7 +14,10 @@
 #include "access_log.h"
 #include "config.h"
 #include "event_ptr.h"
+#include "key.h"
 #include "metrics.h"
+#include "single_flight.h"
+#include "store.h"
 #include "upstream.h"
 
 namespace shellac::proxy {
@@ -27,6 +30,7 @@ struct Runtime {
   std::shared_ptr<AccessLogFile> access_log;  // null when access-log=off
   uint64_t generation = 1;
   std::string builtin_page;  // the HTML answered when no backend is configured
+  std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.
@@ -46,9 +50,11 @@ class Shared {
     generation_.store(g, std::memory_order_release);
     global.config_generation.store(g);
   }
-  std::string RenderMetrics() const { return RenderPrometheus(shards, global); }
+  std::string RenderMetrics() const;
 
   GlobalMetrics global;
+  std::unique_ptr<cache::Store> store;  // made once at start (its budget cannot change on reload)
+  SingleFlight flights;
   std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
 
  private:

@@ -138,7 +138,7 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
   std::set<std::string> seen;
   for (const auto& [key, value] : KnownKeys()) {
     seen.insert(key);
-    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include") continue;
+    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" || key == "cache-key") continue;
     SCOPED_TRACE(key + "=" + value);
     auto c = LoadOk("", {{key, value}});
     ASSERT_NE(c, nullptr);
@@ -146,6 +146,10 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     EXPECT_EQ(c->admin_listen.has_value(), base->admin_listen.has_value());
     EXPECT_EQ(c->backend.has_value(), base->backend.has_value());
     EXPECT_EQ(c->cache_size, base->cache_size);
+    EXPECT_EQ(c->cache, base->cache);
+    EXPECT_EQ(c->default_ttl, base->default_ttl);
+    EXPECT_EQ(c->grace, base->grace);
+    EXPECT_EQ(c->single_flight_timeout, base->single_flight_timeout);
     EXPECT_EQ(c->access_log, base->access_log);
     EXPECT_EQ(c->client_header_timeout, base->client_header_timeout);
     EXPECT_EQ(c->client_idle_timeout, base->client_idle_timeout);

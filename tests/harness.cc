@@ -272,7 +272,9 @@ std::string BaseConfig(int backend_port, const std::string& extra) {
       "listen=127.0.0.1:0\n"
       "admin-listen=127.0.0.1:0\n"
       "threads=2\n"
-      "access-log=off\n";
+      "access-log=off\n"
+      "# the proxy tests check pass-through; the cache tests add cache=on\n"
+      "cache=off\n";
   if (backend_port > 0) c += "backend=127.0.0.1:" + std::to_string(backend_port) + "\n";
   c += extra;
   return c;

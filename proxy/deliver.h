@@ -1,0 +1,35 @@
+// deliver: answers a request from a stored object.
+//
+// A client that accepts gzip gets one gzip member stitched from the stored deflate segments (never
+// inflated or recompressed); any other client gets the identity body, inflated as it is written.
+// Also: HEAD, conditional requests (304) against the object's strong ETag or Last-Modified, and a
+// single byte range (206) on the identity body. Runs on a worker thread; writes into `out`.
+#pragma once
+
+#include <event2/buffer.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "http1.h"
+#include "event_ptr.h"
+#include "object.h"
+
+namespace shellac::proxy {
+
+struct Delivered {
+  int status = 0;
+  uint64_t body_bytes = 0;
+  bool gzip = false;  // stitched (true) or inflated (false); meaningless without a body
+  bool ok = true;     // false: the stored body failed its check (corrupt); nothing was written
+};
+
+Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
+                        std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
+                        bool keep_alive);
+
+// True when the request's Accept-Encoding admits gzip (q > 0, by name or "*").
+bool AcceptsGzip(const http::RequestHead& request);
+
+}  // namespace shellac::proxy

@@ -1,0 +1,231 @@
+// The store behind the proxy: the real binary, an in-test origin, loopback sockets.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace shellac::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string CacheConfig(int backend_port, const std::string& extra = "") {
+  return BaseConfig(backend_port, "cache=on\n" + extra);
+}
+
+// Inflates one gzip member; fails the test on any error.
+std::string Gunzip(const std::string& data) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+  std::string out;
+  char buf[16384];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  EXPECT_EQ(rc, Z_STREAM_END) << "gzip body did not decode";
+  EXPECT_EQ(z.avail_in, 0u) << "bytes after the gzip member";
+  inflateEnd(&z);
+  return out;
+}
+
+std::string PageBody(const std::string& target) {
+  std::string body = "<html><body><h1>" + target + "</h1>\n";
+  for (int i = 0; i < 200; ++i) body += "<tr><td class='add'>+line " + std::to_string(i) + " of the diff</td></tr>\n";
+  return body + "</body></html>\n";
+}
+
+OriginHandler Cacheable(const std::string& cache_control = "max-age=60") {
+  return [cache_control](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, PageBody(req.target), {{"Content-Type", "text/html"}, {"Cache-Control", cache_control},
+                                            {"Last-Modified", "Sun, 01 Nov 2026 10:00:00 GMT"}});
+  };
+}
+
+TEST(Cache, MissThenHitWithoutReachingTheOrigin) {
+  Origin origin(Cacheable());
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+
+  Response first = HttpGet(proxy.Port(), "/repo/commit/?id=abc");
+  ASSERT_TRUE(first.ok) << first.Describe();
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.Header("X-Cache").value_or("<none>"), "miss") << first.Describe();
+  EXPECT_EQ(first.body, PageBody("/repo/commit/?id=abc"));
+
+  Response second = HttpGet(proxy.Port(), "/repo/commit/?id=abc");
+  ASSERT_TRUE(second.ok) << second.Describe();
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.Header("X-Cache").value_or("<none>"), "hit") << second.Describe();
+  EXPECT_EQ(second.body, first.body);
+  EXPECT_EQ(second.Header("Content-Type").value_or(""), "text/html");
+  EXPECT_TRUE(second.Header("Age").has_value());
+  EXPECT_TRUE(second.Header("ETag").has_value());
+  EXPECT_EQ(second.Header("Vary").value_or(""), "Accept-Encoding");
+  EXPECT_EQ(origin.RequestCount(), 1u) << "a hit reached the origin";
+
+  // Another query is another object.
+  Response other = HttpGet(proxy.Port(), "/repo/commit/?id=def");
+  EXPECT_EQ(other.Header("X-Cache").value_or("<none>"), "miss");
+  EXPECT_EQ(origin.RequestCount(), 2u);
+  std::string metrics = WaitForMetric(proxy.AdminPort(), "shellac_cache_hits_total", {}, 1);
+  EXPECT_GE(MetricSum(metrics, "shellac_cache_objects"), 2) << metrics;
+}
+
+TEST(Cache, GzipClientGetsStitchedMemberThatDecodesToTheBody) {
+  Origin origin(Cacheable());
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  ASSERT_TRUE(HttpGet(proxy.Port(), "/p").ok);  // fills
+  Response gz = HttpGet(proxy.Port(), "/p", "Accept-Encoding: gzip, deflate\r\n");
+  ASSERT_TRUE(gz.ok) << gz.Describe();
+  EXPECT_EQ(gz.Header("X-Cache").value_or(""), "hit");
+  EXPECT_EQ(gz.Header("Content-Encoding").value_or("<none>"), "gzip") << gz.Describe();
+  EXPECT_EQ(gz.Header("Content-Length").value_or(""), std::to_string(gz.body.size()));
+  EXPECT_EQ(Gunzip(gz.body), PageBody("/p"));
+  EXPECT_LT(gz.body.size(), PageBody("/p").size() / 2) << "not compressed";
+  // q=0 refuses gzip: identity, inflated from the store.
+  Response plain = HttpGet(proxy.Port(), "/p", "Accept-Encoding: gzip;q=0\r\n");
+  EXPECT_FALSE(plain.Header("Content-Encoding").has_value()) << plain.Describe();
+  EXPECT_EQ(plain.body, PageBody("/p"));
+  // The two representations have different strong validators.
+  EXPECT_NE(gz.Header("ETag").value_or("a"), plain.Header("ETag").value_or("a"));
+  std::string metrics = WaitForMetric(proxy.AdminPort(), "shellac_cache_stitched_total", {}, 1);
+  EXPECT_GE(MetricSum(metrics, "shellac_cache_inflated_total"), 1) << metrics;
+}
+
+TEST(Cache, ConditionalHeadAndRangeAnsweredFromTheStore) {
+  Origin origin(Cacheable());
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  Response full = HttpGet(proxy.Port(), "/c");
+  ASSERT_TRUE(full.ok);
+  full = HttpGet(proxy.Port(), "/c");  // a hit carries the store's ETag
+  const std::string etag = full.Header("ETag").value_or("");
+  ASSERT_FALSE(etag.empty()) << full.Describe();
+
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  Response not_modified = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-None-Match: " + etag + "\r\n\r\n");
+  EXPECT_EQ(not_modified.status, 304) << not_modified.Describe();
+  EXPECT_EQ(not_modified.body_bytes, 0u);
+  Response since = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Mon, 02 Nov 2026 10:00:00 GMT\r\n\r\n");
+  EXPECT_EQ(since.status, 304) << since.Describe();
+  Response older = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Sat, 31 Oct 2026 10:00:00 GMT\r\n\r\n");
+  EXPECT_EQ(older.status, 200) << older.Describe();
+
+  ReadOptions head_options;
+  head_options.head_request = true;
+  Response head = c.RoundTrip("HEAD /c HTTP/1.1\r\nHost: test.local\r\n\r\n", head_options);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.Header("Content-Length").value_or(""), std::to_string(PageBody("/c").size()));
+  EXPECT_EQ(head.Header("X-Cache").value_or(""), "hit");
+
+  Response part = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nRange: bytes=6-11\r\n\r\n");
+  EXPECT_EQ(part.status, 206) << part.Describe();
+  EXPECT_EQ(part.body, PageBody("/c").substr(6, 6));
+  EXPECT_EQ(part.Header("Content-Range").value_or(""), "bytes 6-11/" + std::to_string(PageBody("/c").size()));
+  Response beyond = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nRange: bytes=999999-\r\n\r\n");
+  EXPECT_EQ(beyond.status, 416) << beyond.Describe();
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+TEST(Cache, ConcurrentMissesFetchOnce) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.Sleep(400ms);  // every request arrives while the first is still being fetched
+    c.SendFixed(200, PageBody(req.target), {{"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  constexpr int kClients = 200;
+  std::vector<std::thread> clients;
+  std::vector<Response> responses(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] { responses[i] = HttpGet(proxy.Port(), "/herd", "", 10'000ms); });
+  }
+  for (auto& t : clients) t.join();
+  int ok = 0;
+  for (const auto& r : responses) {
+    if (r.ok && r.status == 200 && r.body == PageBody("/herd")) ++ok;
+  }
+  EXPECT_EQ(ok, kClients);
+  EXPECT_EQ(origin.RequestCount(), 1u) << "the herd was not joined into one fetch";
+  std::string metrics = WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
+  EXPECT_GE(MetricSum(metrics, "shellac_cache_single_flight_waits_total"), 1) << metrics;
+}
+
+TEST(Cache, UncacheableResponsesAndRequestsGoToTheOrigin) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/private") {
+      c.SendFixed(200, "mine", {{"Cache-Control", "private"}});
+    } else if (req.target == "/cookie") {
+      c.SendFixed(200, "session", {{"Set-Cookie", "id=1"}});
+    } else {
+      c.SendFixed(200, "public", {{"Cache-Control", "max-age=60"}});
+    }
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(HttpGet(proxy.Port(), "/private").body, "mine");
+    EXPECT_EQ(HttpGet(proxy.Port(), "/cookie").body, "session");
+  }
+  EXPECT_EQ(origin.RequestCount(), 6u);
+  // Requests with credentials or cookies are not looked up (Varnish's default).
+  ASSERT_EQ(HttpGet(proxy.Port(), "/public").Header("X-Cache").value_or(""), "miss");
+  Response with_cookie = HttpGet(proxy.Port(), "/public", "Cookie: a=b\r\n");
+  EXPECT_EQ(with_cookie.Header("X-Cache").value_or(""), "pass") << with_cookie.Describe();
+  Response with_auth = HttpGet(proxy.Port(), "/public", "Authorization: Basic eDp5\r\n");
+  EXPECT_EQ(with_auth.Header("X-Cache").value_or(""), "pass");
+  EXPECT_EQ(origin.RequestCount(), 9u);
+}
+
+TEST(Cache, StaleObjectStandsInWhenTheOriginFails) {
+  auto origin = std::make_unique<Origin>(Cacheable("max-age=1"));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin->port(), "grace=30s\nupstream-connect-timeout=500ms\n")));
+  ASSERT_EQ(HttpGet(proxy.Port(), "/s").status, 200);
+  origin->Stop();
+  origin.reset();  // the backend port now refuses
+  std::this_thread::sleep_for(2100ms);  // past max-age, within grace
+  Response stale = HttpGet(proxy.Port(), "/s");
+  EXPECT_EQ(stale.status, 200) << stale.Describe();
+  EXPECT_EQ(stale.body, PageBody("/s"));
+  // Without a stored object the failure shows.
+  Response missing = HttpGet(proxy.Port(), "/never-stored");
+  EXPECT_EQ(missing.status, 502) << missing.Describe();
+}
+
+TEST(Cache, KeyRulesMakeForksShareOneObject) {
+  Origin origin(Cacheable());
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(
+      origin.port(), "cache-key = ^/[^?]+/esi-diff/\\?(.*)$ => diff/${arg:id}/${args:context}\n")));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/linux/esi-diff/?id=abc&context=3").Header("X-Cache").value_or(""), "miss");
+  Response other_fork = HttpGet(proxy.Port(), "/fork-1/esi-diff/?context=3&id=abc");
+  EXPECT_EQ(other_fork.Header("X-Cache").value_or(""), "hit") << other_fork.Describe();
+  EXPECT_EQ(other_fork.body, PageBody("/linux/esi-diff/?id=abc&context=3"));
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
+  TempDir dir;
+  const std::string conf = dir.File("bad.conf");
+  WriteFile(conf, "cache=on\ncache-key = ^(unclosed => x\n");
+  CommandResult r = RunShellac({"-c", conf, "--check"}, dir.path(), Millis(10000));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(conf + ":2: cache-key: "), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace shellac::test
