@@ -216,6 +216,7 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
   AppendHeader(&h, "X-Forwarded-Proto", "http");
   AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
+  if (fill_) AppendHeader(&h, "Accept-Encoding", "identity");  // the store compresses by itself
   if (request_.body == BodyKind::kLength) {
     AppendHeader(&h, "Content-Length", std::to_string(request_.content_length));
   } else if (request_.body == BodyKind::kChunked) {
