@@ -5,6 +5,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include <cctype>
+#include <optional>
+
 #include "deliver.h"
 #include "exchange.h"
 
@@ -29,6 +32,34 @@ std::string PeerIp(const sockaddr* peer) {
 }
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
+// The percent-decoded value of query parameter `name`, if present.
+std::optional<std::string> QueryParameter(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      std::string value;
+      const std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+      for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '+') {
+          value.push_back(' ');
+        } else if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
+          value.push_back(static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16)));
+          i += 2;
+        } else {
+          value.push_back(raw[i]);
+        }
+      }
+      return value;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
 
 std::chrono::sys_seconds NowSeconds() {
   return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
@@ -352,7 +383,9 @@ void ClientConnection::ServeAdmin() {
   cache_status_ = "local";
   const bool keep = request_.body == http::BodyKind::kNone && request_.keep_alive;
   const std::string_view path = PathOf(request_.target);
-  if (request_.method != "GET" && request_.method != "HEAD") {
+  if (path == "/purge" || path == "/ban") {
+    ServeInvalidation(path == "/ban", keep);
+  } else if (request_.method != "GET" && request_.method != "HEAD") {
     Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n", keep,
             "Allow: GET, HEAD\r\n");
   } else if (path == "/health") {
@@ -364,8 +397,41 @@ void ClientConnection::ServeAdmin() {
   } else if (path == "/metrics") {
     Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(), keep);
   } else {
-    Respond(404, "text/plain; charset=utf-8", "404 Not Found: admin endpoints are /health and /metrics\n", keep);
+    Respond(404, "text/plain; charset=utf-8",
+            "404 Not Found: admin endpoints are /health, /metrics, /purge and /ban\n", keep);
   }
+}
+
+// POST (or PURGE/BAN) /purge?key=KEY, /purge?url=TARGET (the key made by the cache-key rules for
+// TARGET on this request's Host), /ban?prefix=PREFIX (every key starting with it).
+void ClientConnection::ServeInvalidation(bool ban, bool keep) {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  if (request_.method != "POST" && request_.method != "PURGE" && request_.method != "BAN") {
+    Respond(405, kText, "405 Method Not Allowed: use POST\n", keep, "Allow: POST, PURGE, BAN\r\n");
+    return;
+  }
+  const auto q = request_.target.find('?');
+  const std::string_view query = q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
+  cache::Store& store = *worker_.shared().store;
+  if (ban) {
+    const auto prefix = QueryParameter(query, "prefix");
+    if (!prefix || prefix->empty()) {
+      Respond(400, kText, "400 Bad Request: /ban needs ?prefix=KEY-PREFIX\n", false);
+      return;
+    }
+    Respond(200, kText, "banned " + std::to_string(store.Ban(*prefix)) + "\n", keep);
+    return;
+  }
+  std::string key;
+  if (auto k = QueryParameter(query, "key")) {
+    key = *k;
+  } else if (auto url = QueryParameter(query, "url"); url && url->starts_with("/")) {
+    runtime_->key_rules->MakeKey(request_.host, *url, &key);
+  } else {
+    Respond(400, kText, "400 Bad Request: /purge needs ?key=KEY or ?url=/PATH (with the site's Host)\n", false);
+    return;
+  }
+  Respond(200, kText, std::string(store.Purge(key) ? "purged " : "not stored ") + key + "\n", keep);
 }
 
 void ClientConnection::Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,

@@ -82,6 +82,7 @@ class ClientConnection {
   bool Deliver(const cache::ObjectRef& object, std::string_view x_cache);
   static void OnWaitTimeout(evutil_socket_t, short, void* arg);
   void ServeAdmin();
+  void ServeInvalidation(bool ban, bool keep);
   // Queues a complete locally made response and finishes the request.
   void Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
                std::string_view extra_headers = {});

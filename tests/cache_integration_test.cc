@@ -218,6 +218,39 @@ TEST(Cache, KeyRulesMakeForksShareOneObject) {
   EXPECT_EQ(origin.RequestCount(), 1u);
 }
 
+TEST(Cache, AdminPurgeAndBanRemoveObjects) {
+  Origin origin(Cacheable());
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(
+      origin.port(), "cache-key = ^/[^?]+/esi-diff/\\?(.*)$ => diff/${arg:id}/${args:context}\n")));
+  auto cached = [&](const std::string& path) {
+    return HttpGet(proxy.Port(), path).Header("X-Cache").value_or("") == "hit";
+  };
+  for (const char* p : {"/page", "/a/esi-diff/?id=c1&context=3", "/a/esi-diff/?id=c1&context=5", "/a/esi-diff/?id=c2&context=3"}) {
+    ASSERT_EQ(HttpGet(proxy.Port(), p).status, 200);
+    ASSERT_TRUE(cached(p)) << p;
+  }
+  RawClient admin;
+  ASSERT_TRUE(admin.Connect(proxy.AdminPort()));
+  // By URL, through the key rules and the request's Host (HttpGet sends test.local).
+  Response purge = admin.RoundTrip("POST /purge?url=/page HTTP/1.1\r\nHost: test.local\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(purge.status, 200) << purge.Describe();
+  EXPECT_EQ(purge.body.rfind("purged", 0), 0u) << purge.body;
+  EXPECT_FALSE(cached("/page")) << "purged object still served";
+  // A ban by key prefix removes every variant of one commit, and only those.
+  Response ban = admin.RoundTrip("BAN /ban?prefix=diff/c1/ HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(ban.status, 200) << ban.Describe();
+  EXPECT_EQ(ban.body, "banned 2\n");
+  EXPECT_FALSE(cached("/b/esi-diff/?id=c1&context=5"));
+  EXPECT_TRUE(cached("/b/esi-diff/?id=c2&context=3"));
+  Response get = admin.RoundTrip("GET /purge?key=x HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(get.status, 405);
+  // The public listener has no such endpoints: the request is proxied like any other.
+  Response public_purge = HttpGet(proxy.Port(), "/ban?prefix=diff/");
+  EXPECT_NE(public_purge.body.rfind("banned", 0), 0u);
+  EXPECT_TRUE(cached("/b/esi-diff/?id=c2&context=3"));
+}
+
 TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
   TempDir dir;
   const std::string conf = dir.File("bad.conf");
