@@ -1,6 +1,7 @@
 // shellac: an ESI-capable caching reverse proxy for git web frontends. See shellac(8).
 #include <event2/thread.h>
 #include <getopt.h>
+#include <sys/resource.h>
 
 #include <csignal>
 #include <cstdio>
@@ -93,6 +94,12 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Every client and upstream connection is a descriptor; the soft limit (often 1024) is raised to
+  // the hard one so that a burst of connections is not refused by the process itself.
+  if (rlimit limit; getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
   std::signal(SIGPIPE, SIG_IGN);
   evthread_use_pthreads();
   try {

@@ -1,5 +1,6 @@
 // The store behind the proxy: the real binary, an in-test origin, loopback sockets.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <atomic>
@@ -147,7 +148,12 @@ TEST(Cache, ConcurrentMissesFetchOnce) {
   });
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
-  constexpr int kClients = 200;
+  // A thousand sockets on each side: lift this process's descriptor limit as shellac lifts its own.
+  rlimit limit;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  const int kClients = limit.rlim_cur >= 2200 ? 1000 : 200;
   std::vector<std::thread> clients;
   std::vector<Response> responses(kClients);
   for (int i = 0; i < kClients; ++i) {
