@@ -11,6 +11,9 @@ namespace shellac::proxy {
 namespace {
 
 using http::EqualsIgnoreCase;
+using http::ForEachListElement;
+using http::ParseDecimal;
+using http::TrimOws;
 
 class EvbufferSink : public cache::ByteSink {
  public:
@@ -32,23 +35,6 @@ class StringSink : public cache::ByteSink {
   std::string text;
 };
 
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-template <typename Fn>
-void ForEachElement(std::string_view value, Fn fn) {
-  while (!value.empty()) {
-    const auto comma = value.find(',');
-    const std::string_view element = TrimOws(value.substr(0, comma));
-    if (!element.empty()) fn(element);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-}
-
 // "W/\"x\"" and "\"x\"" compare equal (weak comparison, RFC 9110 8.8.3.2).
 std::string_view Opaque(std::string_view tag) {
   if (tag.starts_with("W/")) tag.remove_prefix(2);
@@ -61,7 +47,7 @@ bool NoneMatch(const http::RequestHead& request, std::string_view etag, bool* pr
   for (const auto& h : request.headers) {
     if (!EqualsIgnoreCase(h.name, "if-none-match")) continue;
     *present = true;
-    ForEachElement(h.value, [&](std::string_view tag) {
+    ForEachListElement(h.value, [&](std::string_view tag) {
       if (tag == "*" || Opaque(tag) == Opaque(etag)) matched = true;
     });
   }
@@ -78,28 +64,18 @@ std::optional<bool> SingleRange(const http::RequestHead& request, uint64_t lengt
   spec.remove_prefix(6);
   const auto dash = spec.find('-');
   if (dash == std::string_view::npos) return std::nullopt;
-  auto number = [](std::string_view s, uint64_t* out) {
-    if (s.empty() || s.size() > 18) return false;
-    uint64_t v = 0;
-    for (char c : s) {
-      if (c < '0' || c > '9') return false;
-      v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    *out = v;
-    return true;
-  };
   uint64_t a = 0, b = 0;
   const std::string_view left = spec.substr(0, dash), right = spec.substr(dash + 1);
   if (left.empty()) {  // suffix: the last N bytes
-    if (!number(right, &b)) return std::nullopt;
+    if (!ParseDecimal(right, &b)) return std::nullopt;
     if (b == 0 || length == 0) return false;
     *first = length - std::min(b, length);
     *last = length - 1;
     return true;
   }
-  if (!number(left, &a)) return std::nullopt;
+  if (!ParseDecimal(left, &a)) return std::nullopt;
   if (right.empty()) b = length == 0 ? 0 : length - 1;
-  else if (!number(right, &b) || b < a) return std::nullopt;
+  else if (!ParseDecimal(right, &b) || b < a) return std::nullopt;
   if (a >= length) return false;
   *first = a;
   *last = std::min(b, length - 1);
@@ -116,7 +92,7 @@ bool AcceptsGzip(const http::RequestHead& request) {
   bool gzip = false;
   for (const auto& h : request.headers) {
     if (!EqualsIgnoreCase(h.name, "accept-encoding")) continue;
-    ForEachElement(h.value, [&](std::string_view element) {
+    ForEachListElement(h.value, [&](std::string_view element) {
       const auto semi = element.find(';');
       const std::string_view coding = TrimOws(element.substr(0, semi));
       if (!EqualsIgnoreCase(coding, "gzip") && !EqualsIgnoreCase(coding, "x-gzip") && coding != "*") return;

@@ -33,34 +33,6 @@ bool IsFieldValue(std::string_view s) {
   return true;
 }
 
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// Calls fn(element) for each comma-separated element of a list value (empty elements skipped).
-template <typename Fn>
-void ForEachListElement(std::string_view value, Fn fn) {
-  while (!value.empty()) {
-    auto comma = value.find(',');
-    std::string_view element = TrimOws(value.substr(0, comma));
-    if (!element.empty()) fn(element);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-}
-
-bool ParseDecimal(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 18) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
 
 // Splits the head in `buf` into lines. `strict`: every line must end in CRLF (client side);
 // otherwise a bare LF ends a line too (origin side). Stops at the empty line that ends the head.
@@ -169,6 +141,23 @@ std::string_view PulledHead(evbuffer* in, size_t limit) {
 }
 
 }  // namespace
+
+std::string_view TrimOws(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool ParseDecimal(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 18) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -25,6 +25,23 @@ struct Header {
 
 // Case-insensitive ASCII comparison of header names and tokens.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// `s` without leading and trailing spaces and tabs (optional whitespace, RFC 9110 5.6.3).
+std::string_view TrimOws(std::string_view s);
+// A decimal number of at most 18 digits and nothing else. False otherwise.
+bool ParseDecimal(std::string_view s, uint64_t* out);
+
+// Calls fn(element) for each comma-separated element of a list-valued field, trimmed, skipping empty
+// elements (RFC 9110 5.6.1).
+template <typename Fn>
+void ForEachListElement(std::string_view value, Fn fn) {
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    const std::string_view element = TrimOws(value.substr(0, comma));
+    if (!element.empty()) fn(element);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+}
 
 enum class BodyKind { kNone, kLength, kChunked, kUntilClose };
 
