@@ -8,6 +8,7 @@
 #include <cctype>
 #include <optional>
 
+#include "background.h"
 #include "deliver.h"
 #include "exchange.h"
 
@@ -269,7 +270,6 @@ void ClientConnection::Dispatch() {
     return;
   }
   route_ = Route::kProxy;
-  stale_.reset();
   if (config.cache && IsCacheable(request_)) {
     runtime_->key_rules->MakeKey(request_.host, request_.target, &cache_key_);
     ServeCached(cache_key_);
@@ -292,15 +292,23 @@ void ClientConnection::ServeCached(const std::string& key) {
   cache::Store& store = *worker_.shared().store;
   cache::LookupResult found = store.Lookup(key, NowSeconds());
   if (found.state == cache::LookupState::kFresh && Deliver(found.object, "hit")) return;
-  if (found.state == cache::LookupState::kStale) stale_ = std::move(found.object);
+  SingleFlight& flights = worker_.shared().flights;
+  const auto now = std::chrono::steady_clock::now();
+  if (found.state == cache::LookupState::kStale) {
+    // Grace: answer from the stale object now, and let one background fetch refresh it.
+    if (!flights.ShouldPass(key, now) && flights.TryLead(key)) {
+      BackgroundFetch::Start(worker_, runtime_, request_, peer_ip_, key);
+    }
+    if (Deliver(found.object, "hit")) return;
+  }
   // A HEAD cannot fill the store (no body comes back): it is forwarded as it is. Nor is a key
   // whose last response could not be stored worth waiting for.
-  if (request_.method == "HEAD" || worker_.shared().flights.ShouldPass(key, std::chrono::steady_clock::now())) {
+  if (request_.method == "HEAD" || flights.ShouldPass(key, now)) {
     StartExchange({});
     return;
   }
   std::weak_ptr<int> alive = alive_;
-  const bool leader = worker_.shared().flights.Join(key, &worker_, alive, [this](const FillResult& result) {
+  const bool leader = flights.Join(key, &worker_, alive, [this](const FillResult& result) {
     OnFillDone(result);
   });
   if (leader) {
@@ -322,7 +330,6 @@ void ClientConnection::OnFillDone(const FillResult& result) {
       if (Deliver(result.object, "hit")) return;
       break;
     case FillResult::kFailed:
-      if (stale_ && Deliver(stale_, "hit")) return;
       state_ = State::kReadingHead;
       RespondError(result.status, result.detail);
       return;
@@ -474,7 +481,6 @@ void ClientConnection::FinishExchange(int status, bool keep_alive) {
 
 void ClientConnection::FailExchange(int status, const std::string& detail) {
   RetireExchange();
-  if (status >= 500 && stale_ && Deliver(stale_, "hit")) return;  // stale-if-error, within grace
   state_ = State::kReadingHead;
   RespondError(status, detail);
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "event_ptr.h"
+#include "exchange.h"
 #include "http1.h"
 #include "object.h"
 #include "single_flight.h"
@@ -18,13 +19,11 @@
 
 namespace shellac::proxy {
 
-class ProxyExchange;
-
-class ClientConnection {
+class ClientConnection : public ExchangeClient {
  public:
   // Takes ownership of `fd`. Registers itself with `worker`; deletes itself when done.
   ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site);
-  ~ClientConnection();
+  ~ClientConnection() override;
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
 
@@ -34,27 +33,27 @@ class ClientConnection {
   void Close() { delete this; }
 
   // --- used by the exchange in progress ---
-  evbuffer* input() const { return bufferevent_get_input(bev_.get()); }
-  evbuffer* output() const { return bufferevent_get_output(bev_.get()); }
-  const std::string& peer_ip() const { return peer_ip_; }
-  Worker& worker() { return worker_; }
+  evbuffer* input() const override { return bufferevent_get_input(bev_.get()); }
+  evbuffer* output() const override { return bufferevent_get_output(bev_.get()); }
+  const std::string& peer_ip() const override { return peer_ip_; }
+  Worker& worker() override { return worker_; }
   // Reading from the client (request body): on or off.
-  void SetReading(bool on);
+  void SetReading(bool on) override;
   // Be told (OnClientDrained) when the output falls below `low` bytes; 0 turns it off.
-  void NotifyWhenDrained(size_t low);
+  void NotifyWhenDrained(size_t low) override;
   // Sends queued output now (see WriteNow).
-  void Flush() { WriteNow(bev_.get()); }
+  void Flush() override { WriteNow(bev_.get()); }
   // Counts body bytes written for the access log.
-  void CountBodyBytes(uint64_t n) { body_bytes_ += n; }
+  void CountBodyBytes(uint64_t n) override { body_bytes_ += n; }
   // The exchange queued its whole response. `keep_alive`: the connection may serve another request.
   // Destroys the exchange.
-  void FinishExchange(int status, bool keep_alive);
+  void FinishExchange(int status, bool keep_alive) override;
   // The exchange failed before sending anything: answer `status` with `detail`, then close.
   // Destroys the exchange.
-  void FailExchange(int status, const std::string& detail);
+  void FailExchange(int status, const std::string& detail) override;
   // The exchange failed after part of the response was sent: cut the connection so the client sees
   // an incomplete response. Deletes this connection.
-  void AbortExchange();
+  void AbortExchange() override;
 
  private:
   // kClosing: flushing the last response. kLingering: flushed and half-closed; reading and
@@ -108,7 +107,6 @@ class ClientConnection {
   EventPtr deferred_;
   EventPtr wait_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // single-flight wakes only a live connection
-  cache::ObjectRef stale_;  // served if the fetch fails (stale-if-error, within grace)
   std::string cache_key_;
   enum class Deferred { kNone, kResume, kClose } deferred_action_ = Deferred::kNone;
   bool head_timer_is_idle_ = false;

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "client.h"
 #include "deflate.h"
 #include "freshness.h"
 
@@ -67,7 +66,7 @@ struct ProxyExchange::Fill {
   std::vector<std::pair<std::string, std::string>> headers;  // kept for the stored object
 };
 
-ProxyExchange::ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime,
+ProxyExchange::ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
                              http::RequestHead& request, std::string fill_key)
     : client_(client),
       worker_(client.worker()),

@@ -1,6 +1,6 @@
 // exchange: one request forwarded to the backend and its response streamed back.
 //
-// Owned by the ClientConnection it serves and driven from that connection's worker thread.
+// Owned by the ExchangeClient it serves and driven from that client's worker thread.
 // Streams both bodies with backpressure: neither direction buffers more than kStreamWindow bytes
 // beyond what the socket buffers hold, so a 50 MB transfer costs the same memory as a 5 KB one.
 #pragma once
@@ -16,13 +16,31 @@
 
 namespace shellac::proxy {
 
-class ClientConnection;
+// The side of an exchange that asked for it: a client connection, or a background refresh of a
+// stale object. Called on the owning worker thread only.
+class ExchangeClient {
+ public:
+  virtual ~ExchangeClient() = default;
+  virtual Worker& worker() = 0;
+  virtual evbuffer* input() const = 0;   // request body bytes
+  virtual evbuffer* output() const = 0;  // response bytes go here
+  virtual const std::string& peer_ip() const = 0;
+  virtual void SetReading(bool on) = 0;
+  // Call OnClientDrained when output falls below `low` bytes; 0 turns it off.
+  virtual void NotifyWhenDrained(size_t low) = 0;
+  virtual void Flush() = 0;
+  virtual void CountBodyBytes(uint64_t n) = 0;
+  // The three ends of an exchange; each retires the exchange (it may be on the stack).
+  virtual void FinishExchange(int status, bool keep_alive) = 0;
+  virtual void FailExchange(int status, const std::string& detail) = 0;
+  virtual void AbortExchange() = 0;
+};
 
 class ProxyExchange {
  public:
   // A non-empty `fill_key` makes this the single-flight leader for that key: the response is
   // streamed to the client and, when HTTP allows, stored; waiters are told the outcome.
-  ProxyExchange(ClientConnection& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request,
+  ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request,
                 std::string fill_key = {});
   ~ProxyExchange();
   ProxyExchange(const ProxyExchange&) = delete;
@@ -64,7 +82,7 @@ class ProxyExchange {
   void CompleteFill(FillResult result);
   void StoreFill();
 
-  ClientConnection& client_;
+  ExchangeClient& client_;
   Worker& worker_;
   std::shared_ptr<const Runtime> runtime_;
   const conf::Config& config_;

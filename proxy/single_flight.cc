@@ -13,6 +13,11 @@ bool SingleFlight::Join(const std::string& key, Worker* worker, std::weak_ptr<vo
   return false;
 }
 
+bool SingleFlight::TryLead(const std::string& key) {
+  std::lock_guard lock(mu_);
+  return flights_.try_emplace(key).second;
+}
+
 void SingleFlight::Complete(const std::string& key, const FillResult& result) {
   std::vector<Waiter> waiters;
   {

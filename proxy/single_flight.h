@@ -38,6 +38,8 @@ class SingleFlight {
   // Returns true when the caller leads the fetch for `key` (and must call Complete once);
   // otherwise `wake` runs on `worker`'s thread once the leader completes, if `alive` still exists.
   bool Join(const std::string& key, Worker* worker, std::weak_ptr<void> alive, Wake wake);
+  // Becomes the leader for `key` when nobody leads it; never waits. For background refreshes.
+  bool TryLead(const std::string& key);
   // The leader's outcome, delivered to every waiter of `key`; the key is free for a new leader.
   void Complete(const std::string& key, const FillResult& result);
   // Waiters queued now (for /metrics).

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "client.h"
+#include "exchange.h"
 
 namespace shellac::proxy {
 namespace {
@@ -32,9 +33,16 @@ Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
 Worker::~Worker() {
   std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
   for (ClientConnection* c : open) c->Close();
+  for (ExchangeClient* fetch : background_) delete fetch;
+  background_.clear();
   listeners_.clear();
   upstreams_.reset();
   log_.Flush();
+}
+
+void Worker::ReleaseBackground(ExchangeClient* fetch) {
+  background_.erase(fetch);
+  delete fetch;
 }
 
 void Worker::AddListener(int fd, Site site) {

@@ -23,6 +23,7 @@
 namespace shellac::proxy {
 
 class ClientConnection;
+class ExchangeClient;
 
 // What a configuration reload swaps as one unit.
 struct Runtime {
@@ -97,6 +98,9 @@ class Worker {
 
   void Register(ClientConnection* c);
   void Unregister(ClientConnection* c);
+  // Background refreshes (BackgroundFetch) belong to the worker until they end.
+  void AdoptBackground(ExchangeClient* fetch) { background_.insert(fetch); }
+  void ReleaseBackground(ExchangeClient* fetch);
 
  private:
   static void OnAccept(evconnlistener* l, evutil_socket_t fd, sockaddr* addr, int len, void* arg);
@@ -119,6 +123,7 @@ class Worker {
   AccessLogWriter log_;
   std::shared_ptr<const Runtime> runtime_;
   std::unordered_set<ClientConnection*> connections_;
+  std::unordered_set<ExchangeClient*> background_;
   bool draining_ = false;
   EventPtr tick_;
   EventPtr posted_event_;

@@ -212,6 +212,29 @@ TEST(Cache, StaleObjectStandsInWhenTheOriginFails) {
   EXPECT_EQ(missing.status, 502) << missing.Describe();
 }
 
+TEST(Cache, StaleObjectIsServedWhileOneBackgroundFetchRefreshesIt) {
+  std::atomic<int> version{0};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    c.SendFixed(200, "version " + std::to_string(++version), {{"Cache-Control", "max-age=1"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "grace=30s\n")));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/v").body, "version 1");
+  std::this_thread::sleep_for(2100ms);  // stale now, within grace
+  Response stale = HttpGet(proxy.Port(), "/v");
+  EXPECT_EQ(stale.body, "version 1") << "a stale request waited for the refresh";
+  EXPECT_EQ(stale.Header("X-Cache").value_or(""), "hit");
+  ASSERT_TRUE(origin.WaitForRequests(2, 3000ms)) << "no background refresh";
+  Response fresh;
+  for (int i = 0; i < 50; ++i) {  // the refresh lands a moment after the origin answered
+    fresh = HttpGet(proxy.Port(), "/v");
+    if (fresh.body == "version 2") break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(fresh.body, "version 2");
+  EXPECT_EQ(origin.RequestCount(), 2u) << "more than one refresh";
+}
+
 TEST(Cache, KeyRulesMakeForksShareOneObject) {
   Origin origin(Cacheable());
   ShellacProcess proxy;

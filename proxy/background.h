@@ -1,0 +1,53 @@
+// background: a refresh of a stale object that no client waits for (grace, stale-while-revalidate).
+//
+// The request that found the object stale is answered from it at once; a BackgroundFetch sends the
+// same GET upstream as the single-flight leader for the key, discards the bytes it is sent and lets
+// the exchange store the new object. Owned by its Worker (which frees any left at shutdown); deletes
+// itself when the exchange ends.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "event_ptr.h"
+#include "exchange.h"
+#include "http1.h"
+#include "worker.h"
+
+namespace shellac::proxy {
+
+class BackgroundFetch : public ExchangeClient {
+ public:
+  // Starts refreshing `key` for `request` (copied). The caller must lead the key's single-flight.
+  static void Start(Worker& worker, std::shared_ptr<const Runtime> runtime, const http::RequestHead& request,
+                    const std::string& peer_ip, std::string key);
+  ~BackgroundFetch() override;
+
+  Worker& worker() override { return worker_; }
+  evbuffer* input() const override { return input_.get(); }
+  evbuffer* output() const override { return output_.get(); }
+  const std::string& peer_ip() const override { return peer_ip_; }
+  void SetReading(bool) override {}
+  void NotifyWhenDrained(size_t) override {}
+  void Flush() override;  // nobody reads: the bytes are dropped
+  void CountBodyBytes(uint64_t) override {}
+  void FinishExchange(int, bool) override { EndSoon(); }
+  void FailExchange(int, const std::string&) override { EndSoon(); }
+  void AbortExchange() override { EndSoon(); }
+
+ private:
+  BackgroundFetch(Worker& worker, const http::RequestHead& request, std::string peer_ip);
+  // The exchange may be on the stack: the end is taken on the next loop turn.
+  void EndSoon();
+  static void OnEnd(evutil_socket_t, short, void* arg);
+
+  Worker& worker_;
+  http::RequestHead request_;
+  std::string peer_ip_;
+  EvbufferPtr input_;
+  EvbufferPtr output_;
+  EventPtr end_;
+  std::unique_ptr<ProxyExchange> exchange_;
+};
+
+}  // namespace shellac::proxy
