@@ -123,6 +123,13 @@ class Builder {
     } else if (key == "cache-key") {
       if (value.find("=>") == std::string_view::npos) fail("expected REGEX => TEMPLATE");
       config_->cache_keys.push_back(Config::Rule{std::string(value), origin.Describe()});
+    } else if (key == "ttl") {
+      const auto arrow = value.find("=>");
+      Millis ignored{};
+      if (arrow == std::string_view::npos || !ParseDuration(Trim(value.substr(arrow + 2)), &ignored)) {
+        fail("expected REGEX => DURATION");
+      }
+      config_->ttl_rules.push_back(Config::Rule{std::string(value), origin.Describe()});
     } else if (key == "default-ttl") {
       duration(&config_->default_ttl);
     } else if (key == "grace") {
@@ -397,6 +404,7 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"cache", "on"},
       {"cache-size", "256M"},
       {"cache-key", "none (host + path + sorted query)"},
+      {"ttl", "none"},
       {"default-ttl", "120s"},
       {"grace", "10s"},
       {"single-flight-timeout", "30s"},

@@ -104,6 +104,10 @@ void ProxyExchange::StartCapture() {
       std::chrono::duration_cast<std::chrono::seconds>(config_.default_ttl),
       std::chrono::duration_cast<std::chrono::seconds>(config_.grace), false};
   f.decision = cache::DecideFreshness(response_.status, views, f.now, policy);
+  if (const auto ttl = runtime_->ttl_rules->Match(request_.target); ttl && f.decision.storable) {
+    f.decision.ttl = *ttl;
+    f.decision.storable = ttl->count() > 0;
+  }
   const http::Header* encoding = nullptr;
   for (const auto& h : response_.headers) {
     if (EqualsIgnoreCase(h.name, "content-encoding")) encoding = &h;

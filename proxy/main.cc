@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "server.h"
+#include "worker.h"
 
 namespace {
 
@@ -86,7 +87,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (check) {
-    if (!shellac::proxy::CompileKeyRules(*config, &error)) {
+    shellac::proxy::TtlRules ttl_rules;
+    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error)) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

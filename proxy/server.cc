@@ -180,6 +180,9 @@ struct Server::State {
     runtime->builtin_page = BuiltinPage(*config);
     runtime->key_rules = CompileKeyRules(*config, error);
     if (!runtime->key_rules) return nullptr;
+    auto ttl_rules = std::make_shared<TtlRules>();
+    if (!ttl_rules->Compile(config->ttl_rules, error)) return nullptr;
+    runtime->ttl_rules = std::move(ttl_rules);
     runtime->generation = generation;
     runtime->config = std::move(config);
     return runtime;

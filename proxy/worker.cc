@@ -5,10 +5,46 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <re2/re2.h>
+
 #include "client.h"
 #include "exchange.h"
 
 namespace shellac::proxy {
+
+struct TtlRules::Rule {
+  RE2 regex;
+  std::chrono::seconds ttl;
+  Rule(std::string_view pattern, std::chrono::seconds t) : regex(pattern, RE2::Quiet), ttl(t) {}
+};
+
+bool TtlRules::Compile(const std::vector<conf::Config::Rule>& rules, std::string* error) {
+  for (const auto& rule : rules) {
+    const std::string_view text = rule.text;
+    const auto arrow = text.find("=>");
+    conf::Millis ttl{};
+    std::string_view pattern = text.substr(0, arrow);
+    while (!pattern.empty() && (pattern.back() == ' ' || pattern.back() == '\t')) pattern.remove_suffix(1);
+    std::string_view duration = text.substr(arrow + 2);
+    while (!duration.empty() && (duration.front() == ' ' || duration.front() == '\t')) duration.remove_prefix(1);
+    conf::ParseDuration(duration, &ttl);
+    auto compiled = std::make_shared<Rule>(pattern, std::chrono::duration_cast<std::chrono::seconds>(ttl));
+    if (!compiled->regex.ok()) {
+      *error = rule.origin + ": ttl: bad regular expression: " + compiled->regex.error();
+      return false;
+    }
+    rules_.push_back(std::move(compiled));
+  }
+  return true;
+}
+
+std::optional<std::chrono::seconds> TtlRules::Match(std::string_view target) const {
+  for (const auto& rule : rules_) {
+    if (RE2::PartialMatch(target, rule->regex)) return rule->ttl;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 constexpr timeval kTick = {0, 250'000};            // access-log flush period

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -25,6 +26,19 @@ namespace shellac::proxy {
 class ClientConnection;
 class ExchangeClient;
 
+// ttl=REGEX => DURATION rules: the first whose RE2 expression matches a request target (path and
+// query) sets the freshness of a storable response for it; 0 keeps such responses out of the store.
+class TtlRules {
+ public:
+  // Compiles every rule; false with *error "ORIGIN: ttl: what is wrong" on the first bad one.
+  bool Compile(const std::vector<conf::Config::Rule>& rules, std::string* error);
+  std::optional<std::chrono::seconds> Match(std::string_view target) const;
+
+ private:
+  struct Rule;
+  std::vector<std::shared_ptr<const Rule>> rules_;
+};
+
 // What a configuration reload swaps as one unit.
 struct Runtime {
   std::shared_ptr<const conf::Config> config;
@@ -32,6 +46,7 @@ struct Runtime {
   uint64_t generation = 1;
   std::string builtin_page;  // the HTML answered when no backend is configured
   std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
+  std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.

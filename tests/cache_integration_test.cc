@@ -280,6 +280,21 @@ TEST(Cache, AdminPurgeAndBanRemoveObjects) {
   EXPECT_TRUE(cached("/b/esi-diff/?id=c2&context=3"));
 }
 
+TEST(Cache, TtlRulesOverrideTheResponsesFreshness) {
+  Origin origin(Cacheable("max-age=600"));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "grace=0\nttl = ^/short => 1s\nttl = ^/never => 0\n")));
+  HttpGet(proxy.Port(), "/never");
+  HttpGet(proxy.Port(), "/never");
+  EXPECT_EQ(origin.RequestCount(), 2u) << "ttl 0 must keep it out of the store";
+  HttpGet(proxy.Port(), "/short");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "hit");
+  std::this_thread::sleep_for(2100ms);
+  EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "miss") << "the rule's 1s did not apply";
+  HttpGet(proxy.Port(), "/other");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/other").Header("X-Cache").value_or(""), "hit") << "max-age=600 applies elsewhere";
+}
+
 TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
   TempDir dir;
   const std::string conf = dir.File("bad.conf");
@@ -287,6 +302,10 @@ TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
   CommandResult r = RunShellac({"-c", conf, "--check"}, dir.path(), Millis(10000));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find(conf + ":2: cache-key: "), std::string::npos) << r.err;
+  WriteFile(conf, "# ttl rules\n\nttl = ^(bad => 5s\n");
+  r = RunShellac({"-c", conf, "--check"}, dir.path(), Millis(10000));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(conf + ":3: ttl: "), std::string::npos) << r.err;
 }
 
 }  // namespace
