@@ -66,6 +66,7 @@ SHELLAC=""
 [ "$WAIT_QUIET" = 0 ] || bench_wait_quiet "$WAIT_QUIET" || true
 STARTED=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
+GIT_REV=$(bench_git_rev "$BENCH_REPO")   # what was just built (the tree may move during the run)
 
 # ---------------------------------------------------------------------------------------------
 # The page: deterministic, 6,600 bytes, shaped like a cgit commit page (header, tabs, commit info,
@@ -335,7 +336,7 @@ knee_text() {  # TARGET
   echo "- command: \`$(bench_cmdline "${ARGS[@]}")\`"
   echo "- date: $STARTED"
   echo "- machine: $(bench_machine_line); load average at start: $LOAD_AT_START"
-  echo "- versions: $(bench_version_nginx); $(bench_version_wrk); ${SHELLAC_VERSION:-shellac not run}; git $(bench_git_rev "$BENCH_REPO")"
+  echo "- versions: $(bench_version_nginx); $(bench_version_wrk); ${SHELLAC_VERSION:-shellac not run}; git $GIT_REV"
   echo "- load: wrk -t2 (-t1 at c=1) -c CONNS -d ${BENCH_DURATION}s --timeout $BENCH_WRK_TIMEOUT, keep-alive, one URL,"
   echo "  ${BENCH_WARMUP}s warm-up before each point; script bench/wrk/report.lua"
   echo "- nginx: worker_processes 2, access_log off, keepalive_requests 1000000, sendfile on"

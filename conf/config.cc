@@ -423,7 +423,7 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"upstream-first-byte-timeout", "60s"},
       {"upstream-between-bytes-timeout", "60s"},
       {"upstream-idle-timeout", "30s"},
-      {"upstream-max-idle", "64"},
+      {"upstream-max-idle", "256"},
       {"shutdown-timeout", "30s"},
       {"include", "-"},
   };

@@ -76,7 +76,7 @@ struct Config {
   Millis upstream_first_byte_timeout{60'000};
   Millis upstream_between_bytes_timeout{60'000};
   Millis upstream_idle_timeout{30'000};  // an idle kept-alive upstream connection is closed after this
-  unsigned upstream_max_idle = 64;       // idle connections kept per backend per worker thread
+  unsigned upstream_max_idle = 256;      // idle connections kept per backend per worker thread
 
   Millis shutdown_timeout{30'000};       // SIGTERM: in-flight requests get this long to finish
 };

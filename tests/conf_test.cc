@@ -126,7 +126,7 @@ TEST_F(ConfTest, DefaultsWithoutFile) {
   EXPECT_EQ(c->upstream_first_byte_timeout, 60s);
   EXPECT_EQ(c->upstream_between_bytes_timeout, 60s);
   EXPECT_EQ(c->upstream_idle_timeout, 30s);
-  EXPECT_EQ(c->upstream_max_idle, 64u);
+  EXPECT_EQ(c->upstream_max_idle, 256u);
   EXPECT_EQ(c->shutdown_timeout, 30s);
 }
 
