@@ -11,7 +11,7 @@
 #                             [--retries N] [--out DIR] [--keep-tmp]
 #   --only nginx    measure nginx alone (no shellac build), for debugging the rig
 #   --reference-proxy  also measure a second nginx as a keep-alive reverse proxy in front of the
-#                   first (2 workers, upstream keepalive 64): what a mature proxy gets on this machine
+#                   first (2 workers, upstream keepalive 256): what a mature proxy gets on this machine
 #   --wait-quiet S  before loading, wait up to S seconds for the machine to be idle (< 15% of a core)
 #   --retries N     measure a level again (after waiting up to 120 s for quiet) when another
 #                   process used more than 20% of a core during one of its points; N times at most
@@ -213,7 +213,7 @@ if [ "$REFERENCE_PROXY" = 1 ]; then
   RP_PORT=$(bench_free_port)
   sed -e "s#$BENCH_TMP/nginx/#$RP/#g" -e '/^  server {/,$d' "$BENCH_TMP/nginx/nginx.conf" >"$RP/nginx.conf"
   cat >>"$RP/nginx.conf" <<CONF
-  upstream origin { server 127.0.0.1:$NGINX_PORT; keepalive 64; }
+  upstream origin { server 127.0.0.1:$NGINX_PORT; keepalive 256; }
   server {
     listen 127.0.0.1:$RP_PORT;
     location / {
