@@ -528,3 +528,18 @@ bench_md_table_vs() {  # REF TARGET...
     done
   done
 }
+
+# Summary lines every report ends with: whether the machine stayed quiet while measuring, and how
+# shellac ended (SHELLAC_DIED / SHELLAC_EXIT, set by the scenario).
+bench_md_run_health() {
+  local ndist dist
+  read -r ndist dist < <(bench_disturbed 20)
+  if [ "$ndist" -gt 0 ]; then
+    echo "- **machine not quiet**: $ndist point(s) had more than 20% of a core used outside the benchmark: $dist"
+  else
+    echo "- machine quiet: no point had more than 20% of a core used outside the benchmark"
+  fi
+  if [ -n "${SHELLAC_DIED:-}" ]; then echo "- **$SHELLAC_DIED**; later shellac points are missing"; fi
+  if [ -n "${SHELLAC_EXIT:-}" ]; then echo "- shellac shutdown: $SHELLAC_EXIT"; fi
+  return 0
+}

@@ -366,15 +366,8 @@ knee_text() {  # TARGET
   done
   [ -n "$REMEASURED" ] && echo "- levels measured again because other processes disturbed them (only the last try is kept):" \
     "$(tr ' ' '\n' <<<"$REMEASURED" | grep . | uniq -c | awk '{ printf "%s%s%s", (NR > 1 ? ", " : ""), $2, ($1 > 1 ? " (" $1 " times)" : "") }')"
-  read -r ndist dist < <(bench_disturbed 20)
-  if [ "$ndist" -gt 0 ]; then
-    echo "- **machine not quiet**: $ndist point(s) had more than 20% of a core used outside the benchmark: $dist"
-  else
-    echo "- machine quiet: no point had more than 20% of a core used outside the benchmark"
-  fi
   [ -n "$NOT_PASSED" ] && echo "- **nginx idle while measured through a proxy** (requests not passed through, numbers invalid): ${NOT_PASSED%, }"
-  [ -n "$SHELLAC_DIED" ] && echo "- **$SHELLAC_DIED**; later shellac points are missing"
-  [ -n "$SHELLAC_EXIT" ] && echo "- shellac shutdown: $SHELLAC_EXIT"
+  bench_md_run_health
   echo
   echo "## Per level"
   echo

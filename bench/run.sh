@@ -418,16 +418,7 @@ report_summary() {  # the summary lines of the three-target scenarios
   done
   [ -n "${REPEATS_NOTE:-}" ] && echo "- $REPEATS_NOTE"
   [ -n "$REMEASURED" ] && echo "- levels measured again because other processes disturbed them: ${REMEASURED% }"
-  local ndist dist
-  read -r ndist dist < <(bench_disturbed 20)
-  if [ "$ndist" -gt 0 ]; then
-    echo "- **machine not quiet**: $ndist point(s) had more than 20% of a core used outside the benchmark: $dist"
-  else
-    echo "- machine quiet: no point had more than 20% of a core used outside the benchmark"
-  fi
-  [ -n "$SHELLAC_DIED" ] && echo "- **$SHELLAC_DIED**; later shellac points are missing"
-  [ -n "$SHELLAC_EXIT" ] && echo "- shellac shutdown: $SHELLAC_EXIT"
-  return 0
+  bench_md_run_health
 }
 
 report_tables() {  # NAME
