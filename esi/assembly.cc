@@ -176,15 +176,24 @@ void Assembly::TakeFetches(std::vector<Fetch>* out) {
   }
 }
 
-void Assembly::Succeed(uint32_t id, Plan fragment) {
-  if (id >= slots_.size()) return;
+// A fetch completed: its slot stops counting as in flight. Returns the slot when its outcome still
+// matters, or null when it is to be ignored (unknown id, already settled, or its scope is dead).
+Assembly::Slot* Assembly::Settle(uint32_t id) {
+  if (id >= slots_.size()) return nullptr;
   Slot& slot = slots_[id];
-  if (slot.state != Slot::kSrc && slot.state != Slot::kAlt) return;
+  if (slot.state != Slot::kSrc && slot.state != Slot::kAlt) return nullptr;
   --in_flight_;
   if (Dead(slot.scope) || failed_) {
     slot.state = Slot::kEmpty;
-    return;
+    return nullptr;
   }
+  return &slot;
+}
+
+void Assembly::Succeed(uint32_t id, Plan fragment) {
+  Slot* settled = Settle(id);
+  if (settled == nullptr) return;
+  Slot& slot = *settled;
   uint32_t scope = slot.scope;
   int depth = fragments_[slot.fragment].depth + 1;
   uint32_t child = AddFragment(std::move(fragment), depth);
@@ -196,15 +205,7 @@ void Assembly::Succeed(uint32_t id, Plan fragment) {
 }
 
 void Assembly::Fail(uint32_t id) {
-  if (id >= slots_.size()) return;
-  Slot& slot = slots_[id];
-  if (slot.state != Slot::kSrc && slot.state != Slot::kAlt) return;
-  --in_flight_;
-  if (Dead(slot.scope) || failed_) {
-    slot.state = Slot::kEmpty;
-    return;
-  }
-  SlotFailed(id);
+  if (Settle(id) != nullptr) SlotFailed(id);
 }
 
 // The slot's current URL failed (or was refused).

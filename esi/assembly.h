@@ -104,6 +104,7 @@ class Assembly {
   uint32_t AddFragment(Plan plan, int depth);
   void Register(uint32_t fragment, uint32_t begin, uint32_t end, uint32_t scope);
   void QueueSlot(uint32_t slot);
+  Slot* Settle(uint32_t id);
   void SlotFailed(uint32_t slot);
   void UnitDone(uint32_t scope);
   void ScopeFailed(uint32_t scope);
