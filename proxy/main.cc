@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   }
   if (check) {
     shellac::proxy::TtlRules ttl_rules;
-    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error)) {
+    shellac::proxy::EsiRules esi_rules;
+    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
+        !esi_rules.Compile(*config, &error)) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }
