@@ -29,26 +29,7 @@ bool IsTemplateOnly(std::string_view name) {
 // upstream (collected whole, stored when HTTP allows).
 class IncludeFetch : public ExchangeClient {
  public:
-  IncludeFetch(EsiResponse& page, const esi::Fetch& fetch)
-      : page_(page),
-        fetch_(fetch),
-        input_(evbuffer_new()),
-        output_(evbuffer_new()),
-        wait_timer_(evtimer_new(page.worker().base(), OnWaitTimeout, this)) {
-    const http::RequestHead& parent = page.request();
-    request_.method = "GET";
-    request_.target = fetch.location.target;
-    request_.host = fetch.location.host;
-    request_.minor_version = 1;
-    request_.keep_alive = true;
-    for (const auto& h : parent.headers) {
-      if (EqualsIgnoreCase(h.name, "host") || EqualsIgnoreCase(h.name, "content-length") ||
-          EqualsIgnoreCase(h.name, "transfer-encoding") || EqualsIgnoreCase(h.name, "expect")) {
-        continue;
-      }
-      request_.headers.push_back(h);
-    }
-  }
+  IncludeFetch(EsiResponse& page, const esi::Fetch& fetch) : page_(page), fetch_(fetch) {}
   ~IncludeFetch() override = default;
 
   void Start() { Lookup(); }
@@ -73,11 +54,14 @@ class IncludeFetch : public ExchangeClient {
     const Runtime& runtime = *page_.runtime();
     const conf::Config& config = *runtime.config;
     Worker& worker = page_.worker();
-    if (!config.cache || !IsCacheableRequest(request_)) {
+    const http::RequestHead& parent = page_.request();
+    // The include is a GET with the page's headers: cacheable unless those carry credentials.
+    if (!config.cache || parent.Find("cookie") != nullptr ||
+        parent.Find("authorization") != nullptr) {
       Fetch({});
       return;
     }
-    runtime.key_rules->MakeKey(request_.host, request_.target, &key_);
+    runtime.key_rules->MakeKey(fetch_.location.host, fetch_.location.target, &key_);
     cache::Store& store = *worker.shared().store;
     cache::LookupResult found = store.Lookup(key_, NowSeconds());
     SingleFlight& flights = worker.shared().flights;
@@ -101,12 +85,13 @@ class IncludeFetch : public ExchangeClient {
       return;
     }
     WorkerMetrics::Add(worker.metrics().cache_waits);
+    wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
     const timeval limit = ToTimeval(config.single_flight_timeout);
     evtimer_add(wait_timer_.get(), &limit);
   }
 
   void OnFill(const FillResult& result) {
-    evtimer_del(wait_timer_.get());
+    wait_timer_.reset();
     switch (result.kind) {
       case FillResult::kStored:
         Done(result.object, {});
@@ -131,8 +116,33 @@ class IncludeFetch : public ExchangeClient {
     self->Fetch({});
   }
 
+  // The include's request: a GET of its location with the page's request headers (made only when
+  // the include goes upstream).
+  http::RequestHead MakeRequest() const {
+    http::RequestHead request;
+    request.method = "GET";
+    request.target = fetch_.location.target;
+    request.host = fetch_.location.host;
+    request.minor_version = 1;
+    request.keep_alive = true;
+    for (const auto& h : page_.request().headers) {
+      if (EqualsIgnoreCase(h.name, "host") || EqualsIgnoreCase(h.name, "content-length") ||
+          EqualsIgnoreCase(h.name, "transfer-encoding") || EqualsIgnoreCase(h.name, "expect")) {
+        continue;
+      }
+      request.headers.push_back(h);
+    }
+    return request;
+  }
+
   void Fetch(std::string fill_key) {
     WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
+    wait_timer_.reset();
+    if (!input_) {
+      request_ = MakeRequest();
+      input_.reset(evbuffer_new());
+      output_.reset(evbuffer_new());
+    }
     exchange_ =
         std::make_unique<ProxyExchange>(*this, page_.runtime(), request_, std::move(fill_key),
                                         /*collect=*/true);
