@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     shellac::proxy::TtlRules ttl_rules;
     shellac::proxy::EsiRules esi_rules;
     if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
-        !esi_rules.Compile(*config, &error)) {
+        !ttl_rules.CompileForceStore(config->force_store, &error) || !esi_rules.Compile(*config, &error)) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

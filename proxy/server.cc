@@ -181,7 +181,9 @@ struct Server::State {
     runtime->key_rules = CompileKeyRules(*config, error);
     if (!runtime->key_rules) return nullptr;
     auto ttl_rules = std::make_shared<TtlRules>();
-    if (!ttl_rules->Compile(config->ttl_rules, error)) return nullptr;
+    if (!ttl_rules->Compile(config->ttl_rules, error) || !ttl_rules->CompileForceStore(config->force_store, error)) {
+      return nullptr;
+    }
     runtime->ttl_rules = std::move(ttl_rules);
     auto esi_rules = std::make_shared<EsiRules>();
     if (!esi_rules->Compile(*config, error)) return nullptr;

@@ -33,10 +33,15 @@ class TtlRules {
   // Compiles every rule; false with *error "ORIGIN: ttl: what is wrong" on the first bad one.
   bool Compile(const std::vector<conf::Config::Rule>& rules, std::string* error);
   std::optional<std::chrono::seconds> Match(std::string_view target) const;
+  // force-store=REGEX rules: responses for a matching target are stored even when they say
+  // no-store, private or no-cache, or set a cookie (the Set-Cookie header is not stored).
+  bool CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error);
+  bool ForcesStore(std::string_view target) const;
 
  private:
   struct Rule;
   std::vector<std::shared_ptr<const Rule>> rules_;
+  std::vector<std::shared_ptr<const Rule>> force_store_;
 };
 
 // esi-url= and esi-allow-host= rules (RE2).
