@@ -315,7 +315,9 @@ peer_slow_origin_start() {  # ROOT DELAY-MS -> SLOW_PORT SLOW_PID
 }
 
 peer_varnish_stat() {  # FIELD...  "FIELD=VALUE ..." from varnishstat of the running Varnish
-  { varnishstat -n "$VARNISH_DIR/work" -1 $(printf -- '-f %s ' "$@") 2>/dev/null || true; } | awk '{ printf "%s=%s ", $1, $2 }'
+  local f a=()
+  for f in "$@"; do a+=(-f "$f"); done
+  { varnishstat -n "$VARNISH_DIR/work" -1 "${a[@]}" 2>/dev/null || true; } | awk '{ printf "%s=%s ", $1, $2 }'
 }
 
 peer_stop() { bench_stop "$1" "${2:-15}"; }

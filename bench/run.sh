@@ -784,10 +784,9 @@ esi_setup() {  # NAME [slow] [tls]  pages, origin, shellac, varnish -> PAGES, TA
   # build that does not take a line yet is started without it (the check then shows what it delivers).
   local lines=(cache=on) extra=() l
   SHELLAC_NOTES=() SHELLAC_TLS_PORT=""
-  for l in esi=surrogate; do
-    if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
-    else SHELLAC_NOTES+=("this build does not take \`$l\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): started without it"); fi
-  done
+  l=esi=surrogate
+  if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
+  else SHELLAC_NOTES+=("this build does not take \`$l\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): started without it"); fi
   if [ "$want_tls" = 1 ]; then
     local td
     td=$(peer_dir shellac-tls)
@@ -907,6 +906,12 @@ esi_measured() {  # TARGET...  -> those that have rows
   local t
   for t in "$@"; do [ -n "$(bench_peak "$t")" ] && echo "$t"; done
   return 0
+}
+
+esi_bytes_per_response() {  # bench_bytes_per_response of the measured TARGETS
+  local m=()
+  mapfile -t m < <(esi_measured "${TARGETS[@]}")
+  [ ${#m[@]} = 0 ] || bench_bytes_per_response "${m[@]}"
 }
 
 esi_plot() {  # PNG TITLE TARGET...  plots the measured ones
@@ -1045,7 +1050,7 @@ scenario_cached() {
     echo
     bench_md_table_vs shellac "${TARGETS[@]}"
     echo
-    echo "Bytes per response (wrk, headers + body): $(bench_bytes_per_response $(esi_measured "${TARGETS[@]}"))"
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
     echo
     memory_report
     echo
@@ -1130,7 +1135,7 @@ scenario_esi() {
     echo "shellac / this = shellac's req/s / this target's req/s at the same level. CPU % as in the other reports"
     echo "(a cache's row includes the origin nginx, and the slow origin for the slow page)."
     echo
-    echo "Bytes per response (wrk, headers + body): $(bench_bytes_per_response $(esi_measured "${TARGETS[@]}"))"
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
     echo
     echo "![throughput and p99 vs concurrency](esi.png)"
     esi_shellac_stderr
@@ -1200,7 +1205,7 @@ scenario_tls() {
     echo
     bench_md_table_vs shellac "${TARGETS[@]}"
     echo
-    echo "Bytes per response (wrk, headers + body): $(bench_bytes_per_response $(esi_measured "${TARGETS[@]}"))"
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
     echo
     echo "## New connections (openssl s_time, ${hs_secs} s each)"
     echo
