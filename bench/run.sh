@@ -919,7 +919,10 @@ esi_plot() {  # PNG TITLE TARGET...  plots the measured ones
   shift 2
   mapfile -t m < <(esi_measured "$@")
   if [ ${#m[@]} = 0 ]; then rm -f "$png"; return; fi
-  bench_plot "$png" "$title" "${m[@]}"
+  local logy=0   # targets 20x apart or more (1 vs 100 includes): req/s on a log scale
+  awk -F'\t' -v l=" ${m[*]} " 'index(l, " " $1 " ") { if (min == "" || $3 < min) min = $3; if ($3 > max) max = $3 }
+    END { exit !(min > 0 && max / min > 20) }' "$BENCH_TSV" && logy=1
+  BENCH_PLOT_RPS_LOG=$logy bench_plot "$png" "$title$([ "$logy" = 0 ] || echo " (req/s on a log scale)")" "${m[@]}"
 }
 
 esi_shellac_stderr() {
