@@ -135,6 +135,10 @@ class Worker {
   // "Sun, 29 Nov 2026 20:30:55 GMT", recomputed at most once a second.
   const std::string& HttpDate();
 
+  // When this worker last logged ESI include issues (rate limit: one report a second).
+  time_t esi_issue_logged_at() const { return esi_issue_logged_at_; }
+  void set_esi_issue_logged_at(time_t t) { esi_issue_logged_at_ = t; }
+
   void Register(ClientConnection* c);
   void Unregister(ClientConnection* c);
   // Background refreshes (BackgroundFetch) belong to the worker until they end.
@@ -169,6 +173,7 @@ class Worker {
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
   time_t date_second_ = -1;
+  time_t esi_issue_logged_at_ = 0;
   std::string date_;
 };
 
