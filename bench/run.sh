@@ -955,10 +955,14 @@ memory_table() {  # COUNT
   bench_log "memory: $n distinct fragment URLs through shellac"
   o0=$(peer_shellac_metric shellac_cache_objects); b0=$(peer_shellac_metric shellac_cache_bytes)
   d0=$(peer_shellac_metric shellac_cache_body_bytes); r0=$(rss_kb "$SHELLAC_PID")
+  local k0 h0 k1 h1
+  k0=$(peer_shellac_metric shellac_cache_key_bytes); h0=$(peer_shellac_metric shellac_cache_header_bytes)
   mem_load "http://127.0.0.1:$SHELLAC_PORT" 1 "$n"
   sleep 1
   o1=$(peer_shellac_metric shellac_cache_objects); b1=$(peer_shellac_metric shellac_cache_bytes)
   d1=$(peer_shellac_metric shellac_cache_body_bytes); r1=$(rss_kb "$SHELLAC_PID")
+  k1=$(peer_shellac_metric shellac_cache_key_bytes); h1=$(peer_shellac_metric shellac_cache_header_bytes)
+  MEM_KH="$o0 $o1 $b0 $b1 $d0 $d1 $k0 $k1 $h0 $h1"
   MEM_ROWS+=("shellac|$o0|$o1|$b0|$b1|$d0|$d1|$r0|$r1")
   bench_log "memory: $n distinct fragment URLs through varnish"
   local v0 v1
@@ -972,7 +976,7 @@ memory_table() {  # COUNT
 }
 
 memory_report() {
-  local row name o0 o1 b0 b1 d0 d1 r0 r1 id gz
+  local row name o0 o1 b0 b1 d0 d1 r0 r1 id gz k0 k1 h0 h1
   read -r id gz <<<"$MEM_FRAG"
   echo "## Memory: ${MEM_OBJECTS} distinct fragment objects"
   echo
@@ -1005,6 +1009,11 @@ memory_report() {
         printf "| %s | %s | %s | %s | %s | %s | %.1f -> %.1f | %.0f B |\n", name, obj, byt, body, bpo, ovh, r0 / 1024, r1 / 1024, (r1 - r0) * 1024 / n
       }'
   done
+  read -r o0 o1 b0 b1 d0 d1 k0 k1 h0 h1 <<<"$MEM_KH"
+  if [ -n "$k1" ] && [ -n "$h1" ] && [ "$((o1 - o0))" -gt 0 ]; then
+    awk -v o="$((o1 - o0))" -v b="$((b1 - b0))" -v d="$((d1 - d0))" -v k="$((k1 - k0))" -v h="$((h1 - h0))" 'BEGIN {
+      printf "\nshellac, per added object: %.0f B key (`shellac_cache_key_bytes`), %.0f B kept headers (`shellac_cache_header_bytes`), %.0f B body; **%.1f B beyond key, headers and body** (object header, segment table, allocator rounding, index slot, queue and ghost entries; the #5 bound is 64 B).\n", k / o, h / o, d / o, (b - d - k - h) / o }'
+  fi
   if [ -z "$(cut -d'|' -f3 <<<"${MEM_ROWS[0]}")" ]; then
     echo
     echo "shellac: **this build exports no \`shellac_cache_objects\` / \`shellac_cache_bytes\`** at /metrics: only RSS"
