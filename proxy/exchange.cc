@@ -326,8 +326,9 @@ std::string ProxyExchange::BuildUpstreamHead() const {
     }
     AppendHeader(&h, name, header.value);
   }
-  // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
-  AppendHeader(&h, "Host", request_.host.empty() ? config_.backend->text : request_.host);
+  // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one. An include's Host is what its
+  // URL says, empty for "http:///path" as Varnish sends it.
+  AppendHeader(&h, "Host", request_.host.empty() && !collect_ ? config_.backend->text : request_.host);
   if (!forwarded_for.empty()) forwarded_for.append(", ");
   forwarded_for.append(client_.peer_ip());
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
