@@ -1,0 +1,19 @@
+#include "render.h"
+
+namespace shellac::gitfrag {
+Page RenderDiffPage(const PageContext&) {
+  return ErrorPage(404, "not implemented");
+}
+Page RenderPatch(const PageContext&) {
+  return ErrorPage(404, "not implemented");
+}
+Page RenderRawDiff(const PageContext&) {
+  return ErrorPage(404, "not implemented");
+}
+Page RenderLog(const PageContext&) {
+  return ErrorPage(404, "not implemented");
+}
+Page RenderIndex(const Chrome&, const std::vector<conf::Config::Repository>&) {
+  return ErrorPage(404, "not implemented");
+}
+}  // namespace shellac::gitfrag
