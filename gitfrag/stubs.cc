@@ -4,12 +4,6 @@ namespace shellac::gitfrag {
 Page RenderDiffPage(const PageContext&) {
   return ErrorPage(404, "not implemented");
 }
-Page RenderPatch(const PageContext&) {
-  return ErrorPage(404, "not implemented");
-}
-Page RenderRawDiff(const PageContext&) {
-  return ErrorPage(404, "not implemented");
-}
 Page RenderLog(const PageContext&) {
   return ErrorPage(404, "not implemented");
 }

@@ -430,6 +430,37 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
   }
 }
 
+// patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
+// (cgit names its version there).
+TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  Site site(fx.Config());
+  auto without_signature = [](std::string s) {
+    const size_t sig = s.rfind("-- \n");
+    if (sig != std::string::npos) s.resize(sig);
+    return s;
+  };
+  std::string all = fx.Git("rev-list --all");
+  size_t compared = 0;
+  for (size_t p = 0; p < all.size(); p += 41) {
+    const std::string id = all.substr(p, 40);
+    SCOPED_TRACE(id);
+    for (const char* page : {"patch", "rawdiff"}) {
+      const std::string path = "/fix/" + std::string(page) + "/";
+      Route route = MustMatch(site, path, "id=" + id);
+      EXPECT_FALSE(route.cache_key.empty());
+      Page ours = site.Render(route);
+      ASSERT_EQ(ours.status, 200) << ours.reason;
+      EXPECT_EQ(ours.content_type, "text/plain; charset=UTF-8");
+      EXPECT_FALSE(ours.esi);
+      const std::string theirs = fx.Cgit(path, "id=" + id);
+      EXPECT_EQ(without_signature(ours.body), without_signature(theirs)) << page;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 18u);
+}
+
 TEST_F(GitfragPages, GitDataIsEscaped) {
   // An author name with markup can only be made by writing the commit object by hand (git
   // itself strips '<' and '>' from names).
