@@ -241,6 +241,46 @@ const char* ModeString(uint32_t mode) {
   }
 }
 
+void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative) {
+  constexpr int64_t kMin = 60, kHour = 3600, kDay = 86400, kWeek = 7 * kDay, kMonth = 30 * kDay,
+                    kYear = 365 * kDay;
+  int64_t secs = now - when.time;
+  if (secs < 0) secs = 0;
+  if (max_relative >= 0 && secs > max_relative) {
+    struct tm tm;
+    Broken(when, &tm);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    out.Raw("<span title='").Text(FormatDate(when)).Raw("'>").Raw(date).Raw("</span>");
+    return;
+  }
+  const char* cls;
+  const char* unit;
+  int64_t per;
+  if (secs < 2 * kHour)
+    cls = "age-mins", unit = " min.", per = kMin;
+  else if (secs < 2 * kDay)
+    cls = "age-hours", unit = " hours", per = kHour;
+  else if (secs < 2 * kWeek)
+    cls = "age-days", unit = " days", per = kDay;
+  else if (secs < 2 * kMonth)
+    cls = "age-weeks", unit = " weeks", per = kWeek;
+  else if (secs < 2 * kYear)
+    cls = "age-months", unit = " months", per = kMonth;
+  else
+    cls = "age-years", unit = " years", per = kYear;
+  char text[48];
+  std::snprintf(text, sizeof text, "%.0f%s", static_cast<double>(secs) / static_cast<double>(per),
+                unit);
+  out.Raw("<span class='")
+      .Raw(cls)
+      .Raw("' title='")
+      .Text(FormatDate(when))
+      .Raw("'>")
+      .Raw(text)
+      .Raw("</span>");
+}
+
 std::string OidHex(const git_oid& oid) {
   char hex[GIT_OID_HEXSZ + 1];
   git_oid_tostr(hex, sizeof hex, &oid);

@@ -75,6 +75,14 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
                        const DiffOptions& options);
 
+// cgit's age cell: "<span class='age-hours' title='LONG DATE'>5 hours</span>", or the short date
+// when older than `max_relative` seconds (negative: never).
+void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative);
+
+// Shared by the commit and diff pages.
+void WriteOptionsPanel(const PageContext& ctx, std::string_view id);
+void WriteDecorations(const PageContext& ctx, const git_oid& oid);
+
 std::string OidHex(const git_oid& oid);
 bool IsFullSha(std::string_view s);
 

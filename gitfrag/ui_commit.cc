@@ -4,8 +4,6 @@
 #include "render.h"
 
 namespace shellac::gitfrag {
-namespace {
-
 void WriteOptionsPanel(const PageContext& ctx, std::string_view id) {
   Writer& out = ctx.out;
   const DiffOptions& o = ctx.route.diff;
@@ -44,6 +42,8 @@ void WriteOptionsPanel(const PageContext& ctx, std::string_view id) {
       "</select></td></tr><tr><td/><td class='ctrl'><noscript><input type='submit' value='reload'/>"
       "</noscript></td></tr></table></form></div>");
 }
+
+namespace {
 
 void WriteSignature(const PageContext& ctx, const char* label, const git_signature* sig,
                     const char* encoding) {

@@ -258,3 +258,35 @@ Page RenderFragment(const PageContext& ctx) {
 }
 
 }  // namespace shellac::gitfrag
+
+namespace shellac::gitfrag {
+
+// The diff page: the options panel and the fragment, for `id` against `id2` (or its first parent).
+Page RenderDiffPage(const PageContext& ctx) {
+  int status = 200;
+  std::string reason;
+  git_repository* repo = ctx.lease.repo();
+  // Both commits must exist in this repository before the shared fragment is included.
+  CommitPtr commit =
+      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  if (!commit) return ErrorPage(status, reason);
+  CommitPtr other;
+  if (!ctx.route.id2.empty()) {
+    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    if (!other) return ErrorPage(status, reason);
+  }
+  const std::string title =
+      ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
+  PageStart(ctx, title, "diff", ctx.route.id);
+  WriteOptionsPanel(ctx, ctx.route.id);
+  ctx.out.Raw("<esi:include src=\"")
+      .Raw(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
+                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff))
+      .Raw("\"/>");
+  PageEnd(ctx.out);
+  Page page;
+  page.esi = true;
+  return page;
+}
+
+}  // namespace shellac::gitfrag

@@ -106,6 +106,9 @@ git tag -a v1.0-outer -m 'tag on a tag' v1.0
 git tag light
 git tag '<script>tag'
 git branch 'feature/<i>x'
+git checkout -q -b long
+for i in $(seq 1 61); do GIT_COMMITTER_DATE="$((1614900000 + i * 60)) +0000" git commit -q --allow-empty -m "filler $i"; done
+git checkout -q master
 )SH";
     std::ofstream(dir_.File("make.sh")) << script;
     Sh("cd " + Quote(dir_.path()) + " && env HOME=" + Quote(dir_.path()) +
@@ -140,10 +143,12 @@ git branch 'feature/<i>x'
   }
 
   // cgit's answer (body only) for PATH_INFO + QUERY_STRING on this repository under url "fix".
-  std::string Cgit(const std::string& path_info, const std::string& query) {
+  std::string Cgit(const std::string& path_info, const std::string& query,
+                   const std::string& extra_config = "") {
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << bare_
-                      << "\nrepo.desc=fixture <repo>\n";
+                      << "\nrepo.desc=fixture <repo>\n"
+                      << extra_config;
     std::string out =
         Sh("env -i CGIT_CONFIG=" + Quote(rc) + " REQUEST_METHOD=GET PATH_INFO=" + Quote(path_info) +
            " QUERY_STRING=" + Quote(query) + " SCRIPT_NAME=/ " + kCgit);
@@ -426,6 +431,44 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
     Page page = site.RenderAssembled(route);
     const std::string ours = VisibleText(page.body);
     const std::string theirs = VisibleText(fx.Cgit("/fix/commit/", q));
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+}
+
+// The diff page (with and without id2 and options), the log (with h=, ofs= and the pager) and the
+// repository index show the same text as cgit's.
+TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  const std::string extra = "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() +
+                            "\nrepo.desc=second <d>\nrepo.owner=Own <er>\n";
+  conf::Config c = fx.Config();
+  conf::Config::Repository two = c.repositories[0];
+  two.url = two.name = "pub/scm/two";
+  two.desc = "second <d>";
+  two.owner = "Own <er>";
+  two.section = "Team <b>";
+  c.repositories.push_back(two);
+  Site site(c);
+  const std::string a = fx.Rev("master~6"), b = fx.Rev("master~7");
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/fix/diff/", "id=" + a},
+      {"/fix/diff/", "id=" + b + "&id2=" + a},
+      {"/fix/diff/", "id=" + a + "&context=1&ignorews=1"},
+      {"/fix/diff/", "id=" + a + "&dt=2"},
+      {"/fix/diff/", ""},
+      {"/fix/log/", ""},
+      {"/fix/log/", "h=long"},
+      {"/fix/log/", "h=long&ofs=50"},
+      {"/fix/log/", "id=" + fx.Rev("long~55")},
+      {"/pub/scm/two/log/", "h=side"},
+      {"/", ""},
+  };
+  for (const auto& [path, query] : pages) {
+    SCOPED_TRACE(path + "?" + query);
+    Page page = site.RenderAssembled(MustMatch(site, path, query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string ours = VisibleText(page.body);
+    const std::string theirs = VisibleText(fx.Cgit(path, query, extra));
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
   }
 }
