@@ -20,6 +20,7 @@ struct Registry::Entry {
 
 Registry::Registry(std::vector<conf::Config::Repository> repos, unsigned max_open)
     : repos_(std::move(repos)), max_open_(std::max(1u, max_open)) {
+  EnsureLibgit2();
   for (size_t i = 0; i < repos_.size(); ++i) entries_.push_back(std::make_unique<Entry>());
 }
 

@@ -22,6 +22,7 @@
 #include "gitfrag.h"
 #include "harness.h"
 #include "refs.h"
+#include "registry.h"
 #include "writer.h"
 
 namespace shellac::gitfrag {
@@ -638,6 +639,106 @@ TEST_F(GitfragPages, ManyThreadsAndFewOpenRepositories) {
             static_cast<uint64_t>(kJobs));
   EXPECT_EQ(m.kinds[static_cast<size_t>(PageKind::kDiffFragment)].errors, 0u);
   EXPECT_EQ(m.threads, 4u);
+}
+
+TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
+  std::vector<conf::Config::Repository> repos;
+  for (int i = 0; i < 4; ++i) {
+    conf::Config::Repository r = fx.Config().repositories[0];
+    r.url = "r" + std::to_string(i);
+    repos.push_back(r);
+  }
+  Registry registry(repos, 2);
+  std::string error;
+  {
+    Registry::Lease a = registry.Acquire(0, &error);
+    ASSERT_TRUE(a) << error;
+    Registry::Lease b = registry.Acquire(0, &error);  // a second handle of the same repository
+    ASSERT_TRUE(b);
+    EXPECT_NE(a.repo(), b.repo());
+  }
+  for (size_t i = 1; i < 4; ++i) {
+    Registry::Lease l = registry.Acquire(i, &error);
+    ASSERT_TRUE(l) << error;
+    EXPECT_LE(registry.open_count(), 2u);
+  }
+  EXPECT_EQ(registry.open_count(), 2u);
+  // In use, a repository stays open even past the limit; it closes when released.
+  {
+    Registry::Lease l0 = registry.Acquire(0, &error), l1 = registry.Acquire(1, &error),
+                    l2 = registry.Acquire(2, &error);
+    EXPECT_EQ(registry.open_count(), 3u);
+  }
+  EXPECT_EQ(registry.open_count(), 2u);
+
+  // A new branch shows up once the refs changed (looked at no more than once a second).
+  const std::string tip = fx.Rev("master~2");
+  {
+    Registry::Lease l = registry.Acquire(3, &error);
+    git_oid oid;
+    git_oid_fromstr(&oid, tip.c_str());
+    EXPECT_EQ(l.refs().For(oid), nullptr);
+  }
+  fx.Git("branch fresh " + tip);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  Registry::Lease l = registry.Acquire(3, &error);
+  git_oid oid;
+  git_oid_fromstr(&oid, tip.c_str());
+  ASSERT_NE(l.refs().For(oid), nullptr);
+  EXPECT_EQ(l.refs().For(oid)->front().name, "refs/heads/fresh");
+
+  std::string bad_error;
+  conf::Config::Repository missing = repos[0];
+  missing.path = fx.dir().File("missing.git");
+  Registry bad({missing}, 1);
+  EXPECT_FALSE(bad.Acquire(0, &bad_error));
+  EXPECT_NE(bad_error.find("cannot open"), std::string::npos);
+}
+
+// A fork that borrows its objects through objects/info/alternates renders like its upstream.
+TEST_F(GitfragPages, ForkWithAlternates) {
+  const std::string fork = fx.dir().File("fork.git");
+  Sh("git init -q --bare " + Quote(fork));
+  std::filesystem::create_directories(fork + "/objects/info");
+  std::ofstream(fork + "/objects/info/alternates") << fx.bare() << "/objects\n";
+  const std::string head = fx.Rev("HEAD");
+  Sh("git -C " + Quote(fork) + " update-ref refs/heads/master " + head);
+  conf::Config c = fx.Config();
+  conf::Config::Repository r = c.repositories[0];
+  r.url = r.name = "forks/fork";
+  r.path = fork;
+  c.repositories.push_back(r);
+  Site site(c);
+  Page up = site.RenderAssembled(MustMatch(site, "/fix/commit/", "id=" + head));
+  Page down = site.RenderAssembled(MustMatch(site, "/forks/fork/commit/", "id=" + head));
+  ASSERT_EQ(down.status, 200) << down.reason;
+  EXPECT_NE(down.body.find("odd path"), std::string::npos);
+  // The fragment part is identical; only the frame differs (repository name, branches).
+  auto fragment = [](const std::string& body) {
+    const size_t start = body.find("<div class='diffstat-header'>");
+    return body.substr(start, body.find("</table></div> <!-- class=content") - start);
+  };
+  EXPECT_EQ(fragment(up.body), fragment(down.body));
+}
+
+// A commit that declares its encoding is converted from it; one that does not is read as Latin-1
+// when it is not UTF-8 (what cgit shows).
+TEST_F(GitfragPages, MessageEncodings) {
+  const std::string tree = fx.Git("rev-parse HEAD^{tree}");
+  const std::string object =
+      "tree " + tree +
+      "\nauthor Ren\xe9 <r@x> 1600000000 +0000\ncommitter C <c@d> 1600000000 +0000\n"
+      "encoding ISO-8859-7\n\n\xe1\xe2\xe3 subject\n";
+  std::ofstream(fx.dir().File("obj")) << object;
+  const std::string id =
+      fx.Git("hash-object -t commit -w --literally " + Quote(fx.dir().File("obj")));
+  Site site(fx.Config());
+  Page page = site.Render(MustMatch(site, "/fix/commit/", "id=" + id));
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("\xce\xb1\xce\xb2\xce\xb3 subject"), std::string::npos)
+      << "Greek alpha beta gamma";
+  EXPECT_NE(page.body.find("Ren\xce\xb9"), std::string::npos)
+      << "the author is in the same encoding";
 }
 
 TEST(GitfragPool, FullQueueSaysBusy) {
