@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -48,6 +50,41 @@ std::string DirName(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A git directory has HEAD, objects/ and refs/ (what git itself checks before trusting a folder).
+bool IsGitDir(const std::string& path) {
+  struct stat st;
+  return stat((path + "/HEAD").c_str(), &st) == 0 && IsDirectory(path + "/objects") &&
+         IsDirectory(path + "/refs");
+}
+
+std::string StripSlashes(std::string_view s) {
+  while (!s.empty() && s.front() == '/') s.remove_prefix(1);
+  while (!s.empty() && s.back() == '/') s.remove_suffix(1);
+  return std::string(s);
+}
+
+// cgit-style URL of a repository found on disk: a work tree's folder name, or a bare repository's
+// folder name as is ("linux.git").
+std::string UrlForPath(const std::string& path) {
+  std::string p = StripSlashes(path);
+  if (p.ends_with("/.git")) p.resize(p.size() - 5);
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// First line of $GIT_DIR/description, unless it is git's template text.
+std::string DescriptionFile(const std::string& git_dir) {
+  std::ifstream in(git_dir + "/description");
+  std::string line;
+  if (!in || !std::getline(in, line) || line.starts_with("Unnamed repository")) return "";
+  return line;
 }
 
 // Where a value came from, for messages: "FILE:LINE" or "command line".
@@ -165,10 +202,33 @@ class Builder {
       config_->esi_parallel = static_cast<unsigned>(count(1, 1024));
     } else if (key == "repo") {
       replace_once(config_->repos);
+      if (from_cli && !cli_replaced_.count("repositories")) {
+        // --repo replaces the file's repo= list (as for every list key), not its scan-path finds.
+        std::erase_if(config_->repositories, [&](const auto& r) { return repo_key_paths_.count(r.path); });
+        cli_replaced_.insert("repositories");
+      }
       std::string path(value);
       if (path.empty()) fail("empty path");
       if (access(path.c_str(), F_OK) != 0) fail("no such repository '" + path + "'");
       config_->repos.push_back(path);
+      // A work tree serves its .git folder.
+      std::string git_dir = IsGitDir(path + "/.git") ? path + "/.git" : path;
+      if (!from_cli) repo_key_paths_.insert(git_dir);
+      AddRepository(UrlForPath(path), git_dir, origin, DescriptionFile(git_dir));
+    } else if (key == "scan-path") {
+      std::string root(value);
+      if (!IsDirectory(root)) fail("no such folder '" + root + "'");
+      ScanPath(root, origin);
+    } else if (key == "virtual-root") {
+      config_->virtual_root = "/" + StripSlashes(value) + "/";
+      if (config_->virtual_root == "//") config_->virtual_root = "/";
+      virtual_root_given_ = true;
+    } else if (key == "max-open-repos") {
+      config_->max_open_repos = static_cast<unsigned>(count(1, 100000));
+    } else if (key == "render-threads") {
+      config_->render_threads = static_cast<unsigned>(count(1, 256));
+    } else if (key == "render-queue") {
+      config_->render_queue = static_cast<unsigned>(count(1, 1000000));
     } else if (key == "cgitrc") {
       std::string path(value);
       readable(path);
@@ -247,12 +307,100 @@ class Builder {
         continue;
       }
       if (cgit_mode_) {
-        if (key == "repo.path") config_->repos.emplace_back(value);
+        SetCgitKey(key, value, origin);
         continue;
       }
       Set(key, value, origin, /*from_cli=*/false);
     }
     if (in.bad()) throw Failure{path + ": read error: " + std::strerror(errno)};
+  }
+
+  // One key of an imported cgitrc. cgit keys shellac has no use for are accepted and ignored, as
+  // are values cgit itself would ignore (a repo.path without its repo.url).
+  void SetCgitKey(const std::string& key, std::string_view value, const Origin& origin) {
+    auto* repo = config_->repositories.size() > cgit_first_repo_ && cgit_open_stanza_
+                     ? &config_->repositories.back()
+                     : nullptr;
+    if (key == "repo.url") {
+      std::string url = StripSlashes(value);
+      if (url.empty()) throw Failure{origin.Describe() + ": repo.url: empty"};
+      Config::Repository r;
+      r.url = url;
+      r.name = url;
+      r.section = section_;
+      r.origin = origin.Describe();
+      config_->repositories.push_back(std::move(r));
+      cgit_open_stanza_ = true;
+    } else if (key == "repo.path") {
+      config_->repos.emplace_back(value);
+      if (repo) repo->path = std::string(value);
+    } else if (key == "repo.name") {
+      if (repo) repo->name = std::string(value);
+    } else if (key == "repo.desc") {
+      if (repo) repo->desc = std::string(value);
+    } else if (key == "repo.owner") {
+      if (repo) repo->owner = std::string(value);
+    } else if (key == "section") {
+      section_ = std::string(value);
+    } else if (key == "scan-path") {
+      if (IsDirectory(std::string(value))) ScanPath(std::string(value), origin);
+      cgit_open_stanza_ = false;
+    } else if (key == "virtual-root") {
+      if (!virtual_root_given_) {
+        config_->virtual_root = "/" + StripSlashes(value) + "/";
+        if (config_->virtual_root == "//") config_->virtual_root = "/";
+      }
+    } else if (key == "css") {
+      config_->css = std::string(value);
+    } else if (key == "logo") {
+      config_->logo = std::string(value);
+    } else if (key == "root-title") {
+      config_->root_title = std::string(value);
+    } else if (key == "root-desc") {
+      config_->root_desc = std::string(value);
+    }
+  }
+
+  void AddRepository(std::string url, std::string path, const Origin& origin, std::string desc) {
+    Config::Repository r;
+    r.name = url;
+    r.url = std::move(url);
+    r.path = std::move(path);
+    r.desc = std::move(desc);
+    r.section = section_;
+    r.origin = origin.Describe();
+    config_->repositories.push_back(std::move(r));
+  }
+
+  // Finds repositories below `root` once, at load time (cgit's scan-path): a folder that is a git
+  // directory, or holds one as .git, is a repository and is not searched further. Hidden folders
+  // are skipped. URLs are paths relative to `root`, so nested folders give slashes in URLs.
+  void ScanPath(const std::string& root, const Origin& origin) {
+    std::vector<std::pair<std::string, std::string>> found;  // url, git dir
+    std::function<void(const std::string&, const std::string&, int)> walk =
+        [&](const std::string& dir, const std::string& rel, int depth) {
+          if (depth > 16) return;
+          DIR* d = opendir(dir.c_str());
+          if (d == nullptr) return;
+          std::vector<std::string> names;
+          while (dirent* e = readdir(d)) {
+            if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+          }
+          closedir(d);
+          std::sort(names.begin(), names.end());
+          for (const auto& n : names) {
+            const std::string path = dir + "/" + n;
+            const std::string url = rel.empty() ? n : rel + "/" + n;
+            if (!IsDirectory(path)) continue;
+            if (IsGitDir(path)) found.emplace_back(url, path);
+            else if (IsGitDir(path + "/.git")) found.emplace_back(url, path + "/.git");
+            else walk(path, url, depth + 1);
+          }
+        };
+    std::string start = root;
+    while (start.size() > 1 && start.back() == '/') start.pop_back();
+    walk(start, "", 0);
+    for (auto& [url, path] : found) AddRepository(url, path, origin, DescriptionFile(path));
   }
 
   // Addresses need resolving, so their defaults are set here rather than in the struct.
@@ -267,11 +415,25 @@ class Builder {
   // repositories it lists (repo.path) are taken.
   void ImportCgitrc(const std::string& path) {
     cgit_mode_ = true;
+    cgit_first_repo_ = config_->repositories.size();
+    section_.clear();
     ReadFile(path, Origin{}, 0);
     cgit_mode_ = false;
   }
 
   void Finish() {
+    // cgit shows nothing for a stanza without a path; neither do we.
+    std::erase_if(config_->repositories, [](const auto& r) { return r.path.empty(); });
+    std::set<std::string> urls;
+    for (const auto& r : config_->repositories) {
+      if (!urls.insert(r.url).second) {
+        throw Failure{r.origin + ": repository url '" + r.url + "' is already taken by another repository"};
+      }
+    }
+    if (config_->render_threads == 0) {
+      unsigned n = std::thread::hardware_concurrency();
+      config_->render_threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
+    }
     if (config_->threads == 0) {
       unsigned n = std::thread::hardware_concurrency();
       config_->threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
@@ -291,6 +453,11 @@ class Builder {
   Config* config_;
   bool listen_given_ = false;
   bool cgit_mode_ = false;
+  bool cgit_open_stanza_ = false;    // repo.* keys apply to the last repo.url
+  size_t cgit_first_repo_ = 0;       // repositories before this index came from shellac.conf
+  bool virtual_root_given_ = false;  // shellac.conf's virtual-root wins over the cgitrc's
+  std::string section_;
+  std::set<std::string> repo_key_paths_;  // git dirs added by repo= in a file
   Origin admin_origin_{"built-in default"};  // where admin-listen was last set
   std::set<std::string> cli_replaced_;
 };
@@ -441,6 +608,11 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"esi-parallel", "32"},
       {"repo", "none"},
       {"cgitrc", "none"},
+      {"scan-path", "none"},
+      {"virtual-root", "/"},
+      {"max-open-repos", "64"},
+      {"render-threads", "number of cores"},
+      {"render-queue", "256"},
       {"access-log", "stderr"},
       {"client-header-timeout", "10s"},
       {"client-idle-timeout", "60s"},

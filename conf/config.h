@@ -68,6 +68,29 @@ struct Config {
   std::vector<std::string> repos;        // --repo PATH / repo=PATH / repo.path in a cgitrc
   std::string cgitrc;                    // cgit configuration imported as is ("" when none)
 
+  // Repositories the resident renderer (gitfrag/) serves, in configuration order: repo=PATH and
+  // scan-path= in this file, then the cgitrc's repo.url stanzas and scan-path=. Load() resolves
+  // scan paths once; nothing is discovered per request.
+  struct Repository {
+    std::string url;      // URL path below virtual-root, may contain '/', never starts/ends with '/'
+    std::string path;     // the git directory (bare repository or a work tree's .git)
+    std::string name;     // shown in titles and the header; cgit's repo.name (default: url)
+    std::string desc;     // repo.desc
+    std::string owner;    // repo.owner
+    std::string section;  // section= in effect when the stanza began
+    std::string origin;   // "FILE:LINE" or "command line"
+  };
+  std::vector<Repository> repositories;
+  std::string virtual_root = "/";        // URL prefix of every rendered page; always ends with '/'
+  unsigned max_open_repos = 64;          // repositories kept open at once (least recently used closed)
+  unsigned render_threads = 0;           // 0 means "number of cores", resolved by Load()
+  unsigned render_queue = 256;           // renders waiting for a thread; more -> busy (503)
+  // Page chrome, as cgit's keys of the same name (taken from the cgitrc when one is imported).
+  std::string css = "/cgit.css";
+  std::string logo = "/cgit.png";
+  std::string root_title = "Git repository browser";
+  std::string root_desc = "a fast webinterface for the git dscm";
+
   std::string access_log = "stderr";     // a file path, "stderr" or "off"
 
   // Client side.

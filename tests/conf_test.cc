@@ -141,7 +141,7 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     seen.insert(key);
     if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
         key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
-        key == "esi-allow-host") {
+        key == "esi-allow-host" || key == "scan-path" || key == "render-threads") {
       continue;
     }
     SCOPED_TRACE(key + "=" + value);
@@ -603,6 +603,84 @@ TEST_F(ConfTest, CgitrcImport) {
   EXPECT_EQ(c->sources[1], cgitrc);
   // The cgitrc does not leak its keys into shellac settings.
   EXPECT_EQ(c->threads, LoadOk("")->threads);
+}
+
+// The repositories gitfrag serves: cgitrc stanzas with their details, scan-path= (nested folders
+// give URLs with slashes), repo=PATH, and the page keys cgit shares.
+TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
+  auto git_dir = [&](const std::string& name) {
+    Mkdir(name + "/objects");
+    Mkdir(name + "/refs");
+    Write(name + "/HEAD", "ref: refs/heads/master\n");
+  };
+  git_dir("scan/pub/scm/linux.git");
+  Write("scan/pub/scm/linux.git/description", "Linux kernel\n");
+  git_dir("scan/work/.git");
+  git_dir("scan/linux.git/nested.git");  // inside a repository: not a repository of its own
+  git_dir("scan/linux.git");
+  git_dir("plain/tool.git");
+  const std::string scan = dir_ + "/scan";
+  const std::string cgitrc = Write("cgitrc",
+                                   "virtual-root=/git\n"
+                                   "css=/static/cgit.css\n"
+                                   "logo=/static/logo.png\n"
+                                   "root-title=My forge\n"
+                                   "section=Kernel\n"
+                                   "repo.url=pub/scm/git/git\n"
+                                   "repo.path=/srv/git.git\n"
+                                   "repo.desc=the stupid content tracker\n"
+                                   "repo.owner=Junio\n"
+                                   "repo.name=git.git\n"
+                                   "repo.url=no-path\n"
+                                   "scan-path=" + scan + "\n");
+  const std::string conf = Write("shellac.conf", "repo = " + dir_ + "/plain/tool.git\ncgitrc = " + cgitrc +
+                                                     "\nmax-open-repos = 7\nrender-threads = 3\n"
+                                                     "render-queue = 99\n");
+  auto c = LoadOk(conf);
+  ASSERT_NE(c, nullptr);
+  std::vector<std::string> urls;
+  for (const auto& r : c->repositories) urls.push_back(r.url);
+  EXPECT_EQ(urls, (std::vector<std::string>{"tool.git", "pub/scm/git/git", "linux.git", "pub/scm/linux.git", "work"}));
+  ASSERT_EQ(c->repositories.size(), 5u);
+  EXPECT_EQ(c->repositories[0].path, dir_ + "/plain/tool.git");
+  EXPECT_EQ(c->repositories[1].path, "/srv/git.git");
+  EXPECT_EQ(c->repositories[1].name, "git.git");
+  EXPECT_EQ(c->repositories[1].desc, "the stupid content tracker");
+  EXPECT_EQ(c->repositories[1].owner, "Junio");
+  EXPECT_EQ(c->repositories[1].section, "Kernel");
+  EXPECT_EQ(c->repositories[1].origin, cgitrc + ":6");
+  EXPECT_EQ(c->repositories[3].desc, "Linux kernel");
+  EXPECT_EQ(c->repositories[4].path, scan + "/work/.git");
+  EXPECT_EQ(c->virtual_root, "/git/");
+  EXPECT_EQ(c->css, "/static/cgit.css");
+  EXPECT_EQ(c->logo, "/static/logo.png");
+  EXPECT_EQ(c->root_title, "My forge");
+  EXPECT_EQ(c->max_open_repos, 7u);
+  EXPECT_EQ(c->render_threads, 3u);
+  EXPECT_EQ(c->render_queue, 99u);
+
+  // shellac.conf's own virtual-root wins over the imported one.
+  auto c2 = LoadOk(Write("b.conf", "virtual-root = /x/\ncgitrc = " + cgitrc + "\n"));
+  ASSERT_NE(c2, nullptr);
+  EXPECT_EQ(c2->virtual_root, "/x/");
+}
+
+TEST_F(ConfTest, RenderDefaultsAndErrors) {
+  auto c = LoadOk("");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->virtual_root, "/");
+  EXPECT_EQ(c->max_open_repos, 64u);
+  EXPECT_GE(c->render_threads, 1u);
+  EXPECT_EQ(c->render_queue, 256u);
+  EXPECT_TRUE(c->repositories.empty());
+  const std::string a = Write("a.conf", "render-threads = 0\n");
+  EXPECT_TRUE(StartsWith(LoadError(a), a + ":1: render-threads: expected a whole number from 1"));
+  const std::string b = Write("b.conf", "scan-path = " + dir_ + "/missing\n");
+  EXPECT_TRUE(StartsWith(LoadError(b), b + ":1: scan-path: no such folder"));
+  // Two repositories under one URL.
+  const std::string r1 = Mkdir("one/x.git"), r2 = Mkdir("two/x.git");
+  const std::string d = Write("d.conf", "repo = " + r1 + "\nrepo = " + r2 + "\n");
+  EXPECT_TRUE(StartsWith(LoadError(d), d + ":2: repository url 'x.git' is already taken")) << LoadError(d);
 }
 
 TEST_F(ConfTest, CgitKeysInShellacFileAreStillErrors) {

@@ -1,0 +1,176 @@
+// gitfrag: the resident git renderer. Renders cgit-compatible pages for the repositories in a
+// conf::Config with libgit2, inside the shellac process, with repositories kept open.
+//
+// How the proxy uses it:
+//   1. At start and on SIGHUP: `auto site = std::make_shared<const Site>(config);` (no git I/O;
+//      repositories open lazily on first render). Keep one RenderPool for the process.
+//   2. On the event loop, per request: `site->Match(path, query)`. nullopt -> not a gitfrag URL
+//      (pass to the upstream / other routes). Otherwise a Route: cheap, no git I/O.
+//   3. If `route.cache_key` is not empty the output is repository-neutral and immutable: look it
+//      up in the store under that key; on a miss render and store it forever. Frames (commit and
+//      diff pages, log, index) have an empty key: render them per request.
+//   4. Render on the pool: `pool.Submit(site, route, done)`. kBusy -> answer 503 + Retry-After.
+//      `done(Page)` runs on a pool thread; marshal it back to the event loop yourself.
+//   5. A Page with `esi` set carries `<esi:include src="URL"/>` tags. Each URL is a gitfrag URL
+//      (the diff fragment, "{virtual-root}{repo}/esi-diff/?id=SHA&...") that Match() routes back
+//      to the fragment with its repository-neutral key: resolve it through step 3.
+//
+// Threads: Site is immutable after construction apart from internal, locked caches (open
+// repositories, ref indexes); every method may be called from any thread. Render never throws.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "config.h"
+
+namespace shellac::gitfrag {
+
+enum class PageKind : uint8_t {
+  kIndex,         // "/"                       repository list (frame)
+  kLog,           // "/REPO/log/"              (frame)
+  kCommit,        // "/REPO/commit/?id="       (frame with an include of kDiffFragment)
+  kDiff,          // "/REPO/diff/?id=[&id2=]"  (frame with an include of kDiffFragment)
+  kDiffFragment,  // "/REPO/esi-diff/?id=[&id2=]" diffstat + diff, repository-neutral
+  kPatch,         // "/REPO/patch/?id="        text/plain, repository-neutral
+  kRawDiff,       // "/REPO/rawdiff/?id="      text/plain, repository-neutral
+};
+inline constexpr size_t kPageKinds = 7;
+const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
+
+// Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
+// we clamp), ignorews 0/1, dt 0 (unified), 1 (side-by-side), 2 (stat only).
+struct DiffOptions {
+  int context = 3;
+  bool ignorews = false;
+  int dt = 0;
+  bool operator==(const DiffOptions&) const = default;
+};
+
+struct Route {
+  PageKind kind = PageKind::kIndex;
+  size_t repo = 0;   // index into Site::repositories() (unused for kIndex)
+  std::string id;    // as given (full SHA, short SHA, ref name) or "" for the default
+  std::string id2;   // diff: the other side; "" means the first parent
+  std::string head;  // h=: the branch the frame is shown for ("" = repository HEAD)
+  std::string path;  // path limit (commit/diff/log PATH), no leading '/'
+  DiffOptions diff;
+  unsigned ofs = 0;  // log: commits to skip
+  // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
+  // ignorews=0&dt=0", "gitfrag/patch/SHA", "gitfrag/rawdiff/SHA". Empty for frames and whenever
+  // an id is not a full SHA (a branch name moves, so that output is rendered per request).
+  std::string cache_key;
+};
+
+struct Page {
+  int status = 200;
+  std::string content_type = "text/html; charset=UTF-8";
+  std::string body;
+  std::string reason;  // for status != 200: one line saying why (also in the body)
+  bool esi = false;    // body contains <esi:include> tags the proxy must resolve
+  std::vector<std::pair<std::string, std::string>> headers;  // extra (Content-Disposition, ...)
+};
+
+class Registry;
+
+class Site {
+ public:
+  // Copies what it needs from `config` (repositories, virtual-root, limits, page chrome).
+  explicit Site(const conf::Config& config);
+  ~Site();
+  Site(const Site&) = delete;
+  Site& operator=(const Site&) = delete;
+
+  // Cheap, no git I/O: whether `path` (URL path, percent-encoded as received) with `query`
+  // (without '?') is a gitfrag page. Routing picks the longest repository URL that prefixes the
+  // path. An unknown repository below virtual-root is not matched (nullopt) so other routes or a
+  // 404 apply; use Render on a kIndex route for the repository list.
+  std::optional<Route> Match(std::string_view path, std::string_view query) const;
+
+  // Renders one page. Runs git I/O: call it on a pool thread, never on an event loop.
+  // Statuses: 200; 404 unknown id or path (reason says which); 400 ambiguous short id;
+  // 500 the repository cannot be opened.
+  Page Render(const Route& route) const;
+
+  // The URL a frame puts in <esi:include src=...> for the diff of `sha` (against `sha2` when not
+  // empty) in repository `repo`. Match() on it gives kDiffFragment with the neutral key.
+  std::string FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
+                          const DiffOptions& options) const;
+
+  const std::vector<conf::Config::Repository>& repositories() const;
+  const std::string& virtual_root() const { return virtual_root_; }
+
+  // Test helper: renders `route` and, for a frame, replaces each include with the rendered
+  // fragment (what a client of the proxy receives, without the cache).
+  Page RenderAssembled(const Route& route) const;
+
+ private:
+  std::string virtual_root_;
+  std::string css_, logo_, root_title_, root_desc_;
+  std::unique_ptr<Registry> registry_;
+  std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
+};
+
+// Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
+struct PoolMetrics {
+  uint64_t threads = 0;
+  uint64_t queue_limit = 0;
+  uint64_t queue_depth = 0;  // waiting now
+  uint64_t running = 0;      // rendering now
+  uint64_t rejected = 0;     // Submit() answered kBusy
+  struct Kind {
+    uint64_t renders = 0;
+    uint64_t errors = 0;  // status != 200
+    uint64_t render_us = 0;
+  } kinds[kPageKinds];
+};
+
+// A fixed set of render threads with a bounded FIFO queue. Completion callbacks run on the pool
+// thread that rendered. Destruction finishes the queued renders, then joins.
+class RenderPool {
+ public:
+  enum class Submitted { kQueued, kBusy };
+  using Done = std::function<void(Page&&)>;
+
+  RenderPool(unsigned threads, size_t queue_limit);
+  ~RenderPool();
+  RenderPool(const RenderPool&) = delete;
+  RenderPool& operator=(const RenderPool&) = delete;
+
+  // kBusy when `queue_limit` renders already wait: nothing runs and `done` is never called.
+  // `site` is kept alive until the render finishes (a reload may swap the proxy's pointer).
+  Submitted Submit(std::shared_ptr<const Site> site, Route route, Done done);
+  // Any work (tests, and jobs that are not page renders); counted under no page kind.
+  Submitted SubmitJob(std::function<void()> job);
+
+  PoolMetrics Metrics() const;
+
+ private:
+  void Loop();
+
+  const size_t queue_limit_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+  std::atomic<uint64_t> running_{0}, rejected_{0};
+  struct KindCounters {
+    std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};
+  } kinds_[kPageKinds];
+};
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,58 @@
+// RefIndex: commit id -> the ref names that decorate it, read from packed-refs and the loose
+// files under refs/ directly. A packed annotated tag is recognised by its "^" peeled line, so no
+// tag object is inflated and the object store is never asked for a type. The one exception is a
+// loose tag ref (or a packed-refs file written without the "peeled" trait): git records no peeled
+// target for it, so `peel` is called once for that ref when the index is built (never per request).
+#pragma once
+
+#include <git2.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shellac::gitfrag {
+
+struct Decoration {
+  enum class Kind { kHead, kBranch, kTag, kAnnotatedTag, kRemote, kOther };
+  Kind kind;
+  std::string name;  // full ref name ("refs/tags/v1", "HEAD")
+};
+
+class RefIndex {
+ public:
+  // The object a tag-like ref finally points at, and whether the ref's own object was a tag.
+  struct Peeled {
+    git_oid target;
+    bool annotated;
+  };
+  using Peeler = std::function<std::optional<Peeled>(const git_oid&)>;
+
+  // Reads `git_dir`'s HEAD, packed-refs and refs/. Missing files mean no refs.
+  static std::shared_ptr<const RefIndex> Build(const std::string& git_dir, const Peeler& peel);
+
+  // Decorations of `commit` in git's order (HEAD first, then refs in reverse name order), or null.
+  const std::vector<Decoration>* For(const git_oid& commit) const;
+
+  const std::vector<std::string>& branches() const { return branches_; }  // short names, sorted
+  const std::string& head_branch() const { return head_branch_; }  // "" when HEAD is detached
+  // The commit a branch (short name) points at, if it exists.
+  std::optional<git_oid> Branch(const std::string& short_name) const;
+  size_t peel_calls() const { return peel_calls_; }  // objects read to build this index
+
+ private:
+  std::unordered_map<std::string, std::vector<Decoration>> by_commit_;  // key: 20 raw bytes
+  std::unordered_map<std::string, git_oid> branch_tips_;
+  std::vector<std::string> branches_;
+  std::string head_branch_;
+  size_t peel_calls_ = 0;
+};
+
+// A cheap fingerprint of everything a RefIndex is built from (sizes, inodes and modification
+// times of HEAD, packed-refs and every folder under refs/). Equal fingerprints: same refs.
+std::string RefsFingerprint(const std::string& git_dir);
+
+}  // namespace shellac::gitfrag

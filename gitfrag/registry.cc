@@ -1,0 +1,135 @@
+#include "registry.h"
+
+#include <algorithm>
+
+namespace shellac::gitfrag {
+
+using Clock = std::chrono::steady_clock;
+
+struct Registry::Entry {
+  std::vector<RepositoryPtr> idle;
+  unsigned leased = 0;
+  uint64_t last_used = 0;
+  // The ref index and how fresh it is; refs_mu serialises rebuilds (outside mu_).
+  std::mutex refs_mu;
+  std::shared_ptr<const RefIndex> refs;
+  std::string fingerprint;
+  Clock::time_point checked{};
+  bool open() const { return leased > 0 || !idle.empty(); }
+};
+
+Registry::Registry(std::vector<conf::Config::Repository> repos, unsigned max_open)
+    : repos_(std::move(repos)), max_open_(std::max(1u, max_open)) {
+  EnsureLibgit2();
+  for (size_t i = 0; i < repos_.size(); ++i) entries_.push_back(std::make_unique<Entry>());
+}
+
+Registry::~Registry() = default;
+
+Registry::Lease::Lease(Lease&& other) noexcept
+    : registry_(other.registry_),
+      index_(other.index_),
+      repo_(std::move(other.repo_)),
+      refs_(std::move(other.refs_)) {
+  other.registry_ = nullptr;
+}
+
+Registry::Lease::~Lease() {
+  if (registry_ != nullptr && repo_) registry_->Release(index_, std::move(repo_));
+}
+
+size_t Registry::open_count() const {
+  std::lock_guard lock(mu_);
+  return std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->open(); });
+}
+
+void Registry::CloseLeastRecentlyUsed() {
+  size_t open = 0;
+  for (const auto& e : entries_) open += e->open();
+  while (open > max_open_) {
+    Entry* victim = nullptr;
+    for (const auto& e : entries_) {
+      if (e->leased == 0 && !e->idle.empty() &&
+          (victim == nullptr || e->last_used < victim->last_used))
+        victim = e.get();
+    }
+    if (victim == nullptr) return;  // every open repository is in use; they close when released
+    victim->idle.clear();
+    --open;
+  }
+}
+
+Registry::Lease Registry::Acquire(size_t index, std::string* error) {
+  Lease lease;
+  if (index >= entries_.size()) {
+    *error = "no such repository";
+    return lease;
+  }
+  Entry& entry = *entries_[index];
+  {
+    std::lock_guard lock(mu_);
+    entry.last_used = ++clock_;
+    if (!entry.idle.empty()) {
+      lease.repo_ = std::move(entry.idle.back());
+      entry.idle.pop_back();
+    }
+    ++entry.leased;  // counted as open from here, so LRU closing never picks it
+    CloseLeastRecentlyUsed();
+  }
+  lease.registry_ = this;
+  lease.index_ = index;
+  if (!lease.repo_) {
+    git_repository* raw = nullptr;
+    // NO_SEARCH: the configured path is the repository; never walk up into a parent's.
+    if (git_repository_open_ext(&raw, repos_[index].path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                nullptr) != 0) {
+      const git_error* e = git_error_last();
+      *error = "cannot open repository: " + std::string(e ? e->message : "unknown error");
+      std::lock_guard lock(mu_);
+      --entry.leased;
+      lease.registry_ = nullptr;
+      return lease;
+    }
+    lease.repo_.reset(raw);
+  }
+
+  // Ref index: rebuilt only when the refs on disk changed, looked at no more than once a second.
+  {
+    std::lock_guard lock(entry.refs_mu);
+    const auto now = Clock::now();
+    if (!entry.refs || now - entry.checked >= std::chrono::seconds(1)) {
+      entry.checked = now;
+      const std::string git_dir = git_repository_path(lease.repo_.get());
+      std::string fingerprint = RefsFingerprint(git_dir);
+      if (!entry.refs || fingerprint != entry.fingerprint) {
+        git_repository* repo = lease.repo_.get();
+        auto peel = [repo](const git_oid& id) -> std::optional<RefIndex::Peeled> {
+          git_object* raw = nullptr;
+          if (git_object_lookup(&raw, repo, &id, GIT_OBJECT_ANY) != 0) return std::nullopt;
+          ObjectPtr object(raw);
+          const bool annotated = git_object_type(raw) == GIT_OBJECT_TAG;
+          git_object* peeled = nullptr;
+          if (git_object_peel(&peeled, raw, GIT_OBJECT_COMMIT) != 0) {
+            return RefIndex::Peeled{id, annotated};
+          }
+          ObjectPtr peeled_owner(peeled);
+          return RefIndex::Peeled{*git_object_id(peeled), annotated};
+        };
+        entry.refs = RefIndex::Build(git_dir, peel);
+        entry.fingerprint = std::move(fingerprint);
+      }
+    }
+    lease.refs_ = entry.refs;
+  }
+  return lease;
+}
+
+void Registry::Release(size_t index, RepositoryPtr repo) {
+  std::lock_guard lock(mu_);
+  Entry& entry = *entries_[index];
+  --entry.leased;
+  entry.idle.push_back(std::move(repo));
+  CloseLeastRecentlyUsed();
+}
+
+}  // namespace shellac::gitfrag

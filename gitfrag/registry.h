@@ -1,0 +1,66 @@
+// Registry: the configured repositories, opened lazily and kept open.
+//
+// A git_repository handle is used by one thread at a time (libgit2 handles are not safe for
+// concurrent use); each repository keeps a small pool of idle handles, so concurrent renders of
+// one repository each get their own while pack indexes stay mapped (libgit2 shares mapped packs
+// between handles of the same path). At most `max_open` repositories hold handles; opening one
+// more closes the least recently used idle one.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "git.h"
+#include "refs.h"
+
+namespace shellac::gitfrag {
+
+class Registry {
+ public:
+  Registry(std::vector<conf::Config::Repository> repos, unsigned max_open);
+  ~Registry();
+
+  // Exclusive use of one open handle of a repository, returned to the pool at destruction.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& other) noexcept;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    git_repository* repo() const { return repo_.get(); }
+    // The ref index current at acquisition (rebuilt when refs changed, checked at most once a
+    // second).
+    const RefIndex& refs() const { return *refs_; }
+    explicit operator bool() const { return repo_ != nullptr; }
+
+   private:
+    friend class Registry;
+    Registry* registry_ = nullptr;
+    size_t index_ = 0;
+    RepositoryPtr repo_;
+    std::shared_ptr<const RefIndex> refs_;
+  };
+
+  // Opens (or reuses) a handle. On failure returns an empty lease and sets *error.
+  Lease Acquire(size_t index, std::string* error);
+
+  const std::vector<conf::Config::Repository>& repos() const { return repos_; }
+  size_t open_count() const;  // repositories holding at least one handle (tests)
+
+ private:
+  struct Entry;
+  void Release(size_t index, RepositoryPtr repo);
+  void CloseLeastRecentlyUsed();  // with mu_ held
+
+  const std::vector<conf::Config::Repository> repos_;
+  const unsigned max_open_;
+  mutable std::mutex mu_;  // guards every Entry's handle lists and the LRU clock
+  std::vector<std::unique_ptr<Entry>> entries_;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,100 @@
+// What the page renderers share: the render context, cgit's page chrome (head, header with the
+// branch list, tabs, footer), URL building and the text helpers for git data. One file per page
+// (ui_*.cc) uses these, so each page reads top to bottom like the HTML it emits.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "git.h"
+#include "gitfrag.h"
+#include "registry.h"
+#include "writer.h"
+
+namespace shellac::gitfrag {
+
+struct Chrome {
+  const std::string& virtual_root;
+  const std::string& css;
+  const std::string& logo;
+  const std::string& root_title;
+  const std::string& root_desc;
+};
+
+// Everything one render of a repository page needs.
+struct PageContext {
+  const Site& site;
+  const Chrome& chrome;
+  const Route& route;
+  const conf::Config::Repository& repo;
+  Registry::Lease& lease;
+  Writer& out;
+};
+
+using Args = std::initializer_list<std::pair<const char*, std::string_view>>;
+
+// Writes "{virtual-root}{repo}/{page}/{path}?k=v&amp;k2=v2" (empty values left out), escaped for
+// an attribute. `page` "" gives the repository's summary URL "{virtual-root}{repo}/".
+void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view path, Args args);
+// Writes "?k=v&amp;..." or nothing.
+void QueryArgs(Writer& out, Args args);
+
+// <!DOCTYPE> ... <body><div id='cgit'> and the header table with the branch switcher and tabs.
+// `active_tab` is "commit", "diff", "log", ...; `extra_args` are what the active tab's link keeps
+// (cgit keeps id/context/... on the current page's tab).
+void PageStart(const PageContext& ctx, std::string_view title, std::string_view active_tab,
+               std::string_view id);
+void PageEnd(Writer& out);  // footer and closing tags
+
+// Text of git data for display: valid UTF-8 stays as is; otherwise it is converted from
+// `encoding` (a commit's encoding header) or, lacking one, from Latin-1, as cgit shows it.
+std::string ToUtf8(std::string_view bytes, const char* encoding);
+// "2026-11-29 22:35:48 +0000" in the signature's own offset.
+std::string FormatDate(const git_time& when);
+// RFC 2822 date as in a patch's Date: header.
+std::string FormatMailDate(const git_time& when);
+// Subject (first line) and body (after the blank lines that follow it) of a commit message.
+void SplitMessage(std::string_view message, std::string_view* subject, std::string_view* body);
+// "-rw-r--r--" for a git file mode.
+const char* ModeString(uint32_t mode);
+
+// Resolves a user-given id (full or short SHA, ref name; "" means h= or HEAD) to a commit.
+// On failure returns null and sets *status (404 unknown/malformed, 400 ambiguous) and *reason.
+CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_view id,
+                        std::string_view head, int* status, std::string* reason);
+
+// Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
+// with cgit's options (context, -w, rename detection). Null with *reason on failure.
+DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
+                   const DiffOptions& options, bool detect_renames, std::string* reason);
+
+// The repository-neutral fragment: diffstat + diff with links relative to a page one level below
+// the repository (…/REPO/commit/, …/REPO/diff/).
+void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
+                       const DiffOptions& options);
+
+// cgit's age cell: "<span class='age-hours' title='LONG DATE'>5 hours</span>", or the short date
+// when older than `max_relative` seconds (negative: never).
+void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative);
+
+// Shared by the commit and diff pages.
+void WriteOptionsPanel(const PageContext& ctx, std::string_view id);
+void WriteDecorations(const PageContext& ctx, const git_oid& oid);
+
+std::string OidHex(const git_oid& oid);
+bool IsFullSha(std::string_view s);
+
+// Pages (one file each).
+Page RenderCommit(const PageContext& ctx);
+Page RenderDiffPage(const PageContext& ctx);
+Page RenderFragment(const PageContext& ctx);
+Page RenderPatch(const PageContext& ctx);
+Page RenderRawDiff(const PageContext& ctx);
+Page RenderLog(const PageContext& ctx);
+Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);
+
+Page ErrorPage(int status, std::string reason);
+
+}  // namespace shellac::gitfrag

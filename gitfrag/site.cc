@@ -1,0 +1,266 @@
+// Site: routing (Match) and render dispatch. Match never touches git; Render leases an open
+// repository from the registry and hands it to the page's renderer.
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include "render.h"
+
+namespace shellac::gitfrag {
+
+void EnsureLibgit2() {
+  static const bool initialised = [] {
+    git_libgit2_init();
+    return true;
+  }();
+  (void)initialised;
+}
+
+const char* PageKindName(PageKind kind) {
+  switch (kind) {
+    case PageKind::kIndex:
+      return "index";
+    case PageKind::kLog:
+      return "log";
+    case PageKind::kCommit:
+      return "commit";
+    case PageKind::kDiff:
+      return "diff";
+    case PageKind::kDiffFragment:
+      return "diff-fragment";
+    case PageKind::kPatch:
+      return "patch";
+    case PageKind::kRawDiff:
+      return "rawdiff";
+  }
+  return "unknown";
+}
+
+namespace {
+
+int Hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decodes (and '+' -> ' ' in queries). False on a malformed escape or a NUL byte.
+bool Decode(std::string_view in, bool plus_is_space, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = Hex(in[i + 1]), lo = Hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      c = static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      c = ' ';
+    }
+    if (c == '\0') return false;
+    out->push_back(c);
+  }
+  return true;
+}
+
+int ParseInt(std::string_view s, int fallback) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return fallback;
+  return v;
+}
+
+std::string OptionsKey(const DiffOptions& o) {
+  return "context=" + std::to_string(o.context) + "&ignorews=" + (o.ignorews ? "1" : "0") +
+         "&dt=" + std::to_string(o.dt);
+}
+
+}  // namespace
+
+Site::Site(const conf::Config& config)
+    : virtual_root_(config.virtual_root),
+      css_(config.css),
+      logo_(config.logo),
+      root_title_(config.root_title),
+      root_desc_(config.root_desc),
+      registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
+  EnsureLibgit2();
+  if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
+  for (size_t i = 0; i < registry_->repos().size(); ++i)
+    by_url_.emplace(registry_->repos()[i].url, i);
+}
+
+Site::~Site() = default;
+
+const std::vector<conf::Config::Repository>& Site::repositories() const {
+  return registry_->repos();
+}
+
+std::optional<Route> Site::Match(std::string_view raw_path, std::string_view query) const {
+  if (!raw_path.starts_with(virtual_root_)) return std::nullopt;
+  std::string rest;
+  if (!Decode(raw_path.substr(virtual_root_.size()), false, &rest)) return std::nullopt;
+  Route route;
+  if (rest.empty()) {
+    route.kind = PageKind::kIndex;
+  } else {
+    // Longest repository URL that is a whole-segment prefix of the path.
+    std::optional<size_t> repo;
+    size_t repo_end = 0;
+    for (size_t end = rest.size();; end = rest.rfind('/', end - 1)) {
+      if (end == std::string::npos || end == 0) break;
+      auto it = by_url_.find(rest.substr(0, end));
+      if (it != by_url_.end()) {
+        repo = it->second;
+        repo_end = end;
+        break;
+      }
+    }
+    if (!repo) return std::nullopt;
+    route.repo = *repo;
+    std::string_view tail = std::string_view(rest).substr(repo_end);  // "/commit/PATH" or ""
+    if (tail.starts_with('/')) tail.remove_prefix(1);
+    const size_t slash = tail.find('/');
+    if (slash == std::string_view::npos) return std::nullopt;  // summary and the like: not ours
+    const std::string_view page = tail.substr(0, slash);
+    route.path = std::string(tail.substr(slash + 1));
+    if (page == "log")
+      route.kind = PageKind::kLog;
+    else if (page == "commit")
+      route.kind = PageKind::kCommit;
+    else if (page == "diff")
+      route.kind = PageKind::kDiff;
+    else if (page == "esi-diff")
+      route.kind = PageKind::kDiffFragment;
+    else if (page == "patch")
+      route.kind = PageKind::kPatch;
+    else if (page == "rawdiff")
+      route.kind = PageKind::kRawDiff;
+    else
+      return std::nullopt;
+  }
+
+  std::string key, value;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (!Decode(pair.substr(0, eq), true, &key)) continue;
+    if (eq == std::string_view::npos || !Decode(pair.substr(eq + 1), true, &value)) continue;
+    if (key == "id")
+      route.id = value;
+    else if (key == "id2")
+      route.id2 = value;
+    else if (key == "h")
+      route.head = value;
+    else if (key == "context")
+      route.diff.context = std::clamp(ParseInt(value, 3), 1, 40);
+    else if (key == "ignorews")
+      route.diff.ignorews = ParseInt(value, 0) != 0;
+    else if (key == "dt") {
+      const int dt = ParseInt(value, 0);
+      route.diff.dt = dt >= 0 && dt <= 2 ? dt : 0;  // cgit treats unknown modes as unified
+    } else if (key == "ofs")
+      route.ofs = static_cast<unsigned>(std::clamp(ParseInt(value, 0), 0, 1 << 30));
+  }
+
+  const bool id_full = IsFullSha(route.id) && (route.id2.empty() || IsFullSha(route.id2));
+  if (id_full && route.path.empty()) {
+    if (route.kind == PageKind::kDiffFragment) {
+      route.cache_key = "gitfrag/diff/" + route.id + (route.id2.empty() ? "" : "/" + route.id2) +
+                        "?" + OptionsKey(route.diff);
+    } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
+      route.cache_key = "gitfrag/patch/" + route.id;
+    } else if (route.kind == PageKind::kRawDiff && route.id2.empty()) {
+      route.cache_key = "gitfrag/rawdiff/" + route.id;
+    }
+  }
+  return route;
+}
+
+std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
+                              const DiffOptions& options) const {
+  std::string url;
+  {
+    Writer out(&url);
+    out.Raw(virtual_root_).UrlPart(repositories()[repo].url, /*keep_slash=*/true);
+  }
+  url += "/esi-diff/?id=";
+  url += sha;
+  if (!sha2.empty()) url += "&id2=" + std::string(sha2);
+  url += "&" + OptionsKey(options);
+  return url;
+}
+
+Page Site::Render(const Route& route) const {
+  const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_};
+  if (route.kind == PageKind::kIndex) return RenderIndex(chrome, registry_->repos());
+  if (route.repo >= registry_->repos().size()) return ErrorPage(404, "no such repository");
+  std::string error;
+  Registry::Lease lease = registry_->Acquire(route.repo, &error);
+  if (!lease) return ErrorPage(500, error);
+  std::string body;
+  Page page;
+  {
+    Writer out(&body);
+    const PageContext ctx{*this, chrome, route, registry_->repos()[route.repo], lease, out};
+    switch (route.kind) {
+      case PageKind::kCommit:
+        page = RenderCommit(ctx);
+        break;
+      case PageKind::kDiff:
+        page = RenderDiffPage(ctx);
+        break;
+      case PageKind::kDiffFragment:
+        page = RenderFragment(ctx);
+        break;
+      case PageKind::kPatch:
+        page = RenderPatch(ctx);
+        break;
+      case PageKind::kRawDiff:
+        page = RenderRawDiff(ctx);
+        break;
+      case PageKind::kLog:
+        page = RenderLog(ctx);
+        break;
+      case PageKind::kIndex:
+        break;
+    }
+    out.Flush();
+  }
+  if (page.status == 200) page.body = std::move(body);
+  return page;
+}
+
+Page Site::RenderAssembled(const Route& route) const {
+  Page page = Render(route);
+  if (!page.esi) return page;
+  static constexpr std::string_view kOpen = "<esi:include src=\"";
+  std::string out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t start = page.body.find(kOpen, pos);
+    if (start == std::string::npos) break;
+    const size_t url_start = start + kOpen.size();
+    const size_t url_end = page.body.find('"', url_start);
+    const size_t tag_end = page.body.find("/>", url_end);
+    if (url_end == std::string::npos || tag_end == std::string::npos) break;
+    out.append(page.body, pos, start - pos);
+    const std::string url = page.body.substr(url_start, url_end - url_start);
+    const size_t q = url.find('?');
+    auto fragment_route =
+        Match(std::string_view(url).substr(0, q),
+              q == std::string::npos ? std::string_view() : std::string_view(url).substr(q + 1));
+    if (fragment_route) out += Render(*fragment_route).body;
+    pos = tag_end + 2;
+  }
+  out.append(page.body, pos);
+  page.body = std::move(out);
+  page.esi = false;
+  return page;
+}
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,114 @@
+// The log page: 50 commits per page from h= (or id=, or HEAD), newest first, with decorations and
+// a pager (ofs=).
+#include <ctime>
+#include <list>
+#include <string>
+#include <unordered_set>
+
+#include "render.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+// git's default history order (what cgit's log shows): repeatedly take the newest commit of the
+// frontier and add its unseen parents. Commits with equal dates leave the frontier in the order
+// they entered it, which libgit2's time sort does not promise, so the walk is done here.
+class DateWalk {
+ public:
+  DateWalk(git_repository* repo, const git_oid& start) : repo_(repo) { Add(start); }
+
+  // The next commit, or null at the end.
+  CommitPtr Next() {
+    if (frontier_.empty()) return nullptr;
+    CommitPtr commit = std::move(frontier_.front());
+    frontier_.pop_front();
+    const unsigned parents = git_commit_parentcount(commit.get());
+    for (unsigned i = 0; i < parents; ++i) Add(*git_commit_parent_id(commit.get(), i));
+    return commit;
+  }
+
+ private:
+  void Add(const git_oid& oid) {
+    if (!seen_.insert(std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ)).second)
+      return;
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo_, &oid) != 0) return;
+    CommitPtr commit(raw);
+    const git_time_t date = git_commit_time(raw);
+    auto it = frontier_.begin();
+    while (it != frontier_.end() && git_commit_time(it->get()) >= date) ++it;
+    frontier_.insert(it, std::move(commit));
+  }
+
+  git_repository* repo_;
+  std::list<CommitPtr> frontier_;
+  std::unordered_set<std::string> seen_;
+};
+
+}  // namespace
+
+Page RenderLog(const PageContext& ctx) {
+  constexpr unsigned kPerPage = 50;
+  int status = 200;
+  std::string reason;
+  git_repository* repo = ctx.lease.repo();
+  CommitPtr start =
+      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  if (!start) return ErrorPage(status, reason);
+  DateWalk walk(repo, *git_commit_id(start.get()));
+
+  Writer& out = ctx.out;
+  const std::string title =
+      ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
+  PageStart(ctx, title, "log", ctx.route.id);
+  out.Raw(
+      "<table class='list nowrap'><tr class='nohover'><th class='left'>Age</th>"
+      "<th class='left'>Commit message (<a href='");
+  RepoUrl(ctx, "log", "", {{"h", ctx.route.head}, {"id", ctx.route.id}, {"showmsg", "1"}});
+  out.Raw("'>Expand</a>)</th><th class='left'>Author</th></tr>\n");
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  unsigned index = 0;
+  bool more = false;
+  while (CommitPtr commit = walk.Next()) {
+    if (index++ < ctx.route.ofs) continue;
+    if (index > ctx.route.ofs + kPerPage) {
+      more = true;
+      break;
+    }
+    git_commit* raw = commit.get();
+    const git_oid oid = *git_commit_id(raw);
+    const char* encoding = git_commit_message_encoding(raw);
+    std::string_view subject, body;
+    const std::string text = ToUtf8(git_commit_message_raw(raw), encoding);
+    SplitMessage(text, &subject, &body);
+    const std::string hex = OidHex(oid);
+    out.Raw("<tr><td>");
+    WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
+    out.Raw("</td><td><a href='");
+    RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
+    out.Raw("'>").Text(subject).Raw("</a>");
+    WriteDecorations(ctx, oid);
+    out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");
+  }
+  out.Raw("</table><ul class='pager'>");
+  if (ctx.route.ofs > 0) {
+    const unsigned prev = ctx.route.ofs > kPerPage ? ctx.route.ofs - kPerPage : 0;
+    const std::string ofs = prev ? std::to_string(prev) : "";
+    out.Raw("<li><a href='");
+    RepoUrl(ctx, "log", "", {{"h", ctx.route.head}, {"id", ctx.route.id}, {"ofs", ofs}});
+    out.Raw("'>[prev]</a></li>");
+  }
+  if (more) {
+    out.Raw("<li><a href='");
+    RepoUrl(ctx, "log", "",
+            {{"h", ctx.route.head},
+             {"id", ctx.route.id},
+             {"ofs", std::to_string(ctx.route.ofs + kPerPage)}});
+    out.Raw("'>[next]</a></li>");
+  }
+  out.Raw("</ul>");
+  PageEnd(out);
+  return Page{};
+}
+
+}  // namespace shellac::gitfrag

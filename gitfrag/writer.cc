@@ -1,0 +1,85 @@
+#include "writer.h"
+
+#include <cstring>
+
+namespace shellac::gitfrag {
+
+Writer::Writer(std::string* sink) : sink_(sink), buffer_(new char[kBufferSize]) {}
+
+Writer& Writer::Raw(std::string_view s) {
+  while (!s.empty()) {
+    if (used_ == kBufferSize) Flush();
+    const size_t n = std::min(s.size(), kBufferSize - used_);
+    std::memcpy(buffer_.get() + used_, s.data(), n);
+    used_ += n;
+    s.remove_prefix(n);
+  }
+  return *this;
+}
+
+Writer& Writer::Text(std::string_view s) {
+  // Copy runs of safe bytes in one go; only the five special bytes take the slow path.
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char* entity;
+    switch (s[i]) {
+      case '&':
+        entity = "&amp;";
+        break;
+      case '<':
+        entity = "&lt;";
+        break;
+      case '>':
+        entity = "&gt;";
+        break;
+      case '\'':
+        entity = "&#39;";
+        break;
+      case '"':
+        entity = "&quot;";
+        break;
+      default:
+        continue;
+    }
+    Raw(s.substr(start, i - start));
+    Raw(entity);
+    start = i + 1;
+  }
+  Raw(s.substr(start));
+  return *this;
+}
+
+Writer& Writer::UrlPart(std::string_view s, bool keep_slash) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
+    if (safe) {
+      Put(static_cast<char>(c));
+    } else {
+      Put('%');
+      Put(kHex[c >> 4]);
+      Put(kHex[c & 15]);
+    }
+  }
+  return *this;
+}
+
+Writer& Writer::Number(uint64_t n) {
+  char digits[24];
+  size_t i = sizeof digits;
+  do {
+    digits[--i] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  return Raw(std::string_view(digits + i, sizeof digits - i));
+}
+
+void Writer::Flush() {
+  if (used_ == 0) return;
+  sink_->append(buffer_.get(), used_);
+  flushed_ += used_;
+  used_ = 0;
+}
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,48 @@
+// Writer: the one place HTML is produced and escaped. A render owns one Writer; bytes collect in
+// a 64 KiB buffer and reach the sink in large chunks, so a page of many small pieces costs a few
+// appends, never one allocation or syscall per piece.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace shellac::gitfrag {
+
+class Writer {
+ public:
+  static constexpr size_t kBufferSize = 64 << 10;
+
+  explicit Writer(std::string* sink);
+  ~Writer() { Flush(); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Trusted bytes: markup written by the renderer itself. Never git data.
+  Writer& Raw(std::string_view s);
+  // Git data as HTML text or attribute value: & < > ' " escaped.
+  Writer& Text(std::string_view s);
+  // Git data inside a URL query or path inside an attribute: bytes outside the URL-safe set are
+  // percent-encoded (so the URL is ASCII), then the result is HTML-escaped.
+  Writer& UrlPart(std::string_view s, bool keep_slash);
+  Writer& Number(uint64_t n);
+
+  // Moves buffered bytes to the sink.
+  void Flush();
+  // Bytes written so far (buffered + flushed).
+  uint64_t size() const { return flushed_ + used_; }
+
+ private:
+  void Put(char c) {
+    if (used_ == kBufferSize) Flush();
+    buffer_[used_++] = c;
+  }
+
+  std::string* sink_;
+  std::unique_ptr<char[]> buffer_;
+  size_t used_ = 0;
+  uint64_t flushed_ = 0;
+};
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,776 @@
+// Tests for gitfrag/: the ref-decoration index, the writer, routing, the render pool and the
+// rendered pages, on fixture repositories made with git at test time. The commit page is compared
+// with what Debian's cgit 1.2.3 shows for the same repository and commit (visible text).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "gitfrag.h"
+#include "harness.h"
+#include "refs.h"
+#include "registry.h"
+#include "writer.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::TempDir;
+
+constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+// Runs a shell command, returns stdout; fails the test on a non-zero exit.
+std::string Sh(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) {
+    ADD_FAILURE() << "popen failed: " << command;
+    return out;
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "failed: " << command << "\n"
+                                                             << out;
+  return out;
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// A work tree + bare clone with every shape the commit page must handle. Fixed dates and
+// identities keep ids stable within a run; the test reads ids back from git rather than
+// hard-coding them.
+class Fixture {
+ public:
+  Fixture() {
+    const std::string w = dir_.File("work");
+    git_ = "cd " + Quote(w) + " && env HOME=" + Quote(dir_.path()) +
+           " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
+           " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
+           " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
+           "GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700' git ";
+    const std::string script = R"SH(
+set -e
+git init -q -b master work
+cd work
+git config core.autocrlf false
+seq 1 30 > nums
+printf 'int main() {\n  return 0;\n}\n' > main.c
+printf 'no newline' > nonl.txt
+git add . && git commit -q -m 'root commit'
+git mv nums numbers && echo 31 >> numbers
+printf '\000\001\002binary' > bin.dat
+printf 'int main() {\n  int x = 1;\n  return x;\n}\n' > main.c
+printf 'still no newline' > nonl.txt
+git add . && git commit -q -m 'rename, binary and edits' -m 'A body with <script>alert(1)</script> & more.'
+git commit -q --allow-empty -m 'empty commit'
+git checkout -q -b side
+echo side > side.txt && git add . && git commit -q -m 'side work'
+git checkout -q master
+echo m > m.txt && git add . && git commit -q -m 'master work'
+git merge -q --no-edit side
+printf 'caf\351 latin-1 subject\n\nbody \351t\351\n' > ../msg
+chmod +x main.c && git rm -q --cached nonl.txt && rm nonl.txt && git add -A
+git commit -q -F ../msg
+seq 1 10000 > big.txt && git add . && git commit -q -m 'ten thousand lines'
+mkdir -p '<script>dir' && echo x > '<script>dir/<b>file.txt' && git add . && git commit -q -m 'odd path'
+git tag -a v1.0 -m 'tag one'
+git tag -a v1.0-outer -m 'tag on a tag' v1.0
+git tag light
+git tag '<script>tag'
+git branch 'feature/<i>x'
+git checkout -q -b long
+for i in $(seq 1 61); do GIT_COMMITTER_DATE="$((1614900000 + i * 60)) +0000" git commit -q --allow-empty -m "filler $i"; done
+git checkout -q master
+)SH";
+    std::ofstream(dir_.File("make.sh")) << script;
+    Sh("cd " + Quote(dir_.path()) + " && env HOME=" + Quote(dir_.path()) +
+       " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
+       " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
+       " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+       " sh make.sh 2>&1");
+    Sh("cd " + Quote(dir_.path()) +
+       " && git clone -q --bare work repo.git 2>&1 && cd repo.git && git pack-refs --all");
+    bare_ = dir_.File("repo.git");
+  }
+
+  // Runs git in the bare repository.
+  std::string Git(const std::string& args) {
+    return Trimmed(Sh("git -C " + Quote(bare_) + " " + args));
+  }
+  std::string Rev(const std::string& spec) { return Git("rev-parse " + Quote(spec + "^{commit}")); }
+
+  const std::string& bare() const { return bare_; }
+  const TempDir& dir() const { return dir_; }
+
+  conf::Config Config(const std::string& url = "fix") const {
+    conf::Config c;
+    conf::Config::Repository r;
+    r.url = url;
+    r.name = url;
+    r.path = bare_;
+    r.desc = "fixture <repo>";
+    c.repositories.push_back(r);
+    c.css = "/cgit.css";
+    return c;
+  }
+
+  // cgit's answer (body only) for PATH_INFO + QUERY_STRING on this repository under url "fix".
+  std::string Cgit(const std::string& path_info, const std::string& query,
+                   const std::string& extra_config = "") {
+    const std::string rc = dir_.File("cgitrc");
+    std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << bare_
+                      << "\nrepo.desc=fixture <repo>\n"
+                      << extra_config;
+    std::string out =
+        Sh("env -i CGIT_CONFIG=" + Quote(rc) + " REQUEST_METHOD=GET PATH_INFO=" + Quote(path_info) +
+           " QUERY_STRING=" + Quote(query) + " SCRIPT_NAME=/ " + kCgit);
+    const size_t body = out.find("\n\n");
+    return body == std::string::npos ? out : out.substr(body + 2);
+  }
+
+ private:
+  TempDir dir_;
+  std::string git_;
+  std::string bare_;
+};
+
+// The visible text of an HTML page: the generator footer removed (cgit's names its version and
+// the time of rendering), tags stripped, entities decoded, whitespace runs collapsed to a space.
+std::string VisibleText(std::string html) {
+  const size_t footer = html.find("<div class='footer'>");
+  if (footer != std::string::npos) {
+    const size_t end = html.find("</div>", footer);
+    html.erase(footer, end + 6 - footer);
+  }
+  std::string text;
+  bool in_tag = false;
+  for (char c : html) {
+    if (c == '<')
+      in_tag = true;
+    else if (c == '>' && in_tag) {
+      in_tag = false;
+      text += ' ';
+    } else if (!in_tag)
+      text += c;
+  }
+  static const std::pair<const char*, const char*> kEntities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : kEntities) {
+    for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += std::strlen(to))
+      text.replace(p, std::strlen(from), to);
+  }
+  std::string out;
+  bool space = true;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      if (!space) out += ' ';
+      space = true;
+    } else {
+      out += c;
+      space = false;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// First position where two long strings differ, with context, for readable failures.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const size_t from = i > 120 ? i - 120 : 0;
+  return "at " + std::to_string(i) + ":\n  shellac: ..." + a.substr(from, 300) +
+         "\n  cgit:    ..." + b.substr(from, 300);
+}
+
+Route MustMatch(const Site& site, const std::string& path, const std::string& query) {
+  auto r = site.Match(path, query);
+  EXPECT_TRUE(r.has_value()) << path << "?" << query;
+  return r.value_or(Route{});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+TEST(GitfragWriter, EscapesGitDataAndFlushesInLargeChunks) {
+  std::string sink;
+  {
+    Writer w(&sink);
+    w.Raw("<b>").Text("<script>&'\"").Raw("</b>");
+    EXPECT_TRUE(sink.empty()) << "small writes must stay in the buffer";
+    w.UrlPart("a b/<c>&%", /*keep_slash=*/true);
+    w.Number(0).Number(18446744073709551615ull);
+  }
+  EXPECT_EQ(sink,
+            "<b>&lt;script&gt;&amp;&#39;&quot;</b>a%20b/%3Cc%3E%26%250"
+            "18446744073709551615");
+
+  std::string big;
+  size_t appends = 0;
+  {
+    Writer w(&big);
+    for (int i = 0; i < 100000; ++i) {
+      const size_t before = big.size();
+      w.Raw("0123456789");
+      if (big.size() != before) ++appends;
+    }
+  }
+  EXPECT_EQ(big.size(), 1000000u);
+  EXPECT_LE(appends, 1000000u / Writer::kBufferSize + 1) << "the sink must see 64 KiB chunks";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ref decorations
+
+class GitfragRefs : public ::testing::Test {
+ protected:
+  Fixture fx;
+};
+
+TEST_F(GitfragRefs, PackedTagsDecorateWithoutTheirTagObjects) {
+  const std::string head = fx.Rev("HEAD");
+  // Keep every object but the tag objects: repack the reachable commits, trees and blobs, drop the
+  // old packs, then check the tag objects are really gone.
+  const std::string tag1 = fx.Git("rev-parse v1.0"), tag2 = fx.Git("rev-parse v1.0-outer");
+  fx.Git("rev-list --objects --all | grep -v -e " + tag1 + " -e " + tag2 +
+         " | cut -d' ' -f1 | git -C " + Quote(fx.bare()) + " pack-objects -q " +
+         Quote(fx.bare() + "/objects/pack/keep") + " >/dev/null");
+  // A local clone hard-links loose objects too: drop them and every other pack.
+  std::vector<std::filesystem::path> doomed;
+  for (const auto& e : std::filesystem::directory_iterator(fx.bare() + "/objects/pack")) {
+    if (e.path().filename().string().rfind("keep-", 0) != 0) doomed.push_back(e.path());
+  }
+  for (const auto& e : std::filesystem::directory_iterator(fx.bare() + "/objects")) {
+    if (e.path().filename().string().size() == 2) doomed.push_back(e.path());
+  }
+  for (const auto& p : doomed) std::filesystem::remove_all(p);
+  ASSERT_NE(
+      system(("git -C " + Quote(fx.bare()) + " cat-file -e " + tag1 + " 2>/dev/null").c_str()), 0)
+      << "the tag object must be gone for this test to mean anything";
+
+  size_t peels = 0;
+  auto index = RefIndex::Build(fx.bare(), [&](const git_oid&) {
+    ++peels;
+    return std::optional<RefIndex::Peeled>();
+  });
+  EXPECT_EQ(peels, 0u) << "packed tags must not be peeled through the object store";
+  git_oid oid;
+  ASSERT_EQ(git_oid_fromstr(&oid, head.c_str()), 0);
+  const auto* decorations = index->For(oid);
+  ASSERT_NE(decorations, nullptr);
+  std::vector<std::string> names;
+  for (const auto& d : *decorations) names.push_back(d.name);
+  // git's order: HEAD, then refs in reverse name order.
+  EXPECT_EQ(names, (std::vector<std::string>{"HEAD", "refs/tags/v1.0-outer", "refs/tags/v1.0",
+                                             "refs/tags/light", "refs/tags/<script>tag",
+                                             "refs/heads/master", "refs/heads/feature/<i>x"}));
+  EXPECT_EQ((*decorations)[1].kind, Decoration::Kind::kAnnotatedTag);
+  EXPECT_EQ((*decorations)[3].kind, Decoration::Kind::kTag);
+
+  // And the page shows them all.
+  Site site(fx.Config());
+  Page page = site.Render(MustMatch(site, "/fix/commit/", "id=" + head));
+  ASSERT_EQ(page.status, 200) << page.reason;
+  for (const char* tag : {">v1.0-outer</a>", ">v1.0</a>", ">light</a>", ">&lt;script&gt;tag</a>"})
+    EXPECT_NE(page.body.find(tag), std::string::npos) << tag;
+}
+
+TEST_F(GitfragRefs, LooseTagIsPeeledOnceAndLooseRefsOverridePacked) {
+  const std::string root = fx.Rev("master~7");
+  fx.Git("tag -a loose-annotated -m x " + root);
+  fx.Git("update-ref refs/heads/master " + root);  // loose ref now overrides the packed one
+  std::vector<std::string> peeled;
+  auto index =
+      RefIndex::Build(fx.bare(), [&](const git_oid& id) -> std::optional<RefIndex::Peeled> {
+        char hex[41];
+        git_oid_tostr(hex, sizeof hex, &id);
+        peeled.push_back(hex);
+        git_oid target;
+        git_oid_fromstr(&target, root.c_str());
+        return RefIndex::Peeled{target, true};
+      });
+  EXPECT_EQ(peeled, std::vector<std::string>{fx.Git("rev-parse loose-annotated")});
+  git_oid oid;
+  git_oid_fromstr(&oid, root.c_str());
+  const auto* d = index->For(oid);
+  ASSERT_NE(d, nullptr);
+  std::vector<std::string> names;
+  for (const auto& x : *d) names.push_back(x.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"HEAD", "refs/tags/loose-annotated", "refs/heads/master"}));
+  EXPECT_EQ(index->head_branch(), "master");
+}
+
+TEST_F(GitfragRefs, FingerprintChangesWithRefs) {
+  const std::string before = RefsFingerprint(fx.bare());
+  EXPECT_EQ(before, RefsFingerprint(fx.bare()));
+  fx.Git("branch another master~1");
+  EXPECT_NE(before, RefsFingerprint(fx.bare()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routing
+
+TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
+  conf::Config c;
+  for (const char* url : {"pub/scm/linux", "pub/scm/linux/kernel/git/torvalds/linux", "git"}) {
+    conf::Config::Repository r;
+    r.url = url;
+    r.name = url;
+    r.path = "/nonexistent";
+    c.repositories.push_back(r);
+  }
+  c.virtual_root = "/cgit/";
+  Site site(c);
+  const std::string sha(40, 'a'), sha2(40, 'b');
+  auto r =
+      site.Match("/cgit/pub/scm/linux/kernel/git/torvalds/linux/commit/", "id=" + sha + "&h=next");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->repo, 1u);
+  EXPECT_EQ(r->kind, PageKind::kCommit);
+  EXPECT_EQ(r->head, "next");
+  EXPECT_EQ(r->cache_key, "") << "frames are not cached";
+
+  r = site.Match("/cgit/pub/scm/linux/log/", "ofs=50");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->repo, 0u);
+  EXPECT_EQ(r->kind, PageKind::kLog);
+  EXPECT_EQ(r->ofs, 50u);
+
+  // The include URL a frame emits routes back to the fragment with a key without the repository.
+  const std::string include = site.FragmentUrl(1, sha, "", DiffOptions{5, true, 0});
+  const size_t q = include.find('?');
+  r = site.Match(include.substr(0, q), include.substr(q + 1));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->kind, PageKind::kDiffFragment);
+  EXPECT_EQ(r->cache_key, "gitfrag/diff/" + sha + "?context=5&ignorews=1&dt=0");
+  auto other_fork = site.Match("/cgit/git/esi-diff/", include.substr(q + 1));
+  ASSERT_TRUE(other_fork);
+  EXPECT_EQ(other_fork->cache_key, r->cache_key);
+
+  r = site.Match("/cgit/git/esi-diff/", "id=" + sha + "&id2=" + sha2 + "&context=999&dt=7");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->cache_key, "gitfrag/diff/" + sha + "/" + sha2 + "?context=40&ignorews=0&dt=0");
+  EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&dt=2")->cache_key,
+            "gitfrag/diff/" + sha + "?context=3&ignorews=0&dt=2");
+  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha)->cache_key, "gitfrag/patch/" + sha);
+  EXPECT_EQ(site.Match("/cgit/git/rawdiff/", "id=" + sha)->cache_key, "gitfrag/rawdiff/" + sha);
+  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=master")->cache_key, "") << "a branch moves";
+
+  EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
+  EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
+  EXPECT_FALSE(site.Match("/cgit/git/tree/", "")) << "pages gitfrag does not render";
+  EXPECT_FALSE(site.Match("/cgit/git/", "")) << "summary";
+  EXPECT_FALSE(site.Match("/cgit/pub/scm/linuxx/commit/", "")) << "prefix must end at a '/'";
+  ASSERT_TRUE(site.Match("/cgit/", ""));
+  EXPECT_EQ(site.Match("/cgit/", "")->kind, PageKind::kIndex);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages
+
+class GitfragPages : public ::testing::Test {
+ protected:
+  Fixture fx;
+};
+
+// The commit page, frame + fragment, shows the same text as cgit 1.2.3 for every commit of the
+// fixture (root, rename + binary, empty, merge, Latin-1 message, 10k-line diff, odd paths, tags on
+// tags), with and without diff options and h=.
+TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  Site site(fx.Config());
+  const std::vector<std::string> commits = [&] {
+    std::vector<std::string> v;
+    std::string all = fx.Git("rev-list --all");
+    for (size_t p = 0; p < all.size(); p += 41) v.push_back(all.substr(p, 40));
+    return v;
+  }();
+  ASSERT_GE(commits.size(), 9u);
+  std::vector<std::string> queries;
+  for (const auto& c : commits) queries.push_back("id=" + c);
+  queries.push_back("id=" + commits[3] + "&context=1");
+  queries.push_back("id=" + commits[2] + "&ignorews=1&context=10");
+  queries.push_back("h=side&id=" + fx.Rev("side").substr(0, 10));
+  queries.push_back("");  // HEAD
+  for (const auto& q : queries) {
+    SCOPED_TRACE(q);
+    Route route = MustMatch(site, "/fix/commit/", q);
+    Page frame = site.Render(route);
+    ASSERT_EQ(frame.status, 200) << frame.reason;
+    EXPECT_TRUE(frame.esi);
+    EXPECT_NE(frame.body.find("<esi:include src=\"/fix/esi-diff/?id="), std::string::npos);
+    Page page = site.RenderAssembled(route);
+    const std::string ours = VisibleText(page.body);
+    const std::string theirs = VisibleText(fx.Cgit("/fix/commit/", q));
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+}
+
+// The diff page (with and without id2 and options), the log (with h=, ofs= and the pager) and the
+// repository index show the same text as cgit's.
+TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  const std::string extra = "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() +
+                            "\nrepo.desc=second <d>\nrepo.owner=Own <er>\n";
+  conf::Config c = fx.Config();
+  conf::Config::Repository two = c.repositories[0];
+  two.url = two.name = "pub/scm/two";
+  two.desc = "second <d>";
+  two.owner = "Own <er>";
+  two.section = "Team <b>";
+  c.repositories.push_back(two);
+  Site site(c);
+  const std::string a = fx.Rev("master~6"), b = fx.Rev("master~7");
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/fix/diff/", "id=" + a},
+      {"/fix/diff/", "id=" + b + "&id2=" + a},
+      {"/fix/diff/", "id=" + a + "&context=1&ignorews=1"},
+      {"/fix/diff/", "id=" + a + "&dt=2"},
+      {"/fix/diff/", ""},
+      {"/fix/log/", ""},
+      {"/fix/log/", "h=long"},
+      {"/fix/log/", "h=long&ofs=50"},
+      {"/fix/log/", "id=" + fx.Rev("long~55")},
+      {"/pub/scm/two/log/", "h=side"},
+      {"/", ""},
+  };
+  for (const auto& [path, query] : pages) {
+    SCOPED_TRACE(path + "?" + query);
+    Page page = site.RenderAssembled(MustMatch(site, path, query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string ours = VisibleText(page.body);
+    const std::string theirs = VisibleText(fx.Cgit(path, query, extra));
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+}
+
+// patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
+// (cgit names its version there).
+TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  Site site(fx.Config());
+  auto without_signature = [](std::string s) {
+    const size_t sig = s.rfind("-- \n");
+    if (sig != std::string::npos) s.resize(sig);
+    return s;
+  };
+  std::string all = fx.Git("rev-list --all");
+  size_t compared = 0;
+  for (size_t p = 0; p < all.size(); p += 41) {
+    const std::string id = all.substr(p, 40);
+    SCOPED_TRACE(id);
+    for (const char* page : {"patch", "rawdiff"}) {
+      const std::string path = "/fix/" + std::string(page) + "/";
+      Route route = MustMatch(site, path, "id=" + id);
+      EXPECT_FALSE(route.cache_key.empty());
+      Page ours = site.Render(route);
+      ASSERT_EQ(ours.status, 200) << ours.reason;
+      EXPECT_EQ(ours.content_type, "text/plain; charset=UTF-8");
+      EXPECT_FALSE(ours.esi);
+      const std::string theirs = fx.Cgit(path, "id=" + id);
+      EXPECT_EQ(without_signature(ours.body), without_signature(theirs)) << page;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 18u);
+}
+
+TEST_F(GitfragPages, GitDataIsEscaped) {
+  // An author name with markup can only be made by writing the commit object by hand (git
+  // itself strips '<' and '>' from names).
+  const std::string tree = fx.Git("rev-parse HEAD^{tree}");
+  const std::string parent = fx.Rev("HEAD");
+  const std::string object =
+      "tree " + tree + "\nparent " + parent +
+      "\nauthor <script>evil</script> <x@y> 1600000000 +0000\ncommitter C <c@d> "
+      "1600000000 +0000\n\n<script>subject</script>\n\n<img src=x onerror=alert(1)>\n";
+  std::ofstream(fx.dir().File("obj")) << object;
+  const std::string id =
+      fx.Git("hash-object -t commit -w --literally " + Quote(fx.dir().File("obj")));
+  Site site(fx.Config());
+  Page page = site.RenderAssembled(MustMatch(site, "/fix/commit/", "id=" + id));
+  ASSERT_EQ(page.status, 200) << page.reason;
+  Page odd_path = site.RenderAssembled(MustMatch(site, "/fix/commit/", "id=" + fx.Rev("HEAD")));
+  ASSERT_EQ(odd_path.status, 200);
+  for (const std::string& body : {page.body, odd_path.body}) {
+    // Only the renderer's own markup may contain these tags.
+    EXPECT_EQ(body.find("<script"), std::string::npos);
+    EXPECT_EQ(body.find("<img src=x"), std::string::npos);
+    EXPECT_EQ(body.find("<b>file"), std::string::npos);
+    EXPECT_EQ(body.find("<i>x"), std::string::npos);
+  }
+  EXPECT_NE(page.body.find("&lt;script&gt;subject&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.body.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+  EXPECT_NE(odd_path.body.find("&lt;script&gt;dir/&lt;b&gt;file.txt"), std::string::npos);
+  EXPECT_NE(odd_path.body.find("feature/&lt;i&gt;x"), std::string::npos);
+}
+
+TEST_F(GitfragPages, BadInput) {
+  Site site(fx.Config());
+  auto status = [&](const std::string& path, const std::string& q) {
+    auto r = site.Match(path, q);
+    if (!r) return std::pair<int, std::string>(0, "no route");
+    Page p = site.Render(*r);
+    return std::pair<int, std::string>(p.status, p.reason);
+  };
+  EXPECT_EQ(status("/fix/commit/", "id=" + std::string(40, '0')).first, 404);
+  EXPECT_EQ(status("/fix/commit/", "id=nosuchref").first, 404);
+  EXPECT_EQ(status("/fix/commit/", "id=HEAD:nums").first, 404);
+  auto malformed = status("/fix/commit/", "id=%01x");
+  EXPECT_EQ(malformed.first, 404);
+  EXPECT_NE(malformed.second.find("malformed"), std::string::npos) << malformed.second;
+  EXPECT_EQ(status("/fix/esi-diff/", "id=" + std::string(40, 'f')).first, 404);
+  EXPECT_EQ(status("/nope/commit/", "id=HEAD").first, 0)
+      << "unknown repository: the proxy answers 404";
+
+  // An ambiguous short id: make commits until two share a 4-digit prefix.
+  std::map<std::string, std::string> seen;
+  std::string ambiguous;
+  for (int i = 0; i < 5000 && ambiguous.empty(); ++i) {
+    const std::string id = fx.Git("commit-tree -m " + std::to_string(i) + " HEAD^{tree}");
+    const std::string prefix = id.substr(0, 4);
+    if (seen.count(prefix)) ambiguous = prefix;
+    seen[prefix] = id;
+  }
+  ASSERT_FALSE(ambiguous.empty());
+  auto amb = status("/fix/commit/", "id=" + ambiguous);
+  EXPECT_EQ(amb.first, 400) << amb.second;
+  EXPECT_NE(amb.second.find("ambiguous"), std::string::npos);
+}
+
+TEST_F(GitfragPages, FrameChecksTheCommitExistsInItsRepository) {
+  // A second repository that lacks the newest commits (a fork behind its upstream).
+  Sh("git clone -q --no-local --bare --single-branch --no-tags --branch side " +
+     Quote(fx.dir().File("work")) + " " + Quote(fx.dir().File("fork.git")));
+  conf::Config c = fx.Config();
+  conf::Config::Repository fork = c.repositories[0];
+  fork.url = "fork";
+  fork.name = "fork";
+  fork.path = fx.dir().File("fork.git");
+  c.repositories.push_back(fork);
+  Site site(c);
+  const std::string head = fx.Rev("HEAD"), side = fx.Rev("side");
+  EXPECT_EQ(site.Render(MustMatch(site, "/fork/commit/", "id=" + head)).status, 404);
+  Page a = site.Render(MustMatch(site, "/fix/commit/", "id=" + side));
+  Page b = site.Render(MustMatch(site, "/fork/commit/", "id=" + side));
+  ASSERT_EQ(a.status, 200);
+  ASSERT_EQ(b.status, 200);
+  // Both frames include the same fragment key, and the fragment is byte-identical from either.
+  auto key = [&](const Page& p) {
+    const size_t s = p.body.find("<esi:include src=\"") + 18;
+    const std::string url = p.body.substr(s, p.body.find('"', s) - s);
+    const size_t q = url.find('?');
+    return MustMatch(site, url.substr(0, q), url.substr(q + 1));
+  };
+  const Route ra = key(a), rb = key(b);
+  EXPECT_FALSE(ra.cache_key.empty());
+  EXPECT_EQ(ra.cache_key, rb.cache_key);
+  const Page fa = site.Render(ra), fb = site.Render(rb);
+  ASSERT_EQ(fa.status, 200);
+  EXPECT_EQ(fa.body, fb.body);
+  EXPECT_EQ(fa.body.find("/fix/"), std::string::npos) << "fragment links must be relative";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry and pool
+
+TEST_F(GitfragPages, ManyThreadsAndFewOpenRepositories) {
+  conf::Config c = fx.Config();
+  for (int i = 0; i < 3; ++i) {
+    conf::Config::Repository r = c.repositories[0];
+    r.url = "copy" + std::to_string(i);
+    c.repositories.push_back(r);
+  }
+  c.max_open_repos = 2;
+  auto site = std::make_shared<const Site>(c);
+  const std::string head = fx.Rev("HEAD");
+  const std::string expected = site->Render(MustMatch(*site, "/fix/esi-diff/", "id=" + head)).body;
+  RenderPool pool(4, 1000);
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, good = 0;
+  const int kJobs = 200;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string url =
+        i % 4 == 0 ? "/fix/esi-diff/" : "/copy" + std::to_string(i % 3) + "/esi-diff/";
+    auto submitted = pool.Submit(site, MustMatch(*site, url, "id=" + head), [&](Page&& p) {
+      std::lock_guard lock(mu);
+      good += p.status == 200 && p.body == expected;
+      ++done;
+      cv.notify_all();
+    });
+    ASSERT_EQ(submitted, RenderPool::Submitted::kQueued);
+  }
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done == kJobs; });
+  EXPECT_EQ(good, kJobs);
+  const PoolMetrics m = pool.Metrics();
+  EXPECT_EQ(m.kinds[static_cast<size_t>(PageKind::kDiffFragment)].renders,
+            static_cast<uint64_t>(kJobs));
+  EXPECT_EQ(m.kinds[static_cast<size_t>(PageKind::kDiffFragment)].errors, 0u);
+  EXPECT_EQ(m.threads, 4u);
+}
+
+TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
+  std::vector<conf::Config::Repository> repos;
+  for (int i = 0; i < 4; ++i) {
+    conf::Config::Repository r = fx.Config().repositories[0];
+    r.url = "r" + std::to_string(i);
+    repos.push_back(r);
+  }
+  Registry registry(repos, 2);
+  std::string error;
+  {
+    Registry::Lease a = registry.Acquire(0, &error);
+    ASSERT_TRUE(a) << error;
+    Registry::Lease b = registry.Acquire(0, &error);  // a second handle of the same repository
+    ASSERT_TRUE(b);
+    EXPECT_NE(a.repo(), b.repo());
+  }
+  for (size_t i = 1; i < 4; ++i) {
+    Registry::Lease l = registry.Acquire(i, &error);
+    ASSERT_TRUE(l) << error;
+    EXPECT_LE(registry.open_count(), 2u);
+  }
+  EXPECT_EQ(registry.open_count(), 2u);
+  // In use, a repository stays open even past the limit; it closes when released.
+  {
+    Registry::Lease l0 = registry.Acquire(0, &error), l1 = registry.Acquire(1, &error),
+                    l2 = registry.Acquire(2, &error);
+    EXPECT_EQ(registry.open_count(), 3u);
+  }
+  EXPECT_EQ(registry.open_count(), 2u);
+
+  // A new branch shows up once the refs changed (looked at no more than once a second).
+  const std::string tip = fx.Rev("master~2");
+  {
+    Registry::Lease l = registry.Acquire(3, &error);
+    git_oid oid;
+    git_oid_fromstr(&oid, tip.c_str());
+    EXPECT_EQ(l.refs().For(oid), nullptr);
+  }
+  fx.Git("branch fresh " + tip);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  Registry::Lease l = registry.Acquire(3, &error);
+  git_oid oid;
+  git_oid_fromstr(&oid, tip.c_str());
+  ASSERT_NE(l.refs().For(oid), nullptr);
+  EXPECT_EQ(l.refs().For(oid)->front().name, "refs/heads/fresh");
+
+  std::string bad_error;
+  conf::Config::Repository missing = repos[0];
+  missing.path = fx.dir().File("missing.git");
+  Registry bad({missing}, 1);
+  EXPECT_FALSE(bad.Acquire(0, &bad_error));
+  EXPECT_NE(bad_error.find("cannot open"), std::string::npos);
+}
+
+// A fork that borrows its objects through objects/info/alternates renders like its upstream.
+TEST_F(GitfragPages, ForkWithAlternates) {
+  const std::string fork = fx.dir().File("fork.git");
+  Sh("git init -q --bare " + Quote(fork));
+  std::filesystem::create_directories(fork + "/objects/info");
+  std::ofstream(fork + "/objects/info/alternates") << fx.bare() << "/objects\n";
+  const std::string head = fx.Rev("HEAD");
+  Sh("git -C " + Quote(fork) + " update-ref refs/heads/master " + head);
+  conf::Config c = fx.Config();
+  conf::Config::Repository r = c.repositories[0];
+  r.url = r.name = "forks/fork";
+  r.path = fork;
+  c.repositories.push_back(r);
+  Site site(c);
+  Page up = site.RenderAssembled(MustMatch(site, "/fix/commit/", "id=" + head));
+  Page down = site.RenderAssembled(MustMatch(site, "/forks/fork/commit/", "id=" + head));
+  ASSERT_EQ(down.status, 200) << down.reason;
+  EXPECT_NE(down.body.find("odd path"), std::string::npos);
+  // The fragment part is identical; only the frame differs (repository name, branches).
+  auto fragment = [](const std::string& body) {
+    const size_t start = body.find("<div class='diffstat-header'>");
+    return body.substr(start, body.find("</table></div> <!-- class=content") - start);
+  };
+  EXPECT_EQ(fragment(up.body), fragment(down.body));
+}
+
+// A commit that declares its encoding is converted from it; one that does not is read as Latin-1
+// when it is not UTF-8 (what cgit shows).
+TEST_F(GitfragPages, MessageEncodings) {
+  const std::string tree = fx.Git("rev-parse HEAD^{tree}");
+  const std::string object =
+      "tree " + tree +
+      "\nauthor Ren\xe9 <r@x> 1600000000 +0000\ncommitter C <c@d> 1600000000 +0000\n"
+      "encoding ISO-8859-7\n\n\xe1\xe2\xe3 subject\n";
+  std::ofstream(fx.dir().File("obj")) << object;
+  const std::string id =
+      fx.Git("hash-object -t commit -w --literally " + Quote(fx.dir().File("obj")));
+  Site site(fx.Config());
+  Page page = site.Render(MustMatch(site, "/fix/commit/", "id=" + id));
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("\xce\xb1\xce\xb2\xce\xb3 subject"), std::string::npos)
+      << "Greek alpha beta gamma";
+  EXPECT_NE(page.body.find("Ren\xce\xb9"), std::string::npos)
+      << "the author is in the same encoding";
+}
+
+TEST(GitfragPool, FullQueueSaysBusy) {
+  RenderPool pool(1, 2);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, started = false;
+  ASSERT_EQ(pool.SubmitJob([&] {
+    std::unique_lock lock(mu);
+    started = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  }),
+            RenderPool::Submitted::kQueued);
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return started; });
+  }
+  std::atomic<int> ran{0};
+  EXPECT_EQ(pool.SubmitJob([&] { ++ran; }), RenderPool::Submitted::kQueued);
+  EXPECT_EQ(pool.SubmitJob([&] { ++ran; }), RenderPool::Submitted::kQueued);
+  EXPECT_EQ(pool.Metrics().queue_depth, 2u);
+  EXPECT_EQ(pool.SubmitJob([&] { ++ran; }), RenderPool::Submitted::kBusy);
+  EXPECT_EQ(pool.Metrics().rejected, 1u);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  while (ran.load() < 2) std::this_thread::yield();
+  EXPECT_EQ(ran.load(), 2);
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
