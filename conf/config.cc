@@ -175,6 +175,14 @@ class Builder {
       duration(&config_->default_ttl);
     } else if (key == "grace") {
       duration(&config_->grace);
+    } else if (key == "fragment-ttl") {
+      if (Lower(value) == "forever") {
+        config_->fragment_ttl.reset();
+      } else {
+        Millis ttl{};
+        duration(&ttl);
+        config_->fragment_ttl = ttl;
+      }
     } else if (key == "single-flight-timeout") {
       duration(&config_->single_flight_timeout);
     } else if (key == "cache-size") {
@@ -599,6 +607,7 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"force-store", "none"},
       {"default-ttl", "120s"},
       {"grace", "10s"},
+      {"fragment-ttl", "forever"},
       {"single-flight-timeout", "30s"},
       {"esi", "surrogate"},
       {"esi-url", "none"},

@@ -56,6 +56,7 @@ struct Config {
   std::vector<Rule> force_store;         // force-store=REGEX: stored despite no-store/private/Set-Cookie
   Millis default_ttl{120'000};           // freshness of a response that names none
   Millis grace{10'000};                  // how long a stale object may stand in when the upstream fails
+  std::optional<Millis> fragment_ttl;    // resident fragments, patches, rawdiffs; unset: for ever
   Millis single_flight_timeout{30'000};  // a request waiting for another's fetch gives up (503) after this
   // Edge Side Includes (esi/, proxy/esi_response.h).
   enum class EsiMode { kOff, kSurrogate, kAlways };

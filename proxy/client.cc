@@ -32,7 +32,9 @@ std::string PeerIp(const sockaddr* peer) {
   return buf;
 }
 
-std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+std::string_view PathOf(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
 
 // The percent-decoded value of query parameter `name`, if present.
 std::optional<std::string> QueryParameter(std::string_view query, std::string_view name) {
@@ -42,13 +44,16 @@ std::optional<std::string> QueryParameter(std::string_view query, std::string_vi
     const auto eq = pair.find('=');
     if (pair.substr(0, eq) == name) {
       std::string value;
-      const std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+      const std::string_view raw =
+          eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
       for (size_t i = 0; i < raw.size(); ++i) {
         if (raw[i] == '+') {
           value.push_back(' ');
-        } else if (raw[i] == '%' && i + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
+        } else if (raw[i] == '%' && i + 2 < raw.size() &&
+                   std::isxdigit(static_cast<unsigned char>(raw[i + 1])) &&
                    std::isxdigit(static_cast<unsigned char>(raw[i + 2]))) {
-          value.push_back(static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16)));
+          value.push_back(
+              static_cast<char>(std::stoi(std::string(raw.substr(i + 1, 2)), nullptr, 16)));
           i += 2;
         } else {
           value.push_back(raw[i]);
@@ -64,7 +69,8 @@ std::optional<std::string> QueryParameter(std::string_view query, std::string_vi
 
 }  // namespace
 
-ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
+ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer,
+                                   Site site)
     : worker_(worker), site_(site), peer_ip_(PeerIp(peer)) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -101,11 +107,15 @@ void ClientConnection::Drain() {
 }
 
 void ClientConnection::SetReading(bool on) {
-  if (on) bufferevent_enable(bev_.get(), EV_READ);
-  else bufferevent_disable(bev_.get(), EV_READ);
+  if (on)
+    bufferevent_enable(bev_.get(), EV_READ);
+  else
+    bufferevent_disable(bev_.get(), EV_READ);
 }
 
-void ClientConnection::NotifyWhenDrained(size_t low) { bufferevent_setwatermark(bev_.get(), EV_WRITE, low, 0); }
+void ClientConnection::NotifyWhenDrained(size_t low) {
+  bufferevent_setwatermark(bev_.get(), EV_WRITE, low, 0);
+}
 
 void ClientConnection::ApplyIoTimeouts(bool reading_body) {
   const conf::Config& config = *runtime_->config;
@@ -158,8 +168,10 @@ void ClientConnection::OnWrite(bufferevent*, void* arg) {
 void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
   self->FreeRetired();
-  if ((self->state_ == State::kWaiting || (self->state_ == State::kBusy && self->esi_)) && (what & BEV_EVENT_EOF)) {
-    self->close_after_response_ = true;  // half-closed while its fetch runs elsewhere: answer, then close
+  if ((self->state_ == State::kWaiting || (self->state_ == State::kBusy && self->esi_)) &&
+      (what & BEV_EVENT_EOF)) {
+    self->close_after_response_ =
+        true;  // half-closed while its fetch runs elsewhere: answer, then close
     self->SetReading(false);
     return;
   }
@@ -170,9 +182,11 @@ void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
       self->SetReading(false);
       return;
     }
-    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) && !self->exchange_->response_started()) {
-      self->FailExchange(408, "request body not received within " +
-                                  std::to_string(self->runtime_->config->client_body_timeout.count()) + " ms");
+    if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING) &&
+        !self->exchange_->response_started()) {
+      self->FailExchange(
+          408, "request body not received within " +
+                   std::to_string(self->runtime_->config->client_body_timeout.count()) + " ms");
       return;
     }
   }
@@ -187,8 +201,9 @@ void ClientConnection::OnHeadTimer(evutil_socket_t, short, void* arg) {
     return;
   }
   self->started_ = std::chrono::steady_clock::now();
-  self->RespondError(408, "request head not received within " +
-                              std::to_string(self->runtime_->config->client_header_timeout.count()) + " ms");
+  self->RespondError(
+      408, "request head not received within " +
+               std::to_string(self->runtime_->config->client_header_timeout.count()) + " ms");
 }
 
 void ClientConnection::OnDeferred(evutil_socket_t, short, void* arg) {
@@ -222,7 +237,8 @@ void ClientConnection::ProcessInput() {
   if (evbuffer_get_length(in) == 0) return;
   runtime_ = worker_.runtime();
   const conf::Config& config = *runtime_->config;
-  const http::Limits limits{config.max_request_line, config.max_header_count, config.max_header_bytes};
+  const http::Limits limits{config.max_request_line, config.max_header_count,
+                            config.max_header_bytes};
   const http::ParseResult r = http::ParseRequestHead(in, limits, &request_);
   if (r.kind == http::ParseResult::kIncomplete) {
     if (head_timer_is_idle_) {
@@ -254,7 +270,15 @@ void ClientConnection::Dispatch() {
   }
   if (config.max_body_size != 0 && request_.body == http::BodyKind::kLength &&
       request_.content_length > config.max_body_size) {
-    RespondError(413, "request body larger than " + std::to_string(config.max_body_size) + " bytes");
+    RespondError(413,
+                 "request body larger than " + std::to_string(config.max_body_size) + " bytes");
+    return;
+  }
+  resident_.reset();
+  if (request_.method == "GET" || request_.method == "HEAD")
+    resident_ = MatchResident(*runtime_, request_.target);
+  if (resident_) {
+    ServeResident();
     return;
   }
   if (!config.backend) {
@@ -300,11 +324,13 @@ void ClientConnection::ServeCached(const std::string& key) {
     return;
   }
   std::weak_ptr<int> alive = alive_;
-  const bool leader = flights.Join(key, &worker_, alive, [this](const FillResult& result) {
-    OnFillDone(result);
-  });
+  const bool leader =
+      flights.Join(key, &worker_, alive, [this](const FillResult& result) { OnFillDone(result); });
   if (leader) {
-    StartExchange(key);
+    if (resident_)
+      StartRender(key);
+    else
+      StartExchange(key);
     return;
   }
   state_ = State::kWaiting;
@@ -331,7 +357,10 @@ void ClientConnection::OnFillDone(const FillResult& result) {
     case FillResult::kNotStorable:
       break;
   }
-  StartExchange({});
+  if (resident_)
+    StartRender({});
+  else
+    StartExchange({});
 }
 
 void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
@@ -353,12 +382,15 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
     return true;
   }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
-  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive);
+  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(),
+                                    worker_.HttpDate(), keep_alive);
   if (!d.ok) {
     worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
     return false;
   }
-  if (d.body_bytes > 0) WorkerMetrics::Add(d.gzip ? worker_.metrics().cache_stitched : worker_.metrics().cache_inflated);
+  if (d.body_bytes > 0)
+    WorkerMetrics::Add(d.gzip ? worker_.metrics().cache_stitched
+                              : worker_.metrics().cache_inflated);
   cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
   body_bytes_ = d.body_bytes;
   Flush();
@@ -366,12 +398,47 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
   return true;
 }
 
+void ClientConnection::ServeResident() {
+  route_ = Route::kLocal;
+  if (runtime_->config->cache && !resident_->cache_key.empty()) {
+    cache_key_ = resident_->cache_key;
+    ServeCached(cache_key_);
+    return;
+  }
+  StartRender({});
+}
+
+void ClientConnection::StartRender(std::string fill_key) {
+  cache_status_ = fill_key.empty() ? "pass" : "miss";
+  state_ =
+      State::kWaiting;  // as for a single-flight wait: the client's EOF is noticed, not acted on
+  std::weak_ptr<int> alive = alive_;
+  RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
+                 [this](Rendered rendered) { OnRendered(std::move(rendered)); });
+}
+
+void ClientConnection::OnRendered(Rendered rendered) {
+  if (state_ != State::kWaiting) return;
+  state_ = State::kBusy;
+  if (rendered.status == 503) {
+    state_ = State::kReadingHead;
+    Respond(503, "text/plain; charset=utf-8", "503 Service Unavailable: " + rendered.reason + "\n",
+            /*keep_alive=*/false, "Retry-After: 2\r\n");
+    return;
+  }
+  if (!rendered.object || !Deliver(rendered.object, rendered.stored ? "miss" : "pass")) {
+    state_ = State::kReadingHead;
+    RespondError(rendered.status == 200 ? 500 : rendered.status, rendered.reason);
+  }
+}
+
 void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache) {
   cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
   state_ = State::kBusy;
   ApplyIoTimeouts(false);
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
-  esi_ = std::make_unique<EsiResponse>(*this, runtime_, request_, std::move(page), x_cache, keep_alive);
+  esi_ = std::make_unique<EsiResponse>(*this, runtime_, request_, std::move(page), x_cache,
+                                       keep_alive);
   esi_->Start();
 }
 
@@ -389,13 +456,23 @@ void ClientConnection::ServeLocal() {
   cache_status_ = "local";
   const bool keep = request_.body == http::BodyKind::kNone && request_.keep_alive;
   if (request_.method != "GET" && request_.method != "HEAD") {
-    Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: only GET and HEAD are served here\n", keep,
+    Respond(405, "text/plain; charset=utf-8",
+            "405 Method Not Allowed: only GET and HEAD are served here\n", keep,
             "Allow: GET, HEAD\r\n");
-  } else if (PathOf(request_.target) == "/") {
+  } else if (PathOf(request_.target) == "/" && !runtime_->site) {
     Respond(200, "text/html; charset=utf-8", runtime_->builtin_page, keep);
+  } else if (runtime_->site) {
+    Respond(404, "text/plain; charset=utf-8",
+            "404 Not Found: shellac renders commit, diff, patch, rawdiff and log pages of its "
+            "repositories; "
+            "this page is served by the forge, and no backend is configured (see shellac.conf(5), "
+            "backend=)\n",
+            keep);
   } else {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: no backend is configured, so only / is served (see shellac.conf(5), backend=)\n", keep);
+            "404 Not Found: no backend is configured, so only / is served (see shellac.conf(5), "
+            "backend=)\n",
+            keep);
   }
 }
 
@@ -407,8 +484,8 @@ void ClientConnection::ServeAdmin() {
   if (path == "/purge" || path == "/ban") {
     ServeInvalidation(path == "/ban", keep);
   } else if (request_.method != "GET" && request_.method != "HEAD") {
-    Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n", keep,
-            "Allow: GET, HEAD\r\n");
+    Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n",
+            keep, "Allow: GET, HEAD\r\n");
   } else if (path == "/health") {
     if (worker_.shared().global.draining.load()) {
       Respond(503, "text/plain; charset=utf-8", "draining\n", keep);
@@ -416,7 +493,8 @@ void ClientConnection::ServeAdmin() {
       Respond(200, "text/plain; charset=utf-8", "ok\n", keep);
     }
   } else if (path == "/metrics") {
-    Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(), keep);
+    Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(),
+            keep);
   } else {
     Respond(404, "text/plain; charset=utf-8",
             "404 Not Found: admin endpoints are /health, /metrics, /purge and /ban\n", keep);
@@ -432,7 +510,8 @@ void ClientConnection::ServeInvalidation(bool ban, bool keep) {
     return;
   }
   const auto q = request_.target.find('?');
-  const std::string_view query = q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
+  const std::string_view query =
+      q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
   cache::Store& store = *worker_.shared().store;
   if (ban) {
     const auto prefix = QueryParameter(query, "prefix");
@@ -449,14 +528,15 @@ void ClientConnection::ServeInvalidation(bool ban, bool keep) {
   } else if (auto url = QueryParameter(query, "url"); url && url->starts_with("/")) {
     runtime_->key_rules->MakeKey(request_.host, *url, &key);
   } else {
-    Respond(400, kText, "400 Bad Request: /purge needs ?key=KEY or ?url=/PATH (with the site's Host)\n", false);
+    Respond(400, kText,
+            "400 Bad Request: /purge needs ?key=KEY or ?url=/PATH (with the site's Host)\n", false);
     return;
   }
   Respond(200, kText, std::string(store.Purge(key) ? "purged " : "not stored ") + key + "\n", keep);
 }
 
-void ClientConnection::Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
-                               std::string_view extra_headers) {
+void ClientConnection::Respond(int status, std::string_view content_type, std::string_view body,
+                               bool keep_alive, std::string_view extra_headers) {
   keep_alive = keep_alive && !close_after_response_ && !worker_.draining();
   std::string head;
   head.reserve(256);
@@ -465,8 +545,10 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
   head.append(worker_.HttpDate()).append("\r\nContent-Type: ").append(content_type);
   head.append("\r\nContent-Length: ").append(std::to_string(body.size()));
   head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers);
-  if (!keep_alive) head.append("Connection: close\r\n");
-  else if (request_.minor_version == 0) head.append("Connection: keep-alive\r\n");
+  if (!keep_alive)
+    head.append("Connection: close\r\n");
+  else if (request_.minor_version == 0)
+    head.append("Connection: keep-alive\r\n");
   head.append("\r\n");
   evbuffer_add(output(), head.data(), head.size());
   if (request_.method != "HEAD") {
@@ -512,7 +594,8 @@ void ClientConnection::RetireExchange() {
 }
 
 void ClientConnection::FreeRetired() {
-  retired_esi_.clear();  // first: an ESI response's include fetches may use retired exchanges' state
+  retired_esi_
+      .clear();  // first: an ESI response's include fetches may use retired exchanges' state
   retired_.clear();
 }
 
@@ -536,7 +619,8 @@ void ClientConnection::FinishRequest(int status, bool keep_alive) {
     entry.body_bytes = body_bytes_;
     entry.referer = referer ? std::string_view(referer->value) : std::string_view();
     entry.user_agent = agent ? std::string_view(agent->value) : std::string_view();
-    entry.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - started_).count());
+    entry.micros = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(now - started_).count());
     entry.cache = cache_status_;
     worker_.access_log().Append(runtime.access_log, entry, time(nullptr));
   }

@@ -15,6 +15,7 @@
 #include "exchange.h"
 #include "http1.h"
 #include "object.h"
+#include "resident.h"
 #include "single_flight.h"
 #include "worker.h"
 
@@ -75,8 +76,15 @@ class ClientConnection : public ExchangeClient {
   void ProcessInput();
   void Dispatch();
   void ServeLocal();
-  // Looks the request up in the store: serves a hit, joins or leads the fetch of a miss.
+  // Looks the request up in the store: serves a hit, joins or leads the fetch (or, for a resident
+  // page, the render) of a miss.
   void ServeCached(const std::string& key);
+  // A page of the resident renderer (resident_): from the store when it is repository-neutral,
+  // else rendered for this request.
+  void ServeResident();
+  // Renders resident_; a non-empty `fill_key` makes it the render that fills the store.
+  void StartRender(std::string fill_key);
+  void OnRendered(Rendered rendered);
   // Forwards the request; a non-empty `fill_key` makes it the fetch that fills the store.
   void StartExchange(std::string fill_key);
   void OnFillDone(const FillResult& result);
@@ -134,6 +142,7 @@ class ClientConnection : public ExchangeClient {
   uint64_t body_bytes_ = 0;
   const char* cache_status_ = "pass";
   Route route_ = Route::kProxy;
+  std::optional<gitfrag::Route> resident_;  // the request is a resident page
 };
 
 }  // namespace shellac::proxy

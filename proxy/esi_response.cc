@@ -7,6 +7,7 @@
 
 #include "background.h"
 #include "deliver.h"
+#include "resident.h"
 
 namespace shellac::proxy {
 namespace {
@@ -58,21 +59,34 @@ class IncludeFetch : public ExchangeClient {
     const conf::Config& config = *runtime.config;
     Worker& worker = page_.worker();
     const http::RequestHead& parent = page_.request();
-    // The include is a GET with the page's headers: cacheable unless those carry credentials.
-    if (!config.cache || parent.Find("cookie") != nullptr ||
-        parent.Find("authorization") != nullptr) {
-      Fetch({});
-      return;
+    // A resident page (a frame's diff fragment) is rendered here, under its repository-neutral key,
+    // whatever the include's host: no HTTP round trip.
+    if (!resident_) resident_ = MatchResident(runtime, fetch_.location.target);
+    if (resident_) {
+      if (!config.cache || resident_->cache_key.empty()) {
+        Fetch({});
+        return;
+      }
+      key_ = resident_->cache_key;
+    } else {
+      // The include is a GET with the page's headers: cacheable unless those carry credentials.
+      if (!config.cache || parent.Find("cookie") != nullptr ||
+          parent.Find("authorization") != nullptr) {
+        Fetch({});
+        return;
+      }
+      runtime.key_rules->MakeKey(fetch_.location.host, fetch_.location.target, &key_);
     }
-    runtime.key_rules->MakeKey(fetch_.location.host, fetch_.location.target, &key_);
     cache::Store& store = *worker.shared().store;
     cache::LookupResult found = store.Lookup(key_, NowSeconds());
     SingleFlight& flights = worker.shared().flights;
     const auto now = std::chrono::steady_clock::now();
     if (found.state == cache::LookupState::kFresh || found.state == cache::LookupState::kStale) {
-      if (found.state == cache::LookupState::kStale && !flights.ShouldPass(key_, now) &&
-          flights.TryLead(key_)) {
-        BackgroundFetch::Start(worker, page_.runtime(), request_, page_.peer_ip(), key_);
+      // A stale fragment from the upstream is refreshed in the background (a resident one never
+      // goes stale before fragment-ttl, and is then rendered again on the next miss).
+      if (found.state == cache::LookupState::kStale && !resident_ &&
+          !flights.ShouldPass(key_, now) && flights.TryLead(key_)) {
+        BackgroundFetch::Start(worker, page_.runtime(), MakeRequest(), page_.peer_ip(), key_);
       }
       WorkerMetrics::Add(worker.metrics().esi_includes_hit);
       Done(std::move(found.object), {});
@@ -138,9 +152,15 @@ class IncludeFetch : public ExchangeClient {
     return request;
   }
 
+  // From the resident renderer, or from the upstream (collected whole, stored when HTTP allows).
   void Fetch(std::string fill_key) {
     WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
     wait_timer_.reset();
+    if (resident_) {
+      RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
+                     [this](Rendered r) { Done(std::move(r.object), r.reason); });
+      return;
+    }
     if (!input_) {
       request_ = MakeRequest();
       input_.reset(evbuffer_new());
@@ -164,6 +184,7 @@ class IncludeFetch : public ExchangeClient {
   const esi::Fetch fetch_;
   http::RequestHead request_;
   std::string key_;
+  std::optional<gitfrag::Route> resident_;
   EvbufferPtr input_;
   EvbufferPtr output_;
   EventPtr wait_timer_;

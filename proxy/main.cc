@@ -2,6 +2,7 @@
 #include <event2/thread.h>
 #include <getopt.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -16,7 +17,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: shellac [-c FILE] [--listen ADDR:PORT]... [--backend HOST:PORT] [--repo PATH]...\n"
-    "               [--cgitrc FILE] [--cache-size SIZE] [--threads N] [--admin-listen ADDR:PORT|off]\n"
+    "               [--cgitrc FILE] [--cache-size SIZE] [--threads N] [--admin-listen "
+    "ADDR:PORT|off]\n"
     "               [--access-log FILE|stderr|off] [--check] [--version] [--help]\n";
 
 void PrintHelp() {
@@ -38,20 +40,38 @@ void PrintHelp() {
       "  -h, --help                this text\n\n"
       "Configuration keys and their defaults (see shellac.conf(5)):\n",
       stdout);
-  for (const auto& [key, value] : shellac::conf::KnownKeys()) std::printf("  %-32s %s\n", key.c_str(), value.c_str());
+  for (const auto& [key, value] : shellac::conf::KnownKeys())
+    std::printf("  %-32s %s\n", key.c_str(), value.c_str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  enum Flag { kListen = 256, kBackend, kRepo, kCgitrc, kCacheSize, kThreads, kAdmin, kAccessLog, kCheck, kVersion };
+  enum Flag {
+    kListen = 256,
+    kBackend,
+    kRepo,
+    kCgitrc,
+    kCacheSize,
+    kThreads,
+    kAdmin,
+    kAccessLog,
+    kCheck,
+    kVersion
+  };
   static const option kOptions[] = {
-      {"config", required_argument, nullptr, 'c'},     {"listen", required_argument, nullptr, kListen},
-      {"backend", required_argument, nullptr, kBackend}, {"repo", required_argument, nullptr, kRepo},
-      {"cgitrc", required_argument, nullptr, kCgitrc},   {"cache-size", required_argument, nullptr, kCacheSize},
-      {"threads", required_argument, nullptr, kThreads}, {"admin-listen", required_argument, nullptr, kAdmin},
-      {"access-log", required_argument, nullptr, kAccessLog}, {"check", no_argument, nullptr, kCheck},
-      {"version", no_argument, nullptr, kVersion},       {"help", no_argument, nullptr, 'h'},
+      {"config", required_argument, nullptr, 'c'},
+      {"listen", required_argument, nullptr, kListen},
+      {"backend", required_argument, nullptr, kBackend},
+      {"repo", required_argument, nullptr, kRepo},
+      {"cgitrc", required_argument, nullptr, kCgitrc},
+      {"cache-size", required_argument, nullptr, kCacheSize},
+      {"threads", required_argument, nullptr, kThreads},
+      {"admin-listen", required_argument, nullptr, kAdmin},
+      {"access-log", required_argument, nullptr, kAccessLog},
+      {"check", no_argument, nullptr, kCheck},
+      {"version", no_argument, nullptr, kVersion},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   std::string config_file;
@@ -60,19 +80,45 @@ int main(int argc, char** argv) {
   int opt;
   while ((opt = getopt_long(argc, argv, "c:h", kOptions, nullptr)) != -1) {
     switch (opt) {
-      case 'c': config_file = optarg; break;
-      case kListen: overrides.emplace_back("listen", optarg); break;
-      case kBackend: overrides.emplace_back("backend", optarg); break;
-      case kRepo: overrides.emplace_back("repo", optarg); break;
-      case kCgitrc: overrides.emplace_back("cgitrc", optarg); break;
-      case kCacheSize: overrides.emplace_back("cache-size", optarg); break;
-      case kThreads: overrides.emplace_back("threads", optarg); break;
-      case kAdmin: overrides.emplace_back("admin-listen", optarg); break;
-      case kAccessLog: overrides.emplace_back("access-log", optarg); break;
-      case kCheck: check = true; break;
-      case kVersion: std::printf("shellac %s\n", SHELLAC_VERSION); return 0;
-      case 'h': PrintHelp(); return 0;
-      default: std::fputs(kUsage, stderr); return 2;
+      case 'c':
+        config_file = optarg;
+        break;
+      case kListen:
+        overrides.emplace_back("listen", optarg);
+        break;
+      case kBackend:
+        overrides.emplace_back("backend", optarg);
+        break;
+      case kRepo:
+        overrides.emplace_back("repo", optarg);
+        break;
+      case kCgitrc:
+        overrides.emplace_back("cgitrc", optarg);
+        break;
+      case kCacheSize:
+        overrides.emplace_back("cache-size", optarg);
+        break;
+      case kThreads:
+        overrides.emplace_back("threads", optarg);
+        break;
+      case kAdmin:
+        overrides.emplace_back("admin-listen", optarg);
+        break;
+      case kAccessLog:
+        overrides.emplace_back("access-log", optarg);
+        break;
+      case kCheck:
+        check = true;
+        break;
+      case kVersion:
+        std::printf("shellac %s\n", SHELLAC_VERSION);
+        return 0;
+      case 'h':
+        PrintHelp();
+        return 0;
+      default:
+        std::fputs(kUsage, stderr);
+        return 2;
     }
   }
   if (optind < argc) {
@@ -86,11 +132,30 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shellac: %s\n", error.c_str());
     return 1;
   }
+  // The embedded default: no configuration at all, started inside a git repository: serve it.
+  if (config_file.empty() && config->repositories.empty() && config->cgitrc.empty() &&
+      !config->backend) {
+    char cwd[4096];
+    const std::string here =
+        getcwd(cwd, sizeof cwd) != nullptr ? shellac::proxy::GitRepositoryAbove(cwd) : "";
+    if (!here.empty()) {
+      overrides.emplace_back("repo", here);
+      config = shellac::conf::Load(config_file, overrides, &error);
+      if (!config) {
+        std::fprintf(stderr, "shellac: %s\n", error.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "shellac: no configuration given: serving the git repository %s\n",
+                   here.c_str());
+    }
+  }
   if (check) {
     shellac::proxy::TtlRules ttl_rules;
     shellac::proxy::EsiRules esi_rules;
-    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
-        !ttl_rules.CompileForceStore(config->force_store, &error) || !esi_rules.Compile(*config, &error)) {
+    if (!shellac::proxy::CompileKeyRules(*config, &error) ||
+        !ttl_rules.Compile(config->ttl_rules, &error) ||
+        !ttl_rules.CompileForceStore(config->force_store, &error) ||
+        !esi_rules.Compile(*config, &error)) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

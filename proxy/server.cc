@@ -23,10 +23,13 @@ constexpr timeval kDrainPoll = {0, 20'000};
 
 // Opens a listening socket. SO_REUSEPORT lets every worker own a socket on the same address, and
 // the kernel spreads new connections over them.
-int OpenListener(const conf::SocketAddress& address, uint16_t port, bool reuse_port, std::string* error) {
+int OpenListener(const conf::SocketAddress& address, uint16_t port, bool reuse_port,
+                 std::string* error) {
   sockaddr_storage storage = address.storage;
-  if (storage.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
-  else reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+  if (storage.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+  else
+    reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
   int fd = ::socket(storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     *error = std::string("socket: ") + std::strerror(errno);
@@ -36,7 +39,8 @@ int OpenListener(const conf::SocketAddress& address, uint16_t port, bool reuse_p
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (storage.ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), address.length) != 0 || ::listen(fd, 1024) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&storage), address.length) != 0 ||
+      ::listen(fd, 1024) != 0) {
     *error = std::strerror(errno);
     ::close(fd);
     return -1;
@@ -64,7 +68,8 @@ uint16_t BoundPort(int fd) {
   sockaddr_storage storage{};
   socklen_t length = sizeof storage;
   getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length);
-  if (storage.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  if (storage.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
   return ntohs(reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port);
 }
 
@@ -72,22 +77,26 @@ std::string HtmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
-}
-
-bool IsGitRepository(const std::string& dir) {
-  struct stat st;
-  if (stat((dir + "/.git").c_str(), &st) == 0) return true;
-  return stat((dir + "/HEAD").c_str(), &st) == 0 && stat((dir + "/objects").c_str(), &st) == 0 &&
-         S_ISDIR(st.st_mode);
 }
 
 std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& list) {
@@ -98,7 +107,8 @@ std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& li
 
 }  // namespace
 
-std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config, std::string* error) {
+std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config,
+                                                       std::string* error) {
   auto rules = std::make_shared<cache::KeyRules>();
   for (const auto& rule : config.cache_keys) {
     if (cache::Status status = rules->Add(rule.text); !status.ok()) {
@@ -115,23 +125,81 @@ std::string Shared::RenderMetrics() const {
   const cache::StoreStats stats = store->Stats();
   auto line = [&](const char* name, const char* type, const char* help, uint64_t value) {
     out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name);
-    out.append(" ").append(type).append("\n").append(name).append(" ").append(std::to_string(value)).append("\n");
+    out.append(" ")
+        .append(type)
+        .append("\n")
+        .append(name)
+        .append(" ")
+        .append(std::to_string(value))
+        .append("\n");
   };
   line("shellac_cache_objects", "gauge", "Objects in the store.", stats.objects);
   line("shellac_cache_bytes", "gauge", "Bytes charged to the store's budget.", stats.bytes);
   line("shellac_cache_budget_bytes", "gauge", "The store's budget (cache-size).", stats.budget);
   line("shellac_cache_body_bytes", "gauge", "Stored (deflate) body bytes.", stats.body_bytes);
   line("shellac_cache_key_bytes", "gauge", "Bytes of the stored objects' keys.", stats.key_bytes);
-  line("shellac_cache_header_bytes", "gauge", "Bytes of the stored objects' kept headers, as encoded.",
-       stats.header_bytes);
+  line("shellac_cache_header_bytes", "gauge",
+       "Bytes of the stored objects' kept headers, as encoded.", stats.header_bytes);
   line("shellac_cache_hits_total", "counter", "Lookups that found a fresh object.", stats.hits);
-  line("shellac_cache_stale_hits_total", "counter", "Lookups that found a stale object within grace.", stats.stale_hits);
+  line("shellac_cache_stale_hits_total", "counter",
+       "Lookups that found a stale object within grace.", stats.stale_hits);
   line("shellac_cache_misses_total", "counter", "Lookups that found nothing usable.", stats.misses);
   line("shellac_cache_inserts_total", "counter", "Objects stored.", stats.inserts);
-  line("shellac_cache_evictions_total", "counter", "Objects evicted to stay within the budget.", stats.evictions);
-  line("shellac_cache_purged_total", "counter", "Objects removed by purge or ban.", stats.purged + stats.banned);
-  line("shellac_cache_single_flight_waiting", "gauge", "Requests waiting for another's fetch now.", flights.waiting());
+  line("shellac_cache_evictions_total", "counter", "Objects evicted to stay within the budget.",
+       stats.evictions);
+  line("shellac_cache_purged_total", "counter", "Objects removed by purge or ban.",
+       stats.purged + stats.banned);
+  line("shellac_cache_single_flight_waiting", "gauge", "Requests waiting for another's fetch now.",
+       flights.waiting());
+  if (render_pool) {
+    const gitfrag::PoolMetrics m = render_pool->Metrics();
+    line("shellac_render_threads", "gauge", "Render threads (render-threads).", m.threads);
+    line("shellac_render_queue_limit", "gauge",
+         "Renders that may wait for a thread (render-queue).", m.queue_limit);
+    line("shellac_render_queue_depth", "gauge", "Renders waiting for a thread now.", m.queue_depth);
+    line("shellac_render_running", "gauge", "Renders running now.", m.running);
+    line("shellac_render_rejected_total", "counter",
+         "Renders refused with 503: the queue was full.", m.rejected);
+    auto by_kind = [&](const char* name, const char* type, const char* help, auto value) {
+      out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name);
+      out.append(" ").append(type).append("\n");
+      for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
+        out.append(name)
+            .append("{kind=\"")
+            .append(gitfrag::PageKindName(static_cast<gitfrag::PageKind>(k)));
+        out.append("\"} ").append(value(m.kinds[k])).append("\n");
+      }
+    };
+    by_kind("shellac_renders_total", "counter",
+            "Pages rendered by the resident renderer, by page kind.",
+            [](const auto& k) { return std::to_string(k.renders); });
+    by_kind("shellac_render_errors_total", "counter",
+            "Renders that gave a status other than 200, by page kind.",
+            [](const auto& k) { return std::to_string(k.errors); });
+    by_kind("shellac_render_seconds_total", "counter", "Time spent rendering, by page kind.",
+            [](const auto& k) {
+              char text[32];
+              std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.render_us) / 1e6);
+              return std::string(text);
+            });
+  }
   return out;
+}
+
+bool IsGitRepository(const std::string& dir) {
+  struct stat st;
+  if (stat((dir + "/.git").c_str(), &st) == 0) return true;
+  return stat((dir + "/HEAD").c_str(), &st) == 0 && stat((dir + "/objects").c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode);
+}
+
+std::string GitRepositoryAbove(std::string dir) {
+  for (;;) {
+    if (IsGitRepository(dir)) return dir;
+    const auto slash = dir.rfind('/');
+    if (slash == std::string::npos || dir == "/") return {};
+    dir.resize(slash == 0 ? 1 : slash);
+  }
 }
 
 std::string BuiltinPage(const conf::Config& config) {
@@ -140,24 +208,24 @@ std::string BuiltinPage(const conf::Config& config) {
   p += "<h1>shellac " SHELLAC_VERSION "</h1>\n";
   p += "<p>A caching front for git web frontends. No <code>backend=</code> is configured, so this "
        "page is all it serves.</p>\n<h2>Configured</h2>\n<ul>\n";
-  p += "<li>config file: " + (config.config_file.empty() ? std::string("none (built-in defaults)")
-                                                          : HtmlEscape(config.config_file)) + "</li>\n";
+  p += "<li>config file: " +
+       (config.config_file.empty() ? std::string("none (built-in defaults)")
+                                   : HtmlEscape(config.config_file)) +
+       "</li>\n";
   for (const auto& l : config.listen) p += "<li>listen: " + HtmlEscape(l.text) + "</li>\n";
-  p += "<li>admin: " + (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
-                                            : std::string("off")) + "</li>\n";
+  p += "<li>admin: " +
+       (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
+                            : std::string("off")) +
+       "</li>\n";
   p += "<li>worker threads: " + std::to_string(config.threads) + "</li>\n";
   p += "<li>cache size: " + std::to_string(config.cache_size >> 20) + " MiB</li>\n";
   if (!config.cgitrc.empty()) p += "<li>cgitrc: " + HtmlEscape(config.cgitrc) + "</li>\n";
   for (const auto& r : config.repos) p += "<li>repository: " + HtmlEscape(r) + "</li>\n";
   p += "</ul>\n";
-  char cwd[4096];
-  if (config.repos.empty() && getcwd(cwd, sizeof cwd) != nullptr && IsGitRepository(cwd)) {
-    p += "<p>Started inside the git repository <code>" + HtmlEscape(cwd) +
-         "</code>. Serving its pages needs the resident renderer (gitfrag), which is not built yet; "
-         "until then shellac proxies to a forge given with <code>--backend HOST:PORT</code>.</p>\n";
-  } else {
-    p += "<p>To put shellac in front of a forge: <code>shellac --backend HOST:PORT</code>.</p>\n";
-  }
+  p += "<p>To put shellac in front of a forge: <code>shellac --backend HOST:PORT</code>. To render "
+       "a "
+       "repository's pages itself: <code>shellac --repo PATH</code>, or start it inside the "
+       "repository.</p>\n";
   p += "<p>Manual: <code>man shellac</code>, <code>man shellac.conf</code>.</p>\n</body></html>\n";
   return p;
 }
@@ -175,8 +243,8 @@ struct Server::State {
   EventPtr drain_deadline;
   bool draining = false;
 
-  std::shared_ptr<Runtime> MakeRuntime(std::shared_ptr<const conf::Config> config, uint64_t generation,
-                                       std::string* error) {
+  std::shared_ptr<Runtime> MakeRuntime(std::shared_ptr<const conf::Config> config,
+                                       uint64_t generation, std::string* error) {
     auto runtime = std::make_shared<Runtime>();
     runtime->access_log = AccessLogFile::Open(config->access_log, error);
     if (!error->empty()) return nullptr;
@@ -184,13 +252,16 @@ struct Server::State {
     runtime->key_rules = CompileKeyRules(*config, error);
     if (!runtime->key_rules) return nullptr;
     auto ttl_rules = std::make_shared<TtlRules>();
-    if (!ttl_rules->Compile(config->ttl_rules, error) || !ttl_rules->CompileForceStore(config->force_store, error)) {
+    if (!ttl_rules->Compile(config->ttl_rules, error) ||
+        !ttl_rules->CompileForceStore(config->force_store, error)) {
       return nullptr;
     }
     runtime->ttl_rules = std::move(ttl_rules);
     auto esi_rules = std::make_shared<EsiRules>();
     if (!esi_rules->Compile(*config, error)) return nullptr;
     runtime->esi_rules = std::move(esi_rules);
+    if (!config->repositories.empty())
+      runtime->site = std::make_shared<const gitfrag::Site>(*config);
     runtime->generation = generation;
     runtime->config = std::move(config);
     return runtime;
@@ -208,11 +279,17 @@ struct Server::State {
       return;
     }
     const conf::Config& old = *shared.runtime()->config;
-    const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
-    if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
-        old.threads != config->threads || old.cache_size != config->cache_size) {
-      std::fprintf(stderr, "shellac: warning: listen, admin-listen, threads and cache-size keep their old values "
-                           "until a restart\n");
+    const auto admin_text = [](const conf::Config& c) {
+      return c.admin_listen ? c.admin_listen->text : "off";
+    };
+    if (AddressTexts(old.listen) != AddressTexts(config->listen) ||
+        admin_text(old) != admin_text(*config) || old.threads != config->threads ||
+        old.cache_size != config->cache_size || old.render_threads != config->render_threads ||
+        old.render_queue != config->render_queue) {
+      std::fprintf(
+          stderr,
+          "shellac: warning: listen, admin-listen, threads, cache-size, render-threads and "
+          "render-queue keep their old values until a restart\n");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;
@@ -239,8 +316,10 @@ struct Server::State {
 
   static void OnSignal(evutil_socket_t signal, short, void* arg) {
     auto* self = static_cast<State*>(arg);
-    if (signal == SIGHUP) self->Reload();
-    else self->BeginShutdown();
+    if (signal == SIGHUP)
+      self->Reload();
+    else
+      self->BeginShutdown();
   }
 
   static void OnDrainPoll(evutil_socket_t, short, void* arg) {
@@ -262,19 +341,22 @@ struct Server::State {
       for (auto& worker : workers) {
         int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
         if (fd < 0) {
-          std::fprintf(stderr, "shellac: cannot listen on %s: %s\n", address.text.c_str(), error.c_str());
+          std::fprintf(stderr, "shellac: cannot listen on %s: %s\n", address.text.c_str(),
+                       error.c_str());
           return false;
         }
         if (port == 0) port = BoundPort(fd);  // the other workers join the port the kernel chose
-        if (worker == workers.front()) std::fprintf(stderr, "shellac: listening on %s\n", BoundAddress(fd).c_str());
+        if (worker == workers.front())
+          std::fprintf(stderr, "shellac: listening on %s\n", BoundAddress(fd).c_str());
         worker->AddListener(fd, Site::kPublic);
       }
     }
     if (config.admin_listen) {
-      int fd = OpenListener(*config.admin_listen, config.admin_listen->port, /*reuse_port=*/false, &error);
+      int fd = OpenListener(*config.admin_listen, config.admin_listen->port, /*reuse_port=*/false,
+                            &error);
       if (fd < 0) {
-        std::fprintf(stderr, "shellac: cannot listen on %s (admin-listen): %s\n", config.admin_listen->text.c_str(),
-                     error.c_str());
+        std::fprintf(stderr, "shellac: cannot listen on %s (admin-listen): %s\n",
+                     config.admin_listen->text.c_str(), error.c_str());
         return false;
       }
       std::fprintf(stderr, "shellac: admin on %s\n", BoundAddress(fd).c_str());
@@ -284,7 +366,8 @@ struct Server::State {
   }
 };
 
-Server::Server(std::string config_file, conf::Overrides overrides, std::shared_ptr<const conf::Config> config)
+Server::Server(std::string config_file, conf::Overrides overrides,
+               std::shared_ptr<const conf::Config> config)
     : state_(std::make_unique<State>()) {
   state_->config_file = std::move(config_file);
   state_->overrides = std::move(overrides);
@@ -292,7 +375,11 @@ Server::Server(std::string config_file, conf::Overrides overrides, std::shared_p
   auto runtime = state_->MakeRuntime(std::move(config), 1, &error);
   if (!runtime) throw std::runtime_error(error);
   state_->shared.Publish(runtime);
-  state_->shared.store = std::make_unique<cache::Store>(cache::StoreOptions{.budget = state_->shared.runtime()->config->cache_size});
+  const conf::Config& loaded = *runtime->config;
+  state_->shared.store =
+      std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
+  state_->shared.render_pool =
+      std::make_unique<gitfrag::RenderPool>(loaded.render_threads, loaded.render_queue);
 }
 
 Server::~Server() = default;
@@ -300,7 +387,8 @@ Server::~Server() = default;
 int Server::Run() {
   State& s = *state_;
   const conf::Config& config = *s.shared.runtime()->config;
-  for (unsigned i = 0; i < config.threads; ++i) s.workers.push_back(std::make_unique<Worker>(s.shared, static_cast<int>(i)));
+  for (unsigned i = 0; i < config.threads; ++i)
+    s.workers.push_back(std::make_unique<Worker>(s.shared, static_cast<int>(i)));
   s.main = std::make_unique<Worker>(s.shared, static_cast<int>(config.threads));
   for (auto& w : s.workers) s.shared.shards.push_back(&w->metrics());
   s.shared.shards.push_back(&s.main->metrics());
@@ -320,6 +408,9 @@ int Server::Run() {
   std::fprintf(stderr, "shellac: ready\n");
   s.main->Run();
   for (auto& t : s.threads) t.join();
+  // Renders still queued finish and post to loops that no longer run; the workers must outlive
+  // that.
+  s.shared.render_pool.reset();
   s.workers.clear();
   s.signals.clear();
   s.drain_poll.reset();

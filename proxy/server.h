@@ -31,6 +31,11 @@ class Server {
 // Compiles the cache-key= rules; null with *error "ORIGIN: cache-key: what is wrong" on a bad rule.
 std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config, std::string* error);
 
+// Whether `dir` is a git repository: a work tree (with .git) or a bare repository.
+bool IsGitRepository(const std::string& dir);
+// `dir` or the closest folder above it that is a git repository; "" when there is none.
+std::string GitRepositoryAbove(std::string dir);
+
 // The built-in page for a configuration without a backend.
 std::string BuiltinPage(const conf::Config& config);
 

@@ -14,6 +14,7 @@
 
 #include "access_log.h"
 #include "config.h"
+#include "gitfrag.h"
 #include "event_ptr.h"
 #include "key.h"
 #include "metrics.h"
@@ -71,6 +72,7 @@ struct Runtime {
   std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
   std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
   std::shared_ptr<const EsiRules> esi_rules;          // compiled esi-url= / esi-allow-host= rules
+  std::shared_ptr<const gitfrag::Site> site;          // the resident renderer's repositories; null: none
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.
@@ -94,6 +96,9 @@ class Shared {
 
   GlobalMetrics global;
   std::unique_ptr<cache::Store> store;  // made once at start (its budget cannot change on reload)
+  // Renders resident pages; made once at start when repositories are configured (render-threads and
+  // render-queue cannot change on reload).
+  std::unique_ptr<gitfrag::RenderPool> render_pool;
   SingleFlight flights;
   std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
 

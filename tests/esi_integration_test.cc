@@ -413,6 +413,30 @@ TEST(Esi, HeadOfAnEsiPageSendsTheHeadOnly) {
   EXPECT_EQ(again.body, "F");
 }
 
+TEST(Esi, AStaleIncludeIsServedWhileOneBackgroundFetchRefreshesIt) {
+  std::atomic<int> version{0};
+  Origin origin([&](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    c.SendFixed(200, "v" + std::to_string(++version),
+                {{"Cache-Control", "max-age=1, stale-while-revalidate=30"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v1</p>");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'100));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v1</p>")
+      << "stale, within grace: served at once";
+  ASSERT_TRUE(origin.WaitForRequests(3, Millis(2'000)));
+  const OriginRequest refresh = origin.Requests()[2];
+  EXPECT_EQ(refresh.target, "/frag") << refresh.Describe();
+  EXPECT_EQ(refresh.method, "GET");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v2</p>");
+}
+
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
   TempDir dir;
   WriteFile(dir.File("a.conf"), "listen=127.0.0.1:0\nesi=sometimes\n");

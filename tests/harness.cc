@@ -418,11 +418,23 @@ ShellacProcess::~ShellacProcess() {
   if (::access(bin.c_str(), X_OK) != 0)
     return ::testing::AssertionFailure() << "SHELLAC_BIN=" << bin << " is not executable";
   WriteFile(config_path_, config);
-
   std::vector<std::string> storage{bin, "-c", config_path_};
   storage.insert(storage.end(), extra_args.begin(), extra_args.end());
+  return Launch(storage, dir_.path());
+}
+
+::testing::AssertionResult ShellacProcess::StartWithoutConfig(
+    const std::string& cwd, const std::vector<std::string>& args) {
+  std::string bin = ShellacBinary();
+  if (bin.empty()) return ::testing::AssertionFailure() << "SHELLAC_BIN is not set";
+  std::vector<std::string> storage{bin};
+  storage.insert(storage.end(), args.begin(), args.end());
+  return Launch(storage, cwd);
+}
+
+::testing::AssertionResult ShellacProcess::Launch(std::vector<std::string> storage,
+                                                  const std::string& cwd) {
   std::vector<char*> argv = MakeArgv(storage);
-  std::string cwd = dir_.path();
   // The child's environment, built before fork (nothing but async-signal-safe calls after it).
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -479,7 +491,7 @@ ShellacProcess::~ShellacProcess() {
            << (running ? "still running"
                        : "exited with " + std::to_string(exit_status_.value_or(-1)))
            << ")\nconfig:\n"
-           << config << "\nstderr:\n"
+           << ReadFile(config_path_) << "\nstderr:\n"
            << StderrText();
   }
   if (listen_ports_.empty() || listen_ports_[0] <= 0)

@@ -130,6 +130,10 @@ class ShellacProcess {
   ::testing::AssertionResult Start(const std::string& config,
                                    const std::vector<std::string>& extra_args = {});
 
+  // Starts `$SHELLAC_BIN args...` in `cwd` with no config file (the embedded default), and waits
+  // for "shellac: ready" as Start() does.
+  ::testing::AssertionResult StartWithoutConfig(const std::string& cwd, const std::vector<std::string>& args);
+
   // Sets an environment variable for the process (call before Start).
   void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }
   // For memory-bound tests: in a sanitizer build, ASan's quarantine of freed blocks makes VmHWM
@@ -168,6 +172,7 @@ class ShellacProcess {
 
  private:
   void ReaderLoop(int fd);
+  ::testing::AssertionResult Launch(std::vector<std::string> argv, const std::string& cwd);
 
   TempDir dir_;
   std::string config_path_;

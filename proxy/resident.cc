@@ -1,0 +1,97 @@
+#include "resident.h"
+
+#include <chrono>
+#include <vector>
+
+#include "page_object.h"
+#include "parser.h"
+
+namespace shellac::proxy {
+
+std::optional<gitfrag::Route> MatchResident(const Runtime& runtime, std::string_view target) {
+  if (!runtime.site) return std::nullopt;
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query =
+      q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  return runtime.site->Match(path, query);
+}
+
+namespace {
+
+// Pool thread: the page as an object, stored and announced when this render fills the store.
+Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
+                const std::string& target, gitfrag::Page page) {
+  Rendered r{page.status, page.reason, {}, false};
+  if (page.status == 200) {
+    std::vector<cache::Header> headers;
+    headers.push_back({"Content-Type", page.content_type});
+    for (const auto& [name, value] : page.headers) headers.push_back({name, value});
+    std::shared_ptr<const esi::Template> frame;
+    if (page.esi) {
+      auto parsed = std::make_shared<esi::Template>(esi::ParseTemplate(page.body));
+      if (parsed->esi()) frame = std::move(parsed);
+    }
+    PageSpec spec;
+    spec.status = 200;
+    spec.headers = headers;
+    spec.stored_at =
+        std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+    const conf::Config& config = *runtime.config;
+    spec.ttl = config.fragment_ttl
+                   ? std::chrono::duration_cast<std::chrono::seconds>(*config.fragment_ttl)
+                   : cache::Object::kForever;
+    spec.esi_template = frame;
+    spec.level = fill_key.empty() ? 1 : 6;  // a frame made for one request is compressed fast
+    cache::Status status;
+    r.object =
+        MakePageObject(fill_key.empty() ? std::string_view(target) : std::string_view(fill_key),
+                       page.body, spec, &status);
+    if (!r.object) {
+      r.status = 500;
+      r.reason = "the rendered page cannot be kept: " + status.message();
+    } else if (!fill_key.empty() && worker.shared().store->Insert(r.object).ok()) {
+      r.stored = true;
+    }
+  }
+  if (!fill_key.empty()) {
+    FillResult fill;
+    if (r.stored) {
+      fill = FillResult{FillResult::kStored, r.object, 0, {}};
+    } else if (r.object) {
+      fill =
+          FillResult{FillResult::kNotStorable, {}, 0, {}};  // too large for the store: each renders
+    } else {
+      fill = FillResult{FillResult::kFailed, {}, r.status, r.reason};
+    }
+    worker.shared().flights.Complete(fill_key, fill);
+  }
+  return r;
+}
+
+}  // namespace
+
+void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
+                    const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
+                    std::function<void(Rendered)> done) {
+  Worker* owner = &worker;
+  std::string target = runtime->site->virtual_root() + "#" + gitfrag::PageKindName(route.kind);
+  auto finish = [owner, runtime, fill_key, target, alive, done](gitfrag::Page&& page) {
+    Rendered r = Finish(*owner, *runtime, fill_key, target, std::move(page));
+    owner->Post([alive, done, r = std::move(r)]() mutable {
+      if (!alive.expired()) done(std::move(r));
+    });
+  };
+  if (worker.shared().render_pool->Submit(runtime->site, route, std::move(finish)) ==
+      gitfrag::RenderPool::Submitted::kBusy) {
+    Rendered busy{
+        503, "all render threads are busy and the render queue is full (render-queue)", {}, false};
+    if (!fill_key.empty()) {
+      worker.shared().flights.Complete(fill_key,
+                                       FillResult{FillResult::kFailed, {}, 503, busy.reason});
+    }
+    done(std::move(busy));
+  }
+}
+
+}  // namespace shellac::proxy

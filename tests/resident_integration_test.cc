@@ -1,0 +1,200 @@
+// The resident renderer behind the real binary: commit frames rendered per request, their diff
+// fragments resolved through the store without an HTTP round trip and shared by forks, patches
+// stored by SHA, everything else passed to the backend. Fixture repositories are made with git.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "config.h"
+#include "gitfrag.h"
+#include "harness.h"
+
+namespace shellac::test {
+namespace {
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a shell command and returns its stdout; fails the test on a non-zero exit.
+std::string Sh(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) {
+    ADD_FAILURE() << "popen failed: " << command;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "failed: " << command << "\n"
+                                                             << out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+// A work tree "work" with a few commits and a tag, its bare clone "base.git", and "fork.git", a
+// clone that borrows base's objects through objects/info/alternates and adds a commit of its own.
+class Repos {
+ public:
+  Repos() {
+    const std::string env =
+        "env HOME=" + Quote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
+        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
+        "GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700' ";
+    std::ofstream(dir_.File("make.sh")) << R"SH(
+set -e
+git init -q -b master work
+cd work
+seq 1 200 > numbers
+printf 'int main() {\n  return 0;\n}\n' > main.c
+git add . && git commit -q -m 'first'
+seq 1 210 | sed 's/^5/five/' > numbers
+printf 'int main() {\n  return 1;\n}\n' > main.c
+git add . && git commit -q -m 'second <b>bold</b>' -m 'Body & more.'
+git tag -a v1.0 -m 'one'
+cd ..
+git clone -q --bare work base.git
+git -C base.git pack-refs --all
+git clone -q --bare -s base.git fork.git
+git clone -q fork.git forkwork
+cd forkwork
+echo fork > fork.txt && git add . && git commit -q -m 'only in the fork'
+git push -q origin master
+)SH";
+    Sh("cd " + Quote(dir_.path()) + " && " + env + "sh make.sh 2>&1");
+    second_ = Sh("git -C " + Quote(dir_.File("base.git")) + " rev-parse master");
+    fork_only_ = Sh("git -C " + Quote(dir_.File("fork.git")) + " rev-parse master");
+  }
+
+  // shellac.conf importing a cgitrc that names the two repositories, as a forge's would.
+  std::string Config(int backend_port = 0) const {
+    WriteFile(dir_.File("cgitrc"),
+              "virtual-root=/\nrepo.url=base\nrepo.path=" + dir_.File("base.git") +
+                  "\nrepo.url=pub/forks/fork\nrepo.path=" + dir_.File("fork.git") + "\n");
+    return BaseConfig(backend_port, "cache=on\ncgitrc=" + dir_.File("cgitrc") + "\n");
+  }
+  const TempDir& dir() const { return dir_; }
+  const std::string& second() const { return second_; }
+  const std::string& fork_only() const { return fork_only_; }
+
+ private:
+  TempDir dir_;
+  std::string second_;
+  std::string fork_only_;
+};
+
+// What gitfrag itself renders for `target` with the fragments inlined (no proxy, no store).
+std::string Assembled(const ShellacProcess& proxy, const std::string& target) {
+  std::string error;
+  auto config = conf::Load(proxy.ConfigPath(), {}, &error);
+  EXPECT_NE(config, nullptr) << error;
+  if (config == nullptr) return {};
+  gitfrag::Site site(*config);
+  const auto q = target.find('?');
+  auto route = site.Match(target.substr(0, q), q == std::string::npos ? "" : target.substr(q + 1));
+  EXPECT_TRUE(route) << target;
+  return route ? site.RenderAssembled(*route).body : std::string();
+}
+
+double Renders(const ShellacProcess& proxy, const std::string& kind) {
+  return MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", kind}});
+}
+
+TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config()));
+  const std::string target = "/base/commit/?id=" + repos.second();
+  const std::string want = Assembled(proxy, target);
+  ASSERT_NE(want.find("second &lt;b&gt;bold&lt;/b&gt;"), std::string::npos) << want.substr(0, 2000);
+  ASSERT_NE(want.find("five"), std::string::npos) << "the diff is in the assembled page";
+
+  Response identity = HttpGet(proxy.Port(), target);
+  ASSERT_TRUE(identity.ok) << identity.error;
+  EXPECT_EQ(identity.status, 200);
+  EXPECT_EQ(identity.body, want);
+  EXPECT_EQ(identity.Header("content-type"), "text/html; charset=UTF-8");
+  EXPECT_EQ(identity.body.find("<esi:"), std::string::npos);
+
+  Response gz = HttpGet(proxy.Port(), target, "Accept-Encoding: gzip\r\n");
+  EXPECT_EQ(gz.Header("content-encoding"), "gzip");
+  EXPECT_EQ(Gunzip(gz.body), want);
+
+  // The fork shows its own frame around the same stored fragment.
+  Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.second());
+  ASSERT_EQ(fork.status, 200) << fork.Describe();
+  EXPECT_EQ(fork.body, Assembled(proxy, "/pub/forks/fork/commit/?id=" + repos.second()));
+  EXPECT_NE(fork.body, want);
+  EXPECT_EQ(Renders(proxy, "commit"), 3);
+  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1) << "one render of the fragment serves every fork";
+
+  // A commit only the fork has: the base repository does not show it.
+  EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.fork_only()).status, 200);
+  Response missing = HttpGet(proxy.Port(), "/base/commit/?id=" + repos.fork_only());
+  EXPECT_EQ(missing.status, 404) << missing.Describe();
+}
+
+TEST(Resident, PatchesAreStoredBySha) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config()));
+  Response first = HttpGet(proxy.Port(), "/base/patch/?id=" + repos.second());
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  EXPECT_EQ(first.Header("x-cache"), "miss");
+  EXPECT_NE(first.body.find("Subject: second <b>bold</b>"), std::string::npos) << first.body;
+  Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/patch/?id=" + repos.second());
+  EXPECT_EQ(fork.Header("x-cache"), "hit");
+  EXPECT_EQ(fork.body, first.body);
+  EXPECT_EQ(Renders(proxy, "patch"), 1);
+}
+
+TEST(Resident, BadIdsAndOtherPages) {
+  Repos repos;
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(origin.port())));
+  Response unknown =
+      HttpGet(proxy.Port(), "/base/commit/?id=0123456789012345678901234567890123456789");
+  EXPECT_EQ(unknown.status, 404) << unknown.Describe();
+  Response malformed = HttpGet(proxy.Port(), "/base/commit/?id=not-a-sha");
+  EXPECT_EQ(malformed.status, 404) << malformed.Describe();
+  EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
+
+  // Pages gitfrag does not render, and unknown repositories, go to the forge.
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/tree/main.c").body, "origin:/base/tree/main.c");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
+            "origin:/nope/commit/?id=" + repos.second());
+
+  // Without a backend they get a 404 that says so.
+  ShellacProcess alone;
+  ASSERT_TRUE(alone.Start(repos.Config()));
+  Response other = HttpGet(alone.Port(), "/base/tree/main.c");
+  EXPECT_EQ(other.status, 404);
+  EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
+}
+
+TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.StartWithoutConfig(
+      repos.dir().File("work"),
+      {"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--access-log", "off"}));
+  EXPECT_TRUE(proxy.WaitForLine("serving the git repository", Millis(1'000)));
+  Response index = HttpGet(proxy.Port(), "/");
+  ASSERT_EQ(index.status, 200) << index.Describe();
+  EXPECT_NE(index.body.find("href='/work/'"), std::string::npos) << index.body;
+  Response commit = HttpGet(proxy.Port(), "/work/commit/?id=" + repos.second());
+  EXPECT_EQ(commit.status, 200) << commit.Describe();
+  EXPECT_NE(commit.body.find("five"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shellac::test
