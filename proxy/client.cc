@@ -11,6 +11,7 @@
 #include "background.h"
 #include "deliver.h"
 #include "exchange.h"
+#include "tls.h"
 
 namespace shellac::proxy {
 namespace {
@@ -66,6 +67,12 @@ std::chrono::sys_seconds NowSeconds() {
   return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
+BufferEventPtr SocketBufferEvent(event_base* base, evutil_socket_t fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return BufferEventPtr(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE));
+}
+
 // Varnish's default: only GET and HEAD without credentials or cookies are looked up in the store.
 bool IsCacheable(const http::RequestHead& request) {
   return (request.method == "GET" || request.method == "HEAD") && request.body == http::BodyKind::kNone &&
@@ -75,10 +82,11 @@ bool IsCacheable(const http::RequestHead& request) {
 }  // namespace
 
 ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
-    : worker_(worker), site_(site), peer_ip_(PeerIp(peer)) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  bev_.reset(bufferevent_socket_new(worker.base(), fd, BEV_OPT_CLOSE_ON_FREE));
+    : ClientConnection(worker, SocketBufferEvent(worker.base(), fd), peer, site, /*tls=*/false) {}
+
+ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const sockaddr* peer, Site site, bool tls)
+    : worker_(worker), site_(site), tls_(tls), peer_ip_(PeerIp(peer)) {
+  bev_ = std::move(bev);
   head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
   deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
   wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
@@ -357,7 +365,8 @@ void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
 
 bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache) {
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
-  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive);
+  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive,
+                                    Hsts());
   if (!d.ok) {
     worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
     return false;
@@ -450,7 +459,7 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
   head.append(http::ReasonPhrase(status)).append("\r\nServer: shellac\r\nDate: ");
   head.append(worker_.HttpDate()).append("\r\nContent-Type: ").append(content_type);
   head.append("\r\nContent-Length: ").append(std::to_string(body.size()));
-  head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers);
+  head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers).append(Hsts());
   if (!keep_alive) head.append("Connection: close\r\n");
   else if (request_.minor_version == 0) head.append("Connection: keep-alive\r\n");
   head.append("\r\n");
@@ -551,6 +560,7 @@ void ClientConnection::CloseWhenFlushed() {
 
 void ClientConnection::StartLingering() {
   state_ = State::kLingering;
+  if (tls_) SendCloseNotify(bev_.get());
   shutdown(bufferevent_getfd(bev_.get()), SHUT_WR);
   bufferevent_set_timeouts(bev_.get(), &kLingerTime, nullptr);
   bufferevent_enable(bev_.get(), EV_READ);

@@ -27,7 +27,7 @@ struct Delivered {
 
 Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
-                        bool keep_alive);
+                        bool keep_alive, std::string_view extra_headers = {});
 
 // True when the request's Accept-Encoding admits gzip (q > 0, by name or "*").
 bool AcceptsGzip(const http::RequestHead& request);

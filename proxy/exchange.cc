@@ -217,7 +217,7 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   if (!forwarded_for.empty()) forwarded_for.append(", ");
   forwarded_for.append(client_.peer_ip());
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
-  AppendHeader(&h, "X-Forwarded-Proto", "http");
+  AppendHeader(&h, "X-Forwarded-Proto", client_.secure() ? "https" : "http");
   AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   if (fill_) AppendHeader(&h, "Accept-Encoding", "identity");  // the store compresses by itself
   if (request_.body == BodyKind::kLength) {
@@ -239,7 +239,7 @@ void ProxyExchange::Connect(bool fresh) {
     WorkerMetrics::Add(worker_.metrics().upstream_reused);
   } else {
     std::string error;
-    upstream_ = worker_.upstreams().Connect(address, &error);
+    upstream_ = worker_.upstreams().Connect(address, &error, runtime_->tls.get());
     if (!upstream_) {
       UpstreamFailed(UpstreamError::kRefused, 502, error);
       return;
@@ -543,6 +543,7 @@ void ProxyExchange::SendResponseHead() {
   }
   AppendHeader(&h, "Via", response_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   AppendHeader(&h, "X-Cache", fill_ ? "miss" : "pass");
+  if (client_.secure() && !config_.hsts.empty()) AppendHeader(&h, "Strict-Transport-Security", config_.hsts);
   h.append("\r\n");
   client_keep_alive_ = keep_alive;
   evbuffer_add(client_.output(), h.data(), h.size());

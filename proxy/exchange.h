@@ -34,6 +34,8 @@ class ExchangeClient {
   virtual void FinishExchange(int status, bool keep_alive) = 0;
   virtual void FailExchange(int status, const std::string& detail) = 0;
   virtual void AbortExchange() = 0;
+  // The request came over TLS (X-Forwarded-Proto: https, and HSTS when configured).
+  virtual bool secure() const { return false; }
 };
 
 class ProxyExchange {

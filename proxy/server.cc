@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tls.h"
 #include "worker.h"
 
 namespace shellac::proxy {
@@ -93,6 +94,12 @@ bool IsGitRepository(const std::string& dir) {
 std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& list) {
   std::vector<std::string> out;
   for (const auto& a : list) out.push_back(a.text);
+  return out;
+}
+
+std::vector<std::string> AddressTexts(const std::vector<conf::Config::TlsListener>& list) {
+  std::vector<std::string> out;
+  for (const auto& l : list) out.push_back(l.address.text);
   return out;
 }
 
@@ -183,6 +190,12 @@ struct Server::State {
     auto ttl_rules = std::make_shared<TtlRules>();
     if (!ttl_rules->Compile(config->ttl_rules, error)) return nullptr;
     runtime->ttl_rules = std::move(ttl_rules);
+    // Certificates are re-read on every reload; a broken one refuses the reload (the old context
+    // keeps serving) with "FILE: what is wrong".
+    if (!config->listen_tls.empty() || (config->backend && config->backend->tls)) {
+      runtime->tls = TlsContext::Build(*config, error);
+      if (!runtime->tls) return nullptr;
+    }
     runtime->generation = generation;
     runtime->config = std::move(config);
     return runtime;
@@ -202,9 +215,10 @@ struct Server::State {
     const conf::Config& old = *shared.runtime()->config;
     const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
     if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
-        old.threads != config->threads || old.cache_size != config->cache_size) {
-      std::fprintf(stderr, "shellac: warning: listen, admin-listen, threads and cache-size keep their old values "
-                           "until a restart\n");
+        old.threads != config->threads || old.cache_size != config->cache_size ||
+        AddressTexts(old.listen_tls) != AddressTexts(config->listen_tls)) {
+      std::fprintf(stderr, "shellac: warning: listen, listen-tls addresses, admin-listen, threads and cache-size "
+                           "keep their old values until a restart\n");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;
@@ -260,6 +274,20 @@ struct Server::State {
         if (port == 0) port = BoundPort(fd);  // the other workers join the port the kernel chose
         if (worker == workers.front()) std::fprintf(stderr, "shellac: listening on %s\n", BoundAddress(fd).c_str());
         worker->AddListener(fd, Site::kPublic);
+      }
+    }
+    for (size_t i = 0; i < config.listen_tls.size(); ++i) {
+      const conf::SocketAddress& address = config.listen_tls[i].address;
+      uint16_t port = address.port;
+      for (auto& worker : workers) {
+        int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
+        if (fd < 0) {
+          std::fprintf(stderr, "shellac: cannot listen on %s (listen-tls): %s\n", address.text.c_str(), error.c_str());
+          return false;
+        }
+        if (port == 0) port = BoundPort(fd);
+        if (worker == workers.front()) std::fprintf(stderr, "shellac: TLS on %s\n", BoundAddress(fd).c_str());
+        worker->AddListener(fd, Site::kPublic, static_cast<int>(i));
       }
     }
     if (config.admin_listen) {

@@ -25,6 +25,8 @@ namespace shellac::proxy {
 
 class ClientConnection;
 class ExchangeClient;
+class TlsAccept;
+class TlsContext;
 
 // ttl=REGEX => DURATION rules: the first whose RE2 expression matches a request target (path and
 // query) sets the freshness of a storable response for it; 0 keeps such responses out of the store.
@@ -47,6 +49,7 @@ struct Runtime {
   std::string builtin_page;  // the HTML answered when no backend is configured
   std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
   std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
+  std::shared_ptr<const TlsContext> tls;  // certificates and upstream TLS; null when TLS is not used
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.
@@ -89,7 +92,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Before Run(): serve connections accepted on the listening socket `fd` (ownership taken).
-  void AddListener(int fd, Site site);
+  // `tls_listener` >= 0: the socket is config.listen_tls[tls_listener]; connections start with a
+  // TLS handshake.
+  void AddListener(int fd, Site site, int tls_listener = -1);
   // Runs the loop on the calling thread until Stop() or, while draining, the last connection ends.
   void Run();
   // Thread-safe: runs `task` on this worker's thread.
@@ -113,6 +118,8 @@ class Worker {
 
   void Register(ClientConnection* c);
   void Unregister(ClientConnection* c);
+  void RegisterHandshake(TlsAccept* h) { handshakes_.insert(h); }
+  void UnregisterHandshake(TlsAccept* h) { handshakes_.erase(h); }
   // Background refreshes (BackgroundFetch) belong to the worker until they end.
   void AdoptBackground(ExchangeClient* fetch) { background_.insert(fetch); }
   void ReleaseBackground(ExchangeClient* fetch);
@@ -122,6 +129,7 @@ class Worker {
   static void OnAcceptError(evconnlistener* l, void* arg);
   static void OnTick(evutil_socket_t, short, void* arg);
   static void OnPosted(evutil_socket_t, short, void* arg);
+  void CloseHandshakes();
 
   Shared& shared_;
   const int index_;
@@ -129,6 +137,7 @@ class Worker {
   struct Listener {
     Worker* worker = nullptr;
     Site site = Site::kPublic;
+    int tls_listener = -1;
     ListenerPtr listener;
     EventPtr resume;  // re-enables accepting after a pause
   };
@@ -139,6 +148,7 @@ class Worker {
   std::shared_ptr<const Runtime> runtime_;
   std::unordered_set<ClientConnection*> connections_;
   std::unordered_set<ExchangeClient*> background_;
+  std::unordered_set<TlsAccept*> handshakes_;  // accepted TLS connections before their handshake ends
   bool draining_ = false;
   EventPtr tick_;
   EventPtr posted_event_;
