@@ -106,6 +106,7 @@ ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const soc
 ClientConnection::~ClientConnection() {
   exchange_.reset();
   retired_.clear();
+  if (tls_) KeepSessionOnClose(bev_.get());
   bev_.reset();
   if (in_request_) WorkerMetrics::Add(worker_.metrics().in_flight, -1);
   WorkerMetrics::Add(worker_.metrics().connections_open, -1);

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "server.h"
+#include "tls.h"
 #include "worker.h"
 
 namespace {
@@ -88,7 +89,9 @@ int main(int argc, char** argv) {
   }
   if (check) {
     shellac::proxy::TtlRules ttl_rules;
-    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error)) {
+    const bool tls_used = !config->listen_tls.empty() || (config->backend && config->backend->tls);
+    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
+        (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

@@ -386,6 +386,10 @@ void SendCloseNotify(bufferevent* bev) {
   if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) SSL_shutdown(ssl);
 }
 
+void KeepSessionOnClose(bufferevent* bev) {
+  if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+}
+
 // --- TlsAccept --------------------------------------------------------------------------------------
 
 namespace {

@@ -69,6 +69,9 @@ class TlsContext {
 // Sends a TLS close_notify on `bev` if it is a TLS bufferevent whose output has been written
 // (before a half-close), so the client sees a clean end rather than a truncation.
 void SendCloseNotify(bufferevent* bev);
+// Before freeing a TLS bufferevent: counts the connection as shut down, so its session stays in
+// the session cache even when the client left without close_notify (as browsers do).
+void KeepSessionOnClose(bufferevent* bev);
 
 class Worker;
 
