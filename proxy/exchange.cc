@@ -251,7 +251,8 @@ void ProxyExchange::Connect(bool fresh) {
   bufferevent_setcb(up, OnUpstreamRead, OnUpstreamWrite, OnUpstreamEvent, this);
   bufferevent_setwatermark(up, EV_READ, 0, kStreamWindow);
   const timeval connect_tv = ToTimeval(config_.upstream_connect_timeout);
-  bufferevent_set_timeouts(up, nullptr, &connect_tv);
+  // A TLS handshake spends most of its time waiting to read: the connect timeout covers that too.
+  bufferevent_set_timeouts(up, IsTls(up) ? &connect_tv : nullptr, &connect_tv);
   // Queued now (libevent sends it once the connection is up), except for a chunked body: its head
   // waits until the first chunk-size line parses, so a malformed body forwards nothing at all.
   if (request_.body != BodyKind::kChunked) QueueHead();

@@ -122,12 +122,14 @@ TicketKeys& Tickets() {
   return keys;
 }
 
-int OnTicketKey(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cipher, EVP_MAC_CTX* mac,
-                int encrypt) {
+int OnTicketKey(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX* cipher,
+                EVP_MAC_CTX* mac, int encrypt) {
   TicketKeys::Key key;
   bool fresh = true;
   if (encrypt) {
-    if (!Tickets().Current(&key) || RAND_bytes(iv, EVP_CIPHER_get_iv_length(EVP_aes_256_cbc())) != 1) return -1;
+    if (!Tickets().Current(&key) ||
+        RAND_bytes(iv, EVP_CIPHER_get_iv_length(EVP_aes_256_cbc())) != 1)
+      return -1;
     std::memcpy(key_name, key.name.data(), 16);
   } else if (!Tickets().Find(key_name, &key, &fresh)) {
     return 0;  // an unknown or expired key: a full handshake, then a new ticket
@@ -139,20 +141,22 @@ int OnTicketKey(SSL*, unsigned char* key_name, unsigned char* iv, EVP_CIPHER_CTX
       OSSL_PARAM_construct_end(),
   };
   if (EVP_MAC_CTX_set_params(mac, params) != 1) return -1;
-  const int ok = encrypt ? EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.aes.data(), iv)
-                         : EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.aes.data(), iv);
+  const int ok = encrypt
+                     ? EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.aes.data(), iv)
+                     : EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, key.aes.data(), iv);
   if (ok != 1) return -1;
   return fresh ? 1 : 2;  // 2: accepted, but send the client a ticket under the current key
 }
 
-// --- Per-handshake callbacks ----------------------------------------------------------------------
+// --- Per-handshake callbacks
+// ----------------------------------------------------------------------
 
 int OnAlpn(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* offered,
            unsigned int offered_length, void*) {
   static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   unsigned char* chosen = nullptr;
-  if (SSL_select_next_proto(&chosen, out_length, kHttp11, sizeof kHttp11, offered, offered_length) !=
-      OPENSSL_NPN_NEGOTIATED) {
+  if (SSL_select_next_proto(&chosen, out_length, kHttp11, sizeof kHttp11, offered,
+                            offered_length) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;  // the client offered only protocols we do not speak (h2): no ALPN
   }
   *out = chosen;
@@ -183,8 +187,10 @@ void WarnIfExpired(const std::string& path, X509* certificate) {
   if (certificate == nullptr || X509_cmp_current_time(X509_get0_notAfter(certificate)) >= 0) return;
   struct tm tm {};
   char date[64] = "?";
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(certificate), &tm) == 1) strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  std::fprintf(stderr, "shellac: warning: %s: the certificate expired on %s; serving it anyway\n", path.c_str(), date);
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(certificate), &tm) == 1)
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  std::fprintf(stderr, "shellac: warning: %s: the certificate expired on %s; serving it anyway\n",
+               path.c_str(), date);
 }
 
 }  // namespace
@@ -210,18 +216,19 @@ SslCtxPtr NewServerContext(const conf::Config& config, const conf::Config::TlsCe
   SSL_CTX_set_max_proto_version(ctx.get(), TLS1_3_VERSION);
   // No renegotiation (a DoS lever and never needed by HTTP/1.1 clients); a client that closes
   // without close_notify is an ordinary end of connection for HTTP, whose framing is explicit.
-  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION |
-                                     SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
+                                     SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
   // libevent hands SSL_write whatever its output buffer holds, which may move between retries.
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                   SSL_MODE_RELEASE_BUFFERS);
   if (SSL_CTX_set_cipher_list(ctx.get(), config.tls_ciphers.c_str()) != 1) {
-    *error = "tls-ciphers: no cipher OpenSSL knows in '" + config.tls_ciphers + "' (" + OpensslReason() + ")";
+    *error = "tls-ciphers: no cipher OpenSSL knows in '" + config.tls_ciphers + "' (" +
+             OpensslReason() + ")";
     return nullptr;
   }
   if (SSL_CTX_set_ciphersuites(ctx.get(), config.tls_ciphersuites.c_str()) != 1) {
-    *error = "tls-ciphersuites: no TLS 1.3 suite OpenSSL knows in '" + config.tls_ciphersuites + "' (" +
-             OpensslReason() + ")";
+    *error = "tls-ciphersuites: no TLS 1.3 suite OpenSSL knows in '" + config.tls_ciphersuites +
+             "' (" + OpensslReason() + ")";
     return nullptr;
   }
 
@@ -287,7 +294,8 @@ SslCtxPtr NewServerContext(const conf::Config& config, const conf::Config::TlsCe
 
 TlsContext::~TlsContext() = default;
 
-std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config, std::string* error) {
+std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config,
+                                                    std::string* error) {
   std::shared_ptr<TlsContext> tls(new TlsContext());
   Tickets().SetRotation(config.tls_ticket_rotation);
   auto add = [&](const conf::Config::TlsCertificate& files, const std::string& ocsp_file,
@@ -296,12 +304,14 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config, 
     certificate->host = files.host;
     certificate->ctx = NewServerContext(config, files, ocsp_file, &certificate->ocsp, error);
     if (!certificate->ctx) return false;
-    if (!certificate->ocsp.empty()) SSL_CTX_set_tlsext_status_arg(certificate->ctx.get(), &certificate->ocsp);
+    if (!certificate->ocsp.empty())
+      SSL_CTX_set_tlsext_status_arg(certificate->ctx.get(), &certificate->ocsp);
     list->push_back(std::move(certificate));
     return true;
   };
   for (const auto& listener : config.listen_tls) {
-    const std::string& ocsp = listener.certificate.ocsp.empty() ? config.tls_ocsp : listener.certificate.ocsp;
+    const std::string& ocsp =
+        listener.certificate.ocsp.empty() ? config.tls_ocsp : listener.certificate.ocsp;
     if (!add(listener.certificate, ocsp, &tls->listeners_)) return nullptr;
     SSL_CTX_set_tlsext_servername_callback(tls->listeners_.back()->ctx.get(), OnServerName);
     SSL_CTX_set_tlsext_servername_arg(tls->listeners_.back()->ctx.get(), tls.get());
@@ -358,7 +368,8 @@ bool TlsContext::FellBack(const SSL* ssl) const {
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (name == nullptr) return false;
   const SSL_CTX* ctx = SSL_get_SSL_CTX(ssl);
-  const bool own = std::any_of(listeners_.begin(), listeners_.end(), [&](const auto& c) { return c->ctx.get() == ctx; });
+  const bool own = std::any_of(listeners_.begin(), listeners_.end(),
+                               [&](const auto& c) { return c->ctx.get() == ctx; });
   // The listener's certificate may well cover the name itself; that is not a fallback.
   return own && X509_check_host(SSL_CTX_get0_certificate(ctx), name, 0, 0, nullptr) != 1;
 }
@@ -376,7 +387,8 @@ SslPtr TlsContext::NewUpstreamSsl(const std::string& host) const {
   if (inet_pton(AF_INET, host.c_str(), &ip) == 1 || inet_pton(AF_INET6, host.c_str(), &ip) == 1) {
     // An address is verified against the certificate's IP entries and is not sent as SNI.
     if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), host.c_str()) != 1) return nullptr;
-  } else if (SSL_set_tlsext_host_name(ssl.get(), host.c_str()) != 1 || SSL_set1_host(ssl.get(), host.c_str()) != 1) {
+  } else if (SSL_set_tlsext_host_name(ssl.get(), host.c_str()) != 1 ||
+             SSL_set1_host(ssl.get(), host.c_str()) != 1) {
     return nullptr;
   }
   return ssl;
@@ -387,10 +399,12 @@ void SendCloseNotify(bufferevent* bev) {
 }
 
 void KeepSessionOnClose(bufferevent* bev) {
-  if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  if (SSL* ssl = bufferevent_openssl_get_ssl(bev))
+    SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 }
 
-// --- TlsAccept --------------------------------------------------------------------------------------
+// --- TlsAccept
+// --------------------------------------------------------------------------------------
 
 namespace {
 
@@ -422,8 +436,8 @@ void TlsAccept::Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, 
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto* self = new TlsAccept(worker, peer, std::move(tls));  // owns itself from here
-  self->bev_.reset(
-      bufferevent_openssl_socket_new(worker.base(), fd, ssl.get(), BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE));
+  self->bev_.reset(bufferevent_openssl_socket_new(
+      worker.base(), fd, ssl.get(), BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE));
   if (!self->bev_) {
     ::close(fd);
     delete self;
@@ -439,7 +453,8 @@ void TlsAccept::Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, 
 TlsAccept::TlsAccept(Worker& worker, const sockaddr* peer, std::shared_ptr<const TlsContext> tls)
     : worker_(worker), tls_(std::move(tls)) {
   if (peer != nullptr) {
-    std::memcpy(&peer_, peer, peer->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+    std::memcpy(&peer_, peer,
+                peer->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
   }
   timer_.reset(evtimer_new(worker.base(), OnTimeout, this));
   worker_.RegisterHandshake(this);
@@ -455,8 +470,10 @@ TlsAccept::~TlsAccept() {
 
 void TlsAccept::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<TlsAccept*>(arg);
-  if (what & BEV_EVENT_CONNECTED) self->Finished();
-  else self->Failed(what);
+  if (what & BEV_EVENT_CONNECTED)
+    self->Finished();
+  else
+    self->Failed(what);
 }
 
 void TlsAccept::OnTimeout(evutil_socket_t, short, void* arg) {
@@ -468,11 +485,13 @@ void TlsAccept::OnTimeout(evutil_socket_t, short, void* arg) {
 void TlsAccept::Finished() {
   WorkerMetrics& metrics = worker_.metrics();
   const SSL* ssl = bufferevent_openssl_get_ssl(bev_.get());
-  WorkerMetrics::Add(SSL_version(ssl) == TLS1_3_VERSION ? metrics.tls_handshakes_13 : metrics.tls_handshakes_12);
+  WorkerMetrics::Add(SSL_version(ssl) == TLS1_3_VERSION ? metrics.tls_handshakes_13
+                                                        : metrics.tls_handshakes_12);
   if (SSL_session_reused(ssl)) WorkerMetrics::Add(metrics.tls_resumed);
   if (tls_->FellBack(ssl)) WorkerMetrics::Add(metrics.tls_sni_fallback);
   bufferevent_setcb(bev_.get(), nullptr, nullptr, nullptr, nullptr);
-  new ClientConnection(worker_, std::move(bev_), reinterpret_cast<const sockaddr*>(&peer_), Site::kPublic,
+  new ClientConnection(worker_, std::move(bev_), reinterpret_cast<const sockaddr*>(&peer_),
+                       Site::kPublic,
                        /*tls=*/true);  // owns itself
   delete this;
 }
@@ -482,12 +501,16 @@ void TlsAccept::Failed(short what) {
   bool protocol = false;
   while (unsigned long e = bufferevent_get_openssl_error(bev_.get())) {
     const int reason = ERR_GET_REASON(e);
-    if (reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST) plain_http = true;
-    else if (reason != SSL_R_UNEXPECTED_EOF_WHILE_READING) protocol = true;
+    if (reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST)
+      plain_http = true;
+    else if (reason != SSL_R_UNEXPECTED_EOF_WHILE_READING)
+      protocol = true;
   }
   TlsFailure kind = TlsFailure::kAborted;  // EOF or reset with nothing OpenSSL objected to
-  if (plain_http) kind = TlsFailure::kPlainHttp;
-  else if (protocol || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) kind = TlsFailure::kProtocol;
+  if (plain_http)
+    kind = TlsFailure::kPlainHttp;
+  else if (protocol || !(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+    kind = TlsFailure::kProtocol;
   WorkerMetrics::Add(worker_.metrics().tls_failures[static_cast<int>(kind)]);
   if (plain_http) AnswerPlainHttp(bufferevent_getfd(bev_.get()));
   delete this;

@@ -96,7 +96,8 @@ class TlsAccept {
 
   Worker& worker_;
   sockaddr_storage peer_{};
-  std::shared_ptr<const TlsContext> tls_;  // the SNI callback points into it until the handshake ends
+  std::shared_ptr<const TlsContext>
+      tls_;  // the SNI callback points into it until the handshake ends
   BufferEventPtr bev_;
   EventPtr timer_;
 };

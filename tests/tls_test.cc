@@ -38,22 +38,28 @@ using SslPtr = std::unique_ptr<SSL, SslFree>;
 using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 
 // Runs a shell command quietly; true when it exited 0.
-bool Run(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+bool RunQuietly(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
 
 // A CA and leaf certificates signed by it, in a temp folder.
 class Pki {
  public:
   Pki() {
-    EXPECT_TRUE(Run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
-                    "/CN=shellac-test-ca -keyout " + dir_.File("ca.key") + " -out " + dir_.File("ca.pem")));
+    EXPECT_TRUE(RunQuietly(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "
+        "/CN=shellac-test-ca -keyout " +
+        dir_.File("ca.key") + " -out " + dir_.File("ca.pem")));
   }
   // Makes NAME.pem / NAME.key for `cn` with subjectAltName `san` (e.g. "DNS:a.test,IP:127.0.0.1").
   void Leaf(const std::string& name, const std::string& cn, const std::string& san) {
     WriteFile(dir_.File(name + ".ext"), "subjectAltName=" + san + "\n");
-    ASSERT_TRUE(Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn +
-                    " -keyout " + Key(name) + " -out " + dir_.File(name + ".csr")));
-    ASSERT_TRUE(Run("openssl x509 -req -days 2 -in " + dir_.File(name + ".csr") + " -CA " + Ca() + " -CAkey " +
-                    dir_.File("ca.key") + " -CAcreateserial -extfile " + dir_.File(name + ".ext") + " -out " + Cert(name)));
+    ASSERT_TRUE(
+        RunQuietly("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn +
+            " -keyout " + Key(name) + " -out " + dir_.File(name + ".csr")));
+    ASSERT_TRUE(RunQuietly("openssl x509 -req -days 2 -in " + dir_.File(name + ".csr") + " -CA " + Ca() +
+                    " -CAkey " + dir_.File("ca.key") + " -CAcreateserial -extfile " +
+                    dir_.File(name + ".ext") + " -out " + Cert(name)));
   }
   std::string Cert(const std::string& name) const { return dir_.File(name + ".pem"); }
   std::string Key(const std::string& name) const { return dir_.File(name + ".key"); }
@@ -124,7 +130,8 @@ class TlsClient {
   }
   SSL* ssl() const { return ssl_.get(); }
   std::string PeerCn() const {
-    std::unique_ptr<X509, decltype(&X509_free)> cert(SSL_get1_peer_certificate(ssl_.get()), X509_free);
+    std::unique_ptr<X509, decltype(&X509_free)> cert(SSL_get1_peer_certificate(ssl_.get()),
+                                                     X509_free);
     if (!cert) return "";
     char cn[256] = "";
     X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, cn, sizeof cn);
@@ -136,7 +143,8 @@ class TlsClient {
     SSL_get0_alpn_selected(ssl_.get(), &p, &n);
     return std::string(reinterpret_cast<const char*>(p), n);
   }
-  // GET `path`; reads the head and a Content-Length body. Returns the whole response, "" on failure.
+  // GET `path`; reads the head and a Content-Length body. Returns the whole response, "" on
+  // failure.
   std::string Get(const std::string& path, const std::string& host = "shellac.test") {
     const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
     if (SSL_write(ssl_.get(), request.data(), static_cast<int>(request.size())) <= 0) return "";
@@ -215,7 +223,8 @@ TEST_F(TlsTest, OlderProtocolsAreRefused) {
   ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener())));
   TlsClient client;
   EXPECT_FALSE(client.Connect(TlsPort(), {.max_version = TLS1_1_VERSION}));
-  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total", {{"reason", "protocol"}}, 1);
+  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total",
+                {{"reason", "protocol"}}, 1);
   EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "protocol"}}), 1);
 }
 
@@ -232,14 +241,14 @@ TEST_F(TlsTest, AlpnSelectsHttp11) {
 }
 
 TEST_F(TlsTest, SniSelectsTheCertificateAndUnknownNamesFallBack) {
-  ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener() + "tls-cert=B.test cert=" + pki_.Cert("b") + " key=" +
-                                               pki_.Key("b") + "\ntls-cert=*.w.test cert=" + pki_.Cert("w") +
-                                               " key=" + pki_.Key("w") + "\n")));
+  ASSERT_TRUE(shellac_.Start(BaseConfig(
+      0, Listener() + "tls-cert=B.test cert=" + pki_.Cert("b") + " key=" + pki_.Key("b") +
+             "\ntls-cert=*.w.test cert=" + pki_.Cert("w") + " key=" + pki_.Key("w") + "\n")));
   const struct {
     std::string sni;
     std::string cn;
-  } cases[] = {{"b.test", "b.test"},   {"B.TEST", "b.test"},       {"x.w.test", "wild.w.test"},
-               {"a.test", "a.test"},   {"", "a.test"},             {"unknown.test", "a.test"},
+  } cases[] = {{"b.test", "b.test"},    {"B.TEST", "b.test"}, {"x.w.test", "wild.w.test"},
+               {"a.test", "a.test"},    {"", "a.test"},       {"unknown.test", "a.test"},
                {"y.x.w.test", "a.test"}};
   for (const auto& c : cases) {
     SCOPED_TRACE("sni '" + c.sni + "'");
@@ -304,7 +313,8 @@ TEST_F(TlsTest, PlainHttpOnTheTlsPortGetsA400) {
   TlsClient client;  // and TLS on the same port still works
   ASSERT_TRUE(client.Connect(TlsPort()));
   EXPECT_EQ(StatusOf(client.Get("/")), 200);
-  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total", {{"reason", "plain_http"}}, 1);
+  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total",
+                {{"reason", "plain_http"}}, 1);
   EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "plain_http"}}), 1);
 }
 
@@ -325,7 +335,8 @@ TEST_F(TlsTest, StalledHandshakeTimesOutAndAbortsAreCounted) {
   ASSERT_TRUE(aborted.Connect(TlsPort()));
   ASSERT_TRUE(aborted.Send(std::string("\x16\x03\x01", 3)));
   aborted.Close();
-  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total", {{"reason", "aborted"}}, 1);
+  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total",
+                {{"reason", "aborted"}}, 1);
   EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "timeout"}}), 1);
   EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "aborted"}}), 1);
   EXPECT_EQ(Metric("shellac_tls_handshakes_in_progress"), 0);
@@ -339,7 +350,8 @@ TEST_F(TlsTest, ReloadOnSighupSwapsCertificatesWithoutDroppingConnections) {
   const std::string key = pki_.File("live.key");
   WriteFile(cert, ReadFile(pki_.Cert("a")));
   WriteFile(key, ReadFile(pki_.Key("a")));
-  ASSERT_TRUE(shellac_.Start(BaseConfig(0, "listen-tls=127.0.0.1:0 cert=" + cert + " key=" + key + "\n")));
+  ASSERT_TRUE(
+      shellac_.Start(BaseConfig(0, "listen-tls=127.0.0.1:0 cert=" + cert + " key=" + key + "\n")));
   TlsClient held;
   ASSERT_TRUE(held.Connect(TlsPort()));
   EXPECT_EQ(held.PeerCn(), "a.test");
@@ -348,7 +360,8 @@ TEST_F(TlsTest, ReloadOnSighupSwapsCertificatesWithoutDroppingConnections) {
   WriteFile(cert, ReadFile(pki_.Cert("b")));
   WriteFile(key, ReadFile(pki_.Key("b")));
   shellac_.Signal(SIGHUP);
-  ASSERT_TRUE(shellac_.WaitForLine("reloaded configuration", Millis(5'000))) << shellac_.StderrText();
+  ASSERT_TRUE(shellac_.WaitForLine("reloaded configuration", Millis(5'000)))
+      << shellac_.StderrText();
   EXPECT_EQ(StatusOf(held.Get("/")), 200) << "the held connection must survive the reload";
   {
     TlsClient fresh;
@@ -361,7 +374,8 @@ TEST_F(TlsTest, ReloadOnSighupSwapsCertificatesWithoutDroppingConnections) {
   shellac_.Signal(SIGHUP);
   const auto refused = shellac_.WaitForLine("reload refused", Millis(5'000));
   ASSERT_TRUE(refused) << shellac_.StderrText();
-  EXPECT_NE(refused->find(key + ": the key does not match the certificate"), std::string::npos) << *refused;
+  EXPECT_NE(refused->find(key + ": the key does not match the certificate"), std::string::npos)
+      << *refused;
   TlsClient after;
   ASSERT_TRUE(after.Connect(TlsPort()));
   EXPECT_EQ(after.PeerCn(), "b.test");
@@ -381,15 +395,16 @@ TEST_F(TlsTest, BadCertificateFilesStopTheStart) {
        dir.File("missing.key") + ": cannot read: No such file or directory"},
       {"listen-tls=127.0.0.1:0 cert=" + pki_.Key("a") + " key=" + pki_.Key("a"),
        pki_.Key("a") + ": not a PEM certificate chain"},
-      {"listen-tls=127.0.0.1:0 cert=" + pki_.Cert("a") + " key=" + pki_.Key("a") + " ocsp=" + pki_.Cert("a"),
+      {"listen-tls=127.0.0.1:0 cert=" + pki_.Cert("a") + " key=" + pki_.Key("a") +
+           " ocsp=" + pki_.Cert("a"),
        pki_.Cert("a") + ": not a DER OCSP response"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.line);
     const std::string conf = dir.File("bad.conf");
     WriteFile(conf, BaseConfig(0, c.line + "\n"));
-    for (const std::vector<std::string>& args : {std::vector<std::string>{"-c", conf},
-                                                 std::vector<std::string>{"-c", conf, "--check"}}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"-c", conf}, std::vector<std::string>{"-c", conf, "--check"}}) {
       const CommandResult r = RunShellac(args, dir.path());
       EXPECT_EQ(r.status, 1) << r.err;
       EXPECT_NE(r.err.find("shellac: " + c.message), std::string::npos) << r.err;
@@ -397,14 +412,30 @@ TEST_F(TlsTest, BadCertificateFilesStopTheStart) {
   }
 }
 
+TEST_F(TlsTest, ExpiredCertificateOnlyWarns) {
+  const std::string expired = pki_.File("expired.pem");
+  ASSERT_TRUE(RunQuietly("openssl x509 -in " + pki_.Cert("a") + " -signkey " + pki_.Key("a") +
+                  " -days -1 -out " + expired));
+  ASSERT_TRUE(shellac_.Start(
+      BaseConfig(0, "listen-tls=127.0.0.1:0 cert=" + expired + " key=" + pki_.Key("a") + "\n")));
+  EXPECT_TRUE(shellac_.WaitForLine("shellac: warning: " + expired + ": the certificate expired on",
+                                   Millis(1'000)))
+      << shellac_.StderrText();
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  EXPECT_EQ(StatusOf(client.Get("/")), 200);
+}
+
 TEST_F(TlsTest, ForwardedProtoAndHsts) {
   Origin origin;
-  ASSERT_TRUE(shellac_.Start(BaseConfig(origin.port(), Listener() + "hsts=max-age=600; includeSubDomains\n")));
+  ASSERT_TRUE(shellac_.Start(
+      BaseConfig(origin.port(), Listener() + "hsts=max-age=600; includeSubDomains\n")));
   TlsClient client;
   ASSERT_TRUE(client.Connect(TlsPort()));
   const std::string response = client.Get("/over-tls");
   EXPECT_EQ(StatusOf(response), 200) << response;
-  EXPECT_NE(response.find("\r\nStrict-Transport-Security: max-age=600; includeSubDomains\r\n"), std::string::npos)
+  EXPECT_NE(response.find("\r\nStrict-Transport-Security: max-age=600; includeSubDomains\r\n"),
+            std::string::npos)
       << response;
   const Response plain = HttpGet(shellac_.Port(), "/over-tcp", "X-Forwarded-Proto: https\r\n");
   EXPECT_EQ(plain.status, 200);
@@ -433,7 +464,9 @@ TEST_F(TlsTest, OcspResponseIsStapled) {
   const unsigned char* stapled = nullptr;
   const long stapled_length = SSL_get_tlsext_status_ocsp_resp(asks.ssl(), &stapled);
   ASSERT_EQ(stapled_length, length);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(stapled), static_cast<size_t>(stapled_length)), bytes);
+  EXPECT_EQ(
+      std::string(reinterpret_cast<const char*>(stapled), static_cast<size_t>(stapled_length)),
+      bytes);
   TlsClient does_not_ask;
   ASSERT_TRUE(does_not_ask.Connect(TlsPort()));
   EXPECT_EQ(SSL_get_tlsext_status_ocsp_resp(does_not_ask.ssl(), &stapled), -1);
@@ -491,9 +524,11 @@ class TlsOrigin {
         if (const auto at = in.find("X-Forwarded-Proto: "); at != std::string::npos) {
           proto = in.substr(at + 19, in.find("\r\n", at) - at - 19);
         }
-        const std::string body = "tls-origin:" + in.substr(4, in.find(' ', 4) - 4) + " proto=" + proto;
-        const std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                                "\r\nConnection: close\r\n\r\n" + body;
+        const std::string body =
+            "tls-origin:" + in.substr(4, in.find(' ', 4) - 4) + " proto=" + proto;
+        const std::string out =
+            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body;
         SSL_write(ssl.get(), out.data(), static_cast<int>(out.size()));
         SSL_shutdown(ssl.get());
       }
@@ -517,7 +552,8 @@ TEST_F(TlsTest, UpstreamTlsVerifiesTheOrigin) {
   for (const char* host : {"localhost", "127.0.0.1"}) {
     SCOPED_TRACE(host);
     ShellacProcess proxy;
-    ASSERT_TRUE(proxy.Start(BaseConfig(0, "backend=https://" + std::string(host) + ":" + std::to_string(origin.port()) +
+    ASSERT_TRUE(proxy.Start(BaseConfig(0, "backend=https://" + std::string(host) + ":" +
+                                              std::to_string(origin.port()) +
                                               "\nbackend-ca=" + pki_.Ca() + "\n")));
     const Response r = HttpGet(proxy.Port(), "/secure");
     EXPECT_EQ(r.status, 200) << r.Describe();
@@ -526,17 +562,39 @@ TEST_F(TlsTest, UpstreamTlsVerifiesTheOrigin) {
   // The system store does not know the test CA: no response from that origin reaches the client.
   {
     ShellacProcess proxy;
-    ASSERT_TRUE(proxy.Start(BaseConfig(0, "backend=https://localhost:" + std::to_string(origin.port()) + "\n")));
+    ASSERT_TRUE(proxy.Start(
+        BaseConfig(0, "backend=https://localhost:" + std::to_string(origin.port()) + "\n")));
     const Response r = HttpGet(proxy.Port(), "/untrusted");
     EXPECT_EQ(r.status, 502) << r.Describe();
     EXPECT_EQ(r.body.find("tls-origin"), std::string::npos);
+  }
+  // An origin that accepts TCP but never answers the handshake: the connect timeout covers it.
+  {
+    const int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(listen(silent, 16), 0);  // the kernel completes connections nobody accepts
+    getsockname(silent, reinterpret_cast<sockaddr*>(&a), &len);
+    ShellacProcess proxy;
+    ASSERT_TRUE(proxy.Start(
+        BaseConfig(0, "backend=https://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) +
+                          "\nbackend-ca=" + pki_.Ca() + "\nupstream-connect-timeout=300ms\n")));
+    const auto start = Clock::now();
+    const Response r = HttpGet(proxy.Port(), "/stalled");
+    EXPECT_EQ(r.status, 504) << r.Describe();
+    EXPECT_LT(Clock::now() - start, Millis(3'000));
+    close(silent);
   }
   // The CA is right but the name is not the certificate's.
   {
     TlsOrigin other(pki_.Cert("b"), pki_.Key("b"));
     ShellacProcess proxy;
-    ASSERT_TRUE(proxy.Start(BaseConfig(0, "backend=https://localhost:" + std::to_string(other.port()) +
-                                              "\nbackend-ca=" + pki_.Ca() + "\n")));
+    ASSERT_TRUE(
+        proxy.Start(BaseConfig(0, "backend=https://localhost:" + std::to_string(other.port()) +
+                                      "\nbackend-ca=" + pki_.Ca() + "\n")));
     const Response r = HttpGet(proxy.Port(), "/wrong-name");
     EXPECT_EQ(r.status, 502) << r.Describe();
   }
