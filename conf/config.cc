@@ -317,6 +317,9 @@ class Builder {
   }
 
   void Finish() {
+    if (!config_->tls_certs.empty() && config_->listen_tls.empty()) {
+      throw Failure{config_->tls_certs.front().origin + ": tls-cert: no listen-tls= listener to serve it on"};
+    }
     if (config_->threads == 0) {
       unsigned n = std::thread::hardware_concurrency();
       config_->threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
