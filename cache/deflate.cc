@@ -208,11 +208,27 @@ void GzipStitcher::Start() {
   bytes_written_ += kHeader.size();
 }
 
+uint32_t CombineCrc(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  // crc32_combine costs O(log len(B)) to make the operator for len(B), then one cheap step. The
+  // same lengths recur (the same stored segments go out request after request), so each thread
+  // keeps the operators it made last, in a small direct-mapped table.
+  if (length_b == 0) return crc_a;
+  struct Entry {
+    uint64_t length = 0;
+    uLong op = 0;
+  };
+  thread_local std::array<Entry, 256> operators;
+  Entry& e = operators[(length_b * 0x9E3779B97F4A7C15ull) >> 56];
+  if (e.length != length_b) {
+    e.length = length_b;
+    e.op = crc32_combine_gen64(static_cast<z_off64_t>(length_b));
+  }
+  return static_cast<uint32_t>(crc32_combine_op(crc_a, crc_b, e.op));
+}
+
 void GzipStitcher::Account(const SegmentView& segment) {
-  // crc32_combine: crc of A||B from crc(A), crc(B) and len(B) in O(log len(B)); stored bytes are
-  // never touched.
-  crc_ =
-      static_cast<uint32_t>(crc32_combine(crc_, segment.crc, static_cast<z_off_t>(segment.length)));
+  // crc of A||B from crc(A), crc(B) and len(B): stored bytes are never touched.
+  crc_ = CombineCrc(crc_, segment.crc, segment.length);
   length_ += segment.length;
   bytes_written_ += segment.deflate.size();
 }

@@ -49,6 +49,10 @@ struct Segment {
   SegmentView view() const { return {deflate, crc, length}; }
 };
 
+// crc32 of A||B from crc32(A), crc32(B) and the length of B (zlib's crc32_combine, with the
+// length-dependent operator kept per thread for lengths seen before).
+uint32_t CombineCrc(uint32_t crc_a, uint32_t crc_b, uint64_t length_b);
+
 // Owning handles for zlib streams: deflateEnd/inflateEnd run exactly once. The z_stream lives on
 // the heap because zlib keeps a pointer back to it, so the owner may move.
 struct DeflateStreamEnd {

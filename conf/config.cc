@@ -167,6 +167,26 @@ class Builder {
     } else if (key == "cache-size") {
       size(&config_->cache_size);
       if (config_->cache_size < (1u << 20)) fail("must be at least 1M");
+    } else if (key == "esi") {
+      const std::string v = Lower(value);
+      if (v == "off") config_->esi = Config::EsiMode::kOff;
+      else if (v == "surrogate") config_->esi = Config::EsiMode::kSurrogate;
+      else if (v == "always") config_->esi = Config::EsiMode::kAlways;
+      else fail("expected off, surrogate or always, got '" + std::string(value) + "'");
+    } else if (key == "esi-url") {
+      if (value.empty()) fail("expected a regular expression");
+      replace_once(config_->esi_urls);
+      config_->esi_urls.push_back(Config::Rule{std::string(value), origin.Describe()});
+    } else if (key == "esi-allow-host") {
+      if (value.empty()) fail("expected a regular expression");
+      replace_once(config_->esi_allow_hosts);
+      config_->esi_allow_hosts.push_back(Config::Rule{std::string(value), origin.Describe()});
+    } else if (key == "esi-max-depth") {
+      config_->esi_max_depth = static_cast<unsigned>(count(0, 32));
+    } else if (key == "esi-max-includes") {
+      config_->esi_max_includes = static_cast<unsigned>(count(1, 100000));
+    } else if (key == "esi-parallel") {
+      config_->esi_parallel = static_cast<unsigned>(count(1, 1024));
     } else if (key == "repo") {
       replace_once(config_->repos);
       std::string path(value);
@@ -483,6 +503,12 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"default-ttl", "120s"},
       {"grace", "10s"},
       {"single-flight-timeout", "30s"},
+      {"esi", "surrogate"},
+      {"esi-url", "none"},
+      {"esi-allow-host", "none"},
+      {"esi-max-depth", "5"},
+      {"esi-max-includes", "256"},
+      {"esi-parallel", "32"},
       {"repo", "none"},
       {"cgitrc", "none"},
       {"access-log", "stderr"},

@@ -57,6 +57,14 @@ struct Config {
   Millis default_ttl{120'000};           // freshness of a response that names none
   Millis grace{10'000};                  // how long a stale object may stand in when the upstream fails
   Millis single_flight_timeout{30'000};  // a request waiting for another's fetch gives up (503) after this
+  // Edge Side Includes (esi/, proxy/esi_response.h).
+  enum class EsiMode { kOff, kSurrogate, kAlways };
+  EsiMode esi = EsiMode::kSurrogate;     // which upstream responses are processed as ESI by default
+  std::vector<Rule> esi_urls;            // esi-url=REGEX: targets whose responses are always processed
+  std::vector<Rule> esi_allow_hosts;     // esi-allow-host=REGEX: other hosts an include may name
+  unsigned esi_max_depth = 5;            // nesting of included ESI fragments (the page is depth 0)
+  unsigned esi_max_includes = 256;       // includes per page, nested ones counted
+  unsigned esi_parallel = 32;            // include fetches in flight per page
   std::vector<std::string> repos;        // --repo PATH / repo=PATH / repo.path in a cgitrc
   std::string cgitrc;                    // cgit configuration imported as is ("" when none)
 

@@ -34,6 +34,7 @@ class BackgroundFetch : public ExchangeClient {
   void FinishExchange(int, bool) override { EndSoon(); }
   void FailExchange(int, const std::string&) override { EndSoon(); }
   void AbortExchange() override { EndSoon(); }
+  void CollectExchange(Collected) override { EndSoon(); }  // an ESI page: stored by the exchange
 
  private:
   BackgroundFetch(Worker& worker, const http::RequestHead& request, std::string peer_ip);

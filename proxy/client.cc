@@ -63,20 +63,10 @@ std::optional<std::string> QueryParameter(std::string_view query, std::string_vi
   return std::nullopt;
 }
 
-std::chrono::sys_seconds NowSeconds() {
-  return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-}
-
 BufferEventPtr SocketBufferEvent(event_base* base, evutil_socket_t fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return BufferEventPtr(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE));
-}
-
-// Varnish's default: only GET and HEAD without credentials or cookies are looked up in the store.
-bool IsCacheable(const http::RequestHead& request) {
-  return (request.method == "GET" || request.method == "HEAD") && request.body == http::BodyKind::kNone &&
-         request.Find("authorization") == nullptr && request.Find("cookie") == nullptr;
 }
 
 }  // namespace
@@ -104,8 +94,9 @@ ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const soc
 }
 
 ClientConnection::~ClientConnection() {
+  esi_.reset();
   exchange_.reset();
-  retired_.clear();
+  FreeRetired();
   if (tls_) KeepSessionOnClose(bev_.get());
   bev_.reset();
   if (in_request_) WorkerMetrics::Add(worker_.metrics().in_flight, -1);
@@ -140,11 +131,11 @@ void ClientConnection::ArmHeadTimer(std::chrono::milliseconds ms) {
 
 void ClientConnection::OnRead(bufferevent*, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
-  self->retired_.clear();
+  self->FreeRetired();
   switch (self->state_) {
     case State::kBusy:
       if (self->exchange_) self->exchange_->OnClientReadable();
-      return;
+      return;  // during an ESI response pipelined bytes wait, bounded by the read watermark
     case State::kWaiting:
       return;  // pipelined bytes wait in the input, bounded by the read watermark
     case State::kClosing:
@@ -163,19 +154,20 @@ void ClientConnection::OnRead(bufferevent*, void* arg) {
 
 void ClientConnection::OnWrite(bufferevent*, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
-  self->retired_.clear();
+  self->FreeRetired();
   if (self->state_ == State::kClosing) {
     if (evbuffer_get_length(self->output()) == 0) self->StartLingering();
     return;
   }
   if (self->state_ == State::kBusy && self->exchange_) self->exchange_->OnClientDrained();
+  if (self->state_ == State::kBusy && self->esi_) self->esi_->OnClientDrained();
   if (evbuffer_get_length(self->output()) == 0) bufferevent_disable(self->bev_.get(), EV_WRITE);
 }
 
 void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
-  self->retired_.clear();
-  if (self->state_ == State::kWaiting && (what & BEV_EVENT_EOF)) {
+  self->FreeRetired();
+  if ((self->state_ == State::kWaiting || (self->state_ == State::kBusy && self->esi_)) && (what & BEV_EVENT_EOF)) {
     self->close_after_response_ = true;  // half-closed while its fetch runs elsewhere: answer, then close
     self->SetReading(false);
     return;
@@ -210,7 +202,7 @@ void ClientConnection::OnHeadTimer(evutil_socket_t, short, void* arg) {
 
 void ClientConnection::OnDeferred(evutil_socket_t, short, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
-  self->retired_.clear();
+  self->FreeRetired();
   const Deferred action = self->deferred_action_;
   self->deferred_action_ = Deferred::kNone;
   if (action == Deferred::kClose) {
@@ -279,7 +271,7 @@ void ClientConnection::Dispatch() {
     return;
   }
   route_ = Route::kProxy;
-  if (config.cache && IsCacheable(request_)) {
+  if (config.cache && IsCacheableRequest(request_)) {
     runtime_->key_rules->MakeKey(request_.host, request_.target, &cache_key_);
     ServeCached(cache_key_);
     return;
@@ -365,6 +357,10 @@ void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
 }
 
 bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache) {
+  if (object->esi_template() != nullptr) {
+    StartEsi(object, x_cache);
+    return true;
+  }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
   const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive,
                                     Hsts());
@@ -373,11 +369,29 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
     return false;
   }
   if (d.body_bytes > 0) WorkerMetrics::Add(d.gzip ? worker_.metrics().cache_stitched : worker_.metrics().cache_inflated);
-  cache_status_ = x_cache == "hit" ? "hit" : "miss";
+  cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
   body_bytes_ = d.body_bytes;
   Flush();
   FinishRequest(d.status, keep_alive);
   return true;
+}
+
+void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache) {
+  cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
+  state_ = State::kBusy;
+  ApplyIoTimeouts(false);
+  const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
+  esi_ = std::make_unique<EsiResponse>(*this, runtime_, request_, std::move(page), x_cache, keep_alive);
+  esi_->Start();
+}
+
+void ClientConnection::CollectExchange(Collected result) {
+  RetireExchange();
+  const std::string_view x_cache = result.stored ? "miss" : "pass";
+  if (!Deliver(result.object, x_cache)) {
+    state_ = State::kReadingHead;
+    RespondError(502, "the response could not be decoded");
+  }
 }
 
 void ClientConnection::ServeLocal() {
@@ -503,7 +517,13 @@ void ClientConnection::AbortExchange() {
 
 void ClientConnection::RetireExchange() {
   if (exchange_) retired_.push_back(std::move(exchange_));
+  if (esi_) retired_esi_.push_back(std::move(esi_));
   NotifyWhenDrained(0);
+}
+
+void ClientConnection::FreeRetired() {
+  retired_esi_.clear();  // first: an ESI response's include fetches may use retired exchanges' state
+  retired_.clear();
 }
 
 void ClientConnection::FinishRequest(int status, bool keep_alive) {

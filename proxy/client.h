@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "esi_response.h"
 #include "event_ptr.h"
 #include "exchange.h"
 #include "http1.h"
@@ -57,6 +58,8 @@ class ClientConnection : public ExchangeClient {
   // an incomplete response. Deletes this connection.
   void AbortExchange() override;
   bool secure() const override { return tls_; }
+  // The exchange collected an ESI page (or a page that turned out to hold no ESI): deliver it.
+  void CollectExchange(Collected result) override;
 
  private:
   // kClosing: flushing the last response. kLingering: flushed and half-closed; reading and
@@ -82,6 +85,8 @@ class ClientConnection : public ExchangeClient {
   void OnFillDone(const FillResult& result);
   // Answers from a stored object; false when the object failed its integrity check.
   bool Deliver(const cache::ObjectRef& object, std::string_view x_cache);
+  // Answers with the ESI page `page` assembled for this request.
+  void StartEsi(cache::ObjectRef page, std::string_view x_cache);
   static void OnWaitTimeout(evutil_socket_t, short, void* arg);
   void ServeAdmin();
   void ServeInvalidation(bool ban, bool keep);
@@ -100,13 +105,14 @@ class ClientConnection : public ExchangeClient {
   void CloseSoon();
   // Parses the next pipelined request on the next loop iteration.
   void ResumeSoon();
-  // The exchange may be on the stack when it ends; it is freed from a later callback.
+  // The exchange (or ESI response) may be on the stack when it ends; it is freed from a later callback.
   void RetireExchange();
   // "Strict-Transport-Security: ...\r\n" on a TLS connection when hsts= is set, else "".
   std::string Hsts() const {
     return tls_ && !runtime_->config->hsts.empty() ? "Strict-Transport-Security: " + runtime_->config->hsts + "\r\n"
                                                    : std::string();
   }
+  void FreeRetired();
 
   Worker& worker_;
   const Site site_;
@@ -127,6 +133,8 @@ class ClientConnection : public ExchangeClient {
   State state_ = State::kReadingHead;
   bool close_after_response_ = false;
   std::unique_ptr<ProxyExchange> exchange_;
+  std::unique_ptr<EsiResponse> esi_;
+  std::vector<std::unique_ptr<EsiResponse>> retired_esi_;
   std::shared_ptr<const Runtime> runtime_;  // held for the request in progress
 
   // The request in progress (for the access log and metrics).

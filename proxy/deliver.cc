@@ -88,6 +88,11 @@ void AppendHeader(std::string* out, std::string_view name, std::string_view valu
 
 }  // namespace
 
+bool IsCacheableRequest(const http::RequestHead& request) {
+  return (request.method == "GET" || request.method == "HEAD") && request.body == http::BodyKind::kNone &&
+         request.Find("authorization") == nullptr && request.Find("cookie") == nullptr;
+}
+
 bool AcceptsGzip(const http::RequestHead& request) {
   bool gzip = false;
   for (const auto& h : request.headers) {

@@ -29,6 +29,14 @@ Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
                         bool keep_alive, std::string_view extra_headers = {});
 
+// Varnish's default: only GET and HEAD without a body, credentials or cookies are looked up in the
+// store.
+bool IsCacheableRequest(const http::RequestHead& request);
+
+inline std::chrono::sys_seconds NowSeconds() {
+  return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
 // True when the request's Accept-Encoding admits gzip (q > 0, by name or "*").
 bool AcceptsGzip(const http::RequestHead& request);
 

@@ -3,10 +3,13 @@
 #include <event2/buffer.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "deflate.h"
 #include "freshness.h"
+#include "page_object.h"
+#include "parser.h"
 
 namespace shellac::proxy {
 namespace {
@@ -19,6 +22,11 @@ constexpr size_t kLowWater = 64 << 10;
 constexpr size_t kReadMoreBytes = 60 << 10;
 // How long a key whose response could not be stored skips single-flight (Varnish: hit-for-miss).
 constexpr std::chrono::seconds kPassMemo{120};
+// A collected response (an ESI page or an include) is held whole in memory: at most this many bytes,
+// before and after decoding.
+constexpr size_t kMaxCollectBytes = 32 << 20;
+// Parse problems logged per page (all are counted).
+constexpr size_t kMaxProblemsLogged = 4;
 
 using http::BodyKind;
 using http::EqualsIgnoreCase;
@@ -38,7 +46,8 @@ std::string Millis(conf::Millis ms) { return std::to_string(ms.count()) + " ms";
 
 // Response headers that describe this transfer or this hop, not the stored representation.
 bool IsTransient(std::string_view name) {
-  for (std::string_view t : {"content-length", "date", "age", "etag", "set-cookie", "via", "x-cache"}) {
+  for (std::string_view t :
+       {"content-length", "date", "age", "etag", "set-cookie", "via", "x-cache", "surrogate-control"}) {
     if (EqualsIgnoreCase(name, t)) return true;
   }
   return false;
@@ -63,17 +72,17 @@ struct ProxyExchange::Fill {
   cache::SegmentEncoder encoder;
   cache::FreshnessDecision decision;
   std::chrono::sys_seconds now{};
-  std::vector<std::pair<std::string, std::string>> headers;  // kept for the stored object
 };
 
 ProxyExchange::ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
-                             http::RequestHead& request, std::string fill_key)
+                             http::RequestHead& request, std::string fill_key, bool collect)
     : client_(client),
       worker_(client.worker()),
       runtime_(std::move(runtime)),
       config_(*runtime_->config),
       request_(request),
-      scratch_(evbuffer_new()) {
+      scratch_(evbuffer_new()),
+      collect_(collect) {
   body_done_ = request_.body == BodyKind::kNone;
   body_remaining_ = request_.content_length;
   if (!fill_key.empty()) {
@@ -93,8 +102,41 @@ void ProxyExchange::CompleteFill(FillResult result) {
   worker_.shared().flights.Complete(fill_->key, result);
 }
 
+bool ProxyExchange::WantsEsi() const {
+  if (config_.esi == conf::Config::EsiMode::kOff || response_.body == BodyKind::kNone ||
+      response_.status == 206) {
+    return false;
+  }
+  if (config_.esi == conf::Config::EsiMode::kAlways || runtime_->esi_rules->MatchesUrl(request_.target)) {
+    return true;
+  }
+  // Surrogate-Control: content="ESI/1.0" (possibly among other directives, or targeted: ;shellac).
+  for (const auto& h : response_.headers) {
+    if (!EqualsIgnoreCase(h.name, "surrogate-control")) continue;
+    const auto content = h.value.find("content=");
+    if (content != std::string::npos && h.value.find("ESI/1.0", content) != std::string::npos) return true;
+  }
+  return false;
+}
+
 void ProxyExchange::StartCapture() {
-  if (!fill_) return;
+  esi_ = WantsEsi();
+  collecting_ = collect_ || esi_;
+  if (collecting_) collected_.reset(evbuffer_new());
+  if (!fill_ && !collecting_) return;
+  auto keep_headers = [this] {
+    const auto tokens = http::ConnectionTokens(response_.headers);
+    for (const auto& h : response_.headers) {
+      if (http::IsHopByHop(h.name, tokens) || IsTransient(h.name) || EqualsIgnoreCase(h.name, "content-encoding")) {
+        continue;
+      }
+      kept_headers_.emplace_back(h.name, h.value);
+    }
+  };
+  if (!fill_) {
+    keep_headers();
+    return;
+  }
   Fill& f = *fill_;
   f.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
   std::vector<cache::Header> views;
@@ -115,16 +157,10 @@ void ProxyExchange::StartCapture() {
   // The store keeps identity content compressed by itself; an origin's own encoding is passed on.
   const bool identity = encoding == nullptr || EqualsIgnoreCase(encoding->value, "identity");
   const size_t limit = worker_.shared().store->max_object_bytes();
-  f.capturing = f.decision.storable && identity &&
+  // A collected response is compressed once it is whole (FinishCollect), not as it passes.
+  f.capturing = f.decision.storable && identity && !collecting_ &&
                 !(response_.body == BodyKind::kLength && response_.content_length > limit);
-  if (!f.capturing) return;
-  const auto tokens = http::ConnectionTokens(response_.headers);
-  for (const auto& h : response_.headers) {
-    if (http::IsHopByHop(h.name, tokens) || IsTransient(h.name) || EqualsIgnoreCase(h.name, "content-encoding")) {
-      continue;
-    }
-    f.headers.emplace_back(h.name, h.value);
-  }
+  if (f.capturing || collecting_) keep_headers();
 }
 
 void ProxyExchange::Capture(evbuffer* from, size_t n) {
@@ -161,8 +197,8 @@ void ProxyExchange::StoreFill() {
     body.reserve(segments.size());
     for (const auto& segment : segments) body.push_back(segment.view());
     std::vector<cache::Header> headers;
-    headers.reserve(f.headers.size());
-    for (const auto& [name, value] : f.headers) headers.push_back(cache::Header{name, value});
+    headers.reserve(kept_headers_.size());
+    for (const auto& [name, value] : kept_headers_) headers.push_back(cache::Header{name, value});
     cache::ObjectSpec spec;
     spec.status = response_.status;
     spec.headers = headers;
@@ -180,6 +216,69 @@ void ProxyExchange::StoreFill() {
     worker_.shared().flights.MarkPass(f.key, std::chrono::steady_clock::now() + kPassMemo);
   }
   CompleteFill(std::move(result));
+}
+
+void ProxyExchange::FinishCollect() {
+  std::string body(evbuffer_get_length(collected_.get()), '\0');
+  evbuffer_remove(collected_.get(), body.data(), body.size());
+  for (const auto& h : response_.headers) {
+    if (!EqualsIgnoreCase(h.name, "content-encoding") || EqualsIgnoreCase(h.value, "identity")) continue;
+    std::string why;
+    if (!DecodeContent(http::TrimOws(h.value), kMaxCollectBytes, &body, &why)) {
+      UpstreamFailed(UpstreamError::kInvalid, 502, why);
+      return;
+    }
+  }
+  WorkerMetrics& metrics = worker_.metrics();
+  std::shared_ptr<const esi::Template> page;
+  if (esi_) {
+    auto parsed = std::make_shared<esi::Template>(esi::ParseTemplate(body));
+    WorkerMetrics::Add(metrics.esi_parse_errors, parsed->error_count());
+    WorkerMetrics::Add(metrics.esi_parse_warnings, parsed->warning_count());
+    // Logged like Varnish's ESI_xmlerror records: where, and what.
+    const auto problems = parsed->problems();
+    for (size_t i = 0; i < problems.size() && i < kMaxProblemsLogged; ++i) {
+      std::fprintf(stderr, "shellac: esi: %s%s: byte %llu: %s\n", request_.host.c_str(), request_.target.c_str(),
+                   static_cast<unsigned long long>(problems[i].offset), esi::ProblemName(problems[i].kind));
+    }
+    if (const uint32_t all = parsed->error_count() + parsed->warning_count(); all > kMaxProblemsLogged) {
+      std::fprintf(stderr, "shellac: esi: %s%s: %u more problems\n", request_.host.c_str(), request_.target.c_str(),
+                   static_cast<unsigned>(all - kMaxProblemsLogged));
+    }
+    if (parsed->esi()) page = std::move(parsed);  // no ESI found: delivered exactly as received
+  }
+  std::vector<cache::Header> headers;
+  headers.reserve(kept_headers_.size());
+  for (const auto& [name, value] : kept_headers_) headers.push_back(cache::Header{name, value});
+  const bool storable = fill_ && fill_->decision.storable;
+  PageSpec spec;
+  spec.status = response_.status;
+  spec.headers = headers;
+  spec.stored_at = fill_ ? fill_->now
+                         : std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  if (storable) {
+    spec.ttl = fill_->decision.ttl;
+    spec.grace = fill_->decision.grace;
+  }
+  spec.esi_template = page;
+  spec.level = storable ? 6 : 1;  // a page made for this request alone is compressed fast
+  cache::Status status;
+  cache::ObjectRef object = MakePageObject(fill_ ? std::string_view(fill_->key) : std::string_view(request_.target),
+                                           body, spec, &status);
+  if (!object) {
+    UpstreamFailed(UpstreamError::kInvalid, 502, "response cannot be kept: " + status.message());
+    return;
+  }
+  bool stored = false;
+  if (storable && worker_.shared().store->Insert(object).ok()) {
+    stored = true;
+    CompleteFill(FillResult{FillResult::kStored, object, 0, {}});
+  } else if (fill_) {
+    worker_.shared().flights.MarkPass(fill_->key, std::chrono::steady_clock::now() + kPassMemo);
+    CompleteFill(FillResult{FillResult::kNotStorable, {}, 0, {}});
+  }
+  ReleaseUpstream();
+  client_.CollectExchange(Collected{response_.status, std::move(object), stored});
 }
 
 void ProxyExchange::Start() {
@@ -202,9 +301,10 @@ std::string ProxyExchange::BuildUpstreamHead() const {
     const std::string_view name = header.name;
     if (http::IsHopByHop(name, tokens) || EqualsIgnoreCase(name, "content-length") ||
         EqualsIgnoreCase(name, "expect") || EqualsIgnoreCase(name, "host") ||
-        EqualsIgnoreCase(name, "x-forwarded-proto") || (fill_ && IsFillExcluded(name))) {
+        EqualsIgnoreCase(name, "x-forwarded-proto") || ((fill_ || collect_) && IsFillExcluded(name))) {
       continue;
     }
+    if (EqualsIgnoreCase(name, "surrogate-capability")) continue;  // only shellac's own goes upstream
     if (EqualsIgnoreCase(name, "x-forwarded-for")) {
       if (!forwarded_for.empty()) forwarded_for.append(", ");
       forwarded_for.append(header.value);
@@ -219,7 +319,9 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
   AppendHeader(&h, "X-Forwarded-Proto", client_.secure() ? "https" : "http");
   AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
-  if (fill_) AppendHeader(&h, "Accept-Encoding", "identity");  // the store compresses by itself
+  // The store compresses by itself, and an include is parsed as it comes.
+  if (fill_ || collect_) AppendHeader(&h, "Accept-Encoding", "identity");
+  if (config_.esi != conf::Config::EsiMode::kOff) AppendHeader(&h, "Surrogate-Capability", "shellac=\"ESI/1.0\"");
   if (request_.body == BodyKind::kLength) {
     AppendHeader(&h, "Content-Length", std::to_string(request_.content_length));
   } else if (request_.body == BodyKind::kChunked) {
@@ -441,22 +543,24 @@ void ProxyExchange::PumpResponse() {
     bufferevent_set_timeouts(upstream_.get(), &between, &between);
     response_remaining_ = response_.content_length;
     StartCapture();
-    SendResponseHead();
+    if (!collecting_) SendResponseHead();
     if (response_.body == BodyKind::kNone) {
       FinishResponse();
       return;
     }
   }
 
-  evbuffer* out = client_.output();
-  while (evbuffer_get_length(out) < kStreamWindow) {
-    const size_t room = kStreamWindow - evbuffer_get_length(out);
+  // A collected body is read whole (bounded by kMaxCollectBytes); a streamed one as the client takes it.
+  evbuffer* out = collecting_ ? collected_.get() : client_.output();
+  const size_t window = collecting_ ? kMaxCollectBytes + 1 : kStreamWindow;
+  while (evbuffer_get_length(out) < window) {
+    const size_t room = window - evbuffer_get_length(out);
     if (response_.body == BodyKind::kLength) {
       const size_t n = std::min<uint64_t>({evbuffer_get_length(in), response_remaining_, room});
       if (n == 0) break;
       Capture(in, n);
       evbuffer_remove_buffer(in, out, n);
-      client_.CountBodyBytes(n);
+      if (!collecting_) client_.CountBodyBytes(n);
       response_remaining_ -= n;
       if (response_remaining_ == 0) {
         FinishResponse();
@@ -471,7 +575,7 @@ void ProxyExchange::PumpResponse() {
       if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
         Capture(scratch_.get(), n);
         MoveBody(scratch_.get(), out, n, client_chunked_);
-        client_.CountBodyBytes(n);
+        if (!collecting_) client_.CountBodyBytes(n);
       }
       if (step == http::ChunkedDecoder::Step::kDone) {
         FinishResponse();
@@ -483,11 +587,20 @@ void ProxyExchange::PumpResponse() {
       if (n == 0) break;
       Capture(in, n);
       MoveBody(in, out, n, client_chunked_);
-      client_.CountBodyBytes(n);
+      if (!collecting_) client_.CountBodyBytes(n);
     }
+  }
+  if (collecting_ && evbuffer_get_length(out) > kMaxCollectBytes) {
+    UpstreamFailed(UpstreamError::kInvalid, 502,
+                   "response larger than " + std::to_string(kMaxCollectBytes) + " bytes, too large to process");
+    return;
   }
   if (response_.body == BodyKind::kUntilClose && upstream_eof_ && evbuffer_get_length(in) == 0) {
     FinishResponse();
+    return;
+  }
+  if (collecting_) {
+    if (!upstream_eof_) bufferevent_enable(upstream_.get(), EV_READ);
     return;
   }
   client_.Flush();
@@ -511,7 +624,7 @@ void ProxyExchange::SendResponseHead() {
       content_length = &header;
       continue;
     }
-    if (http::IsHopByHop(header.name, tokens)) continue;
+    if (http::IsHopByHop(header.name, tokens) || EqualsIgnoreCase(header.name, "surrogate-control")) continue;
     AppendHeader(&h, header.name, header.value);
   }
   // Reading the rest of a request body the origin did not wait for would cost more than a new
@@ -551,9 +664,7 @@ void ProxyExchange::SendResponseHead() {
   response_started_ = true;
 }
 
-void ProxyExchange::FinishResponse() {
-  if (client_chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
-  StoreFill();
+void ProxyExchange::ReleaseUpstream() {
   const bool reusable = response_.keep_alive && response_.body != BodyKind::kUntilClose && body_done_ &&
                         !upstream_eof_ && evbuffer_get_length(bufferevent_get_input(upstream_.get())) == 0;
   if (reusable) {
@@ -562,6 +673,16 @@ void ProxyExchange::FinishResponse() {
   } else {
     upstream_.reset();
   }
+}
+
+void ProxyExchange::FinishResponse() {
+  if (collecting_) {
+    FinishCollect();
+    return;
+  }
+  if (client_chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
+  StoreFill();
+  ReleaseUpstream();
   client_.FinishExchange(response_.status, client_keep_alive_ && body_done_);
 }
 

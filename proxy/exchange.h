@@ -8,6 +8,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "event_ptr.h"
 #include "http1.h"
@@ -15,6 +17,13 @@
 #include "worker.h"
 
 namespace shellac::proxy {
+
+// What a collecting exchange hands back instead of streaming the response (see ProxyExchange).
+struct Collected {
+  int status = 0;
+  cache::ObjectRef object;  // the whole response; with a template when it was processed as ESI
+  bool stored = false;      // the object is in the store too
+};
 
 // The side of an exchange that asked for it: a client connection, or a background refresh of a
 // stale object. Called on the owning worker thread only.
@@ -36,14 +45,21 @@ class ExchangeClient {
   virtual void AbortExchange() = 0;
   // The request came over TLS (X-Forwarded-Proto: https, and HSTS when configured).
   virtual bool secure() const { return false; }
+  // The exchange collected the whole response rather than streaming it: an ESI page, or an
+  // exchange made with `collect`. Nothing was written to output().
+  virtual void CollectExchange(Collected result) = 0;
 };
 
 class ProxyExchange {
  public:
   // A non-empty `fill_key` makes this the single-flight leader for that key: the response is
   // streamed to the client and, when HTTP allows, stored; waiters are told the outcome.
+  //
+  // A response to be processed as ESI (esi=, esi-url=, Surrogate-Control) is not streamed: its body
+  // is collected, parsed into a template and handed over whole (CollectExchange), stored or not.
+  // `collect` does the same for every response (an include fetch).
   ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request,
-                std::string fill_key = {});
+                std::string fill_key = {}, bool collect = false);
   ~ProxyExchange();
   ProxyExchange(const ProxyExchange&) = delete;
   ProxyExchange& operator=(const ProxyExchange&) = delete;
@@ -75,6 +91,8 @@ class ProxyExchange {
   void PumpResponse();
   void SendResponseHead();
   void FinishResponse();
+  // The response is complete: back to the pool when the connection can serve another, else closed.
+  void ReleaseUpstream();
   void UpstreamFailed(UpstreamError kind, int status, const std::string& detail);
   bool CanRetry() const;
   // Cache fill: decides at the response head whether to store, feeds the body as it passes, and
@@ -83,6 +101,10 @@ class ProxyExchange {
   void Capture(evbuffer* from, size_t n);
   void CompleteFill(FillResult result);
   void StoreFill();
+  // Whether this response is to be processed as ESI.
+  bool WantsEsi() const;
+  // The end of a collected response: decode, parse, build (and maybe store) the object.
+  void FinishCollect();
 
   ExchangeClient& client_;
   Worker& worker_;
@@ -117,6 +139,11 @@ class ProxyExchange {
 
   struct Fill;
   std::unique_ptr<Fill> fill_;
+  bool collect_ = false;     // asked to collect every response
+  bool esi_ = false;         // this response is ESI
+  bool collecting_ = false;  // collect_ || esi_, decided at the response head
+  EvbufferPtr collected_;
+  std::vector<std::pair<std::string, std::string>> kept_headers_;  // for a collected object
 };
 
 }  // namespace shellac::proxy

@@ -89,9 +89,10 @@ int main(int argc, char** argv) {
   }
   if (check) {
     shellac::proxy::TtlRules ttl_rules;
+    shellac::proxy::EsiRules esi_rules;
     const bool tls_used = !config->listen_tls.empty() || (config->backend && config->backend->tls);
     if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
-        (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
+        !esi_rules.Compile(*config, &error) || (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

@@ -116,6 +116,21 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_waits; }));
   scalar("shellac_cache_single_flight_timeouts_total", "counter", "Waits that gave up with 503.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.cache_wait_timeouts; }));
+  scalar("shellac_esi_pages_total", "counter", "Responses assembled from an ESI template.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_pages; }));
+  scalar("shellac_esi_page_failures_total", "counter",
+         "ESI pages that failed: 502 before the first byte, or the response cut short after it.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_page_failures; }));
+  scalar("shellac_esi_includes_hit_total", "counter", "ESI includes served from the store.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_includes_hit; }));
+  scalar("shellac_esi_includes_fetched_total", "counter", "ESI includes fetched from the upstream.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_includes_fetched; }));
+  scalar("shellac_esi_include_failures_total", "counter", "ESI include fetches that failed.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_include_failures; }));
+  scalar("shellac_esi_parse_errors_total", "counter", "Errors found while parsing ESI templates.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_parse_errors; }));
+  scalar("shellac_esi_parse_warnings_total", "counter", "Warnings found while parsing ESI templates.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_parse_warnings; }));
   out += "# HELP shellac_tls_handshakes_total TLS handshakes finished on listen-tls ports, by version.\n"
          "# TYPE shellac_tls_handshakes_total counter\n";
   Line(&out, "shellac_tls_handshakes_total{version=\"1.2\"} %llu\n",

@@ -43,6 +43,13 @@ struct WorkerMetrics {
   Counter cache_inflated{0};  // responses served from the store inflated (identity)
   Counter cache_waits{0};     // requests that waited for another request's fetch (single-flight)
   Counter cache_wait_timeouts{0};
+  Counter esi_pages{0};             // responses assembled from an ESI template
+  Counter esi_page_failures{0};     // ... that failed (502 before the first byte, or cut short)
+  Counter esi_includes_hit{0};      // includes served from the store
+  Counter esi_includes_fetched{0};  // includes fetched from the upstream (or waited for)
+  Counter esi_include_failures{0};  // include fetches that failed (alt, onerror, except then apply)
+  Counter esi_parse_errors{0};      // problems found parsing templates (Varnish's ESI_xmlerror)
+  Counter esi_parse_warnings{0};
   Counter tls_handshakes_12{0};  // finished handshakes, TLS 1.2
   Counter tls_handshakes_13{0};  // finished handshakes, TLS 1.3
   Counter tls_resumed{0};        // of those, resumed sessions (ticket or session cache)

@@ -190,6 +190,9 @@ struct Server::State {
     auto ttl_rules = std::make_shared<TtlRules>();
     if (!ttl_rules->Compile(config->ttl_rules, error)) return nullptr;
     runtime->ttl_rules = std::move(ttl_rules);
+    auto esi_rules = std::make_shared<EsiRules>();
+    if (!esi_rules->Compile(*config, error)) return nullptr;
+    runtime->esi_rules = std::move(esi_rules);
     // Certificates are re-read on every reload; a broken one refuses the reload (the old context
     // keeps serving) with "FILE: what is wrong".
     if (!config->listen_tls.empty() || (config->backend && config->backend->tls)) {

@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,42 @@ std::optional<std::chrono::seconds> TtlRules::Match(std::string_view target) con
     if (RE2::PartialMatch(target, rule->regex)) return rule->ttl;
   }
   return std::nullopt;
+}
+
+struct EsiRules::Pattern {
+  RE2 regex;
+  explicit Pattern(std::string_view pattern) : regex(pattern, RE2::Quiet) {}
+};
+
+bool EsiRules::Compile(const conf::Config& config, std::string* error) {
+  auto compile = [&](const std::vector<conf::Config::Rule>& rules, const char* key, auto* out) {
+    for (const auto& rule : rules) {
+      auto compiled = std::make_shared<Pattern>(rule.text);
+      if (!compiled->regex.ok()) {
+        *error = rule.origin + ": " + key + ": bad regular expression: " + compiled->regex.error();
+        return false;
+      }
+      out->push_back(std::move(compiled));
+    }
+    return true;
+  };
+  return compile(config.esi_urls, "esi-url", &urls_) && compile(config.esi_allow_hosts, "esi-allow-host", &hosts_);
+}
+
+bool EsiRules::MatchesUrl(std::string_view target) const {
+  for (const auto& rule : urls_) {
+    if (RE2::PartialMatch(target, rule->regex)) return true;
+  }
+  return false;
+}
+
+bool EsiRules::AllowsHost(std::string_view host) const {
+  std::string lower(host);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& rule : hosts_) {
+    if (RE2::FullMatch(lower, rule->regex)) return true;
+  }
+  return false;
 }
 
 namespace {

@@ -41,6 +41,24 @@ class TtlRules {
   std::vector<std::shared_ptr<const Rule>> rules_;
 };
 
+// esi-url= and esi-allow-host= rules (RE2).
+class EsiRules {
+ public:
+  // Compiles every rule; false with *error "ORIGIN: esi-url: what is wrong" on the first bad one.
+  bool Compile(const conf::Config& config, std::string* error);
+  // esi-url: responses for this target (path and query) are processed as ESI whatever their headers
+  // say. Partial match, as ttl= rules.
+  bool MatchesUrl(std::string_view target) const;
+  // esi-allow-host: an include may name this host besides the page's own. Full match, on the host
+  // as written (lower-cased).
+  bool AllowsHost(std::string_view host) const;
+
+ private:
+  struct Pattern;
+  std::vector<std::shared_ptr<const Pattern>> urls_;
+  std::vector<std::shared_ptr<const Pattern>> hosts_;
+};
+
 // What a configuration reload swaps as one unit.
 struct Runtime {
   std::shared_ptr<const conf::Config> config;
@@ -49,6 +67,7 @@ struct Runtime {
   std::string builtin_page;  // the HTML answered when no backend is configured
   std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
   std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
+  std::shared_ptr<const EsiRules> esi_rules;          // compiled esi-url= / esi-allow-host= rules
   std::shared_ptr<const TlsContext> tls;  // certificates and upstream TLS; null when TLS is not used
 };
 

@@ -21,27 +21,6 @@ std::string CacheConfig(int backend_port, const std::string& extra = "") {
   return BaseConfig(backend_port, "cache=on\n" + extra);
 }
 
-// Inflates one gzip member; fails the test on any error.
-std::string Gunzip(const std::string& data) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-  std::string out;
-  char buf[16384];
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  }
-  EXPECT_EQ(rc, Z_STREAM_END) << "gzip body did not decode";
-  EXPECT_EQ(z.avail_in, 0u) << "bytes after the gzip member";
-  inflateEnd(&z);
-  return out;
-}
-
 std::string PageBody(const std::string& target) {
   std::string body = "<html><body><h1>" + target + "</h1>\n";
   for (int i = 0; i < 200; ++i) body += "<tr><td class='add'>+line " + std::to_string(i) + " of the diff</td></tr>\n";

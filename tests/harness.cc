@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include <zlib.h>
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -264,6 +266,40 @@ std::string StatusReason(int status) {
 std::string ShellacBinary() {
   const char* bin = std::getenv("SHELLAC_BIN");
   return bin ? bin : "";
+}
+
+std::string Gunzip(const std::string& data) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+  std::string out;
+  char buf[16384];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  EXPECT_EQ(rc, Z_STREAM_END) << "gzip body did not decode";
+  EXPECT_EQ(z.avail_in, 0u) << "bytes after the gzip member";
+  inflateEnd(&z);
+  return out;
+}
+
+std::string Gzip(std::string_view data) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, data.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(out.size() - z.avail_out);
+  deflateEnd(&z);
+  return out;
 }
 
 std::string BaseConfig(int backend_port, const std::string& extra) {

@@ -79,6 +79,11 @@ inline std::string_view PatternSlice(uint64_t offset, size_t n) {
 // FNV-1a of the first `n` bytes of the stream.
 uint64_t PatternHash(uint64_t n);
 
+// Inflates one gzip member; fails the test on any error (corrupt data, bytes after the member).
+std::string Gunzip(const std::string& data);
+// One gzip member of `data` (zlib level 6).
+std::string Gzip(std::string_view data);
+
 // Case-insensitive ASCII comparison / search.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);

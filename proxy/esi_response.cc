@@ -1,0 +1,445 @@
+#include "esi_response.h"
+
+#include <algorithm>
+
+#include "background.h"
+#include "deliver.h"
+
+namespace shellac::proxy {
+namespace {
+
+// Output held (pending plus the client's buffer) before the page waits for the client to read.
+constexpr size_t kWindow = 256 << 10;
+constexpr size_t kLowWater = 64 << 10;
+
+using http::EqualsIgnoreCase;
+
+// Headers of the page object that do not describe the assembled response.
+bool IsTemplateOnly(std::string_view name) {
+  for (std::string_view t : {"etag", "last-modified", "vary", "age", "date", "content-length",
+                             "content-encoding", "accept-ranges", "surrogate-control"}) {
+    if (EqualsIgnoreCase(name, t)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// One include: from the store, behind another request's fetch of the same key, or from the
+// upstream (collected whole, stored when HTTP allows).
+class IncludeFetch : public ExchangeClient {
+ public:
+  IncludeFetch(EsiResponse& page, const esi::Fetch& fetch) : page_(page), fetch_(fetch) {}
+  ~IncludeFetch() override = default;
+
+  void Start() { Lookup(); }
+
+  Worker& worker() override { return page_.worker(); }
+  evbuffer* input() const override { return input_.get(); }
+  evbuffer* output() const override { return output_.get(); }
+  const std::string& peer_ip() const override { return page_.peer_ip(); }
+  void SetReading(bool) override {}
+  void NotifyWhenDrained(size_t) override {}
+  void Flush() override { evbuffer_drain(output_.get(), evbuffer_get_length(output_.get())); }
+  void CountBodyBytes(uint64_t) override {}
+  void FinishExchange(int status, bool) override {
+    Done({}, "answered " + std::to_string(status) + " without a body");
+  }
+  void FailExchange(int, const std::string& detail) override { Done({}, detail); }
+  void AbortExchange() override { Done({}, "the fetch was cut short"); }
+  void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
+  bool secure() const override { return page_.secure(); }  // includes go upstream as the page came in
+
+ private:
+  void Lookup() {
+    const Runtime& runtime = *page_.runtime();
+    const conf::Config& config = *runtime.config;
+    Worker& worker = page_.worker();
+    const http::RequestHead& parent = page_.request();
+    // The include is a GET with the page's headers: cacheable unless those carry credentials.
+    if (!config.cache || parent.Find("cookie") != nullptr ||
+        parent.Find("authorization") != nullptr) {
+      Fetch({});
+      return;
+    }
+    runtime.key_rules->MakeKey(fetch_.location.host, fetch_.location.target, &key_);
+    cache::Store& store = *worker.shared().store;
+    cache::LookupResult found = store.Lookup(key_, NowSeconds());
+    SingleFlight& flights = worker.shared().flights;
+    const auto now = std::chrono::steady_clock::now();
+    if (found.state == cache::LookupState::kFresh || found.state == cache::LookupState::kStale) {
+      if (found.state == cache::LookupState::kStale && !flights.ShouldPass(key_, now) &&
+          flights.TryLead(key_)) {
+        BackgroundFetch::Start(worker, page_.runtime(), request_, page_.peer_ip(), key_);
+      }
+      WorkerMetrics::Add(worker.metrics().esi_includes_hit);
+      Done(std::move(found.object), {});
+      return;
+    }
+    if (flights.ShouldPass(key_, now)) {
+      Fetch({});
+      return;
+    }
+    std::weak_ptr<int> alive = alive_;
+    if (flights.Join(key_, &worker, alive, [this](const FillResult& result) { OnFill(result); })) {
+      Fetch(key_);
+      return;
+    }
+    WorkerMetrics::Add(worker.metrics().cache_waits);
+    wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
+    const timeval limit = ToTimeval(config.single_flight_timeout);
+    evtimer_add(wait_timer_.get(), &limit);
+  }
+
+  void OnFill(const FillResult& result) {
+    wait_timer_.reset();
+    switch (result.kind) {
+      case FillResult::kStored:
+        Done(result.object, {});
+        return;
+      case FillResult::kFailed:
+        Done({}, result.detail);
+        return;
+      case FillResult::kAbandoned:
+        Lookup();
+        return;
+      case FillResult::kNotStorable:
+        Fetch({});
+        return;
+    }
+  }
+
+  // Waited too long for another request's fetch: fetch without it.
+  static void OnWaitTimeout(evutil_socket_t, short, void* arg) {
+    auto* self = static_cast<IncludeFetch*>(arg);
+    self->alive_ = std::make_shared<int>(0);  // a late wake-up must not find this fetch
+    WorkerMetrics::Add(self->page_.worker().metrics().cache_wait_timeouts);
+    self->Fetch({});
+  }
+
+  // The include's request: a GET of its location with the page's request headers (made only when
+  // the include goes upstream).
+  http::RequestHead MakeRequest() const {
+    http::RequestHead request;
+    request.method = "GET";
+    request.target = fetch_.location.target;
+    request.host = fetch_.location.host;
+    request.minor_version = 1;
+    request.keep_alive = true;
+    for (const auto& h : page_.request().headers) {
+      if (EqualsIgnoreCase(h.name, "host") || EqualsIgnoreCase(h.name, "content-length") ||
+          EqualsIgnoreCase(h.name, "transfer-encoding") || EqualsIgnoreCase(h.name, "expect")) {
+        continue;
+      }
+      request.headers.push_back(h);
+    }
+    return request;
+  }
+
+  void Fetch(std::string fill_key) {
+    WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
+    wait_timer_.reset();
+    if (!input_) {
+      request_ = MakeRequest();
+      input_.reset(evbuffer_new());
+      output_.reset(evbuffer_new());
+    }
+    exchange_ =
+        std::make_unique<ProxyExchange>(*this, page_.runtime(), request_, std::move(fill_key),
+                                        /*collect=*/true);
+    exchange_->Start();
+  }
+
+  // Reports once. The exchange may be on the stack: it is kept until this fetch is destroyed.
+  void Done(cache::ObjectRef object, const std::string& failure) {
+    if (done_) return;
+    done_ = true;
+    if (exchange_) retired_ = std::move(exchange_);
+    page_.OnInclude(fetch_, std::move(object), failure);
+  }
+
+  EsiResponse& page_;
+  const esi::Fetch fetch_;
+  http::RequestHead request_;
+  std::string key_;
+  EvbufferPtr input_;
+  EvbufferPtr output_;
+  EventPtr wait_timer_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  std::unique_ptr<ProxyExchange> exchange_;
+  std::unique_ptr<ProxyExchange> retired_;
+  bool done_ = false;
+};
+
+class EsiResponse::Sink : public cache::ByteSink {
+ public:
+  explicit Sink(evbuffer* out) : out_(out) {}
+  void Copy(std::string_view bytes) override { evbuffer_add(out_, bytes.data(), bytes.size()); }
+
+ private:
+  evbuffer* out_;
+};
+
+EsiResponse::EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+                         const http::RequestHead& request, cache::ObjectRef page,
+                         std::string_view x_cache, bool keep_alive)
+    : client_(client),
+      runtime_(std::move(runtime)),
+      request_(request),
+      x_cache_(x_cache),
+      keep_alive_(keep_alive),
+      pending_(evbuffer_new()),
+      sink_(std::make_unique<Sink>(pending_.get())) {
+  AddBody(std::move(page));
+}
+
+EsiResponse::~EsiResponse() = default;
+
+uintptr_t EsiResponse::AddBody(cache::ObjectRef object) {
+  Body& body = bodies_.emplace_back();
+  uint64_t at = 0;
+  for (const auto& segment : object->segments()) {
+    body.segments.push_back(segment);
+    body.starts.push_back(at);
+    at += segment.length;
+  }
+  body.object = std::move(object);
+  return bodies_.size() - 1;
+}
+
+esi::Plan EsiResponse::PlanFor(uintptr_t body, const esi::Location& base) const {
+  const cache::Object& object = *bodies_[body].object;
+  if (const esi::Template* page = object.esi_template(); page != nullptr && page->esi()) {
+    return esi::Evaluate(*page, context_, base, options_, body);
+  }
+  return esi::Plan::Verbatim(object.body_length(), body);
+}
+
+void EsiResponse::Start() {
+  const conf::Config& config = *runtime_->config;
+  WorkerMetrics::Add(client_.worker().metrics().esi_pages);
+  gzip_ = AcceptsGzip(request_);
+  for (const auto& h : request_.headers) {
+    if (EqualsIgnoreCase(h.name, "cookie")) {
+      if (!cookie_.empty()) cookie_.append("; ");
+      cookie_.append(h.value);
+    } else if (EqualsIgnoreCase(h.name, "referer")) {
+      context_.referer = h.value;
+    } else if (EqualsIgnoreCase(h.name, "user-agent")) {
+      context_.user_agent = h.value;
+    } else if (EqualsIgnoreCase(h.name, "accept-language")) {
+      context_.accept_language = h.value;
+    }
+  }
+  context_.cookie = cookie_;
+  host_ = request_.host.empty() ? config.backend->text : request_.host;
+  const esi::Location base{host_, request_.target};
+  context_.host = host_;
+  if (const auto q = request_.target.find('?'); q != std::string::npos) {
+    context_.query = std::string_view(request_.target).substr(q + 1);
+  }
+  // Includes reach only the backend, and name another host only when esi-allow-host says so;
+  // https:// is dropped, as Varnish does (there is no other address to fetch it from).
+  std::shared_ptr<const EsiRules> rules = runtime_->esi_rules;
+  options_.policy.allow_host = [rules](std::string_view host, bool https) {
+    return !https && rules->AllowsHost(host);
+  };
+  if (request_.method == "HEAD") {
+    SendHead(-1);
+    ended_ = true;
+    client_.FinishExchange(bodies_[0].object->status(), keep_alive_);
+    return;
+  }
+  esi::Limits limits;
+  limits.max_depth = static_cast<int>(config.esi_max_depth);
+  limits.max_includes = static_cast<int>(config.esi_max_includes);
+  limits.max_parallel = static_cast<int>(config.esi_parallel);
+  assembly_ = std::make_unique<esi::Assembly>(PlanFor(0, base), limits);
+  if (gzip_) stitcher_ = std::make_unique<cache::GzipStitcher>(*sink_);
+  Pump();
+}
+
+void EsiResponse::OnInclude(const esi::Fetch& fetch, cache::ObjectRef object,
+                            const std::string& failure) {
+  if (ended_) return;
+  if (object && object->status() < 400) {
+    const uintptr_t body = AddBody(std::move(object));
+    assembly_->Succeed(fetch.id, PlanFor(body, fetch.location));
+  } else {
+    WorkerMetrics::Add(client_.worker().metrics().esi_include_failures);
+    last_failure_ = fetch.location.host + fetch.location.target + ": " +
+                    (object ? "status " + std::to_string(object->status()) : failure);
+    assembly_->Fail(fetch.id);
+  }
+  if (pumping_) {
+    again_ = true;
+  } else {
+    Pump();
+  }
+}
+
+void EsiResponse::OnClientDrained() {
+  client_.NotifyWhenDrained(0);
+  Pump();
+}
+
+void EsiResponse::Pump() {
+  if (pumping_) {
+    again_ = true;
+    return;
+  }
+  pumping_ = true;
+  for (;;) {
+    again_ = false;
+    std::vector<esi::Fetch> fetches;
+    assembly_->TakeFetches(&fetches);
+    for (const auto& fetch : fetches) {
+      fetches_.push_back(std::make_unique<IncludeFetch>(*this, fetch));
+      fetches_.back()->Start();  // a store hit reports at once
+    }
+    esi::Piece piece;
+    esi::Assembly::State state;
+    while (true) {
+      if (evbuffer_get_length(pending_.get()) + evbuffer_get_length(client_.output()) >= kWindow) {
+        pumping_ = false;
+        FlushPending();
+        client_.NotifyWhenDrained(kLowWater);
+        return;
+      }
+      state = assembly_->Next(&piece);
+      if (state != esi::Assembly::State::kReady) break;
+      if (!Emit(piece)) {
+        pumping_ = false;
+        PageFailed("a stored fragment failed its integrity check");
+        return;
+      }
+    }
+    if (state == esi::Assembly::State::kDone) {
+      pumping_ = false;
+      Finish();
+      return;
+    }
+    if (state == esi::Assembly::State::kFailed) {
+      pumping_ = false;
+      PageFailed(last_failure_);
+      return;
+    }
+    if (!again_ && fetches.empty()) break;
+  }
+  pumping_ = false;
+  FlushPending();
+}
+
+bool EsiResponse::Emit(const esi::Piece& piece) {
+  if (piece.kind == esi::Piece::kText) {
+    if (!gzip_) {
+      evbuffer_add(pending_.get(), piece.text.data(), piece.text.size());
+      return true;
+    }
+    if (!literal_encoder_) literal_encoder_ = std::make_unique<cache::LiteralEncoder>(1);
+    return stitcher_->AddLiteral(piece.text, *literal_encoder_).ok();
+  }
+  const Body& body = bodies_[piece.body];
+  const auto it = std::lower_bound(body.starts.begin(), body.starts.end(), piece.offset);
+  if (it == body.starts.end() || *it != piece.offset) return piece.length == 0;
+  uint64_t left = piece.length;
+  char buffer[16 << 10];
+  for (size_t i = static_cast<size_t>(it - body.starts.begin()); left > 0; ++i) {
+    if (i == body.segments.size() || body.segments[i].length > left)
+      return false;  // not on a segment edge
+    const cache::SegmentView& segment = body.segments[i];
+    left -= segment.length;
+    if (gzip_) {
+      stitcher_->AddStored(segment);
+      continue;
+    }
+    inflater_.Feed(segment);
+    while (!inflater_.NeedsInput()) {
+      size_t n = 0;
+      if (!inflater_.Read(buffer, &n).ok()) return false;
+      evbuffer_add(pending_.get(), buffer, n);
+    }
+  }
+  return true;
+}
+
+void EsiResponse::SendHead(int64_t length) {
+  const cache::Object& page = *bodies_[0].object;
+  std::string h;
+  h.reserve(512);
+  h.append("HTTP/1.1 ").append(std::to_string(page.status())).push_back(' ');
+  h.append(http::ReasonPhrase(page.status())).append("\r\n");
+  for (const auto& header : page.headers()) {
+    if (IsTemplateOnly(header.name)) continue;
+    h.append(header.name).append(": ").append(header.value).append("\r\n");
+  }
+  h.append("Date: ").append(client_.worker().HttpDate()).append("\r\n");
+  h.append("Vary: Accept-Encoding\r\n");
+  if (gzip_) h.append("Content-Encoding: gzip\r\n");
+  if (length >= 0) {
+    h.append("Content-Length: ").append(std::to_string(length)).append("\r\n");
+  } else if (request_.method != "HEAD") {
+    if (request_.minor_version >= 1) {
+      chunked_ = true;
+      h.append("Transfer-Encoding: chunked\r\n");
+    } else {
+      keep_alive_ = false;  // an HTTP/1.0 client learns the end from the close
+    }
+  }
+  h.append("Via: 1.1 shellac\r\nX-Cache: ").append(x_cache_).append("\r\n");
+  if (client_.secure() && !runtime_->config->hsts.empty()) {
+    h.append("Strict-Transport-Security: ").append(runtime_->config->hsts).append("\r\n");
+  }
+  if (!keep_alive_)
+    h.append("Connection: close\r\n");
+  else if (request_.minor_version == 0)
+    h.append("Connection: keep-alive\r\n");
+  h.append("\r\n");
+  evbuffer_add(client_.output(), h.data(), h.size());
+  head_sent_ = true;
+}
+
+void EsiResponse::FlushPending() {
+  const size_t n = evbuffer_get_length(pending_.get());
+  if (n == 0) return;  // nothing yet: a failure now can still be answered with 502
+  if (!head_sent_) SendHead(-1);
+  body_bytes_ += n;
+  if (chunked_) evbuffer_add_printf(client_.output(), "%zx\r\n", n);
+  evbuffer_add_buffer(client_.output(), pending_.get());
+  if (chunked_) evbuffer_add(client_.output(), "\r\n", 2);
+  client_.Flush();
+}
+
+void EsiResponse::Finish() {
+  ended_ = true;
+  if (stitcher_) stitcher_->Finish();
+  if (!head_sent_) {
+    const size_t n = evbuffer_get_length(pending_.get());
+    SendHead(static_cast<int64_t>(n));
+    body_bytes_ = n;
+    evbuffer_add_buffer(client_.output(), pending_.get());
+  } else {
+    FlushPending();
+    if (chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
+  }
+  client_.CountBodyBytes(body_bytes_);
+  client_.FinishExchange(bodies_[0].object->status(), keep_alive_);
+}
+
+void EsiResponse::PageFailed(std::string why) {
+  ended_ = true;
+  if (why.empty() && assembly_ && !assembly_->issues().empty()) {
+    // Refused before any fetch (esi-allow-host, esi-max-includes, a bad URL): say which.
+    const esi::EvalIssue& issue = assembly_->issues().back();
+    why = std::string(esi::EvalIssueName(issue.kind)) + " (byte " + std::to_string(issue.offset) +
+          ")";
+  }
+  WorkerMetrics::Add(client_.worker().metrics().esi_page_failures);
+  if (!head_sent_) {
+    client_.FailExchange(502, "ESI include failed: " + why);
+  } else {
+    client_.AbortExchange();
+  }
+}
+
+}  // namespace shellac::proxy

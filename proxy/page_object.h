@@ -1,0 +1,40 @@
+// page_object: turns a whole response body (identity bytes in memory) into a cache Object, the
+// form every ESI delivery reads from, stored or not.
+//
+// A body that is an ESI template is compressed with each literal span of the template as its own
+// full-flushed segment (cache::FlushMode::kFull), and the markup between them in segments of their
+// own: a delivery then emits exactly the literal segments a request's plan names, skipping the
+// rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
+// Any other body is compressed as the store always does (sync flush, 64 KiB segments).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "object.h"
+#include "template.h"
+
+namespace shellac::proxy {
+
+struct PageSpec {
+  int status = 200;
+  std::span<const cache::Header> headers;  // the ones worth keeping
+  std::chrono::sys_seconds stored_at{};
+  std::chrono::seconds ttl{0};
+  std::chrono::seconds grace{0};
+  std::shared_ptr<const esi::Template> esi_template;  // null, or a template with esi() true
+  int level = 6;  // zlib level: 6 for what is stored, 1 for a page made for one request
+};
+
+// Builds the object for `body` under `key`. Null with *status set on failure.
+cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,
+                                cache::Status* status);
+
+// Undoes a Content-Encoding of gzip, x-gzip or deflate in place. False with *why set for another
+// coding or a corrupt body. `limit` caps the decoded size.
+bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std::string* why);
+
+}  // namespace shellac::proxy

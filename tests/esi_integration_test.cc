@@ -1,0 +1,430 @@
+// Edge Side Includes through the real binary: an in-test origin serves ESI pages and fragments,
+// clients talk raw HTTP over loopback.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace shellac::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const Headers kEsi = {{"Content-Type", "text/html"},
+                      {"Surrogate-Control", "content=\"ESI/1.0\""},
+                      {"Cache-Control", "max-age=60"}};
+const Headers kCacheable = {{"Content-Type", "text/html"}, {"Cache-Control", "max-age=60"}};
+const Headers kNoStore = {{"Content-Type", "text/html"}, {"Cache-Control", "no-store"}};
+
+std::string EsiConfig(int backend_port, const std::string& extra = "") {
+  return BaseConfig(backend_port, "cache=on\n" + extra);
+}
+
+// A site: target -> (headers, body); anything else is 404.
+struct Page {
+  Headers headers;
+  std::string body;
+  int status = 200;
+};
+OriginHandler Site(std::map<std::string, Page> pages) {
+  return [pages = std::move(pages)](const OriginRequest& req, OriginConnection& c) {
+    auto it = pages.find(req.target);
+    if (it == pages.end()) {
+      c.SendFixed(404, "no such page " + req.target + "\n", {{"Content-Type", "text/plain"}});
+      return;
+    }
+    c.SendFixed(it->second.status, it->second.body, it->second.headers);
+  };
+}
+
+size_t CountTarget(Origin& origin, const std::string& target) {
+  size_t n = 0;
+  for (const auto& r : origin.Requests()) n += r.target == target;
+  return n;
+}
+
+TEST(Esi, SurrogateControlPageIsAssembledStoredAndServedAsStitchedGzip) {
+  Origin origin(Site(
+      {{"/page", {kEsi, "<html><p>before</p><esi:include src=\"/frag\"/><p>after</p></html>\n"}},
+       {"/frag", {kCacheable, "<div class=\"diff\">FRAGMENT</div>"}}}));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  const std::string want =
+      "<html><p>before</p><div class=\"diff\">FRAGMENT</div><p>after</p></html>\n";
+
+  Response first = HttpGet(proxy.Port(), "/page");
+  ASSERT_TRUE(first.ok) << first.error;
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, want);
+  EXPECT_EQ(first.Header("x-cache"), "miss");
+  EXPECT_FALSE(first.Header("surrogate-control")) << "the header is for shellac, not the client";
+  EXPECT_EQ(first.Header("content-type"), "text/html");
+  EXPECT_EQ(first.Header("cache-control"), "max-age=60");
+
+  // The origin was told shellac does ESI, and asked for identity bodies.
+  ASSERT_GE(origin.RequestCount(), 2u);
+  const OriginRequest page_request = origin.Requests()[0];
+  EXPECT_EQ(page_request.target, "/page");
+  EXPECT_EQ(page_request.Header("surrogate-capability"), "shellac=\"ESI/1.0\"");
+
+  Response gz = HttpGet(proxy.Port(), "/page", "Accept-Encoding: gzip\r\n");
+  ASSERT_TRUE(gz.ok) << gz.error;
+  EXPECT_EQ(gz.Header("x-cache"), "hit");
+  EXPECT_EQ(gz.Header("content-encoding"), "gzip");
+  EXPECT_EQ(gz.Header("vary"), "Accept-Encoding");
+  EXPECT_TRUE(gz.Header("content-length"))
+      << "every include came from the store: the length is known";
+  EXPECT_FALSE(gz.Header("etag"))
+      << "the template's validator does not describe the assembled page";
+  EXPECT_EQ(Gunzip(gz.body), want);
+
+  Response identity = HttpGet(proxy.Port(), "/page");
+  EXPECT_EQ(identity.body, want);
+  EXPECT_EQ(CountTarget(origin, "/page"), 1u);
+  EXPECT_EQ(CountTarget(origin, "/frag"), 1u);
+
+  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_pages_total"), 3);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_hit_total"), 2);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_fetched_total"), 1);
+}
+
+TEST(Esi, ForksShareOneStoredFragmentThroughCacheKeyRules) {
+  const std::string frame = "<h1>$REPO</h1><esi:include src=\"/$REPO/esi-diff/?id=abc123\"/>";
+  std::map<std::string, Page> pages;
+  for (const std::string repo : {"linux", "fork1", "fork2"}) {
+    std::string body = frame;
+    for (auto at = body.find("$REPO"); at != std::string::npos; at = body.find("$REPO"))
+      body.replace(at, 5, repo);
+    pages["/" + repo + "/commit/?id=abc123"] = {kEsi, body};
+    pages["/" + repo + "/esi-diff/?id=abc123"] = {kCacheable, "<pre>diff of abc123</pre>"};
+  }
+  Origin origin(Site(pages));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(
+      EsiConfig(origin.port(), "cache-key=^/[^/]+/esi-diff/\\?id=([0-9a-f]+)$ => diff/$1\n")));
+  for (const std::string repo : {"linux", "fork1", "fork2"}) {
+    Response r =
+        HttpGet(proxy.Port(), "/" + repo + "/commit/?id=abc123", "Accept-Encoding: gzip\r\n");
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(Gunzip(r.body), "<h1>" + repo + "</h1><pre>diff of abc123</pre>");
+  }
+  size_t fragments = 0;
+  for (const auto& r : origin.Requests())
+    fragments += r.target.find("esi-diff") != std::string::npos;
+  EXPECT_EQ(fragments, 1u) << "one fragment fetch serves every fork";
+}
+
+// Records how many requests the origin is handling at once.
+struct Concurrency {
+  std::mutex mu;
+  int now = 0;
+  int peak = 0;
+  void Enter() {
+    std::lock_guard lock(mu);
+    peak = std::max(peak, ++now);
+  }
+  void Leave() {
+    std::lock_guard lock(mu);
+    --now;
+  }
+};
+
+TEST(Esi, AllIncludesOfAPageAreFetchedAtOnceAndOutputKeepsDocumentOrder) {
+  auto load = std::make_shared<Concurrency>();
+  std::string page = "<ul>";
+  std::string want = "<ul>";
+  for (int i = 0; i < 10; ++i) {
+    page += "<li><esi:include src=\"/slow/" + std::to_string(i) + "\"/></li>";
+    want += "<li>part " + std::to_string(i) + "</li>";
+  }
+  page += "</ul>";
+  want += "</ul>";
+  Origin origin([&](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, page, kEsi);
+      return;
+    }
+    load->Enter();
+    // Later parts answer first: the output must still come in document order.
+    const int i = std::stoi(req.target.substr(6));
+    c.Sleep(Millis(300 - 20 * i));
+    load->Leave();
+    c.SendFixed(200, "part " + req.target.substr(6), kNoStore);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  Response r = HttpGet(proxy.Port(), "/page", "", Millis(10'000));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.body, want);
+  EXPECT_TRUE(r.chunked) << "includes were not all ready at once: the length was not known";
+  EXPECT_EQ(load->peak, 10) << "all ten includes should be in flight together";
+
+  // esi-parallel bounds the fetches in flight per page.
+  ShellacProcess narrow;
+  ASSERT_TRUE(narrow.Start(EsiConfig(origin.port(), "esi-parallel=3\n")));
+  load->peak = 0;
+  Response r3 = HttpGet(narrow.Port(), "/page", "", Millis(10'000));
+  EXPECT_EQ(r3.body, want);
+  EXPECT_EQ(load->peak, 3);
+}
+
+// A gate the origin's handler waits at until the test opens it.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Open() {
+    std::lock_guard lock(mu);
+    open = true;
+    cv.notify_all();
+  }
+  bool Wait(Millis limit) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, limit, [&] { return open; });
+  }
+};
+
+TEST(Esi, TheFirstBytesLeaveBeforeASlowIncludeCompletes) {
+  auto gate = std::make_shared<Gate>();
+  Origin origin([gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<html><h1>head of the page</h1><esi:include src=\"/held\"/></html>", kEsi);
+      return;
+    }
+    gate->Wait(Millis(10'000));
+    c.SendFixed(200, "<p>held part</p>", kNoStore);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  ASSERT_TRUE(client.Send("GET /page HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const std::string early = client.PeekAvailable(Millis(2'000));
+  EXPECT_NE(early.find("HTTP/1.1 200"), std::string::npos) << Printable(early);
+  EXPECT_NE(early.find("head of the page"), std::string::npos) << Printable(early);
+  EXPECT_EQ(early.find("held part"), std::string::npos);
+  gate->Open();
+  Response r = client.Read();
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.body, "<html><h1>head of the page</h1><p>held part</p></html>");
+}
+
+TEST(Esi, FailedIncludesFollowAltOnerrorAndAttemptExcept) {
+  Origin origin(Site({
+      {"/alt", {kEsi, "<i>[<esi:include src=\"/missing\" alt=\"/frag\"/>]"}},
+      {"/continue", {kEsi, "<i>[<esi:include src=\"/missing\" onerror=\"continue\"/>]"}},
+      {"/attempt",
+       {kEsi,
+        "<i>[<esi:try><esi:attempt>A<esi:include src=\"/missing\"/></esi:attempt>"
+        "<esi:except>E<esi:include src=\"/frag\"/></esi:except></esi:try>]"}},
+      {"/fails", {kEsi, "<esi:include src=\"/missing\"/>[rest]"}},
+      {"/server-error", {kEsi, "<esi:include src=\"/error\"/>"}},
+      {"/error", {kNoStore, "oops", 500}},
+      {"/frag", {kCacheable, "F"}},
+  }));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/alt").body, "<i>[F]");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/continue").body, "<i>[]");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/attempt").body, "<i>[EF]");
+
+  // No alt, no onerror, no attempt: the page fails, and nothing was sent yet: 502 with the reason.
+  for (const std::string target : {"/fails", "/server-error"}) {
+    Response r = HttpGet(proxy.Port(), target);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.status, 502) << target;
+    EXPECT_NE(r.body.find("ESI include failed"), std::string::npos) << r.body;
+  }
+  EXPECT_NE(HttpGet(proxy.Port(), "/fails").body.find("/missing: status 404"), std::string::npos);
+  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_GE(MetricSum(metrics, "shellac_esi_page_failures_total"), 3);
+  EXPECT_GE(MetricSum(metrics, "shellac_esi_include_failures_total"), 6);
+}
+
+TEST(Esi, AFailureAfterTheFirstBytesCutsTheResponseShort) {
+  auto gate = std::make_shared<Gate>();
+  Origin origin([gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p>sent before the failure</p><esi:include src=\"/late\"/><p>never</p>",
+                  kEsi);
+      return;
+    }
+    gate->Wait(Millis(10'000));
+    c.SendFixed(503, "unavailable", kNoStore);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  ASSERT_TRUE(client.Send("GET /page HTTP/1.1\r\nHost: t\r\n\r\n"));
+  const std::string early = client.PeekAvailable(Millis(2'000));
+  ASSERT_NE(early.find("sent before the failure"), std::string::npos) << Printable(early);
+  gate->Open();
+  const std::string all = client.ReadUntilClose(Millis(5'000));
+  EXPECT_EQ(all.find("never"), std::string::npos);
+  EXPECT_EQ(all.find("\r\n0\r\n\r\n"), std::string::npos)
+      << "the response must look incomplete: " << Printable(all);
+}
+
+TEST(Esi, NestedIncludesAreProcessedAndALoopIsCutAtTheDepthLimit) {
+  Origin origin(Site({
+      {"/a", {kEsi, "<a>(<esi:include src=\"/b\"/>)"}},
+      {"/b", {kEsi, "<b>(<esi:include src=\"c\"/>)"}},
+      {"/c", {kCacheable, "c"}},
+      {"/loop", {kEsi, "<x><esi:include src=\"/loop\"/>y"}},
+  }));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/a").body, "<a>(<b>(c))");
+  Response loop = HttpGet(proxy.Port(), "/loop");
+  ASSERT_TRUE(loop.ok) << loop.error;
+  EXPECT_EQ(loop.body, "<x><x><x><x><x><x>yyyyyy")
+      << "the page and 5 levels of includes, as Varnish's max_esi_depth";
+
+  ShellacProcess shallow;
+  ASSERT_TRUE(shallow.Start(EsiConfig(origin.port(), "esi-max-depth=1\n")));
+  EXPECT_EQ(HttpGet(shallow.Port(), "/a").body, "<a>(<b>())");
+}
+
+TEST(Esi, IncludesReachOnlyTheBackendAndOnlyAllowedHosts) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200,
+                  "<i>[<esi:include src=\"http://other.example/x\" onerror=\"continue\"/>]"
+                  "[<esi:include src=\"https://t/x\"/>]"
+                  "[<esi:include src=\"http://test.local/x\"/>]",
+                  kEsi);
+      return;
+    }
+    c.SendFixed(200, "host=" + req.Header("host").value_or("-"), kNoStore);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  Response r = HttpGet(proxy.Port(), "/page");
+  EXPECT_EQ(r.body, "<i>[][][host=test.local]")
+      << "other hosts are refused; https:// is dropped, as Varnish does";
+  for (const auto& req : origin.Requests()) EXPECT_NE(req.Header("host"), "other.example");
+
+  ShellacProcess allowing;
+  ASSERT_TRUE(allowing.Start(EsiConfig(origin.port(), "esi-allow-host=other\\.example\n")));
+  EXPECT_EQ(HttpGet(allowing.Port(), "/page").body, "<i>[host=other.example][][host=test.local]");
+}
+
+TEST(Esi, WhenEsiRunsFollowsEsiAndEsiUrl) {
+  const std::string markup = "<p><esi:include src=\"/frag\"/></p>";
+  Origin origin(Site({{"/plain", {kCacheable, markup}},
+                      {"/tpl/x", {kCacheable, markup}},
+                      {"/marked", {kEsi, markup}},
+                      {"/frag", {kCacheable, "F"}}}));
+  ShellacProcess rules;
+  ASSERT_TRUE(rules.Start(EsiConfig(origin.port(), "esi-url=^/tpl/\n")));
+  EXPECT_EQ(HttpGet(rules.Port(), "/plain").body, markup)
+      << "no Surrogate-Control, no rule: untouched";
+  EXPECT_EQ(HttpGet(rules.Port(), "/tpl/x").body, "<p>F</p>");
+  EXPECT_EQ(HttpGet(rules.Port(), "/marked").body, "<p>F</p>");
+
+  ShellacProcess always;
+  ASSERT_TRUE(always.Start(EsiConfig(origin.port(), "esi=always\n")));
+  EXPECT_EQ(HttpGet(always.Port(), "/plain").body, "<p>F</p>");
+
+  origin.Reset();
+  ShellacProcess off;
+  ASSERT_TRUE(off.Start(EsiConfig(origin.port(), "esi=off\n")));
+  Response r = HttpGet(off.Port(), "/marked");
+  EXPECT_EQ(r.body, markup);
+  ASSERT_EQ(origin.RequestCount(), 1u);
+  EXPECT_FALSE(origin.Requests()[0].Header("surrogate-capability"));
+}
+
+TEST(Esi, VariablesAndTheClientsHeadersReachIncludes) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    if (req.target.starts_with("/page")) {
+      c.SendFixed(200,
+                  "<esi:vars>user=$(HTTP_COOKIE{user}) host=$(HTTP_HOST)</esi:vars>"
+                  "<esi:include src=\"/frag?lang=$(QUERY_STRING{lang})\"/>",
+                  kEsi);
+      return;
+    }
+    c.SendFixed(200, "[" + req.target + " cookie=" + req.Header("cookie").value_or("-") + "]",
+                kCacheable);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  Response r = HttpGet(proxy.Port(), "/page?lang=de", "Cookie: user=<b>ann</b>; x=1\r\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(
+      r.body,
+      "user=&lt;b&gt;ann&lt;/b&gt; host=test.local[/frag?lang=de cookie=user=<b>ann</b>; x=1]");
+  Response gz = HttpGet(proxy.Port(), "/page?lang=fr", "Accept-Encoding: gzip\r\n");
+  EXPECT_EQ(Gunzip(gz.body), "user= host=test.local[/frag?lang=fr cookie=-]");
+}
+
+TEST(Esi, GzipEncodedPagesAreDecodedAndMalformedMarkupIsCountedAndLogged) {
+  Headers gz_headers = kEsi;
+  gz_headers.push_back({"Content-Encoding", "gzip"});
+  Origin origin([&](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/gz") {
+      c.SendFixed(200, Gzip("<b><esi:include src=\"/frag\"/></b>"), gz_headers);
+    } else if (req.target == "/bad") {
+      c.SendFixed(200, "<p>x<esi:bogus/>y</esi:remove><esi:include src=\"/frag\"/></p>", kEsi);
+    } else {
+      c.SendFixed(200, "F", kCacheable);
+    }
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "cache=off\naccess-log=off\n")));
+  Response r =
+      HttpGet(proxy.Port(), "/gz", "Cookie: a=b\r\n");  // passed, not stored: the client's coding
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.body, "<b>F</b>");
+  EXPECT_EQ(r.Header("x-cache"), "pass");
+
+  EXPECT_EQ(HttpGet(proxy.Port(), "/bad").body, "<p>xyF</p>");
+  EXPECT_TRUE(proxy.WaitForLine("/bad: byte ", Millis(2'000))) << proxy.StderrText();
+  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_GE(MetricSum(metrics, "shellac_esi_parse_errors_total"), 2);
+}
+
+TEST(Esi, HeadOfAnEsiPageSendsTheHeadOnly) {
+  Origin origin(
+      Site({{"/page", {kEsi, "<esi:include src=\"/frag\"/>"}}, {"/frag", {kCacheable, "F"}}}));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  ASSERT_EQ(HttpGet(proxy.Port(), "/page").body, "F");
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  ReadOptions head;
+  head.head_request = true;
+  Response r = client.RoundTrip("HEAD /page HTTP/1.1\r\nHost: test.local\r\n\r\n", head);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("x-cache"), "hit");
+  // The connection is still good for another request.
+  Response again = client.RoundTrip("GET /page HTTP/1.1\r\nHost: test.local\r\n\r\n");
+  EXPECT_EQ(again.body, "F");
+}
+
+TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
+  TempDir dir;
+  WriteFile(dir.File("a.conf"), "listen=127.0.0.1:0\nesi=sometimes\n");
+  CommandResult r = RunShellac({"--check", "-c", dir.File("a.conf")}, dir.path());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("a.conf:2: esi: expected off, surrogate or always"), std::string::npos)
+      << r.err;
+  WriteFile(dir.File("b.conf"), "listen=127.0.0.1:0\n\nesi-url=^/(unclosed\n");
+  r = RunShellac({"--check", "-c", dir.File("b.conf")}, dir.path());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("b.conf:3: esi-url: bad regular expression"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace shellac::test
