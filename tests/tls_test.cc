@@ -54,12 +54,12 @@ class Pki {
   // Makes NAME.pem / NAME.key for `cn` with subjectAltName `san` (e.g. "DNS:a.test,IP:127.0.0.1").
   void Leaf(const std::string& name, const std::string& cn, const std::string& san) {
     WriteFile(dir_.File(name + ".ext"), "subjectAltName=" + san + "\n");
-    ASSERT_TRUE(
-        RunQuietly("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn +
-            " -keyout " + Key(name) + " -out " + dir_.File(name + ".csr")));
-    ASSERT_TRUE(RunQuietly("openssl x509 -req -days 2 -in " + dir_.File(name + ".csr") + " -CA " + Ca() +
-                    " -CAkey " + dir_.File("ca.key") + " -CAcreateserial -extfile " +
-                    dir_.File(name + ".ext") + " -out " + Cert(name)));
+    ASSERT_TRUE(RunQuietly(
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=" + cn +
+        " -keyout " + Key(name) + " -out " + dir_.File(name + ".csr")));
+    ASSERT_TRUE(RunQuietly("openssl x509 -req -days 2 -in " + dir_.File(name + ".csr") + " -CA " +
+                           Ca() + " -CAkey " + dir_.File("ca.key") + " -CAcreateserial -extfile " +
+                           dir_.File(name + ".ext") + " -out " + Cert(name)));
   }
   std::string Cert(const std::string& name) const { return dir_.File(name + ".pem"); }
   std::string Key(const std::string& name) const { return dir_.File(name + ".key"); }
@@ -141,29 +141,45 @@ class TlsClient {
     const unsigned char* p = nullptr;
     unsigned n = 0;
     SSL_get0_alpn_selected(ssl_.get(), &p, &n);
-    return std::string(reinterpret_cast<const char*>(p), n);
+    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
   }
-  // GET `path`; reads the head and a Content-Length body. Returns the whole response, "" on
-  // failure.
+  // GET `path`; reads the head and a Content-Length or chunked body (returned decoded). Returns
+  // the whole response, "" on failure.
   std::string Get(const std::string& path, const std::string& host = "shellac.test") {
     const std::string request = "GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
     if (SSL_write(ssl_.get(), request.data(), static_cast<int>(request.size())) <= 0) return "";
     std::string in;
     char buf[16384];
     size_t need = std::string::npos;
+    bool chunked = false;
     while (need == std::string::npos || in.size() < need) {
+      if (chunked && in.ends_with("\r\n0\r\n\r\n")) return Dechunk(in);
       const int n = SSL_read(ssl_.get(), buf, sizeof buf);
       if (n <= 0) return need == std::string::npos ? "" : in;
       in.append(buf, static_cast<size_t>(n));
       const auto end = in.find("\r\n\r\n");
-      if (need == std::string::npos && end != std::string::npos) {
+      if (need == std::string::npos && !chunked && end != std::string::npos) {
         std::string head = in.substr(0, end);
         for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        chunked = head.find("transfer-encoding: chunked") != std::string::npos;
         const auto cl = head.find("content-length:");
-        need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 15)));
+        if (!chunked)
+          need = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 15)));
       }
     }
     return in;
+  }
+  // The head as received, then the chunked body decoded.
+  static std::string Dechunk(const std::string& raw) {
+    size_t at = raw.find("\r\n\r\n") + 4;
+    std::string out = raw.substr(0, at);
+    while (true) {
+      const size_t size = std::stoul(raw.substr(at), nullptr, 16);
+      at = raw.find("\r\n", at) + 2;
+      if (size == 0) return out;
+      out += raw.substr(at, size);
+      at += size + 2;
+    }
   }
   SessionPtr Session() const { return SessionPtr(SSL_SESSION_dup(SSL_get0_session(ssl_.get()))); }
 
@@ -415,7 +431,7 @@ TEST_F(TlsTest, BadCertificateFilesStopTheStart) {
 TEST_F(TlsTest, ExpiredCertificateOnlyWarns) {
   const std::string expired = pki_.File("expired.pem");
   ASSERT_TRUE(RunQuietly("openssl x509 -in " + pki_.Cert("a") + " -signkey " + pki_.Key("a") +
-                  " -days -1 -out " + expired));
+                         " -days -1 -out " + expired));
   ASSERT_TRUE(shellac_.Start(
       BaseConfig(0, "listen-tls=127.0.0.1:0 cert=" + expired + " key=" + pki_.Key("a") + "\n")));
   EXPECT_TRUE(shellac_.WaitForLine("shellac: warning: " + expired + ": the certificate expired on",
@@ -445,6 +461,30 @@ TEST_F(TlsTest, ForwardedProtoAndHsts) {
     SCOPED_TRACE(r.target);
     EXPECT_EQ(r.HeaderCount("x-forwarded-proto"), 1);
     EXPECT_EQ(r.Header("x-forwarded-proto"), r.target == "/over-tls" ? "https" : "http");
+  }
+}
+
+TEST_F(TlsTest, EsiPageOverTlsCarriesHstsAndItsIncludesSayHttps) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p>page</p><esi:include src=\"/frag\"/>",
+                  {{"Content-Type", "text/html"}, {"Surrogate-Control", "content=\"ESI/1.0\""}});
+    } else {
+      c.SendFixed(200, "FRAG", {{"Content-Type", "text/html"}});
+    }
+  });
+  ASSERT_TRUE(shellac_.Start(BaseConfig(origin.port(), Listener() + "hsts=max-age=60\n")));
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  const std::string response = client.Get("/page");
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_TRUE(response.ends_with("<p>page</p>FRAG")) << response;
+  EXPECT_NE(response.find("\r\nStrict-Transport-Security: max-age=60\r\n"), std::string::npos)
+      << response;
+  ASSERT_TRUE(origin.WaitForRequests(2, Millis(3'000)));
+  for (const OriginRequest& r : origin.Requests()) {
+    SCOPED_TRACE(r.target);
+    EXPECT_EQ(r.Header("x-forwarded-proto"), "https");
   }
 }
 
