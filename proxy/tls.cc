@@ -297,7 +297,6 @@ TlsContext::~TlsContext() = default;
 std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config,
                                                     std::string* error) {
   std::shared_ptr<TlsContext> tls(new TlsContext());
-  Tickets().SetRotation(config.tls_ticket_rotation);
   auto add = [&](const conf::Config::TlsCertificate& files, const std::string& ocsp_file,
                  std::vector<std::unique_ptr<Certificate>>* list) {
     auto certificate = std::make_unique<Certificate>();
@@ -345,6 +344,7 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config,
       return nullptr;
     }
   }
+  Tickets().SetRotation(config.tls_ticket_rotation);  // only once the whole context is good
   error->clear();
   return tls;
 }

@@ -301,6 +301,31 @@ TEST_F(TlsTest, SecondConnectionResumesTheSession) {
   EXPECT_EQ(Metric("shellac_tls_resumed_total"), 2);
 }
 
+TEST_F(TlsTest, TicketKeysRotate) {
+  // No session cache: only tickets can resume.
+  ASSERT_TRUE(shellac_.Start(
+      BaseConfig(0, Listener() + "tls-ticket-rotation=500ms\ntls-session-cache=0\n")));
+  auto session_of_new_connection = [&] {
+    TlsClient c;
+    EXPECT_TRUE(c.Connect(TlsPort()));
+    EXPECT_EQ(StatusOf(c.Get("/")), 200);  // TLS 1.3 tickets arrive after the handshake
+    return c.Session();
+  };
+  auto resumes = [&](SSL_SESSION* session) {
+    TlsClient c;
+    EXPECT_TRUE(c.Connect(TlsPort(), {.session = session}));
+    return SSL_session_reused(c.ssl()) == 1;
+  };
+  SessionPtr first = session_of_new_connection();  // under key 1
+  ASSERT_TRUE(first);
+  std::this_thread::sleep_for(Millis(600));
+  session_of_new_connection();  // key 1 is past its period: key 2 is made, key 1 is kept
+  EXPECT_TRUE(resumes(first.get())) << "a ticket under the previous key still resumes";
+  std::this_thread::sleep_for(Millis(600));
+  session_of_new_connection();  // key 3 is made, key 1 is forgotten
+  EXPECT_FALSE(resumes(first.get())) << "a ticket two rotations old must not resume";
+}
+
 TEST_F(TlsTest, SessionCacheWithoutTickets) {
   ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener() + "tls-ticket-rotation=0\n")));
   SessionPtr session;
