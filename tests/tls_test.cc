@@ -439,6 +439,9 @@ TEST_F(TlsTest, BadCertificateFilesStopTheStart) {
       {"listen-tls=127.0.0.1:0 cert=" + pki_.Cert("a") + " key=" + pki_.Key("a") +
            " ocsp=" + pki_.Cert("a"),
        pki_.Cert("a") + ": not a DER OCSP response"},
+      {"listen-tls=127.0.0.1:0 cert=" + pki_.Cert("a") + " key=" + pki_.Key("a") +
+           "\ntls-ciphers=NO-SUCH-CIPHER",
+       "tls-ciphers: no cipher OpenSSL knows in 'NO-SUCH-CIPHER'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.line);
