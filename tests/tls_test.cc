@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -567,6 +568,11 @@ class TlsOrigin {
   }
   int port() const { return port_; }
   int handshakes() const { return handshakes_.load(); }
+  // The SNI name of the last handshake ("" for none).
+  std::string last_sni() {
+    std::lock_guard lock(mu_);
+    return last_sni_;
+  }
 
  private:
   void Loop() {
@@ -581,6 +587,11 @@ class TlsOrigin {
       SSL_set_fd(ssl.get(), c);
       if (SSL_accept(ssl.get()) == 1) {
         ++handshakes_;
+        {
+          const char* sni = SSL_get_servername(ssl.get(), TLSEXT_NAMETYPE_host_name);
+          std::lock_guard lock(mu_);
+          last_sni_ = sni ? sni : "";
+        }
         std::string in;
         char buf[4096];
         while (in.find("\r\n\r\n") == std::string::npos) {
@@ -611,6 +622,8 @@ class TlsOrigin {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> handshakes_{0};
+  std::mutex mu_;
+  std::string last_sni_;
   std::thread thread_;
 };
 
@@ -626,6 +639,8 @@ TEST_F(TlsTest, UpstreamTlsVerifiesTheOrigin) {
     const Response r = HttpGet(proxy.Port(), "/secure");
     EXPECT_EQ(r.status, 200) << r.Describe();
     EXPECT_EQ(r.body, "tls-origin:/secure proto=http");
+    EXPECT_EQ(origin.last_sni(), host == std::string("localhost") ? "localhost" : "")
+        << "SNI for names only";
   }
   // The system store does not know the test CA: no response from that origin reaches the client.
   {
