@@ -239,6 +239,9 @@ class Builder {
       if (where.empty()) fail("expected ADDR:PORT cert=FILE key=FILE");
       if (!ParseAddress(where, &a, &why)) fail(why);
       if (a.tls) fail("give the address without https://");
+      for (const auto& other : config_->listen_tls) {
+        if (other.address.text == a.text) fail(a.text + " is given twice (each address has one default certificate)");
+      }
       listener.address = a;
       tls_certificate(parts, &listener.certificate);
       config_->listen_tls.push_back(std::move(listener));

@@ -279,8 +279,8 @@ struct Server::State {
         worker->AddListener(fd, Site::kPublic);
       }
     }
-    for (size_t i = 0; i < config.listen_tls.size(); ++i) {
-      const conf::SocketAddress& address = config.listen_tls[i].address;
+    for (const auto& tls_listener : config.listen_tls) {
+      const conf::SocketAddress& address = tls_listener.address;
       uint16_t port = address.port;
       for (auto& worker : workers) {
         int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
@@ -290,7 +290,7 @@ struct Server::State {
         }
         if (port == 0) port = BoundPort(fd);
         if (worker == workers.front()) std::fprintf(stderr, "shellac: TLS on %s\n", BoundAddress(fd).c_str());
-        worker->AddListener(fd, Site::kPublic, static_cast<int>(i));
+        worker->AddListener(fd, Site::kPublic, address.text);
       }
     }
     if (config.admin_listen) {

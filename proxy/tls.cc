@@ -312,6 +312,7 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const conf::Config& config,
     const std::string& ocsp =
         listener.certificate.ocsp.empty() ? config.tls_ocsp : listener.certificate.ocsp;
     if (!add(listener.certificate, ocsp, &tls->listeners_)) return nullptr;
+    tls->addresses_.push_back(listener.address.text);
     SSL_CTX_set_tlsext_servername_callback(tls->listeners_.back()->ctx.get(), OnServerName);
     SSL_CTX_set_tlsext_servername_arg(tls->listeners_.back()->ctx.get(), tls.get());
   }
@@ -374,9 +375,11 @@ bool TlsContext::FellBack(const SSL* ssl) const {
   return own && X509_check_host(SSL_CTX_get0_certificate(ctx), name, 0, 0, nullptr) != 1;
 }
 
-SslPtr TlsContext::NewServerSsl(size_t listener) const {
-  if (listener >= listeners_.size()) return nullptr;
-  return SslPtr(SSL_new(listeners_[listener]->ctx.get()));
+SslPtr TlsContext::NewServerSsl(const std::string& address) const {
+  for (size_t i = 0; i < addresses_.size(); ++i) {
+    if (addresses_[i] == address) return SslPtr(SSL_new(listeners_[i]->ctx.get()));
+  }
+  return nullptr;
 }
 
 SslPtr TlsContext::NewUpstreamSsl(const std::string& host) const {
@@ -425,9 +428,9 @@ void AnswerPlainHttp(int fd) {
 
 }  // namespace
 
-void TlsAccept::Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, size_t listener) {
+void TlsAccept::Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, const std::string& address) {
   std::shared_ptr<const TlsContext> tls = worker.runtime()->tls;
-  SslPtr ssl = tls ? tls->NewServerSsl(listener) : nullptr;
+  SslPtr ssl = tls ? tls->NewServerSsl(address) : nullptr;
   if (!ssl) {
     WorkerMetrics::Add(worker.metrics().tls_failures[static_cast<int>(TlsFailure::kProtocol)]);
     ::close(fd);

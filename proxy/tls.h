@@ -46,9 +46,10 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  // A server SSL for a connection accepted on config.listen_tls[listener]; null on failure or when
-  // this context has no such listener (listen-tls= changed by a reload: that needs a restart).
-  SslPtr NewServerSsl(size_t listener) const;
+  // A server SSL for a connection accepted on the listen-tls= address written as `address`; null on
+  // failure or when this context has no such address (it was removed by a reload; the socket stays
+  // open until a restart but cannot serve).
+  SslPtr NewServerSsl(const std::string& address) const;
   // A client SSL for the https:// backend with SNI and verification of `host` (name or IP) set;
   // null when the backend is not https://.
   SslPtr NewUpstreamSsl(const std::string& host) const;
@@ -62,6 +63,7 @@ class TlsContext {
   static int OnServerName(SSL* ssl, int* alert, void* arg);
 
   std::vector<std::unique_ptr<Certificate>> listeners_;  // one per listen-tls=, same order
+  std::vector<std::string> addresses_;                   // their addresses as written
   std::vector<std::unique_ptr<Certificate>> named_;      // one per tls-cert=
   SslCtxPtr upstream_;                                   // for an https:// backend
 };
@@ -82,7 +84,7 @@ class Worker;
 class TlsAccept {
  public:
   // Takes ownership of `fd`.
-  static void Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, size_t listener);
+  static void Start(Worker& worker, evutil_socket_t fd, const sockaddr* peer, const std::string& address);
   ~TlsAccept();
   TlsAccept(const TlsAccept&) = delete;
   TlsAccept& operator=(const TlsAccept&) = delete;

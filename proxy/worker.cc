@@ -120,10 +120,10 @@ void Worker::ReleaseBackground(ExchangeClient* fetch) {
   delete fetch;
 }
 
-void Worker::AddListener(int fd, Site site, int tls_listener) {
+void Worker::AddListener(int fd, Site site, std::string tls_address) {
   auto context = std::make_unique<Listener>();
   context->site = site;
-  context->tls_listener = tls_listener;
+  context->tls_address = std::move(tls_address);
   context->worker = this;
   context->listener.reset(evconnlistener_new(base_.get(), OnAccept, context.get(),
                                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd));
@@ -137,8 +137,8 @@ void Worker::AddListener(int fd, Site site, int tls_listener) {
 
 void Worker::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
   auto* listener = static_cast<Listener*>(arg);
-  if (listener->tls_listener >= 0) {
-    TlsAccept::Start(*listener->worker, fd, addr, static_cast<size_t>(listener->tls_listener));
+  if (!listener->tls_address.empty()) {
+    TlsAccept::Start(*listener->worker, fd, addr, listener->tls_address);
     return;
   }
   new ClientConnection(*listener->worker, fd, addr, listener->site);  // owns itself

@@ -111,9 +111,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Before Run(): serve connections accepted on the listening socket `fd` (ownership taken).
-  // `tls_listener` >= 0: the socket is config.listen_tls[tls_listener]; connections start with a
-  // TLS handshake.
-  void AddListener(int fd, Site site, int tls_listener = -1);
+  // A non-empty `tls_address` (a listen-tls= address as written) makes connections start with a
+  // TLS handshake, with the certificate configured for that address.
+  void AddListener(int fd, Site site, std::string tls_address = {});
   // Runs the loop on the calling thread until Stop() or, while draining, the last connection ends.
   void Run();
   // Thread-safe: runs `task` on this worker's thread.
@@ -156,7 +156,7 @@ class Worker {
   struct Listener {
     Worker* worker = nullptr;
     Site site = Site::kPublic;
-    int tls_listener = -1;
+    std::string tls_address;  // "" for plain TCP
     ListenerPtr listener;
     EventPtr resume;  // re-enables accepting after a pause
   };

@@ -306,6 +306,12 @@ TEST_F(ConfTest, TlsKeysParse) {
   EXPECT_EQ(c->backend_ca, ca);
 }
 
+TEST_F(ConfTest, TlsListenerGivenTwiceIsAnError) {
+  const std::string path =
+      Write("t.conf", "listen-tls=127.0.0.1:1 cert=/a key=/b\nlisten-tls = 127.0.0.1:1 cert=/c key=/d\n");
+  EXPECT_EQ(LoadError(path), path + ":2: listen-tls: 127.0.0.1:1 is given twice (each address has one default certificate)");
+}
+
 TEST_F(ConfTest, TlsCertNeedsATlsListener) {
   const std::string path = Write("t.conf", "listen=127.0.0.1:0\ntls-cert=a.test cert=/a key=/b\n");
   EXPECT_EQ(LoadError(path), path + ":2: tls-cert: no listen-tls= listener to serve it on");
