@@ -239,9 +239,11 @@ SslCtxPtr NewServerContext(const conf::Config& config, const conf::Config::TlsCe
   }
   if (!Readable(files.key, error)) return nullptr;
   BioPtr bio(BIO_new_file(files.key.c_str(), "r"));
-  PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  // No passphrase callback: OpenSSL's default would prompt on the terminal and block the start.
+  pem_password_cb* no_passphrase = [](char*, int, int, void*) { return 0; };
+  PkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr) : nullptr);
   if (!key) {
-    *error = files.key + ": not a PEM private key (" + OpensslReason() + ")";
+    *error = files.key + ": not a PEM private key without a passphrase (" + OpensslReason() + ")";
     return nullptr;
   }
   X509* certificate = SSL_CTX_get0_certificate(ctx.get());
