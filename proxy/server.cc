@@ -147,6 +147,7 @@ std::string BuiltinPage(const conf::Config& config) {
   p += "<li>config file: " + (config.config_file.empty() ? std::string("none (built-in defaults)")
                                                           : HtmlEscape(config.config_file)) + "</li>\n";
   for (const auto& l : config.listen) p += "<li>listen: " + HtmlEscape(l.text) + "</li>\n";
+  for (const auto& l : config.listen_tls) p += "<li>listen-tls: " + HtmlEscape(l.address.text) + "</li>\n";
   p += "<li>admin: " + (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
                                             : std::string("off")) + "</li>\n";
   p += "<li>worker threads: " + std::to_string(config.threads) + "</li>\n";
