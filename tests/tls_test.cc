@@ -542,7 +542,7 @@ TEST_F(TlsTest, OcspResponseIsStapled) {
 }
 
 // An https origin: answers every request with 200 and a body naming the request target and the
-// X-Forwarded-Proto it saw, then closes.
+// X-Forwarded-Proto it saw, keeping the connection open. One connection at a time.
 class TlsOrigin {
  public:
   TlsOrigin(const std::string& cert, const std::string& key) {
@@ -568,6 +568,7 @@ class TlsOrigin {
   }
   int port() const { return port_; }
   int handshakes() const { return handshakes_.load(); }
+  int requests() const { return requests_.load(); }
   // The SNI name of the last handshake ("" for none).
   std::string last_sni() {
     std::lock_guard lock(mu_);
@@ -592,23 +593,31 @@ class TlsOrigin {
           std::lock_guard lock(mu_);
           last_sni_ = sni ? sni : "";
         }
+        // Requests (GET, no body) on this connection until the proxy closes it.
         std::string in;
         char buf[4096];
-        while (in.find("\r\n\r\n") == std::string::npos) {
-          const int n = SSL_read(ssl.get(), buf, sizeof buf);
-          if (n <= 0) break;
-          in.append(buf, static_cast<size_t>(n));
+        while (true) {
+          while (in.find("\r\n\r\n") == std::string::npos) {
+            const int n = SSL_read(ssl.get(), buf, sizeof buf);
+            if (n <= 0) break;
+            in.append(buf, static_cast<size_t>(n));
+          }
+          const auto end = in.find("\r\n\r\n");
+          if (end == std::string::npos || in.size() < 5) break;
+          const std::string head = in.substr(0, end + 4);
+          in.erase(0, end + 4);
+          ++requests_;
+          std::string proto = "none";
+          if (const auto at = head.find("X-Forwarded-Proto: "); at != std::string::npos) {
+            proto = head.substr(at + 19, head.find("\r\n", at) - at - 19);
+          }
+          const std::string body =
+              "tls-origin:" + head.substr(4, head.find(' ', 4) - 4) + " proto=" + proto;
+          const std::string out =
+              "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+              body;
+          if (SSL_write(ssl.get(), out.data(), static_cast<int>(out.size())) <= 0) break;
         }
-        std::string proto = "none";
-        if (const auto at = in.find("X-Forwarded-Proto: "); at != std::string::npos) {
-          proto = in.substr(at + 19, in.find("\r\n", at) - at - 19);
-        }
-        const std::string body =
-            "tls-origin:" + in.substr(4, in.find(' ', 4) - 4) + " proto=" + proto;
-        const std::string out =
-            "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-            "\r\nConnection: close\r\n\r\n" + body;
-        SSL_write(ssl.get(), out.data(), static_cast<int>(out.size()));
         SSL_shutdown(ssl.get());
       }
       ERR_clear_error();
@@ -622,6 +631,7 @@ class TlsOrigin {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> handshakes_{0};
+  std::atomic<int> requests_{0};
   std::mutex mu_;
   std::string last_sni_;
   std::thread thread_;
@@ -670,6 +680,25 @@ TEST_F(TlsTest, UpstreamTlsVerifiesTheOrigin) {
     EXPECT_EQ(r.status, 504) << r.Describe();
     EXPECT_LT(Clock::now() - start, Millis(3'000));
     close(silent);
+  }
+  // Kept-alive TLS connections to the origin are reused.
+  {
+    ShellacProcess proxy;
+    ASSERT_TRUE(
+        proxy.Start(BaseConfig(0, "backend=https://localhost:" + std::to_string(origin.port()) +
+                                      "\nbackend-ca=" + pki_.Ca() + "\n")));
+    const int handshakes_before = origin.handshakes();
+    RawClient client;  // one client connection: one worker, one upstream pool
+    ASSERT_TRUE(client.Connect(proxy.Port()));
+    for (int i = 0; i < 3; ++i) {
+      const Response r =
+          client.RoundTrip("GET /again" + std::to_string(i) + " HTTP/1.1\r\nHost: x\r\n\r\n");
+      EXPECT_EQ(r.status, 200) << r.Describe();
+      EXPECT_EQ(r.body, "tls-origin:/again" + std::to_string(i) + " proto=http");
+    }
+    EXPECT_EQ(origin.handshakes() - handshakes_before, 1);
+    EXPECT_EQ(
+        MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_upstream_connections_reused_total"), 2);
   }
   // The CA is right but the name is not the certificate's.
   {
