@@ -175,7 +175,7 @@ class TlsClient {
     size_t at = raw.find("\r\n\r\n") + 4;
     std::string out = raw.substr(0, at);
     while (true) {
-      const size_t size = std::stoul(raw.substr(at), nullptr, 16);
+      const size_t size = std::strtoul(raw.c_str() + at, nullptr, 16);
       at = raw.find("\r\n", at) + 2;
       if (size == 0) return out;
       out += raw.substr(at, size);
@@ -490,6 +490,24 @@ TEST_F(TlsTest, ForwardedProtoAndHsts) {
     SCOPED_TRACE(r.target);
     EXPECT_EQ(r.HeaderCount("x-forwarded-proto"), 1);
     EXPECT_EQ(r.Header("x-forwarded-proto"), r.target == "/over-tls" ? "https" : "http");
+  }
+}
+
+TEST_F(TlsTest, LargeResponsesStreamIntactOverTls) {
+  constexpr uint64_t kSize = 6 << 20;
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendStream(kSize, /*chunked=*/req.target == "/chunked");
+  });
+  ASSERT_TRUE(shellac_.Start(BaseConfig(origin.port(), Listener())));
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  for (const char* path : {"/length", "/chunked", "/length"}) {  // keep-alive between them
+    SCOPED_TRACE(path);
+    const std::string response = client.Get(path);
+    ASSERT_EQ(StatusOf(response), 200) << response.substr(0, 300);
+    const std::string_view body = std::string_view(response).substr(response.find("\r\n\r\n") + 4);
+    ASSERT_EQ(body.size(), kSize);
+    EXPECT_EQ(FnvUpdate(kFnvOffset, body), PatternHash(kSize));
   }
 }
 
