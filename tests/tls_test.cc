@@ -144,6 +144,16 @@ class TlsClient {
     SSL_get0_alpn_selected(ssl_.get(), &p, &n);
     return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), n);
   }
+  // Sends raw bytes; false when the connection failed.
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const int n = SSL_write(ssl_.get(), bytes.data(),
+                              static_cast<int>(std::min<size_t>(bytes.size(), 1 << 20)));
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
   // GET `path`; reads the head and a Content-Length or chunked body (returned decoded). Returns
   // the whole response, "" on failure.
   std::string Get(const std::string& path, const std::string& host = "shellac.test") {
@@ -509,6 +519,30 @@ TEST_F(TlsTest, LargeResponsesStreamIntactOverTls) {
     ASSERT_EQ(body.size(), kSize);
     EXPECT_EQ(FnvUpdate(kFnvOffset, body), PatternHash(kSize));
   }
+}
+
+TEST_F(TlsTest, LargeRequestBodyStreamsIntactOverTls) {
+  constexpr uint64_t kSize = 4 << 20;
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, "got " + std::to_string(req.body_bytes));
+  });
+  origin.SetStoreLimit(0);
+  ASSERT_TRUE(shellac_.Start(BaseConfig(origin.port(), Listener())));
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  std::string request =
+      "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(kSize) + "\r\n\r\n";
+  for (uint64_t at = 0; at < kSize; at += kPatternPeriod) {
+    request.append(
+        PatternSlice(at, static_cast<size_t>(std::min<uint64_t>(kPatternPeriod, kSize - at))));
+  }
+  ASSERT_TRUE(client.Send(request));
+  const std::string response = client.Get("/after");  // reads the POST's answer first
+  EXPECT_TRUE(response.ends_with("got " + std::to_string(kSize))) << response;
+  ASSERT_TRUE(origin.WaitForRequests(2, Millis(5'000)));
+  const OriginRequest upload = origin.Requests()[0];
+  EXPECT_EQ(upload.body_bytes, kSize);
+  EXPECT_EQ(upload.body_hash, PatternHash(kSize));
 }
 
 TEST_F(TlsTest, EsiPageOverTlsCarriesHstsAndItsIncludesSayHttps) {
