@@ -246,6 +246,21 @@ TEST_F(TlsTest, HandshakeWithTls12AndTls13) {
   EXPECT_EQ(Metric("shellac_tls_handshakes_total", {{"version", "1.3"}}), 1);
 }
 
+TEST_F(TlsTest, ConnectionCloseEndsWithCloseNotify) {
+  ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener())));
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  ASSERT_TRUE(client.Send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::string in;
+  char buf[4096];
+  int n;
+  while ((n = SSL_read(client.ssl(), buf, sizeof buf)) > 0) in.append(buf, static_cast<size_t>(n));
+  EXPECT_TRUE(in.starts_with("HTTP/1.1 200 ")) << in;
+  EXPECT_NE(in.find("\r\nConnection: close\r\n"), std::string::npos) << in;
+  // A clean TLS end, not a truncation: the client can tell the response is complete.
+  EXPECT_EQ(SSL_get_error(client.ssl(), n), SSL_ERROR_ZERO_RETURN);
+}
+
 TEST_F(TlsTest, OlderProtocolsAreRefused) {
   ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener())));
   TlsClient client;
