@@ -13,6 +13,8 @@
 #   bench_wait_listen PORT SECS [PID]   bench_wait_log FILE REGEX SECS [PID]
 #   bench_watch TARGET PID..   processes whose CPU time is sampled while TARGET is measured
 #   bench_point TARGET URL C   warm-up + measured wrk run; appends one row to $BENCH_TSV
+#   bench_check_body URL FILE  one gzip GET, gunzipped, compared with FILE -> BENCH_CHECK_NOTE
+#   bench_handshakes H:P S new|reuse   TLS connections/s for S seconds (openssl s_time)
 #   bench_peak / bench_knee / bench_md_table / bench_plot   reading the rows back
 #   bench_machine_line, bench_git_rev, bench_versions_* , bench_cmdline
 #
@@ -200,6 +202,50 @@ bench_check_get() {  # URL EXPECTED-BODY-FILE [HEADER-REGEX...]  one GET: 200, s
     grep -Eiq -- "$hre" "$hdr" || { bench_log "GET $url: no header matching /$hre/"; cat "$hdr" >&2; return 1; }
   done
   return 0
+}
+
+# One GET with Accept-Encoding: gzip, as the load sends it: status 200 and, once gunzipped when the
+# answer is gzip, exactly the bytes of EXPECTED-FILE. -> BENCH_CHECK_NOTE ("gzip on the wire, 2,942
+# bytes" or why it failed: status, "wrong body: ..."); returns 1 on a failure. CURL-ARGS: e.g. -k.
+bench_check_body() {  # URL EXPECTED-FILE [CURL-ARGS...]
+  local url=$1 want=$2 raw=$BENCH_TMP/checkbody.raw hdr=$BENCH_TMP/checkbody.head got=$BENCH_TMP/checkbody.body code enc
+  shift 2
+  BENCH_CHECK_NOTE=""
+  code=$(curl -sS --max-time 30 "$@" -H 'Accept-Encoding: gzip' -o "$raw" -D "$hdr" -w '%{http_code}' "$url" 2>"$hdr.err") ||
+    { BENCH_CHECK_NOTE="request failed: $(head -c 200 "$hdr.err")"; return 1; }
+  [ "$code" = 200 ] || { BENCH_CHECK_NOTE="status $code"; return 1; }
+  enc=$(tr -d '\r' <"$hdr" | awk -F': *' 'tolower($1) == "content-encoding" { print tolower($2) }' | tail -n1)
+  case $enc in
+    gzip) gzip -dc <"$raw" >"$got" 2>/dev/null || { BENCH_CHECK_NOTE="wrong body: Content-Encoding gzip that does not gunzip"; return 1; } ;;
+    "" | identity) cp "$raw" "$got" ;;
+    *) BENCH_CHECK_NOTE="unexpected Content-Encoding: $enc"; return 1 ;;
+  esac
+  if ! cmp -s "$got" "$want"; then
+    local n
+    n=$(cmp "$got" "$want" 2>/dev/null | sed -n 's/.*byte \([0-9]*\).*/\1/p')
+    BENCH_CHECK_NOTE="wrong body: $(wc -c <"$got") bytes, expected $(wc -c <"$want")"
+    [ -n "$n" ] && BENCH_CHECK_NOTE+=", first difference at byte $n"
+    grep -q '<esi:' "$got" && BENCH_CHECK_NOTE+=", ESI markup left unprocessed"
+    return 1
+  fi
+  BENCH_CHECK_NOTE="${enc:-identity} on the wire, $(wc -c <"$raw") bytes ($(wc -c <"$got") assembled)"
+  return 0
+}
+
+# New TLS connections per second, one after the other, for about SECONDS (openssl s_time, the CLI's
+# TLS client: handshake, no request; its CPU counts too). MODE new: a full TLS 1.3 handshake each
+# time; reuse: session resumption, over TLS 1.2 (s_time cannot resume TLS 1.3: it never reads the
+# session tickets). -> "CONNS_PER_S CONNS RESUMED" (connections over the wall time of the run,
+# resumed = those s_time marked 'r'); nothing when s_time failed (output in $BENCH_TMP/s_time-*.txt)
+bench_handshakes() {  # HOST:PORT SECONDS new|reuse
+  local out=$BENCH_TMP/s_time-${1//[:.]/_}-$3.txt t0 t1 args=(-new)
+  [ "$3" = reuse ] && args=(-reuse -tls1_2)
+  t0=$(date +%s%N)
+  timeout -k 5 $(($2 + 30)) openssl s_time -connect "$1" "${args[@]}" -time "$2" </dev/null >"$out" 2>&1 || true
+  t1=$(date +%s%N)
+  awk -v ns=$((t1 - t0)) '/^starting/ { getline marks; r = gsub(/r/, "", marks) }
+    /connections in [0-9.]+ real seconds/ { n = $1 }
+    END { if (n > 0 && ns > 0) printf "%.0f %d %d\n", n / (ns / 1e9), n, r }' "$out"
 }
 
 bench_watch() {  # TARGET PID...  (their direct children are included when sampled)

@@ -8,9 +8,16 @@
 # cgit direct (CGI under lighttpd), shellac -> that lighttpd+cgit, Varnish 7 -> the same lighttpd+cgit
 # (hot adds nginx serving the same pages as static files: the ceiling). burst sends N simultaneous
 # requests for one cold commit page to each target and counts what reached cgit. passthrough runs
-# bench/passthrough.sh. cached, esi, render and tls need later issues: they say so and write a results
-# file that says so. all runs every scenario, one after the other (each in its own process).
-# Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
+# bench/passthrough.sh. cached, esi and tls use synthetic cgit-like ESI pages (bench/wrk/esipages.py)
+# from an nginx origin, no corpus: cached = a frame + one stored fragment, gzip, shellac vs Varnish 7
+# (ESI) vs nginx serving the assembled page, plus a memory table (objects, bytes, overhead per
+# object); esi = pages with 1, 10, 100 includes from cache, shellac vs Varnish, and a page of 10
+# includes that take 50 ms each at the origin (bench/wrk/slow_origin.py); tls = the cached page over
+# HTTPS, shellac's listen-tls vs hitch -> Varnish, and TLS handshakes/s (openssl s_time). Each first
+# fetches every target's page, gunzips it and compares it with the assembled page: a target with a
+# wrong body is reported as failed and not measured. render needs a later issue: it says so and
+# writes a results file that says so. all runs every scenario, one after the other (each in its own
+# process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
 #
 # Options:
 #   --sweep LIST      connection counts (default 1,2,4,8,16,32; --small: 1,2,4)
@@ -36,6 +43,8 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
+#   --mem-objects N   cached: distinct fragment URLs loaded for the memory table (default 20000;
+#                     --small: 2000)
 #   SHELLAC_BIN=PATH  use this binary instead of `make -C REPO release` -> build-release/proxy/shellac
 #   SHELLAC_CONF='k=v k=v'  extra lines for shellac's generated config (e.g. 'cache=off')
 set -euo pipefail
@@ -50,7 +59,7 @@ SCENARIO=$1
 shift
 
 SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1
-FROM="" CORPUS="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT=""
+FROM="" CORPUS="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS_ARG=""
 PASS_ARGS=()   # options forwarded to the children of `all`
 while [ $# -gt 0 ]; do
   case $1 in
@@ -72,6 +81,7 @@ while [ $# -gt 0 ]; do
     --retries) RETRIES=${2:?}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --out) OUT=${2:?--out needs a folder}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --keep-tmp) BENCH_KEEP_TMP=1; PASS_ARGS+=("$1"); shift ;;
+    --mem-objects) MEM_OBJECTS_ARG=${2:?--mem-objects needs a count}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
   esac
@@ -227,6 +237,7 @@ start_targets() {  # [with-nginx-static-dir]
     [varnish]="http://127.0.0.1:$VARNISH_PORT")
   TARGETS=(cgit shellac varnish)
   PEERS=(cgit varnish)
+  SWEEP_LIVE=("lighttpd=$CGIT_PID" "varnishd=$VARNISH_PID")
   SHELLAC_DIED=""
 }
 
@@ -328,24 +339,34 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   return 0
 }
 
+# sweep's hooks: POINT_FN measures one target at one level (default: point, the cgit workloads);
+# SWEEP_LIVE lists NAME=PID of the servers that must stay up; a target with an entry in
+# TARGET_FAILED (e.g. a wrong body in the pre-check) is not measured; targets named shellac* are
+# skipped once shellac died.
+POINT_FN=point
+SWEEP_LIVE=()
+declare -A TARGET_FAILED=()
+
 sweep() {  # every level, every target back to back; a disturbed level again (--retries)
-  local c t attempt disturbed rc
+  local c t attempt disturbed rc p
   REMEASURED=""
   for c in ${SWEEP//,/ }; do
     for ((attempt = 0; ; attempt++)); do
       disturbed=0
       LEVEL_START=$NEXT
       for t in "${TARGETS[@]}"; do
-        [ "$t" = shellac ] && [ -n "$SHELLAC_DIED" ] && continue
-        point "$t" "$c"
+        [[ $t == shellac* ]] && [ -n "$SHELLAC_DIED" ] && continue
+        [ -n "${TARGET_FAILED[$t]:-}" ] && continue
+        "$POINT_FN" "$t" "$c"
         [ "$(bench_other_cpu "$t" "$c")" -gt 20 ] && disturbed=1
         if ! bench_alive "$SHELLAC_PID" && [ -z "$SHELLAC_DIED" ]; then
           wait "$SHELLAC_PID" 2>/dev/null && rc=0 || rc=$?
           SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited with status $rc during the $t run at c=$c"
           bench_log "$SHELLAC_DIED"; tail -n 20 "$SHELLAC_DIR/stderr.log" >&2
         fi
-        bench_alive "$CGIT_PID" || bench_die "lighttpd died during the $t run at c=$c"
-        bench_alive "$VARNISH_PID" || bench_die "varnishd died during the $t run at c=$c"
+        for p in "${SWEEP_LIVE[@]}"; do
+          bench_alive "${p#*=}" || bench_die "${p%%=*} died during the $t run at c=$c"
+        done
       done
       [ "$disturbed" = 1 ] && [ "$attempt" -lt "$RETRIES" ] && [ -z "$SHELLAC_DIED" ] || break
       quiet_wait || break   # no budget left: keep the disturbed level (the report says so)
@@ -718,17 +739,504 @@ skip() {  # NAME NEEDS ISSUE WHAT-IT-WILL-MEASURE...
   rm -f "$OUT/$name.png"
 }
 
+# ---------------------------------------------------------------------------------------------
+# ESI scenarios (cached, esi, tls): synthetic cgit-like pages (bench/wrk/esipages.py) served by nginx
+# as the origin (frames with Surrogate-Control: content="ESI/1.0", everything cacheable for an hour);
+# shellac (esi=surrogate) and Varnish (do_esi on that header, do_gzip) in front of it. Before any
+# load every target's page is fetched once with Accept-Encoding: gzip, gunzipped and compared with
+# the assembled page: a target that delivers something else is reported as failed and not measured.
+
+SLOW_DELAY_MS=50        # esi: what each slow include costs at the origin
+SLOW_SWEEP=1,4          # esi: levels of the slow-include page
+MEM_OBJECTS=$MEM_OBJECTS_ARG  # cached: distinct fragment URLs loaded for the memory table
+
+esi_setup() {  # NAME [slow] [tls]  pages, origin, shellac, varnish -> PAGES, TARGET_URL, SHELLAC_NOTES
+  local name=$1 want_slow=0 want_tls=0 a
+  shift
+  for a in "$@"; do case $a in slow) want_slow=1 ;; tls) want_tls=1 ;; esac; done
+  begin "$name"
+  peers_need
+  SHELLAC=$(bench_build_shellac)
+  if [ -z "${SHELLAC_GIT_REV:-}" ]; then
+    SHELLAC_GIT_REV="$(bench_git_rev "$BENCH_REPO")"
+    [ -n "${SHELLAC_BIN:-}" ] && SHELLAC_GIT_REV="unknown (SHELLAC_BIN given; the tree was at $SHELLAC_GIT_REV)"
+  fi
+  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
+  PAGES=$BENCH_TMP/pages
+  python3 "$BENCH_DIR/wrk/esipages.py" --out "$PAGES" --seed "$SEED" || bench_die "esipages.py failed"
+  chmod -R a+rX "$PAGES"
+  chmod 755 "$BENCH_TMP"
+  local sizes
+  sizes=$(awk '{ printf "%s%s %s bytes (gzip %s)", (NR > 1 ? ", " : ""), $1, $2, $3 }' "$PAGES/sizes.txt")
+  CORPUS_DESC="synthetic cgit-like commit pages from bench/wrk/esipages.py (seed $SEED, no git corpus): $sizes"
+  local loc
+  loc="    location /page/ { add_header Surrogate-Control 'content=\"ESI/1.0\"'; add_header Cache-Control 'max-age=3600'; }
+    location /frag/ { add_header Cache-Control 'max-age=3600'; }
+    location /mem/ { add_header Cache-Control 'max-age=3600'; rewrite ^ /frag/diff.html break; }"
+  if [ "$want_slow" = 1 ]; then
+    peer_slow_origin_start "$PAGES/www" "$SLOW_DELAY_MS"
+    loc+="
+    location /slow/ { proxy_pass http://127.0.0.1:$SLOW_PORT; proxy_http_version 1.1; }"
+  fi
+  peer_nginx_static_start "$PAGES/www" gzip_static "$loc"
+  ORIGIN_PORT=$NGINX_PORT
+  # shellac: ESI on Surrogate-Control (esi=surrogate), the admin port for /metrics, TLS for tls. A
+  # build that does not take a line yet is started without it (the check then shows what it delivers).
+  local lines=(cache=on) extra=() l
+  SHELLAC_NOTES=() SHELLAC_TLS_PORT=""
+  l=esi=surrogate
+  if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
+  else SHELLAC_NOTES+=("this build does not take \`$l\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): started without it"); fi
+  if [ "$want_tls" = 1 ]; then
+    local td
+    td=$(peer_dir shellac-tls)
+    peer_tls_cert "$td"
+    SHELLAC_TLS_PORT=$(bench_free_port)
+    l="listen-tls=127.0.0.1:$SHELLAC_TLS_PORT cert=$td/cert.pem key=$td/key.pem"
+    if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
+    else
+      SHELLAC_NOTES+=("this build does not take \`listen-tls=... cert=... key=...\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): no TLS listener")
+      SHELLAC_TLS_PORT=""
+    fi
+  fi
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$ORIGIN_PORT" "${lines[@]}" "${extra[@]}"
+  SHELLAC_LINES="${lines[*]}${SHELLAC_CONF:+ $SHELLAC_CONF}"
+  peer_varnish_start "$ORIGIN_PORT"
+  SWEEP_LIVE=("nginx=$NGINX_PID" "varnishd=$VARNISH_PID")
+  [ "$want_slow" = 1 ] && SWEEP_LIVE+=("slow-origin=$SLOW_PID")
+  SHELLAC_DIED=""
+  TARGETS=()
+  declare -gA TARGET_URL=()
+  POINT_FN=esi_point
+  [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/headers.txt"
+}
+
+esi_point() {  # TARGET C  warm-up + measured run on TARGET_URL[TARGET] (one URL, keep-alive)
+  unset BENCH_WRK_SCRIPT
+  if [ "$IDENTITY" = 1 ]; then unset WRK_HEADERS; else export WRK_HEADERS=$BENCH_TMP/headers.txt; fi
+  bench_point "$1" "${TARGET_URL[$1]}" "$2" || true
+}
+
+esi_add_target() {  # KEY LABEL URL EXPECTED-FILE WATCH-PID... [-- CURL-ARGS...]  checks the body first
+  local key=$1 label=$2 url=$3 want=$4 pids=() curl_args=()
+  shift 4
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do pids+=("$1"); shift; done
+  [ "${1:-}" = -- ] && { shift; curl_args=("$@"); }
+  TARGETS+=("$key")
+  TARGET_URL[$key]=$url
+  BENCH_LABEL[$key]=$label
+  bench_watch "$key" "${pids[@]}"
+  # twice: the first answer may be a miss that fills the cache; the second is what the load gets
+  bench_check_body "$url" "$want" "${curl_args[@]}" >/dev/null || true
+  if bench_check_body "$url" "$want" "${curl_args[@]}"; then
+    TARGET_CHECK[$key]="ok: $BENCH_CHECK_NOTE"
+  else
+    TARGET_FAILED[$key]=$BENCH_CHECK_NOTE
+    TARGET_CHECK[$key]="**failed, not measured**: $BENCH_CHECK_NOTE"
+  fi
+  bench_log "check $key: ${TARGET_CHECK[$key]}"
+}
+declare -A TARGET_CHECK=()
+
+esi_no_target() {  # KEY LABEL WHY  a target that cannot run at all (e.g. no TLS listener)
+  TARGETS+=("$1")
+  BENCH_LABEL[$1]=$2
+  TARGET_FAILED[$1]=$3
+  TARGET_CHECK[$1]="**failed, not measured**: $3"
+  bench_log "check $1: $3"
+}
+
+esi_stop() {  # shellac first (its exit is part of the report); the EXIT trap stops the rest by pid
+  SHELLAC_EXIT=""
+  if [ -z "$SHELLAC_DIED" ]; then
+    bench_stop "$SHELLAC_PID" 35
+    SHELLAC_EXIT="exit status $BENCH_STOP_RC after SIGTERM"
+  fi
+}
+
+esi_report_setup() {  # the setup lines every ESI report has
+  echo "- load: wrk -t2 (-t1 at c=1) -c CONNS -d ${BENCH_DURATION}s --timeout $BENCH_WRK_TIMEOUT, keep-alive, one URL per target,"
+  echo "  ${BENCH_WARMUP}s warm-up before each point, script bench/wrk/report.lua;$([ "$IDENTITY" = 1 ] && echo " no Accept-Encoding" || echo " Accept-Encoding: gzip")"
+  echo "- origin: nginx (2 workers) serving bench/wrk/esipages.py's files: frames (/page/) with"
+  echo "  \`Surrogate-Control: content=\"ESI/1.0\"\` and \`Cache-Control: max-age=3600\`, fragments (/frag/) with"
+  echo "  \`Cache-Control: max-age=3600\`, identity (the caches compress)"
+  echo "- shellac: generated config \`listen\`, \`admin-listen\`, \`backend\`=that nginx, \`threads=2\`, \`access-log=off\`, $(printf '`%s` ' $SHELLAC_LINES)"
+  local n
+  for n in "${SHELLAC_NOTES[@]}"; do echo "  - **$n**"; done
+  echo "- varnish: malloc,256m; VCL \`set beresp.do_esi = true\` when Surrogate-Control has content=\"ESI/1.0\","
+  echo "  \`set beresp.do_gzip = true\` for text/*; TTL from Cache-Control (bench/peers.sh)"
+  echo "- all on the same $(nproc) cores: wrk, the cache and the origin compete for them"
+}
+
+esi_report_checks() {  # the correctness table
+  local t
+  echo "## Correctness check (before any load)"
+  echo
+  echo "Each target's page, fetched with Accept-Encoding: gzip (the second of two fetches), gunzipped and"
+  echo "compared byte for byte with the page assembled by bench/wrk/esipages.py. A target that fails is"
+  echo "not measured."
+  echo
+  echo '| target | result |'
+  echo '|---|---|'
+  for t in "${TARGETS[@]}"; do echo "| ${BENCH_LABEL[$t]} | ${TARGET_CHECK[$t]} |"; done
+}
+
+esi_report_peak() {  # TARGET  one summary line: peak, p99 there, knee (or why it was not measured)
+  local t=$1 p
+  if [ -n "${TARGET_FAILED[$t]:-}" ]; then echo "- ${BENCH_LABEL[$t]}: **not measured: ${TARGET_FAILED[$t]}**"; return; fi
+  p=$(bench_peak "$t")
+  [ -n "$p" ] || { echo "- ${BENCH_LABEL[$t]}: no measurement"; return; }
+  set -- $p
+  echo "- ${BENCH_LABEL[$t]}: peak $1 req/s at c=$2 (p99 there $(bench_ms "$(awk -F'\t' -v t="$t" -v c="$2" '$1 == t && $2 == c { print $6 }' "$BENCH_TSV")") ms); knee: $(knee_text "$t"); $(awk -F'\t' -v t="$t" '$1 == t { s += $9 } END { print s + 0 }' "$BENCH_TSV") errors"
+}
+
+esi_report_ratio() {  # SUBJECT PEER TARGET-RATIO|""  "subject / peer: Rx at peak (target met)" or why not
+  local s=$1 p=$2 min=$3 ratio met=""
+  if [ -n "${TARGET_FAILED[$s]:-}${TARGET_FAILED[$p]:-}" ] || [ -z "$(bench_peak "$s")" ] || [ -z "$(bench_peak "$p")" ]; then
+    echo "- ${BENCH_LABEL[$s]} / ${BENCH_LABEL[$p]}: **n/a** (not both measured)$([ -z "$min" ] || echo "; target ${min}x **not shown**")"
+    return
+  fi
+  read -r ratio _ < <(bench_ratios "$p" "$s")
+  [ -n "$min" ] && met=$(awk -v r="$ratio" -v m="$min" 'BEGIN { print (r >= m) ? "met" : "NOT met" }')
+  echo "- ${BENCH_LABEL[$s]} / ${BENCH_LABEL[$p]}: **${ratio}x** at peak; per level $(bench_ratio_range "$p" "$s")$([ -z "$min" ] || echo "; target ${min}x **$met**")"
+}
+
+esi_measured() {  # TARGET...  -> those that have rows
+  local t
+  for t in "$@"; do [ -n "$(bench_peak "$t")" ] && echo "$t"; done
+  return 0
+}
+
+esi_bytes_per_response() {  # bench_bytes_per_response of the measured TARGETS
+  local m=()
+  mapfile -t m < <(esi_measured "${TARGETS[@]}")
+  [ ${#m[@]} = 0 ] || bench_bytes_per_response "${m[@]}"
+}
+
+esi_plot() {  # PNG TITLE TARGET...  plots the measured ones
+  local png=$1 title=$2 m=()
+  shift 2
+  mapfile -t m < <(esi_measured "$@")
+  if [ ${#m[@]} = 0 ]; then rm -f "$png"; return; fi
+  local logy=0   # targets 20x apart or more (1 vs 100 includes): req/s on a log scale
+  awk -F'\t' -v l=" ${m[*]} " 'index(l, " " $1 " ") { if (min == "" || $3 < min) min = $3; if ($3 > max) max = $3 }
+    END { exit !(min > 0 && max / min > 20) }' "$BENCH_TSV" && logy=1
+  BENCH_PLOT_RPS_LOG=$logy bench_plot "$png" "$title$([ "$logy" = 0 ] || echo " (req/s on a log scale)")" "${m[@]}"
+}
+
+esi_shellac_stderr() {
+  if [ -s "$SHELLAC_DIR/stderr.log" ]; then
+    echo; echo "## shellac stderr (last 20 lines)"; echo; echo '```'; tail -n 20 "$SHELLAC_DIR/stderr.log"; echo '```'
+  fi
+}
+
+rss_kb() {  # PID -> resident KB of PID and its direct children
+  local p s=0 v
+  for p in $(bench_tree "$1"); do
+    v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) && s=$((s + ${v:-0}))
+  done
+  echo "$s"
+}
+
+mem_load() {  # BASE-URL FIRST COUNT  GET /mem/FIRST.html ... one after the other, keep-alive
+  local base=$1 first=$2 n=$3 cfg=$BENCH_TMP/mem-urls.cfg
+  awk -v b="$base" -v f="$first" -v n="$n" 'BEGIN { for (i = f; i < f + n; i++) printf "url = \"%s/mem/%d.html\"\noutput = \"/dev/null\"\n", b, i }' >"$cfg"
+  timeout -k 5 600 curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -K "$cfg" || bench_log "mem_load $base: curl exit $?"
+}
+
+# The memory table: COUNT distinct URLs of the ~1.4 KB (gzip) fragment through shellac and Varnish;
+# what each store says it holds before and after (shellac: /metrics shellac_cache_objects and
+# shellac_cache_bytes; Varnish: varnishstat MAIN.n_object, SMA.s0.g_bytes) and resident memory.
+memory_table() {  # COUNT
+  local n=$1 t o0 o1 b0 b1 d0 d1 r0 r1 gz id
+  read -r _ id gz < <(grep '^fragment ' "$PAGES/sizes.txt")
+  MEM_ROWS=()
+  bench_log "memory: $n distinct fragment URLs through shellac"
+  o0=$(peer_shellac_metric shellac_cache_objects); b0=$(peer_shellac_metric shellac_cache_bytes)
+  d0=$(peer_shellac_metric shellac_cache_body_bytes); r0=$(rss_kb "$SHELLAC_PID")
+  local k0 h0 k1 h1
+  k0=$(peer_shellac_metric shellac_cache_key_bytes); h0=$(peer_shellac_metric shellac_cache_header_bytes)
+  mem_load "http://127.0.0.1:$SHELLAC_PORT" 1 "$n"
+  sleep 1
+  o1=$(peer_shellac_metric shellac_cache_objects); b1=$(peer_shellac_metric shellac_cache_bytes)
+  d1=$(peer_shellac_metric shellac_cache_body_bytes); r1=$(rss_kb "$SHELLAC_PID")
+  k1=$(peer_shellac_metric shellac_cache_key_bytes); h1=$(peer_shellac_metric shellac_cache_header_bytes)
+  MEM_KH="$o0 $o1 $b0 $b1 $d0 $d1 $k0 $k1 $h0 $h1"
+  MEM_ROWS+=("shellac|$o0|$o1|$b0|$b1|$d0|$d1|$r0|$r1")
+  bench_log "memory: $n distinct fragment URLs through varnish"
+  local v0 v1
+  v0=$(peer_varnish_stat MAIN.n_object SMA.s0.g_bytes); r0=$(rss_kb "$VARNISH_PID")
+  mem_load "http://127.0.0.1:$VARNISH_PORT" 1 "$n"
+  sleep 1
+  v1=$(peer_varnish_stat MAIN.n_object SMA.s0.g_bytes); r1=$(rss_kb "$VARNISH_PID")
+  val() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
+  MEM_ROWS+=("varnish|$(val MAIN.n_object "$v0")|$(val MAIN.n_object "$v1")|$(val SMA.s0.g_bytes "$v0")|$(val SMA.s0.g_bytes "$v1")|||$r0|$r1")
+  MEM_FRAG="$id $gz"
+}
+
+memory_report() {
+  local row name o0 o1 b0 b1 d0 d1 r0 r1 id gz k0 k1 h0 h1
+  read -r id gz <<<"$MEM_FRAG"
+  echo "## Memory: ${MEM_OBJECTS} distinct fragment objects"
+  echo
+  echo "After the sweep, ${MEM_OBJECTS} distinct URLs (/mem/1.html ... /mem/${MEM_OBJECTS}.html; the origin answers each with"
+  echo "the fragment, $id bytes, $gz as gzip -6, Cache-Control: max-age=3600) asked once each through each cache"
+  echo "(curl, keep-alive, Accept-Encoding: gzip). Store figures are the cache's own, before -> after. shellac"
+  echo "(/metrics): objects \`shellac_cache_objects\`, store bytes \`shellac_cache_bytes\` (charged to the budget),"
+  echo "body bytes \`shellac_cache_body_bytes\` (stored deflate); overhead/object = (added store bytes - added body"
+  echo "bytes) / added objects. Varnish (varnishstat): \`MAIN.n_object\`, \`SMA.s0.g_bytes\`; it exports no body"
+  echo "bytes, so its overhead/object = bytes/object - the fragment's gzip size ($gz; it stores gzip too)."
+  echo "RSS = resident memory of the process tree (Varnish: manager + cache process)."
+  echo
+  echo '| cache | objects before -> after | store bytes before -> after | body bytes before -> after | bytes/object | overhead/object | RSS before -> after (MiB) | RSS growth/object |'
+  echo '|---|---|---|---|---:|---:|---|---:|'
+  for row in "${MEM_ROWS[@]}"; do
+    IFS='|' read -r name o0 o1 b0 b1 d0 d1 r0 r1 <<<"$row"
+    awk -v name="$name" -v o0="$o0" -v o1="$o1" -v b0="$b0" -v b1="$b1" -v d0="$d0" -v d1="$d1" -v r0="$r0" -v r1="$r1" \
+      -v gz="$gz" -v n="$MEM_OBJECTS" '
+      BEGIN {
+        body = (d1 == "") ? "not exported" : d0 " -> " d1
+        if (o1 == "" || b1 == "") {
+          obj = "not exported"; byt = "not exported"; bpo = "n/a"; ovh = "n/a"
+        } else {
+          obj = o0 " -> " o1; byt = b0 " -> " b1; d = o1 - o0
+          if (d > 0) {
+            bpo = sprintf("%.0f", (b1 - b0) / d)
+            ovh = (d1 != "") ? sprintf("%.0f", ((b1 - b0) - (d1 - d0)) / d) : sprintf("%.0f (vs %d gzip)", (b1 - b0) / d - gz, gz)
+          } else { bpo = "n/a (no objects added)"; ovh = "n/a" }
+        }
+        printf "| %s | %s | %s | %s | %s | %s | %.1f -> %.1f | %.0f B |\n", name, obj, byt, body, bpo, ovh, r0 / 1024, r1 / 1024, (r1 - r0) * 1024 / n
+      }'
+  done
+  read -r o0 o1 b0 b1 d0 d1 k0 k1 h0 h1 <<<"$MEM_KH"
+  if [ -n "$k1" ] && [ -n "$h1" ] && [ "$((o1 - o0))" -gt 0 ]; then
+    awk -v o="$((o1 - o0))" -v b="$((b1 - b0))" -v d="$((d1 - d0))" -v k="$((k1 - k0))" -v h="$((h1 - h0))" 'BEGIN {
+      printf "\nshellac, per added object: %.0f B key (`shellac_cache_key_bytes`), %.0f B kept headers (`shellac_cache_header_bytes`), %.0f B body; **%.1f B beyond key, headers and body** (object header, segment table, allocator rounding, index slot, queue and ghost entries; the #5 bound is 64 B).\n", k / o, h / o, d / o, (b - d - k - h) / o }'
+  fi
+  if [ -z "$(cut -d'|' -f3 <<<"${MEM_ROWS[0]}")" ]; then
+    echo
+    echo "shellac: **this build exports no \`shellac_cache_objects\` / \`shellac_cache_bytes\`** at /metrics: only RSS"
+    echo "growth is shown (which includes allocator slack and the URL index, not only the store)."
+  fi
+}
+
 scenario_cached() {
-  skip cached "the cache/ store: gzip fragments, stitching, single-flight" 5 \
-    "A frame (from the upstream, cached) with one include of a stored fragment, gzip on the wire, real" \
-    "sizes of a cgit commit page (~5 KB frame, ~1.4 KB gzip fragment): shellac vs Varnish 7 doing the same" \
-    "ESI on the same files vs nginx serving the assembled page statically. Target: shellac >= 3x Varnish and" \
-    ">= 0.6x nginx. Plus the memory table: objects stored, bytes, bytes/object overhead."
+  esi_setup cached
+  local o=http://127.0.0.1
+  esi_add_target shellac "shellac (ESI)" "$o:$SHELLAC_PORT/page/commit.html" "$PAGES/expected/commit.html" "$SHELLAC_PID" "$NGINX_PID"
+  esi_add_target varnish "varnish (ESI)" "$o:$VARNISH_PORT/page/commit.html" "$PAGES/expected/commit.html" "$VARNISH_PID" "$NGINX_PID"
+  esi_add_target nginx "nginx static (assembled page)" "$o:$NGINX_PORT/static/commit.html" "$PAGES/expected/commit.html" "$NGINX_PID"
+  PEERS=(varnish) EXTRA_PEERS=(nginx)
+  quiet_wait || true
+  sweep
+  [ -n "$MEM_OBJECTS" ] || { [ "$SMALL" = 1 ] && MEM_OBJECTS=2000 || MEM_OBJECTS=20000; }
+  memory_table "$MEM_OBJECTS"
+  esi_stop
+  local md=$OUT/cached.md
+  {
+    report_head "cached: an ESI commit page from the store" \
+      "A cgit-like commit page as a frame (~5 KB, from the origin, cached) with one include of a stored" \
+      "fragment (the diff, ~1.4 KB as gzip), gzip on the wire: shellac vs Varnish 7 doing the same ESI on" \
+      "the same files vs nginx serving the assembled page as a static file (gzip_static, the ceiling)." \
+      "Target: shellac >= 3x Varnish and >= 0.6x nginx. Then the memory table."
+    esi_report_setup
+    echo "- nginx static: the assembled page and its .gz (gzip -6), gzip_static, from the same nginx"
+    echo
+    echo "## Summary"
+    echo
+    local t
+    for t in "${TARGETS[@]}"; do esi_report_peak "$t"; done
+    esi_report_ratio shellac varnish 3
+    esi_report_ratio shellac nginx 0.6
+    [ -n "$REMEASURED" ] && echo "- levels measured again because other processes disturbed them: ${REMEASURED% }"
+    bench_md_run_health
+    echo
+    esi_report_checks
+    echo
+    echo "## Per level"
+    echo
+    echo "shellac / this = shellac's req/s / this target's req/s at the same level. CPU % = CPU time during"
+    echo "the measured run / wall time, in % of one core: each server process tree (a cache's row includes"
+    echo "the origin nginx, idle on hits), wrk, and other = everything else on the machine."
+    echo
+    bench_md_table_vs shellac "${TARGETS[@]}"
+    echo
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
+    echo
+    memory_report
+    echo
+    [ -f "$OUT/cached.png" ] || true
+    echo "![throughput and p99 vs concurrency](cached.png)"
+    esi_shellac_stderr
+  } >"$md"
+  esi_plot "$OUT/cached.png" "cached: ESI commit page (frame + 1 include), gzip, $(nproc) cores, loopback" "${TARGETS[@]}"
+  bench_log "wrote $md"
+  cat "$md"
+  [ -z "$SHELLAC_DIED" ]
 }
 
 scenario_esi() {
-  skip esi "the esi/ ESI 1.0 engine" 4 \
-    "Pages with 1, 10 and 100 includes served from cache: shellac vs Varnish 7 (ESI on), same run."
+  esi_setup esi slow
+  local o=http://127.0.0.1 n t
+  for n in 1 10 100; do
+    esi_add_target "shellac-i$n" "shellac, $n include$([ "$n" = 1 ] || echo s)" "$o:$SHELLAC_PORT/page/inc-$n.html" \
+      "$PAGES/expected/inc-$n.html" "$SHELLAC_PID" "$NGINX_PID"
+    esi_add_target "varnish-i$n" "varnish, $n include$([ "$n" = 1 ] || echo s)" "$o:$VARNISH_PORT/page/inc-$n.html" \
+      "$PAGES/expected/inc-$n.html" "$VARNISH_PID" "$NGINX_PID"
+  done
+  local cached_targets=("${TARGETS[@]}")
+  TARGETS=()
+  esi_add_target shellac-slow "shellac, 10 slow includes" "$o:$SHELLAC_PORT/page/slow-10.html" \
+    "$PAGES/expected/slow-10.html" "$SHELLAC_PID" "$NGINX_PID" "$SLOW_PID"
+  esi_add_target varnish-slow "varnish, 10 slow includes" "$o:$VARNISH_PORT/page/slow-10.html" \
+    "$PAGES/expected/slow-10.html" "$VARNISH_PID" "$NGINX_PID" "$SLOW_PID"
+  local slow_targets=("${TARGETS[@]}")
+  quiet_wait || true
+  TARGETS=("${cached_targets[@]}")
+  sweep
+  local remeasured=$REMEASURED sweep0=$SWEEP dur0=$BENCH_DURATION
+  # slow includes: every page request fetches its 10 includes (no-store), 50 ms each at the origin
+  TARGETS=("${slow_targets[@]}") SWEEP=$SLOW_SWEEP BENCH_DURATION=$((DURATION * 2))
+  sweep
+  REMEASURED="$remeasured$REMEASURED" SWEEP=$sweep0 BENCH_DURATION=$dur0
+  TARGETS=("${cached_targets[@]}" "${slow_targets[@]}")
+  esi_stop
+  local md=$OUT/esi.md
+  {
+    report_head "esi: pages with 1, 10 and 100 includes, and 10 slow includes" \
+      "Cached: frames with 1, 10 and 100 includes of distinct fragments (one diff hunk each, ~460-700 bytes)," \
+      "everything cacheable, served from the cache: shellac vs Varnish 7 (ESI on), same run." \
+      "Slow: a frame (cached) with 10 includes that the origin answers after ${SLOW_DELAY_MS} ms each with" \
+      "Cache-Control: no-store (bench/wrk/slow_origin.py behind the origin nginx's /slow/), so every page" \
+      "request fetches its 10 includes: fetched in parallel the page takes ~${SLOW_DELAY_MS} ms, one after the" \
+      "other ~$((SLOW_DELAY_MS * 10)) ms."
+    esi_report_setup
+    echo "- slow page: levels $SLOW_SWEEP, ${BENCH_WARMUP}s warm-up + $((DURATION * 2))s measured per point"
+    echo
+    echo "## Summary"
+    echo
+    for n in 1 10 100; do
+      esi_report_peak "shellac-i$n"
+      esi_report_peak "varnish-i$n"
+      esi_report_ratio "shellac-i$n" "varnish-i$n" ""
+    done
+    local c
+    for t in "${slow_targets[@]}"; do
+      if [ -n "${TARGET_FAILED[$t]:-}" ]; then echo "- ${BENCH_LABEL[$t]}: **not measured: ${TARGET_FAILED[$t]}**"; continue; fi
+      echo "- ${BENCH_LABEL[$t]}: $(awk -F'\t' -v t="$t" '
+        function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.2f", u / 1000) }
+        $1 == t { printf "%sc=%s: p50 %s ms, p95 %s ms, p99 %s ms (%d pages)", sep, $2, ms($4), ms($5), ms($6), $8; sep = "; " }' "$BENCH_TSV")"
+    done
+    echo "- slow page, expected: ~${SLOW_DELAY_MS} ms when the 10 includes are fetched in parallel, ~$((SLOW_DELAY_MS * 10)) ms one after the other"
+    for c in ${SLOW_SWEEP//,/ }; do
+      awk -F'\t' -v c="$c" '$2 == c && $1 == "shellac-slow" { s = $4 } $2 == c && $1 == "varnish-slow" { v = $4 }
+        END { if (s > 0 && v > 0) printf "- slow page at c=%s: p50 shellac %.1f ms vs varnish %.1f ms: shellac **%.1fx** faster\n", c, s / 1000, v / 1000, v / s }' "$BENCH_TSV"
+    done
+    [ -n "$REMEASURED" ] && echo "- levels measured again because other processes disturbed them: ${REMEASURED% }"
+    bench_md_run_health
+    echo
+    esi_report_checks
+    for n in 1 10 100 slow; do
+      echo
+      if [ "$n" = slow ]; then echo "## 10 slow includes (${SLOW_DELAY_MS} ms each, not cacheable)"; else echo "## $n include$([ "$n" = 1 ] || echo s), from cache"; fi
+      echo
+      if [ "$n" = slow ]; then bench_md_table_vs shellac-slow shellac-slow varnish-slow; else bench_md_table_vs "shellac-i$n" "shellac-i$n" "varnish-i$n"; fi
+    done
+    echo
+    echo "shellac / this = shellac's req/s / this target's req/s at the same level. CPU % as in the other reports"
+    echo "(a cache's row includes the origin nginx, and the slow origin for the slow page)."
+    echo
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
+    echo
+    echo "![throughput and p99 vs concurrency](esi.png)"
+    esi_shellac_stderr
+  } >"$md"
+  esi_plot "$OUT/esi.png" "esi: 1/10/100 includes from cache, shellac vs varnish, $(nproc) cores" "${cached_targets[@]}"
+  bench_log "wrote $md"
+  cat "$md"
+  [ -z "$SHELLAC_DIED" ]
+}
+
+scenario_tls() {
+  esi_setup tls tls
+  peer_hitch_start "$VARNISH_PORT"
+  SWEEP_LIVE+=("hitch=$HITCH_PID")
+  local o=https://127.0.0.1 t
+  if [ -n "$SHELLAC_TLS_PORT" ]; then
+    esi_add_target shellac "shellac (TLS, ESI)" "$o:$SHELLAC_TLS_PORT/page/commit.html" "$PAGES/expected/commit.html" \
+      "$SHELLAC_PID" "$NGINX_PID" -- -k
+  else
+    esi_no_target shellac "shellac (TLS, ESI)" "${SHELLAC_NOTES[-1]}"
+  fi
+  esi_add_target hitch "hitch -> varnish (ESI)" "$o:$HITCH_PORT/page/commit.html" "$PAGES/expected/commit.html" \
+    "$HITCH_PID" "$VARNISH_PID" "$NGINX_PID" -- -k
+  PEERS=(hitch) EXTRA_PEERS=()
+  quiet_wait || true
+  sweep
+  # new connections: full handshakes and resumed sessions, one after the other (openssl s_time)
+  local hs_secs=$DURATION mode port r
+  declare -A HS=()
+  for t in "${TARGETS[@]}"; do
+    case $t in shellac) port=$SHELLAC_TLS_PORT ;; hitch) port=$HITCH_PORT ;; esac
+    [ -n "$port" ] || continue
+    for mode in new reuse; do
+      r=$(bench_handshakes "127.0.0.1:$port" "$hs_secs" "$mode")
+      HS[$t-$mode]=${r:-failed}
+      bench_log "handshakes $t $mode: ${r:-failed}"
+    done
+  done
+  esi_stop
+  local md=$OUT/tls.md
+  {
+    report_head "tls: a cached ESI commit page over HTTPS" \
+      "The cached scenario's page (frame + one stored fragment, gzip) over HTTPS with keep-alive, wrk on" \
+      "loopback: shellac's own TLS listener vs hitch (TLS) in front of Varnish 7 (ESI), same run, same" \
+      "certificate kind (self-signed P-256, made by the openssl CLI at run time). Then the rate of new TLS" \
+      "connections with and without session resumption. Target: shellac >= 3x hitch+Varnish on cached pages."
+    esi_report_setup
+    echo "- shellac TLS: \`listen-tls=127.0.0.1:PORT cert=FILE key=FILE\`; hitch 1.7: workers=2, TLSv1.2 + TLSv1.3, ALPN http/1.1, backend = that Varnish"
+    echo "- new connections: \`openssl s_time -connect 127.0.0.1:PORT -new -time ${hs_secs}\` (full TLS 1.3 handshakes) and"
+    echo "  \`-reuse -tls1_2\` (session resumption; s_time cannot resume TLS 1.3), one connection after the other, no"
+    echo "  request; connections / wall time of the run; the client's CPU is on the same cores"
+    echo
+    echo "## Summary"
+    echo
+    for t in "${TARGETS[@]}"; do esi_report_peak "$t"; done
+    esi_report_ratio shellac hitch 3
+    for t in "${TARGETS[@]}"; do
+      [ -n "${HS[$t-new]:-}" ] || continue
+      echo "- ${BENCH_LABEL[$t]}: new connections/s: full handshake (TLS 1.3) ${HS[$t-new]%% *}, with resumption (TLS 1.2) ${HS[$t-reuse]%% *}"
+    done
+    [ -n "$REMEASURED" ] && echo "- levels measured again because other processes disturbed them: ${REMEASURED% }"
+    bench_md_run_health
+    echo
+    esi_report_checks
+    echo
+    echo "## Per level (cached page, keep-alive)"
+    echo
+    bench_md_table_vs shellac "${TARGETS[@]}"
+    echo
+    echo "Bytes per response (wrk, headers + body): $(esi_bytes_per_response)"
+    echo
+    echo "## New connections (openssl s_time, ${hs_secs} s each)"
+    echo
+    echo '| target | full handshakes/s (TLS 1.3, -new) | connections | with resumption/s (TLS 1.2, -reuse) | connections | of them resumed |'
+    echo '|---|---:|---:|---:|---:|---:|'
+    local a b c d e
+    for t in "${TARGETS[@]}"; do
+      [ -n "${HS[$t-new]:-}" ] || { echo "| ${BENCH_LABEL[$t]} | n/a | | n/a | | |"; continue; }
+      read -r a b _ <<<"${HS[$t-new]}"; read -r c d e <<<"${HS[$t-reuse]}"
+      echo "| ${BENCH_LABEL[$t]} | $a | ${b:-} | $c | ${d:-} | ${e:-} |"
+    done
+    echo
+    echo "![throughput and p99 vs concurrency](tls.png)"
+    esi_shellac_stderr
+  } >"$md"
+  esi_plot "$OUT/tls.png" "tls: cached ESI page over HTTPS, shellac vs hitch+varnish, $(nproc) cores" "${TARGETS[@]}"
+  bench_log "wrote $md"
+  cat "$md"
+  [ -z "$SHELLAC_DIED" ]
 }
 
 scenario_render() {
@@ -736,13 +1244,6 @@ scenario_render() {
     "The same sampled commits through stock cgit (CGI under lighttpd) and shellac's resident renderer:" \
     "cold commit page (frame + fragment) median/p90, frame only, a 10k+ line diff. Targets: frame <= 0.1 ms" \
     "median, cold page <= 1 ms median, 16k-line diff <= 30 ms."
-}
-
-scenario_tls() {
-  skip tls "TLS listeners in shellac" 7 \
-    "A fully cached ESI commit page over HTTPS with keep-alive and gzip: shellac vs hitch + Varnish 7" \
-    "(bench/peers.sh: peer_hitch_start with a certificate made by the openssl CLI), same run; new-connection" \
-    "rate (handshakes/s) with and without resumption. Target: shellac >= 3x hitch+Varnish on cached pages."
 }
 
 ALL=(crawler hot fork-spread burst passthrough cached esi render tls)
@@ -799,7 +1300,7 @@ scenario_all() {
       if grep -q '^## Summary' "$OUT/$name.md"; then
         sed -n '/^## Summary/,/^## /p' "$OUT/$name.md" | sed '1,2d; $d'
       else
-        grep -m1 'skipped' "$OUT/$name.md"
+        grep -m1 -e 'skipped' -e 'Not measured yet' "$OUT/$name.md" || echo "(no summary: see $name.md)"
       fi
     done
   } >"$OUT/all.md"

@@ -171,6 +171,7 @@ class Object {
   uint32_t body_crc() const;       // crc32 of the whole identity body
   uint64_t body_length() const;    // identity bytes
   uint64_t deflate_bytes() const;  // stored (compressed) body bytes
+  size_t header_bytes() const { return headers_length_; }  // kept headers, as encoded
 
   // The compiled ESI template, or null when the body is not ESI. Lives as long as the object.
   const esi::Template* esi_template() const;

@@ -103,6 +103,7 @@ struct alignas(64) Store::Shard {
   size_t object_bytes = 0;  // charges of the objects held (S, M and dead ones still in S)
   size_t small_bytes = 0;   // part of object_bytes in S
   uint64_t key_bytes = 0;
+  uint64_t header_bytes = 0;
   uint64_t body_bytes = 0;
 
   uint64_t hits = 0, stale_hits = 0, misses = 0, expired = 0, inserts = 0, replaced = 0,
@@ -119,6 +120,7 @@ struct alignas(64) Store::Shard {
     object_bytes += charge;
     if (!(Bits(object) & ObjectAccess::kInMain)) small_bytes += charge;
     key_bytes += object->key().size();
+    header_bytes += object->header_bytes();
     body_bytes += object->deflate_bytes();
   }
 
@@ -128,6 +130,7 @@ struct alignas(64) Store::Shard {
     object_bytes -= charge;
     if (!(Bits(object) & ObjectAccess::kInMain)) small_bytes -= charge;
     key_bytes -= object->key().size();
+    header_bytes -= object->header_bytes();
     body_bytes -= object->deflate_bytes();
     ObjectAccess::Unref(object);
   }
@@ -390,6 +393,7 @@ StoreStats Store::Stats() const {
     stats.bytes += shard.Charged();
     stats.objects += shard.index.size();
     stats.key_bytes += shard.key_bytes;
+    stats.header_bytes += shard.header_bytes;
     stats.body_bytes += shard.body_bytes;
     stats.object_bytes += shard.object_bytes;
     stats.index_bytes += shard.index.bytes();

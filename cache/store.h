@@ -64,6 +64,7 @@ struct StoreStats {
   uint64_t bytes = 0;       // everything charged; <= budget
   uint64_t objects = 0;     // objects in the index (findable)
   uint64_t key_bytes = 0;   // keys of the objects held
+  uint64_t header_bytes = 0;  // kept headers of the objects held, as encoded
   uint64_t body_bytes = 0;  // deflate bytes of the objects held
   // Where `bytes` goes: objects (heap chunks and ESI templates), index slots, the small queue's
   // ring, ghost filters; the rest is the shards themselves.

@@ -158,6 +158,10 @@ class Builder {
         fail("expected REGEX => DURATION");
       }
       config_->ttl_rules.push_back(Config::Rule{std::string(value), origin.Describe()});
+    } else if (key == "force-store") {
+      if (value.empty()) fail("expected a regular expression");
+      replace_once(config_->force_store);
+      config_->force_store.push_back(Config::Rule{std::string(value), origin.Describe()});
     } else if (key == "default-ttl") {
       duration(&config_->default_ttl);
     } else if (key == "grace") {
@@ -503,6 +507,7 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"cache-size", "256M"},
       {"cache-key", "none (host + path + sorted query)"},
       {"ttl", "none"},
+      {"force-store", "none"},
       {"default-ttl", "120s"},
       {"grace", "10s"},
       {"single-flight-timeout", "30s"},

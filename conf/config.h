@@ -54,6 +54,7 @@ struct Config {
   };
   std::vector<Rule> cache_keys;          // cache-key=REGEX => TEMPLATE, first match wins
   std::vector<Rule> ttl_rules;           // ttl=REGEX => DURATION, first match on the target wins
+  std::vector<Rule> force_store;         // force-store=REGEX: stored despite no-store/private/Set-Cookie
   Millis default_ttl{120'000};           // freshness of a response that names none
   Millis grace{10'000};                  // how long a stale object may stand in when the upstream fails
   Millis single_flight_timeout{30'000};  // a request waiting for another's fetch gives up (503) after this

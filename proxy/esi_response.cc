@@ -1,6 +1,9 @@
 #include "esi_response.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <span>
 
 #include "background.h"
 #include "deliver.h"
@@ -410,8 +413,26 @@ void EsiResponse::FlushPending() {
   client_.Flush();
 }
 
+void EsiResponse::LogIssues() {
+  const auto issues = assembly_ ? assembly_->issues() : std::span<const esi::EvalIssue>();
+  if (issues.empty()) return;
+  Worker& worker = client_.worker();
+  WorkerMetrics::Add(worker.metrics().esi_include_issues, issues.size());
+  // A stored page with a standing problem (a loop, a refused host) meets it on every request: the
+  // log gets one report a second per worker, the metric counts them all.
+  const time_t now = time(nullptr);
+  if (now == worker.esi_issue_logged_at()) return;
+  worker.set_esi_issue_logged_at(now);
+  const esi::EvalIssue& first = issues.front();
+  std::fprintf(
+      stderr, "shellac: esi: %s%s: byte %llu: %s%s\n", host_.c_str(), request_.target.c_str(),
+      static_cast<unsigned long long>(first.offset), esi::EvalIssueName(first.kind),
+      issues.size() > 1 ? (" (and " + std::to_string(issues.size() - 1) + " more)").c_str() : "");
+}
+
 void EsiResponse::Finish() {
   ended_ = true;
+  LogIssues();
   if (stitcher_) stitcher_->Finish();
   if (!head_sent_) {
     const size_t n = evbuffer_get_length(pending_.get());
@@ -428,6 +449,7 @@ void EsiResponse::Finish() {
 
 void EsiResponse::PageFailed(std::string why) {
   ended_ = true;
+  LogIssues();
   if (why.empty() && assembly_ && !assembly_->issues().empty()) {
     // Refused before any fetch (esi-allow-host, esi-max-includes, a bad URL): say which.
     const esi::EvalIssue& issue = assembly_->issues().back();

@@ -84,6 +84,8 @@ class EsiResponse {
   void FlushPending();
   void Finish();
   void PageFailed(std::string why);
+  // Counts what evaluation and assembly noticed (a depth limit met, a host refused...) and logs it.
+  void LogIssues();
 
   ExchangeClient& client_;
   std::shared_ptr<const Runtime> runtime_;

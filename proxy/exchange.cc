@@ -22,8 +22,8 @@ constexpr size_t kLowWater = 64 << 10;
 constexpr size_t kReadMoreBytes = 60 << 10;
 // How long a key whose response could not be stored skips single-flight (Varnish: hit-for-miss).
 constexpr std::chrono::seconds kPassMemo{120};
-// A collected response (an ESI page or an include) is held whole in memory: at most this many bytes,
-// before and after decoding.
+// A collected response (an ESI page or an include) is held whole in memory: at most this many
+// bytes, before and after decoding.
 constexpr size_t kMaxCollectBytes = 32 << 20;
 // Parse problems logged per page (all are counted).
 constexpr size_t kMaxProblemsLogged = 4;
@@ -42,12 +42,14 @@ void MoveBody(evbuffer* from, evbuffer* to, size_t n, bool chunked) {
   if (chunked) evbuffer_add(to, "\r\n", 2);
 }
 
-std::string Millis(conf::Millis ms) { return std::to_string(ms.count()) + " ms"; }
+std::string Millis(conf::Millis ms) {
+  return std::to_string(ms.count()) + " ms";
+}
 
 // Response headers that describe this transfer or this hop, not the stored representation.
 bool IsTransient(std::string_view name) {
-  for (std::string_view t :
-       {"content-length", "date", "age", "etag", "set-cookie", "via", "x-cache", "surrogate-control"}) {
+  for (std::string_view t : {"content-length", "date", "age", "etag", "set-cookie", "via",
+                             "x-cache", "surrogate-control"}) {
     if (EqualsIgnoreCase(name, t)) return true;
   }
   return false;
@@ -56,8 +58,8 @@ bool IsTransient(std::string_view name) {
 // Request headers a cache fill does not forward: the fill needs the whole identity body, whatever
 // this one client would have accepted (a full 200 is a valid answer to each of them).
 bool IsFillExcluded(std::string_view name) {
-  for (std::string_view t : {"if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range",
-                             "range", "accept-encoding"}) {
+  for (std::string_view t : {"if-none-match", "if-modified-since", "if-match",
+                             "if-unmodified-since", "if-range", "range", "accept-encoding"}) {
     if (EqualsIgnoreCase(name, t)) return true;
   }
   return false;
@@ -107,14 +109,16 @@ bool ProxyExchange::WantsEsi() const {
       response_.status == 206) {
     return false;
   }
-  if (config_.esi == conf::Config::EsiMode::kAlways || runtime_->esi_rules->MatchesUrl(request_.target)) {
+  if (config_.esi == conf::Config::EsiMode::kAlways ||
+      runtime_->esi_rules->MatchesUrl(request_.target)) {
     return true;
   }
   // Surrogate-Control: content="ESI/1.0" (possibly among other directives, or targeted: ;shellac).
   for (const auto& h : response_.headers) {
     if (!EqualsIgnoreCase(h.name, "surrogate-control")) continue;
     const auto content = h.value.find("content=");
-    if (content != std::string::npos && h.value.find("ESI/1.0", content) != std::string::npos) return true;
+    if (content != std::string::npos && h.value.find("ESI/1.0", content) != std::string::npos)
+      return true;
   }
   return false;
 }
@@ -122,45 +126,47 @@ bool ProxyExchange::WantsEsi() const {
 void ProxyExchange::StartCapture() {
   esi_ = WantsEsi();
   collecting_ = collect_ || esi_;
-  if (collecting_) collected_.reset(evbuffer_new());
-  if (!fill_ && !collecting_) return;
-  auto keep_headers = [this] {
-    const auto tokens = http::ConnectionTokens(response_.headers);
-    for (const auto& h : response_.headers) {
-      if (http::IsHopByHop(h.name, tokens) || IsTransient(h.name) || EqualsIgnoreCase(h.name, "content-encoding")) {
-        continue;
-      }
-      kept_headers_.emplace_back(h.name, h.value);
-    }
-  };
-  if (!fill_) {
-    keep_headers();
-    return;
-  }
-  Fill& f = *fill_;
-  f.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-  std::vector<cache::Header> views;
-  views.reserve(response_.headers.size());
-  for (const auto& h : response_.headers) views.push_back(cache::Header{h.name, h.value});
-  const cache::FreshnessPolicy policy{
-      std::chrono::duration_cast<std::chrono::seconds>(config_.default_ttl),
-      std::chrono::duration_cast<std::chrono::seconds>(config_.grace), false};
-  f.decision = cache::DecideFreshness(response_.status, views, f.now, policy);
-  if (const auto ttl = runtime_->ttl_rules->Match(request_.target); ttl && f.decision.storable) {
-    f.decision.ttl = *ttl;
-    f.decision.storable = ttl->count() > 0;
-  }
   const http::Header* encoding = nullptr;
   for (const auto& h : response_.headers) {
     if (EqualsIgnoreCase(h.name, "content-encoding")) encoding = &h;
   }
-  // The store keeps identity content compressed by itself; an origin's own encoding is passed on.
   const bool identity = encoding == nullptr || EqualsIgnoreCase(encoding->value, "identity");
-  const size_t limit = worker_.shared().store->max_object_bytes();
-  // A collected response is compressed once it is whole (FinishCollect), not as it passes.
-  f.capturing = f.decision.storable && identity && !collecting_ &&
-                !(response_.body == BodyKind::kLength && response_.content_length > limit);
-  if (f.capturing || collecting_) keep_headers();
+  if (fill_) {
+    Fill& f = *fill_;
+    f.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+    std::vector<cache::Header> views;
+    views.reserve(response_.headers.size());
+    for (const auto& h : response_.headers) views.push_back(cache::Header{h.name, h.value});
+    const cache::FreshnessPolicy policy{
+        std::chrono::duration_cast<std::chrono::seconds>(config_.default_ttl),
+        std::chrono::duration_cast<std::chrono::seconds>(config_.grace),
+        runtime_->ttl_rules->ForcesStore(request_.target)};
+    f.decision = cache::DecideFreshness(response_.status, views, f.now, policy);
+    if (const auto ttl = runtime_->ttl_rules->Match(request_.target); ttl && f.decision.storable) {
+      f.decision.ttl = *ttl;
+      f.decision.storable = ttl->count() > 0;
+    }
+    // The store keeps bodies as its own deflate: a gzip or deflate coded one is collected whole and
+    // decoded (FinishCollect); the client is then answered from the stored object.
+    const bool decodable = encoding != nullptr && (EqualsIgnoreCase(encoding->value, "gzip") ||
+                                                   EqualsIgnoreCase(encoding->value, "x-gzip") ||
+                                                   EqualsIgnoreCase(encoding->value, "deflate"));
+    if (f.decision.storable && decodable) collecting_ = true;
+    const size_t limit = worker_.shared().store->max_object_bytes();
+    // A collected response is compressed once it is whole (FinishCollect), not as it passes.
+    f.capturing = f.decision.storable && identity && !collecting_ &&
+                  !(response_.body == BodyKind::kLength && response_.content_length > limit);
+  }
+  if (collecting_) collected_.reset(evbuffer_new());
+  if (!collecting_ && !(fill_ && fill_->capturing)) return;
+  const auto tokens = http::ConnectionTokens(response_.headers);
+  for (const auto& h : response_.headers) {
+    if (http::IsHopByHop(h.name, tokens) || IsTransient(h.name) ||
+        EqualsIgnoreCase(h.name, "content-encoding")) {
+      continue;
+    }
+    kept_headers_.emplace_back(h.name, h.value);
+  }
 }
 
 void ProxyExchange::Capture(evbuffer* from, size_t n) {
@@ -175,7 +181,8 @@ void ProxyExchange::Capture(evbuffer* from, size_t n) {
     if (count <= 0) break;
     for (int i = 0; i < count && left > 0; ++i) {
       const size_t take = std::min(vec[i].iov_len, left);
-      if (!f.encoder.Write(std::string_view(static_cast<const char*>(vec[i].iov_base), take)).ok()) {
+      if (!f.encoder.Write(std::string_view(static_cast<const char*>(vec[i].iov_base), take))
+               .ok()) {
         f.capturing = false;
         return;
       }
@@ -222,7 +229,8 @@ void ProxyExchange::FinishCollect() {
   std::string body(evbuffer_get_length(collected_.get()), '\0');
   evbuffer_remove(collected_.get(), body.data(), body.size());
   for (const auto& h : response_.headers) {
-    if (!EqualsIgnoreCase(h.name, "content-encoding") || EqualsIgnoreCase(h.value, "identity")) continue;
+    if (!EqualsIgnoreCase(h.name, "content-encoding") || EqualsIgnoreCase(h.value, "identity"))
+      continue;
     std::string why;
     if (!DecodeContent(http::TrimOws(h.value), kMaxCollectBytes, &body, &why)) {
       UpstreamFailed(UpstreamError::kInvalid, 502, why);
@@ -238,12 +246,14 @@ void ProxyExchange::FinishCollect() {
     // Logged like Varnish's ESI_xmlerror records: where, and what.
     const auto problems = parsed->problems();
     for (size_t i = 0; i < problems.size() && i < kMaxProblemsLogged; ++i) {
-      std::fprintf(stderr, "shellac: esi: %s%s: byte %llu: %s\n", request_.host.c_str(), request_.target.c_str(),
-                   static_cast<unsigned long long>(problems[i].offset), esi::ProblemName(problems[i].kind));
+      std::fprintf(stderr, "shellac: esi: %s%s: byte %llu: %s\n", request_.host.c_str(),
+                   request_.target.c_str(), static_cast<unsigned long long>(problems[i].offset),
+                   esi::ProblemName(problems[i].kind));
     }
-    if (const uint32_t all = parsed->error_count() + parsed->warning_count(); all > kMaxProblemsLogged) {
-      std::fprintf(stderr, "shellac: esi: %s%s: %u more problems\n", request_.host.c_str(), request_.target.c_str(),
-                   static_cast<unsigned>(all - kMaxProblemsLogged));
+    if (const uint32_t all = parsed->error_count() + parsed->warning_count();
+        all > kMaxProblemsLogged) {
+      std::fprintf(stderr, "shellac: esi: %s%s: %u more problems\n", request_.host.c_str(),
+                   request_.target.c_str(), static_cast<unsigned>(all - kMaxProblemsLogged));
     }
     if (parsed->esi()) page = std::move(parsed);  // no ESI found: delivered exactly as received
   }
@@ -254,8 +264,9 @@ void ProxyExchange::FinishCollect() {
   PageSpec spec;
   spec.status = response_.status;
   spec.headers = headers;
-  spec.stored_at = fill_ ? fill_->now
-                         : std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  spec.stored_at =
+      fill_ ? fill_->now
+            : std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
   if (storable) {
     spec.ttl = fill_->decision.ttl;
     spec.grace = fill_->decision.grace;
@@ -263,8 +274,9 @@ void ProxyExchange::FinishCollect() {
   spec.esi_template = page;
   spec.level = storable ? 6 : 1;  // a page made for this request alone is compressed fast
   cache::Status status;
-  cache::ObjectRef object = MakePageObject(fill_ ? std::string_view(fill_->key) : std::string_view(request_.target),
-                                           body, spec, &status);
+  cache::ObjectRef object =
+      MakePageObject(fill_ ? std::string_view(fill_->key) : std::string_view(request_.target), body,
+                     spec, &status);
   if (!object) {
     UpstreamFailed(UpstreamError::kInvalid, 502, "response cannot be kept: " + status.message());
     return;
@@ -301,10 +313,12 @@ std::string ProxyExchange::BuildUpstreamHead() const {
     const std::string_view name = header.name;
     if (http::IsHopByHop(name, tokens) || EqualsIgnoreCase(name, "content-length") ||
         EqualsIgnoreCase(name, "expect") || EqualsIgnoreCase(name, "host") ||
-        EqualsIgnoreCase(name, "x-forwarded-proto") || ((fill_ || collect_) && IsFillExcluded(name))) {
+        EqualsIgnoreCase(name, "x-forwarded-proto") ||
+        ((fill_ || collect_) && IsFillExcluded(name))) {
       continue;
     }
-    if (EqualsIgnoreCase(name, "surrogate-capability")) continue;  // only shellac's own goes upstream
+    if (EqualsIgnoreCase(name, "surrogate-capability"))
+      continue;  // only shellac's own goes upstream
     if (EqualsIgnoreCase(name, "x-forwarded-for")) {
       if (!forwarded_for.empty()) forwarded_for.append(", ");
       forwarded_for.append(header.value);
@@ -312,8 +326,9 @@ std::string ProxyExchange::BuildUpstreamHead() const {
     }
     AppendHeader(&h, name, header.value);
   }
-  // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one.
-  AppendHeader(&h, "Host", request_.host.empty() ? config_.backend->text : request_.host);
+  // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one. An include's Host is what its
+  // URL says, empty for "http:///path" as Varnish sends it.
+  AppendHeader(&h, "Host", request_.host.empty() && !collect_ ? config_.backend->text : request_.host);
   if (!forwarded_for.empty()) forwarded_for.append(", ");
   forwarded_for.append(client_.peer_ip());
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
@@ -321,7 +336,8 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   // The store compresses by itself, and an include is parsed as it comes.
   if (fill_ || collect_) AppendHeader(&h, "Accept-Encoding", "identity");
-  if (config_.esi != conf::Config::EsiMode::kOff) AppendHeader(&h, "Surrogate-Capability", "shellac=\"ESI/1.0\"");
+  if (config_.esi != conf::Config::EsiMode::kOff)
+    AppendHeader(&h, "Surrogate-Capability", "shellac=\"ESI/1.0\"");
   if (request_.body == BodyKind::kLength) {
     AppendHeader(&h, "Content-Length", std::to_string(request_.content_length));
   } else if (request_.body == BodyKind::kChunked) {
@@ -364,7 +380,8 @@ void ProxyExchange::Connect(bool fresh) {
 }
 
 void ProxyExchange::QueueHead() {
-  evbuffer_add(bufferevent_get_output(upstream_.get()), upstream_head_.data(), upstream_head_.size());
+  evbuffer_add(bufferevent_get_output(upstream_.get()), upstream_head_.data(),
+               upstream_head_.size());
   head_queued_ = true;
   sent_at_ = std::chrono::steady_clock::now();
 }
@@ -391,11 +408,13 @@ void ProxyExchange::OnUpstreamEvent(bufferevent*, short what, void* arg) {
   }
   if (what & BEV_EVENT_TIMEOUT) {
     if (!self->connected_) {
-      self->UpstreamFailed(UpstreamError::kTimeout, 504,
-                           "connect timed out after " + Millis(self->config_.upstream_connect_timeout));
+      self->UpstreamFailed(
+          UpstreamError::kTimeout, 504,
+          "connect timed out after " + Millis(self->config_.upstream_connect_timeout));
     } else if (!self->head_received_ && (what & BEV_EVENT_READING)) {
-      self->UpstreamFailed(UpstreamError::kTimeout, 504,
-                           "no response within " + Millis(self->config_.upstream_first_byte_timeout));
+      self->UpstreamFailed(
+          UpstreamError::kTimeout, 504,
+          "no response within " + Millis(self->config_.upstream_first_byte_timeout));
     } else {
       self->UpstreamFailed(UpstreamError::kTimeout, 504,
                            "stalled for " + Millis(self->config_.upstream_between_bytes_timeout));
@@ -420,7 +439,8 @@ void ProxyExchange::OnUpstreamEvent(bufferevent*, short what, void* arg) {
   if (what & BEV_EVENT_ERROR) {
     const int error = EVUTIL_SOCKET_ERROR();
     if (!self->connected_) {
-      self->UpstreamFailed(UpstreamError::kRefused, 502, std::string("connect: ") + std::strerror(error));
+      self->UpstreamFailed(UpstreamError::kRefused, 502,
+                           std::string("connect: ") + std::strerror(error));
     } else if (self->CanRetry()) {
       self->Retry();
     } else {
@@ -439,7 +459,8 @@ void ProxyExchange::Retry() {
 void ProxyExchange::UpstreamFailed(UpstreamError kind, int status, const std::string& detail) {
   worker_.metrics().CountUpstreamError(kind);
   upstream_.reset();
-  CompleteFill(FillResult{FillResult::kFailed, {}, status, "upstream " + config_.backend->text + ": " + detail});
+  CompleteFill(FillResult{
+      FillResult::kFailed, {}, status, "upstream " + config_.backend->text + ": " + detail});
   if (!response_started_) {
     client_.FailExchange(status, "upstream " + config_.backend->text + ": " + detail);
   } else {
@@ -447,7 +468,9 @@ void ProxyExchange::UpstreamFailed(UpstreamError kind, int status, const std::st
   }
 }
 
-void ProxyExchange::OnClientReadable() { PumpRequestBody(); }
+void ProxyExchange::OnClientReadable() {
+  PumpRequestBody();
+}
 
 void ProxyExchange::OnUpstreamWrite(bufferevent*, void* arg) {
   static_cast<ProxyExchange*>(arg)->PumpRequestBody();
@@ -487,7 +510,8 @@ void ProxyExchange::PumpRequestBody() {
       if (response_started_) {
         client_.AbortExchange();
       } else {
-        client_.FailExchange(413, "request body larger than " + std::to_string(config_.max_body_size) + " bytes");
+        client_.FailExchange(
+            413, "request body larger than " + std::to_string(config_.max_body_size) + " bytes");
       }
       return;
     }
@@ -522,7 +546,8 @@ void ProxyExchange::PumpResponse() {
   if (!head_received_) {
     if (evbuffer_get_length(in) > 0) upstream_got_bytes_ = true;
     for (;;) {
-      const http::ParseResult r = http::ParseResponseHead(in, config_.max_header_bytes, request_.method, &response_);
+      const http::ParseResult r =
+          http::ParseResponseHead(in, config_.max_header_bytes, request_.method, &response_);
       if (r.kind == http::ParseResult::kIncomplete) return;
       if (r.kind == http::ParseResult::kError) {
         UpstreamFailed(UpstreamError::kInvalid, 502, r.detail);
@@ -537,8 +562,8 @@ void ProxyExchange::PumpResponse() {
     }
     head_received_ = true;
     const auto waited = std::chrono::steady_clock::now() - sent_at_;
-    worker_.metrics().ObserveFirstByte(
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
+    worker_.metrics().ObserveFirstByte(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(waited).count()));
     const timeval between = ToTimeval(config_.upstream_between_bytes_timeout);
     bufferevent_set_timeouts(upstream_.get(), &between, &between);
     response_remaining_ = response_.content_length;
@@ -550,7 +575,8 @@ void ProxyExchange::PumpResponse() {
     }
   }
 
-  // A collected body is read whole (bounded by kMaxCollectBytes); a streamed one as the client takes it.
+  // A collected body is read whole (bounded by kMaxCollectBytes); a streamed one as the client
+  // takes it.
   evbuffer* out = collecting_ ? collected_.get() : client_.output();
   const size_t window = collecting_ ? kMaxCollectBytes + 1 : kStreamWindow;
   while (evbuffer_get_length(out) < window) {
@@ -569,7 +595,8 @@ void ProxyExchange::PumpResponse() {
     } else if (response_.body == BodyKind::kChunked) {
       const auto step = response_decoder_.Decode(in, scratch_.get(), room);
       if (step == http::ChunkedDecoder::Step::kError) {
-        UpstreamFailed(UpstreamError::kInvalid, 502, "bad chunked body: " + response_decoder_.error());
+        UpstreamFailed(UpstreamError::kInvalid, 502,
+                       "bad chunked body: " + response_decoder_.error());
         return;
       }
       if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
@@ -592,7 +619,8 @@ void ProxyExchange::PumpResponse() {
   }
   if (collecting_ && evbuffer_get_length(out) > kMaxCollectBytes) {
     UpstreamFailed(UpstreamError::kInvalid, 502,
-                   "response larger than " + std::to_string(kMaxCollectBytes) + " bytes, too large to process");
+                   "response larger than " + std::to_string(kMaxCollectBytes) +
+                       " bytes, too large to process");
     return;
   }
   if (response_.body == BodyKind::kUntilClose && upstream_eof_ && evbuffer_get_length(in) == 0) {
@@ -616,7 +644,8 @@ void ProxyExchange::SendResponseHead() {
   std::string h;
   h.reserve(1024);
   h.append("HTTP/1.1 ").append(std::to_string(response_.status)).push_back(' ');
-  h.append(response_.reason.empty() ? http::ReasonPhrase(response_.status) : response_.reason).append("\r\n");
+  h.append(response_.reason.empty() ? http::ReasonPhrase(response_.status) : response_.reason)
+      .append("\r\n");
   const auto tokens = http::ConnectionTokens(response_.headers);
   const http::Header* content_length = nullptr;
   for (const auto& header : response_.headers) {
@@ -624,7 +653,8 @@ void ProxyExchange::SendResponseHead() {
       content_length = &header;
       continue;
     }
-    if (http::IsHopByHop(header.name, tokens) || EqualsIgnoreCase(header.name, "surrogate-control")) continue;
+    if (http::IsHopByHop(header.name, tokens) || EqualsIgnoreCase(header.name, "surrogate-control"))
+      continue;
     AppendHeader(&h, header.name, header.value);
   }
   // Reading the rest of a request body the origin did not wait for would cost more than a new
@@ -665,8 +695,9 @@ void ProxyExchange::SendResponseHead() {
 }
 
 void ProxyExchange::ReleaseUpstream() {
-  const bool reusable = response_.keep_alive && response_.body != BodyKind::kUntilClose && body_done_ &&
-                        !upstream_eof_ && evbuffer_get_length(bufferevent_get_input(upstream_.get())) == 0;
+  const bool reusable = response_.keep_alive && response_.body != BodyKind::kUntilClose &&
+                        body_done_ && !upstream_eof_ &&
+                        evbuffer_get_length(bufferevent_get_input(upstream_.get())) == 0;
   if (reusable) {
     worker_.upstreams().PutIdle(*config_.backend, std::move(upstream_), config_.upstream_max_idle,
                                 config_.upstream_idle_timeout);

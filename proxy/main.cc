@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
     shellac::proxy::EsiRules esi_rules;
     const bool tls_used = !config->listen_tls.empty() || (config->backend && config->backend->tls);
     if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
-        !esi_rules.Compile(*config, &error) || (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
+        !ttl_rules.CompileForceStore(config->force_store, &error) || !esi_rules.Compile(*config, &error) ||
+        (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

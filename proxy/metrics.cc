@@ -127,6 +127,9 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_includes_fetched; }));
   scalar("shellac_esi_include_failures_total", "counter", "ESI include fetches that failed.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_include_failures; }));
+  scalar("shellac_esi_include_issues_total", "counter",
+         "ESI includes dropped or refused: depth limit, host not allowed, bad URL, too many.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_include_issues; }));
   scalar("shellac_esi_parse_errors_total", "counter", "Errors found while parsing ESI templates.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_parse_errors; }));
   scalar("shellac_esi_parse_warnings_total", "counter", "Warnings found while parsing ESI templates.",

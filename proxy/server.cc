@@ -128,6 +128,9 @@ std::string Shared::RenderMetrics() const {
   line("shellac_cache_bytes", "gauge", "Bytes charged to the store's budget.", stats.bytes);
   line("shellac_cache_budget_bytes", "gauge", "The store's budget (cache-size).", stats.budget);
   line("shellac_cache_body_bytes", "gauge", "Stored (deflate) body bytes.", stats.body_bytes);
+  line("shellac_cache_key_bytes", "gauge", "Bytes of the stored objects' keys.", stats.key_bytes);
+  line("shellac_cache_header_bytes", "gauge", "Bytes of the stored objects' kept headers, as encoded.",
+       stats.header_bytes);
   line("shellac_cache_hits_total", "counter", "Lookups that found a fresh object.", stats.hits);
   line("shellac_cache_stale_hits_total", "counter", "Lookups that found a stale object within grace.", stats.stale_hits);
   line("shellac_cache_misses_total", "counter", "Lookups that found nothing usable.", stats.misses);
@@ -189,7 +192,9 @@ struct Server::State {
     runtime->key_rules = CompileKeyRules(*config, error);
     if (!runtime->key_rules) return nullptr;
     auto ttl_rules = std::make_shared<TtlRules>();
-    if (!ttl_rules->Compile(config->ttl_rules, error)) return nullptr;
+    if (!ttl_rules->Compile(config->ttl_rules, error) || !ttl_rules->CompileForceStore(config->force_store, error)) {
+      return nullptr;
+    }
     runtime->ttl_rules = std::move(ttl_rules);
     auto esi_rules = std::make_shared<EsiRules>();
     if (!esi_rules->Compile(*config, error)) return nullptr;

@@ -26,11 +26,14 @@ bool TtlRules::Compile(const std::vector<conf::Config::Rule>& rules, std::string
     const auto arrow = text.find("=>");
     conf::Millis ttl{};
     std::string_view pattern = text.substr(0, arrow);
-    while (!pattern.empty() && (pattern.back() == ' ' || pattern.back() == '\t')) pattern.remove_suffix(1);
+    while (!pattern.empty() && (pattern.back() == ' ' || pattern.back() == '\t'))
+      pattern.remove_suffix(1);
     std::string_view duration = text.substr(arrow + 2);
-    while (!duration.empty() && (duration.front() == ' ' || duration.front() == '\t')) duration.remove_prefix(1);
+    while (!duration.empty() && (duration.front() == ' ' || duration.front() == '\t'))
+      duration.remove_prefix(1);
     conf::ParseDuration(duration, &ttl);
-    auto compiled = std::make_shared<Rule>(pattern, std::chrono::duration_cast<std::chrono::seconds>(ttl));
+    auto compiled =
+        std::make_shared<Rule>(pattern, std::chrono::duration_cast<std::chrono::seconds>(ttl));
     if (!compiled->regex.ok()) {
       *error = rule.origin + ": ttl: bad regular expression: " + compiled->regex.error();
       return false;
@@ -38,6 +41,25 @@ bool TtlRules::Compile(const std::vector<conf::Config::Rule>& rules, std::string
     rules_.push_back(std::move(compiled));
   }
   return true;
+}
+
+bool TtlRules::CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error) {
+  for (const auto& rule : rules) {
+    auto compiled = std::make_shared<Rule>(rule.text, std::chrono::seconds(0));
+    if (!compiled->regex.ok()) {
+      *error = rule.origin + ": force-store: bad regular expression: " + compiled->regex.error();
+      return false;
+    }
+    force_store_.push_back(std::move(compiled));
+  }
+  return true;
+}
+
+bool TtlRules::ForcesStore(std::string_view target) const {
+  for (const auto& rule : force_store_) {
+    if (RE2::PartialMatch(target, rule->regex)) return true;
+  }
+  return false;
 }
 
 std::optional<std::chrono::seconds> TtlRules::Match(std::string_view target) const {
@@ -64,7 +86,8 @@ bool EsiRules::Compile(const conf::Config& config, std::string* error) {
     }
     return true;
   };
-  return compile(config.esi_urls, "esi-url", &urls_) && compile(config.esi_allow_hosts, "esi-allow-host", &hosts_);
+  return compile(config.esi_urls, "esi-url", &urls_) &&
+         compile(config.esi_allow_hosts, "esi-allow-host", &hosts_);
 }
 
 bool EsiRules::MatchesUrl(std::string_view target) const {
@@ -85,15 +108,16 @@ bool EsiRules::AllowsHost(std::string_view host) const {
 
 namespace {
 
-constexpr timeval kTick = {0, 250'000};            // access-log flush period
-constexpr timeval kAcceptBackoff = {0, 100'000};   // pause after running out of file descriptors
+constexpr timeval kTick = {0, 250'000};           // access-log flush period
+constexpr timeval kAcceptBackoff = {0, 100'000};  // pause after running out of file descriptors
 
 }  // namespace
 
 Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
   // The epoll changelist folds the enable/disable pairs a request makes within one loop iteration
   // into at most one epoll_ctl per descriptor.
-  std::unique_ptr<event_config, decltype(&event_config_free)> cfg(event_config_new(), event_config_free);
+  std::unique_ptr<event_config, decltype(&event_config_free)> cfg(event_config_new(),
+                                                                  event_config_free);
   event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
   base_.reset(event_base_new_with_config(cfg.get()));
   if (!base_) throw std::runtime_error("event_base_new failed");
@@ -130,7 +154,10 @@ void Worker::AddListener(int fd, Site site, std::string tls_address) {
   if (!context->listener) throw std::runtime_error("evconnlistener_new failed");
   evconnlistener_set_error_cb(context->listener.get(), OnAcceptError);
   context->resume.reset(evtimer_new(
-      base_.get(), [](evutil_socket_t, short, void* arg) { evconnlistener_enable(static_cast<evconnlistener*>(arg)); },
+      base_.get(),
+      [](evutil_socket_t, short, void* arg) {
+        evconnlistener_enable(static_cast<evconnlistener*>(arg));
+      },
       context->listener.get()));
   listeners_.push_back(std::move(context));
 }
@@ -178,7 +205,9 @@ void Worker::OnPosted(evutil_socket_t, short, void* arg) {
   for (auto& task : tasks) task();
 }
 
-void Worker::OnTick(evutil_socket_t, short, void* arg) { static_cast<Worker*>(arg)->log_.Flush(); }
+void Worker::OnTick(evutil_socket_t, short, void* arg) {
+  static_cast<Worker*>(arg)->log_.Flush();
+}
 
 void Worker::BeginDrain() {
   draining_ = true;
@@ -216,7 +245,9 @@ const std::string& Worker::HttpDate() {
   return date_;
 }
 
-void Worker::Register(ClientConnection* c) { connections_.insert(c); }
+void Worker::Register(ClientConnection* c) {
+  connections_.insert(c);
+}
 
 void Worker::CloseHandshakes() {
   std::vector<TlsAccept*> open(handshakes_.begin(), handshakes_.end());

@@ -35,10 +35,15 @@ class TtlRules {
   // Compiles every rule; false with *error "ORIGIN: ttl: what is wrong" on the first bad one.
   bool Compile(const std::vector<conf::Config::Rule>& rules, std::string* error);
   std::optional<std::chrono::seconds> Match(std::string_view target) const;
+  // force-store=REGEX rules: responses for a matching target are stored even when they say
+  // no-store, private or no-cache, or set a cookie (the Set-Cookie header is not stored).
+  bool CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error);
+  bool ForcesStore(std::string_view target) const;
 
  private:
   struct Rule;
   std::vector<std::shared_ptr<const Rule>> rules_;
+  std::vector<std::shared_ptr<const Rule>> force_store_;
 };
 
 // esi-url= and esi-allow-host= rules (RE2).
@@ -135,6 +140,10 @@ class Worker {
   // "Sun, 29 Nov 2026 20:30:55 GMT", recomputed at most once a second.
   const std::string& HttpDate();
 
+  // When this worker last logged ESI include issues (rate limit: one report a second).
+  time_t esi_issue_logged_at() const { return esi_issue_logged_at_; }
+  void set_esi_issue_logged_at(time_t t) { esi_issue_logged_at_ = t; }
+
   void Register(ClientConnection* c);
   void Unregister(ClientConnection* c);
   void RegisterHandshake(TlsAccept* h) { handshakes_.insert(h); }
@@ -174,6 +183,7 @@ class Worker {
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
   time_t date_second_ = -1;
+  time_t esi_issue_logged_at_ = 0;
   std::string date_;
 };
 

@@ -4,9 +4,9 @@
 #include <zlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -23,14 +23,17 @@ std::string CacheConfig(int backend_port, const std::string& extra = "") {
 
 std::string PageBody(const std::string& target) {
   std::string body = "<html><body><h1>" + target + "</h1>\n";
-  for (int i = 0; i < 200; ++i) body += "<tr><td class='add'>+line " + std::to_string(i) + " of the diff</td></tr>\n";
+  for (int i = 0; i < 200; ++i)
+    body += "<tr><td class='add'>+line " + std::to_string(i) + " of the diff</td></tr>\n";
   return body + "</body></html>\n";
 }
 
 OriginHandler Cacheable(const std::string& cache_control = "max-age=60") {
   return [cache_control](const OriginRequest& req, OriginConnection& c) {
-    c.SendFixed(200, PageBody(req.target), {{"Content-Type", "text/html"}, {"Cache-Control", cache_control},
-                                            {"Last-Modified", "Sun, 01 Nov 2026 10:00:00 GMT"}});
+    c.SendFixed(200, PageBody(req.target),
+                {{"Content-Type", "text/html"},
+                 {"Cache-Control", cache_control},
+                 {"Last-Modified", "Sun, 01 Nov 2026 10:00:00 GMT"}});
   };
 }
 
@@ -98,12 +101,17 @@ TEST(Cache, ConditionalHeadAndRangeAnsweredFromTheStore) {
 
   RawClient c;
   ASSERT_TRUE(c.Connect(proxy.Port()));
-  Response not_modified = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-None-Match: " + etag + "\r\n\r\n");
+  Response not_modified =
+      c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-None-Match: " + etag + "\r\n\r\n");
   EXPECT_EQ(not_modified.status, 304) << not_modified.Describe();
   EXPECT_EQ(not_modified.body_bytes, 0u);
-  Response since = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Mon, 02 Nov 2026 10:00:00 GMT\r\n\r\n");
+  Response since = c.RoundTrip(
+      "GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Mon, 02 Nov 2026 10:00:00 "
+      "GMT\r\n\r\n");
   EXPECT_EQ(since.status, 304) << since.Describe();
-  Response older = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Sat, 31 Oct 2026 10:00:00 GMT\r\n\r\n");
+  Response older = c.RoundTrip(
+      "GET /c HTTP/1.1\r\nHost: test.local\r\nIf-Modified-Since: Sat, 31 Oct 2026 10:00:00 "
+      "GMT\r\n\r\n");
   EXPECT_EQ(older.status, 200) << older.Describe();
 
   ReadOptions head_options;
@@ -116,8 +124,10 @@ TEST(Cache, ConditionalHeadAndRangeAnsweredFromTheStore) {
   Response part = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nRange: bytes=6-11\r\n\r\n");
   EXPECT_EQ(part.status, 206) << part.Describe();
   EXPECT_EQ(part.body, PageBody("/c").substr(6, 6));
-  EXPECT_EQ(part.Header("Content-Range").value_or(""), "bytes 6-11/" + std::to_string(PageBody("/c").size()));
-  Response beyond = c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nRange: bytes=999999-\r\n\r\n");
+  EXPECT_EQ(part.Header("Content-Range").value_or(""),
+            "bytes 6-11/" + std::to_string(PageBody("/c").size()));
+  Response beyond =
+      c.RoundTrip("GET /c HTTP/1.1\r\nHost: test.local\r\nRange: bytes=999999-\r\n\r\n");
   EXPECT_EQ(beyond.status, 416) << beyond.Describe();
   EXPECT_EQ(origin.RequestCount(), 1u);
 }
@@ -147,7 +157,8 @@ TEST(Cache, ConcurrentMissesFetchOnce) {
   }
   EXPECT_EQ(ok, kClients);
   EXPECT_EQ(origin.RequestCount(), 1u) << "the herd was not joined into one fetch";
-  std::string metrics = WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
+  std::string metrics =
+      WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
   EXPECT_GE(MetricSum(metrics, "shellac_cache_single_flight_waits_total"), 1) << metrics;
 }
 
@@ -177,13 +188,55 @@ TEST(Cache, UncacheableResponsesAndRequestsGoToTheOrigin) {
   EXPECT_EQ(origin.RequestCount(), 9u);
 }
 
+TEST(Cache, GzipCodedResponsesAreDecodedAndStoredAsTheStoreKeepsBodies) {
+  const std::string body = PageBody("/gz");
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    c.SendFixed(200, Gzip(body),
+                {{"Content-Type", "text/html"},
+                 {"Content-Encoding", "gzip"},
+                 {"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  Response first = HttpGet(proxy.Port(), "/gz");  // an identity client: decoded for it
+  ASSERT_TRUE(first.ok) << first.error;
+  EXPECT_EQ(first.body, body);
+  EXPECT_FALSE(first.Header("content-encoding"));
+  EXPECT_EQ(first.Header("x-cache"), "miss");
+  Response gz = HttpGet(proxy.Port(), "/gz", "Accept-Encoding: gzip\r\n");
+  EXPECT_EQ(gz.Header("x-cache"), "hit");
+  EXPECT_EQ(gz.Header("content-encoding"), "gzip");
+  EXPECT_EQ(Gunzip(gz.body), body);
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+TEST(Cache, ForceStoreRulesStoreWhatTheResponseSaysNotToWithoutItsCookie) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, "body of " + req.target,
+                {{"Cache-Control", "no-store, private"}, {"Set-Cookie", "session=secret"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "force-store=^/static/\n")));
+  // Without a rule: fetched as a miss, found unstorable, then passed (hit-for-miss).
+  EXPECT_EQ(HttpGet(proxy.Port(), "/dynamic").Header("x-cache"), "miss");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/dynamic").Header("x-cache"), "pass");
+  Response miss = HttpGet(proxy.Port(), "/static/a");
+  EXPECT_EQ(miss.Header("x-cache"), "miss");
+  Response hit = HttpGet(proxy.Port(), "/static/a");
+  EXPECT_EQ(hit.Header("x-cache"), "hit");
+  EXPECT_EQ(hit.body, "body of /static/a");
+  EXPECT_FALSE(hit.Header("set-cookie")) << "one client's cookie must not reach the next";
+  EXPECT_EQ(origin.RequestCount(), 3u);
+}
+
 TEST(Cache, StaleObjectStandsInWhenTheOriginFails) {
   auto origin = std::make_unique<Origin>(Cacheable("max-age=1"));
   ShellacProcess proxy;
-  ASSERT_TRUE(proxy.Start(CacheConfig(origin->port(), "grace=30s\nupstream-connect-timeout=500ms\n")));
+  ASSERT_TRUE(
+      proxy.Start(CacheConfig(origin->port(), "grace=30s\nupstream-connect-timeout=500ms\n")));
   ASSERT_EQ(HttpGet(proxy.Port(), "/s").status, 200);
   origin->Stop();
-  origin.reset();  // the backend port now refuses
+  origin.reset();                       // the backend port now refuses
   std::this_thread::sleep_for(2100ms);  // past max-age, within grace
   Response stale = HttpGet(proxy.Port(), "/s");
   EXPECT_EQ(stale.status, 200) << stale.Describe();
@@ -221,7 +274,9 @@ TEST(Cache, KeyRulesMakeForksShareOneObject) {
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(CacheConfig(
       origin.port(), "cache-key = ^/[^?]+/esi-diff/\\?(.*)$ => diff/${arg:id}/${args:context}\n")));
-  EXPECT_EQ(HttpGet(proxy.Port(), "/linux/esi-diff/?id=abc&context=3").Header("X-Cache").value_or(""), "miss");
+  EXPECT_EQ(
+      HttpGet(proxy.Port(), "/linux/esi-diff/?id=abc&context=3").Header("X-Cache").value_or(""),
+      "miss");
   Response other_fork = HttpGet(proxy.Port(), "/fork-1/esi-diff/?context=3&id=abc");
   EXPECT_EQ(other_fork.Header("X-Cache").value_or(""), "hit") << other_fork.Describe();
   EXPECT_EQ(other_fork.body, PageBody("/linux/esi-diff/?id=abc&context=3"));
@@ -236,14 +291,16 @@ TEST(Cache, AdminPurgeAndBanRemoveObjects) {
   auto cached = [&](const std::string& path) {
     return HttpGet(proxy.Port(), path).Header("X-Cache").value_or("") == "hit";
   };
-  for (const char* p : {"/page", "/a/esi-diff/?id=c1&context=3", "/a/esi-diff/?id=c1&context=5", "/a/esi-diff/?id=c2&context=3"}) {
+  for (const char* p : {"/page", "/a/esi-diff/?id=c1&context=3", "/a/esi-diff/?id=c1&context=5",
+                        "/a/esi-diff/?id=c2&context=3"}) {
     ASSERT_EQ(HttpGet(proxy.Port(), p).status, 200);
     ASSERT_TRUE(cached(p)) << p;
   }
   RawClient admin;
   ASSERT_TRUE(admin.Connect(proxy.AdminPort()));
   // By URL, through the key rules and the request's Host (HttpGet sends test.local).
-  Response purge = admin.RoundTrip("POST /purge?url=/page HTTP/1.1\r\nHost: test.local\r\nContent-Length: 0\r\n\r\n");
+  Response purge = admin.RoundTrip(
+      "POST /purge?url=/page HTTP/1.1\r\nHost: test.local\r\nContent-Length: 0\r\n\r\n");
   EXPECT_EQ(purge.status, 200) << purge.Describe();
   EXPECT_EQ(purge.body.rfind("purged", 0), 0u) << purge.body;
   EXPECT_FALSE(cached("/page")) << "purged object still served";
@@ -264,16 +321,19 @@ TEST(Cache, AdminPurgeAndBanRemoveObjects) {
 TEST(Cache, TtlRulesOverrideTheResponsesFreshness) {
   Origin origin(Cacheable("max-age=600"));
   ShellacProcess proxy;
-  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "grace=0\nttl = ^/short => 1s\nttl = ^/never => 0\n")));
+  ASSERT_TRUE(proxy.Start(
+      CacheConfig(origin.port(), "grace=0\nttl = ^/short => 1s\nttl = ^/never => 0\n")));
   HttpGet(proxy.Port(), "/never");
   HttpGet(proxy.Port(), "/never");
   EXPECT_EQ(origin.RequestCount(), 2u) << "ttl 0 must keep it out of the store";
   HttpGet(proxy.Port(), "/short");
   EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "hit");
   std::this_thread::sleep_for(2100ms);
-  EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "miss") << "the rule's 1s did not apply";
+  EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "miss")
+      << "the rule's 1s did not apply";
   HttpGet(proxy.Port(), "/other");
-  EXPECT_EQ(HttpGet(proxy.Port(), "/other").Header("X-Cache").value_or(""), "hit") << "max-age=600 applies elsewhere";
+  EXPECT_EQ(HttpGet(proxy.Port(), "/other").Header("X-Cache").value_or(""), "hit")
+      << "max-age=600 applies elsewhere";
 }
 
 // Incompressible bytes derived from `seed`, so each page costs its full size in the store.
@@ -293,7 +353,8 @@ TEST(Cache, MemoryStaysWithinTheBudgetUnderASweep) {
   constexpr size_t kPage = 16 << 10;
   constexpr int kPages = 2000;  // ~32 MB of incompressible bodies through an 8 MiB store
   Origin origin([](const OriginRequest& req, OriginConnection& c) {
-    c.SendFixed(200, NoiseBody(std::hash<std::string>()(req.target), kPage), {{"Cache-Control", "max-age=600"}});
+    c.SendFixed(200, NoiseBody(std::hash<std::string>()(req.target), kPage),
+                {{"Cache-Control", "max-age=600"}});
   });
   ShellacProcess proxy;
   proxy.DisableAsanQuarantine();  // a sanitizer build would otherwise keep freed blocks resident
@@ -305,19 +366,23 @@ TEST(Cache, MemoryStaysWithinTheBudgetUnderASweep) {
   RawClient c;
   ASSERT_TRUE(c.Connect(proxy.Port()));
   for (int i = 0; i < kPages; ++i) {
-    Response r = c.RoundTrip("GET /page/" + std::to_string(i) + " HTTP/1.1\r\nHost: test.local\r\n\r\n");
+    Response r =
+        c.RoundTrip("GET /page/" + std::to_string(i) + " HTTP/1.1\r\nHost: test.local\r\n\r\n");
     ASSERT_TRUE(r.ok && r.body_bytes == kPage) << i << ": " << r.Describe();
   }
   const long growth_kib = proxy.RssKiB() - before;
   const std::string metrics = FetchMetrics(proxy.AdminPort());
   const double charged = MetricSum(metrics, "shellac_cache_bytes");
   EXPECT_LE(charged, 8 << 20) << metrics;
-  EXPECT_GT(MetricSum(metrics, "shellac_cache_evictions_total"), 0) << "the sweep never filled the store";
+  EXPECT_GT(MetricSum(metrics, "shellac_cache_evictions_total"), 0)
+      << "the sweep never filled the store";
   // The budget plus a fixed allowance (allocator arenas and caches, buffers): the 32 MB that passed
   // through must not show.
   EXPECT_LT(growth_kib, (8 << 10) + (12 << 10)) << "RSS grew " << growth_kib << " KiB";
-  std::fprintf(stderr, "RSS growth %ld KiB for a %d-page sweep; store charged %.0f bytes of an 8 MiB budget\n",
-               growth_kib, kPages, charged);
+  std::fprintf(
+      stderr,
+      "RSS growth %ld KiB for a %d-page sweep; store charged %.0f bytes of an 8 MiB budget\n",
+      growth_kib, kPages, charged);
 }
 
 TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {

@@ -80,7 +80,8 @@ uint32_t Ipv4(const SocketAddress& a) {
   return ntohl(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_addr.s_addr);
 }
 uint16_t PortInStorage(const SocketAddress& a) {
-  if (a.storage.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_port);
+  if (a.storage.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&a.storage)->sin_port);
   return ntohs(reinterpret_cast<const sockaddr_in6*>(&a.storage)->sin6_port);
 }
 
@@ -138,8 +139,9 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
   std::set<std::string> seen;
   for (const auto& [key, value] : KnownKeys()) {
     seen.insert(key);
-    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" || key == "cache-key" ||
-        key == "ttl" || key == "listen-tls" || key == "tls-cert") {
+    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
+        key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
+        key == "esi-allow-host" || key == "listen-tls" || key == "tls-cert") {
       continue;
     }
     SCOPED_TRACE(key + "=" + value);
@@ -168,6 +170,10 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     EXPECT_EQ(c->upstream_idle_timeout, base->upstream_idle_timeout);
     EXPECT_EQ(c->upstream_max_idle, base->upstream_max_idle);
     EXPECT_EQ(c->shutdown_timeout, base->shutdown_timeout);
+    EXPECT_EQ(c->esi, base->esi);
+    EXPECT_EQ(c->esi_max_depth, base->esi_max_depth);
+    EXPECT_EQ(c->esi_max_includes, base->esi_max_includes);
+    EXPECT_EQ(c->esi_parallel, base->esi_parallel);
     EXPECT_EQ(c->tls_ocsp, base->tls_ocsp);
     EXPECT_EQ(c->tls_ciphers, base->tls_ciphers);
     EXPECT_EQ(c->tls_ciphersuites, base->tls_ciphersuites);
@@ -177,12 +183,29 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     EXPECT_EQ(c->hsts, base->hsts);
     EXPECT_EQ(c->backend_ca, base->backend_ca);
   }
-  for (const char* key : {"listen", "admin-listen", "backend", "threads", "cache-size", "repo", "cgitrc",
-                          "access-log", "client-header-timeout", "client-idle-timeout", "client-body-timeout",
-                          "send-timeout", "max-request-line", "max-header-count", "max-header-bytes",
-                          "max-body-size", "upstream-connect-timeout", "upstream-first-byte-timeout",
-                          "upstream-between-bytes-timeout", "upstream-idle-timeout", "upstream-max-idle",
-                          "shutdown-timeout", "include"}) {
+  for (const char* key : {"listen",
+                          "admin-listen",
+                          "backend",
+                          "threads",
+                          "cache-size",
+                          "repo",
+                          "cgitrc",
+                          "access-log",
+                          "client-header-timeout",
+                          "client-idle-timeout",
+                          "client-body-timeout",
+                          "send-timeout",
+                          "max-request-line",
+                          "max-header-count",
+                          "max-header-bytes",
+                          "max-body-size",
+                          "upstream-connect-timeout",
+                          "upstream-first-byte-timeout",
+                          "upstream-between-bytes-timeout",
+                          "upstream-idle-timeout",
+                          "upstream-max-idle",
+                          "shutdown-timeout",
+                          "include"}) {
     EXPECT_TRUE(seen.count(key)) << key << " missing from KnownKeys()";
   }
 }
@@ -204,9 +227,15 @@ TEST_F(ConfTest, EveryKeyParses) {
       "backend= http://127.0.0.1:9004/\r\n"
       "threads = 3\r\n"
       "cache-size = 2G\r\n"
-      "repo = " + repo + "\r\n"
-      "cgitrc = " + cgitrc + "\r\n"
-      "access-log = " + log + "\r\n"
+      "repo = " +
+      repo +
+      "\r\n"
+      "cgitrc = " +
+      cgitrc +
+      "\r\n"
+      "access-log = " +
+      log +
+      "\r\n"
       "client-header-timeout = 500ms\r\n"
       "\t\r\n"
       "client-idle-timeout = 10s\r\n"
@@ -404,7 +433,8 @@ TEST_F(ConfTest, ListenAccumulatesAndReplacesTheDefault) {
                         "listen = 127.0.0.1:9102\n"
                         "listen = 127.0.0.1:9103\n"));
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103"}));
+  EXPECT_EQ(Texts(c->listen),
+            (std::vector<std::string>{"127.0.0.1:9101", "127.0.0.1:9102", "127.0.0.1:9103"}));
 }
 
 TEST_F(ConfTest, RepoAccumulates) {
@@ -466,11 +496,13 @@ TEST_F(ConfTest, IncludeIsRelativeToTheIncludingFile) {
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->threads, 4u);  // the include came after threads = 2
   EXPECT_EQ(c->send_timeout, 3s);
-  EXPECT_EQ(Texts(c->listen), (std::vector<std::string>{"127.0.0.1:9401", "127.0.0.1:9402", "127.0.0.1:9403"}));
+  EXPECT_EQ(Texts(c->listen),
+            (std::vector<std::string>{"127.0.0.1:9401", "127.0.0.1:9402", "127.0.0.1:9403"}));
   ASSERT_EQ(c->sources.size(), 3u);
   EXPECT_EQ(c->sources[0], main);
   EXPECT_EQ(std::filesystem::canonical(c->sources[1]), std::filesystem::canonical(middle));
-  EXPECT_EQ(std::filesystem::canonical(c->sources[2]), std::filesystem::canonical(dir_ + "/conf.d/sub/inner.conf"));
+  EXPECT_EQ(std::filesystem::canonical(c->sources[2]),
+            std::filesystem::canonical(dir_ + "/conf.d/sub/inner.conf"));
 }
 
 TEST_F(ConfTest, IncludeAbsolutePath) {
@@ -534,7 +566,7 @@ TEST_F(ConfTest, EveryErrorNamesFileLineAndKey) {
       {"client-header-timeout =", "client-header-timeout: bad duration"},
       {"cache-size = 12Q", "cache-size: bad size"},
       {"max-body-size = lots", "max-body-size: bad size"},
-      {"cache-size = 512K", "cache-size: "},          // below the 1M minimum
+      {"cache-size = 512K", "cache-size: "},            // below the 1M minimum
       {"max-request-line = 63", "max-request-line: "},  // below the 64 minimum
       {"max-header-bytes = 255", "max-header-bytes: "},
       {"listen = nonsense", "listen: bad address"},
@@ -572,7 +604,8 @@ TEST_F(ConfTest, EveryErrorNamesFileLineAndKey) {
 
 TEST_F(ConfTest, BadDurationMessageQuotesTheValue) {
   const std::string path = Write("a.conf", "send-timeout = 5 fortnights\n");
-  EXPECT_EQ(LoadError(path), path + ":1: send-timeout: bad duration '5 fortnights' (use e.g. 500ms, 10s, 2m)");
+  EXPECT_EQ(LoadError(path),
+            path + ":1: send-timeout: bad duration '5 fortnights' (use e.g. 500ms, 10s, 2m)");
 }
 
 TEST_F(ConfTest, PortAboveRangeIsRejected) {
@@ -613,13 +646,16 @@ TEST_F(ConfTest, AdminListenConflictFromCommandLine) {
 TEST_F(ConfTest, CommandLineErrors) {
   EXPECT_TRUE(StartsWith(LoadError("", {{"threads", "0"}}), "command line: --threads: "));
   EXPECT_TRUE(StartsWith(LoadError("", {{"bogus", "1"}}), "command line: --bogus: unknown key"));
-  EXPECT_TRUE(StartsWith(LoadError("", {{"listen", "127.0.0.1:70000"}}), "command line: --listen: "));
-  EXPECT_TRUE(StartsWith(LoadError("", {{"send-timeout", "soon"}}), "command line: --send-timeout: bad duration"));
+  EXPECT_TRUE(
+      StartsWith(LoadError("", {{"listen", "127.0.0.1:70000"}}), "command line: --listen: "));
+  EXPECT_TRUE(StartsWith(LoadError("", {{"send-timeout", "soon"}}),
+                         "command line: --send-timeout: bad duration"));
   // include is a file directive, not a setting.
   EXPECT_TRUE(StartsWith(LoadError("", {{"include", "x.conf"}}), "command line: --include: "));
   // A valid file plus a bad override: the override is blamed.
   const std::string path = Write("a.conf", "threads = 2\n");
-  EXPECT_TRUE(StartsWith(LoadError(path, {{"cache-size", "big"}}), "command line: --cache-size: bad size"));
+  EXPECT_TRUE(
+      StartsWith(LoadError(path, {{"cache-size", "big"}}), "command line: --cache-size: bad size"));
 }
 
 TEST_F(ConfTest, MissingMainFileNamesTheFile) {
@@ -729,8 +765,18 @@ TEST(ParseDuration, Units) {
     Millis want;
   };
   const Case cases[] = {
-      {"500ms", 500ms}, {"10s", 10s},   {"2m", 2min}, {"1h", 1h},   {"1d", 24h},  {"7", 7s},
-      {"0", 0ms},       {"0ms", 0ms},   {"10S", 10s}, {"5MS", 5ms}, {" 10s ", 10s}, {"007s", 7s},
+      {"500ms", 500ms},
+      {"10s", 10s},
+      {"2m", 2min},
+      {"1h", 1h},
+      {"1d", 24h},
+      {"7", 7s},
+      {"0", 0ms},
+      {"0ms", 0ms},
+      {"10S", 10s},
+      {"5MS", 5ms},
+      {" 10s ", 10s},
+      {"007s", 7s},
       {"1099511627s", Millis(1099511627000)},
   };
   for (const auto& c : cases) {
@@ -741,10 +787,10 @@ TEST(ParseDuration, Units) {
 }
 
 TEST(ParseDuration, Rejects) {
-  for (const char* text : {"", " ", "s", "ms", "-1", "-1s", "+1s", "1.5s", "10 s", "10sec", "1w", "1y", "10x",
-                           "1ms5", "0x10", "abc",
-                           "1099511628s",             // just above the 2^40 ms cap
-                           "99999999999999999999",    // 20 digits
+  for (const char* text : {"", " ", "s", "ms", "-1", "-1s", "+1s", "1.5s", "10 s", "10sec", "1w",
+                           "1y", "10x", "1ms5", "0x10", "abc",
+                           "1099511628s",              // just above the 2^40 ms cap
+                           "99999999999999999999",     // 20 digits
                            "9999999999999999999d"}) {  // would overflow uint64 when multiplied
     Millis out{1234};
     EXPECT_FALSE(ParseDuration(text, &out)) << "'" << text << "'";
@@ -761,12 +807,18 @@ TEST(ParseSize, Units) {
     uint64_t want;
   };
   const Case cases[] = {
-      {"512", 512},           {"0", 0},
-      {"64K", 64ull << 10},   {"64k", 64ull << 10},
-      {"64KB", 64ull << 10},  {"64kib", 64ull << 10},
-      {"256M", 256ull << 20}, {"1MiB", 1ull << 20},
-      {"2G", 2ull << 30},     {"1T", 1ull << 40},
-      {"7B", 7},              {" 3M ", 3ull << 20},
+      {"512", 512},
+      {"0", 0},
+      {"64K", 64ull << 10},
+      {"64k", 64ull << 10},
+      {"64KB", 64ull << 10},
+      {"64kib", 64ull << 10},
+      {"256M", 256ull << 20},
+      {"1MiB", 1ull << 20},
+      {"2G", 2ull << 30},
+      {"1T", 1ull << 40},
+      {"7B", 7},
+      {" 3M ", 3ull << 20},
       {"17179869183G", 17179869183ull << 30},  // largest that fits
       {"18446744073709551", 18446744073709551ull},
   };
@@ -778,10 +830,11 @@ TEST(ParseSize, Units) {
 }
 
 TEST(ParseSize, Rejects) {
-  for (const char* text : {"", "K", "-1", "-1K", "+5", "1.5M", "5 M", "5X", "5KK", "5P", "0x10", "ten",
-                           "17179869184G",           // 2^64: overflow
-                           "99999999999999999999",   // 20 digits
-                           "16777216T"}) {           // 2^64
+  for (const char* text :
+       {"", "K", "-1", "-1K", "+5", "1.5M", "5 M", "5X", "5KK", "5P", "0x10", "ten",
+        "17179869184G",          // 2^64: overflow
+        "99999999999999999999",  // 20 digits
+        "16777216T"}) {          // 2^64
     uint64_t out = 4321;
     EXPECT_FALSE(ParseSize(text, &out)) << "'" << text << "'";
     EXPECT_EQ(out, 4321u) << "output touched for '" << text << "'";
@@ -808,6 +861,35 @@ TEST(ParseAddress, Ipv4) {
   EXPECT_EQ(PortInStorage(a), 80);
   EXPECT_EQ(Ipv4(a), INADDR_LOOPBACK);
   EXPECT_EQ(a.length, sizeof(sockaddr_in));
+}
+
+TEST_F(ConfTest, EsiKeys) {
+  const std::string file = Write(
+      "esi.conf",
+      "esi = always\nesi-url = ^/a/\nesi-url = ^/b/\nesi-allow-host = .*\\.example\\.org\n"
+      "esi-max-depth = 2\nesi-max-includes = 10\nesi-parallel = 4\nforce-store = ^/static/\n");
+  auto c = LoadOk(file);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->esi, Config::EsiMode::kAlways);
+  ASSERT_EQ(c->esi_urls.size(), 2u);
+  EXPECT_EQ(c->esi_urls[1].text, "^/b/");
+  EXPECT_EQ(c->esi_urls[1].origin, file + ":3");
+  ASSERT_EQ(c->esi_allow_hosts.size(), 1u);
+  EXPECT_EQ(c->esi_max_depth, 2u);
+  EXPECT_EQ(c->esi_max_includes, 10u);
+  EXPECT_EQ(c->esi_parallel, 4u);
+  ASSERT_EQ(c->force_store.size(), 1u);
+  auto off = LoadOk("", {{"esi", "OFF"}});
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(off->esi, Config::EsiMode::kOff);
+  const std::string bad = Write("bad.conf", "\nesi=maybe\n");
+  EXPECT_EQ(LoadError(bad), bad + ":2: esi: expected off, surrogate or always, got 'maybe'");
+  EXPECT_EQ(LoadError("", {{"esi-max-depth", "33"}}),
+            "command line: --esi-max-depth: expected a whole number from 0 to 32, got '33'");
+  EXPECT_EQ(LoadError("", {{"esi-parallel", "0"}}),
+            "command line: --esi-parallel: expected a whole number from 1 to 1024, got '0'");
+  EXPECT_EQ(LoadError("", {{"esi-url", ""}}),
+            "command line: --esi-url: expected a regular expression");
 }
 
 TEST(ParseAddress, Ipv6Brackets) {

@@ -10,7 +10,9 @@
 //   statements Varnish lacks; there NAME/expected holds what shellac delivers, and both bodies are
 //   printed to record the difference.
 // On top of the corpus, a few hundred random bodies made of ESI-ish tokens (fixed seed) go through
-// both.
+// both. When $SHELLAC_BIN names the shellac binary, it runs in front of the same origin too
+// (esi=always, cache=off) and every body it delivers must equal esi/'s ESI 1.0 rendering: the
+// proxy adds nothing and loses nothing on the way.
 //
 // Needs /usr/sbin/varnishd (apt-get install varnish); skipped with a message when it is missing.
 // The corpus is found through $ESI_CORPUS, else next to this source file.
@@ -266,6 +268,51 @@ bool Get(int port, const std::string& target, Response* out) {
   }
 }
 
+// Starts `argv` with stdout and stderr to `log`; returns the pid.
+pid_t Spawn(std::vector<std::string> args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits (30 s at most) until a request reaches the origin through `port`; false when `pid` exited.
+bool WaitReady(int port, pid_t* pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    Response r;
+    if (Get(port, "/echo/url", &r) && r.status == 200) return true;
+    int status = 0;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      *pid = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+void Stop(pid_t* pid) {
+  if (*pid <= 0) return;
+  kill(*pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(*pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (waitpid(*pid, &status, WNOHANG) == 0) {
+    kill(*pid, SIGKILL);
+    waitpid(*pid, &status, 0);
+  }
+  *pid = -1;
+}
+
 // Renders a page with esi/ against `content`, as varnishd saw it. In the Varnish dialect an
 // include's answer is used whatever its status, as Varnish 7.1 does; in the ESI 1.0 dialect a
 // status >= 400 is a failed include.
@@ -384,44 +431,29 @@ class EsiDifferential : public ::testing::Test {
                                      "-T",      "127.0.0.1:0",
                                      "-p",      "thread_pools=1",
                                      "-p",      "thread_pool_min=10"};
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
+    pid_ = Spawn(args, log);
+    if (!WaitReady(port_, &pid_)) {
+      error_ = "varnishd did not come up; its log:\n" + ReadFile(log);
+      return;
     }
-    // Ready once a request goes through to the origin.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      Response r;
-      if (Get(port_, "/echo/url", &r) && r.status == 200) return;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
+    if (const char* bin = std::getenv("SHELLAC_BIN"); bin != nullptr && *bin != '\0') {
+      shellac_port_ = FreePort();
+      std::ofstream(dir_ / "shellac.conf")
+          << "listen=127.0.0.1:" << shellac_port_ << "\n"
+          << "admin-listen=off\nthreads=1\naccess-log=off\n"
+          << "backend=127.0.0.1:" << origin_->port() << "\n"
+          << "cache=off\nesi=always\nesi-allow-host=.*\n";  // Varnish sends any host to its backend
+      const std::string shellac_log = (dir_ / "shellac.log").string();
+      shellac_pid_ = Spawn({bin, "-c", (dir_ / "shellac.conf").string()}, shellac_log);
+      if (!WaitReady(shellac_port_, &shellac_pid_)) {
+        error_ = "shellac did not come up; its log:\n" + ReadFile(shellac_log);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    error_ = "varnishd did not come up; its log:\n" + ReadFile(log);
   }
 
   static void TearDownTestSuite() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (waitpid(pid_, &status, WNOHANG) == 0) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-      }
-      pid_ = -1;
-    }
+    Stop(&pid_);
+    Stop(&shellac_pid_);
     if (origin_ != nullptr) origin_->Stop();
     delete origin_;
     origin_ = nullptr;
@@ -446,6 +478,19 @@ class EsiDifferential : public ::testing::Test {
   static Origin* origin_;
   static pid_t pid_;
   static int port_;
+  static pid_t shellac_pid_;  // the shellac binary, when $SHELLAC_BIN is set
+  static int shellac_port_;
+
+  // With the binary running: what it delivers for `target` must be `want` (esi/'s rendering).
+  static void ExpectShellacDelivers(const std::string& target, const std::string& want) {
+    if (shellac_pid_ <= 0) return;
+    Response r;
+    ASSERT_TRUE(Get(shellac_port_, target, &r)) << target;
+    EXPECT_EQ(r.status, 200) << target;
+    EXPECT_EQ(Printable(r.body), Printable(want)) << target << ": through the shellac binary";
+    ++shellac_checked_;
+  }
+  static int shellac_checked_;
 };
 
 std::string EsiDifferential::varnishd_;
@@ -456,6 +501,9 @@ Content* EsiDifferential::content_ = nullptr;
 Origin* EsiDifferential::origin_ = nullptr;
 pid_t EsiDifferential::pid_ = -1;
 int EsiDifferential::port_ = 0;
+pid_t EsiDifferential::shellac_pid_ = -1;
+int EsiDifferential::shellac_port_ = 0;
+int EsiDifferential::shellac_checked_ = 0;
 
 TEST_F(EsiDifferential, Corpus) {
   std::ifstream cases(CorpusDir() / "CASES");
@@ -476,6 +524,7 @@ TEST_F(EsiDifferential, Corpus) {
     std::string as_varnish = Render(*content_, target, Dialect::kVarnish, &ok);
     EXPECT_EQ(Printable(as_varnish), Printable(varnish.body)) << name << ": Varnish dialect";
     std::string shellac = Render(*content_, target, Dialect::kEsi10, &ok);
+    ExpectShellacDelivers(target, shellac);
     if (kind == "varnish") {
       EXPECT_TRUE(ok) << name;
       EXPECT_EQ(Printable(shellac), Printable(varnish.body)) << name << ":" << description;
@@ -495,7 +544,8 @@ TEST_F(EsiDifferential, Corpus) {
     }
   }
   std::cout << "corpus: " << total << " cases, " << matched << " identical to varnishd, " << esi10
-            << " ESI 1.0 cases (recorded above)\n";
+            << " ESI 1.0 cases (recorded above); " << shellac_checked_
+            << " also through the shellac binary\n";
   EXPECT_EQ(matched + esi10, total);
 }
 
@@ -601,6 +651,7 @@ TEST_F(EsiDifferential, RandomBodies) {
     }
     std::string shellac = Render(*content_, path, Dialect::kEsi10, &ok);
     ASSERT_EQ(Printable(shellac), Printable(varnish.body)) << "body: " << Printable(body);
+    ExpectShellacDelivers(path, shellac);
     ++same;
   }
   std::cout << "random: " << count << " bodies identical to varnishd in the Varnish dialect; "
