@@ -131,6 +131,34 @@ class Builder {
     auto readable = [&](const std::string& path) {
       if (access(path.c_str(), R_OK) != 0) fail("cannot read '" + path + "': " + std::strerror(errno));
     };
+    // Not https:// : only the backend may be reached over TLS.
+    auto plain_address = [&]() {
+      SocketAddress a = address();
+      if (a.tls) fail("https:// is for backend=; use listen-tls= for a TLS listener");
+      return a;
+    };
+    // "cert=FILE key=FILE [ocsp=FILE]" after the first word of a TLS value.
+    auto tls_certificate = [&](std::string_view parts, Config::TlsCertificate* out) {
+      out->origin = origin.Describe();
+      while (!(parts = Trim(parts)).empty()) {
+        const auto end = parts.find_first_of(" \t");
+        const std::string_view part = parts.substr(0, end);
+        parts = end == std::string_view::npos ? std::string_view() : parts.substr(end);
+        const auto eq = part.find('=');
+        const std::string_view name = part.substr(0, eq);
+        const std::string file(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+        std::string* target = name == "cert" ? &out->cert : name == "key" ? &out->key : name == "ocsp" ? &out->ocsp : nullptr;
+        if (target == nullptr) fail("unknown part '" + std::string(part) + "' (expected cert=FILE, key=FILE, ocsp=FILE)");
+        if (file.empty()) fail(std::string(name) + "= needs a file");
+        *target = file;
+      }
+      if (out->cert.empty() || out->key.empty()) fail("needs cert=FILE and key=FILE");
+    };
+    auto first_word = [&]() {
+      const std::string_view v = Trim(value);
+      const auto end = v.find_first_of(" \t");
+      return std::pair{v.substr(0, end), end == std::string_view::npos ? std::string_view() : v.substr(end)};
+    };
     // A list key given on the command line replaces whatever the file said.
     auto replace_once = [&](auto& list) {
       if (from_cli && !cli_replaced_.count(key)) {
@@ -143,10 +171,10 @@ class Builder {
       if (!listen_given_) config_->listen.clear();  // the first listen= replaces the built-in one
       listen_given_ = true;
       replace_once(config_->listen);
-      config_->listen.push_back(address());
+      config_->listen.push_back(plain_address());
     } else if (key == "admin-listen") {
       if (Lower(value) == "off") config_->admin_listen.reset();
-      else config_->admin_listen = address();
+      else config_->admin_listen = plain_address();
       admin_origin_ = origin;
     } else if (key == "backend") {
       if (Lower(value) == "none" || value.empty()) config_->backend.reset();
@@ -274,6 +302,50 @@ class Builder {
       config_->upstream_max_idle = static_cast<unsigned>(count(0, 100000));
     } else if (key == "shutdown-timeout") {
       duration(&config_->shutdown_timeout);
+    } else if (key == "listen-tls") {
+      replace_once(config_->listen_tls);
+      const auto [where, parts] = first_word();
+      Config::TlsListener listener;
+      SocketAddress a;
+      std::string why;
+      if (where.empty()) fail("expected ADDR:PORT cert=FILE key=FILE");
+      if (!ParseAddress(where, &a, &why)) fail(why);
+      if (a.tls) fail("give the address without https://");
+      for (const auto& other : config_->listen_tls) {
+        if (other.address.text == a.text) fail(a.text + " is given twice (each address has one default certificate)");
+      }
+      listener.address = a;
+      tls_certificate(parts, &listener.certificate);
+      config_->listen_tls.push_back(std::move(listener));
+    } else if (key == "tls-cert") {
+      replace_once(config_->tls_certs);
+      const auto [host, parts] = first_word();
+      if (host.empty() || host.find('=') != std::string_view::npos) fail("expected HOSTNAME cert=FILE key=FILE");
+      Config::TlsCertificate certificate;
+      certificate.host = Lower(host);
+      tls_certificate(parts, &certificate);
+      config_->tls_certs.push_back(std::move(certificate));
+    } else if (key == "tls-ocsp") {
+      config_->tls_ocsp = Lower(value) == "off" ? std::string() : std::string(value);
+    } else if (key == "tls-ciphers" || key == "tls-ciphersuites") {
+      if (value.empty()) fail("expected an OpenSSL cipher list");
+      (key == "tls-ciphers" ? config_->tls_ciphers : config_->tls_ciphersuites) = std::string(value);
+    } else if (key == "tls-handshake-timeout") {
+      duration(&config_->tls_handshake_timeout);
+      if (config_->tls_handshake_timeout.count() == 0) fail("must be more than 0");
+    } else if (key == "tls-session-cache") {
+      config_->tls_session_cache = count(0, 10'000'000);
+    } else if (key == "tls-ticket-rotation") {
+      duration(&config_->tls_ticket_rotation);
+    } else if (key == "hsts") {
+      if (Lower(value) == "off") config_->hsts.clear();
+      else if (!Lower(value).starts_with("max-age=")) fail("expected max-age=SECONDS[; includeSubDomains] or off");
+      else config_->hsts = std::string(value);
+    } else if (key == "backend-ca") {
+      std::string path(value);
+      if (Lower(path) == "system" || path.empty()) path.clear();
+      else readable(path);
+      config_->backend_ca = path;
     } else {
       fail("unknown key");
     }
@@ -442,6 +514,9 @@ class Builder {
       unsigned n = std::thread::hardware_concurrency();
       config_->render_threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
     }
+    if (!config_->tls_certs.empty() && config_->listen_tls.empty()) {
+      throw Failure{config_->tls_certs.front().origin + ": tls-cert: no listen-tls= listener to serve it on"};
+    }
     if (config_->threads == 0) {
       unsigned n = std::thread::hardware_concurrency();
       config_->threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
@@ -517,11 +592,13 @@ bool ParseSize(std::string_view text, uint64_t* out) {
 bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
   std::string_view rest = Trim(text);
   const std::string shown(rest);
-  if (rest.starts_with("http://")) {
-    rest.remove_prefix(7);
+  bool tls = false;
+  if (rest.starts_with("http://") || rest.starts_with("https://")) {
+    tls = rest.starts_with("https://");
+    rest.remove_prefix(tls ? 8 : 7);
     if (rest.ends_with("/")) rest.remove_suffix(1);
   } else if (rest.find("://") != std::string_view::npos) {
-    *why = "unsupported scheme in '" + shown + "' (only http:// for now)";
+    *why = "unsupported scheme in '" + shown + "' (only http:// and https://)";
     return false;
   }
   std::string host;
@@ -569,6 +646,7 @@ bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
   out->text = shown;
   out->host = host;
   out->port = static_cast<uint16_t>(port);
+  out->tls = tls;
   return true;
 }
 
@@ -637,6 +715,16 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"upstream-idle-timeout", "30s"},
       {"upstream-max-idle", "256"},
       {"shutdown-timeout", "30s"},
+      {"listen-tls", "none (ADDR:PORT cert=FILE key=FILE [ocsp=FILE])"},
+      {"tls-cert", "none (HOSTNAME cert=FILE key=FILE [ocsp=FILE])"},
+      {"tls-ocsp", "off"},
+      {"tls-ciphers", Config{}.tls_ciphers},
+      {"tls-ciphersuites", Config{}.tls_ciphersuites},
+      {"tls-handshake-timeout", "10s"},
+      {"tls-session-cache", "20000"},
+      {"tls-ticket-rotation", "1h"},
+      {"hsts", "off"},
+      {"backend-ca", "system"},
       {"include", "-"},
   };
   return keys;

@@ -28,6 +28,7 @@ struct SocketAddress {
   std::string text;  // as configured, e.g. "127.0.0.1:8080", "[::1]:0", "localhost:80"
   std::string host;  // host part without brackets, e.g. "::1"
   uint16_t port = 0;
+  bool tls = false;  // written as https:// (only a backend may be)
 };
 
 using Millis = std::chrono::milliseconds;
@@ -112,6 +113,32 @@ struct Config {
   unsigned upstream_max_idle = 256;      // idle connections kept per backend per worker thread
 
   Millis shutdown_timeout{30'000};       // SIGTERM: in-flight requests get this long to finish
+
+  // TLS termination. Certificate and key files are read (and checked) by proxy/tls, not here.
+  struct TlsCertificate {
+    std::string host;    // SNI name for tls-cert= ("*.example.org" allowed); "" for a listener's own
+    std::string cert;    // PEM: the certificate, then its chain
+    std::string key;     // PEM private key
+    std::string ocsp;    // DER OCSP response to staple ("" for none)
+    std::string origin;  // "FILE:LINE" or "command line"
+  };
+  struct TlsListener {
+    SocketAddress address;
+    TlsCertificate certificate;  // the default, served when SNI names no tls-cert= host
+  };
+  std::vector<TlsListener> listen_tls;      // listen-tls=ADDR:PORT cert=FILE key=FILE [ocsp=FILE]
+  std::vector<TlsCertificate> tls_certs;    // tls-cert=HOSTNAME cert=FILE key=FILE [ocsp=FILE]
+  std::string tls_ocsp;                     // staple for every listen-tls certificate naming no ocsp=
+  // OpenSSL cipher strings: TLS 1.2 (tls-ciphers) and TLS 1.3 (tls-ciphersuites).
+  std::string tls_ciphers =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+  std::string tls_ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+  Millis tls_handshake_timeout{10'000};     // accept to finished handshake
+  uint64_t tls_session_cache = 20'000;      // sessions kept per worker process for resumption; 0 = off
+  Millis tls_ticket_rotation{3'600'000};    // a new session-ticket key this often; 0 = no tickets
+  std::string hsts;                         // Strict-Transport-Security value on TLS responses ("" = none)
+  std::string backend_ca;                   // CA file for an https:// backend ("" = the system store)
 };
 
 // Settings given on the command line; they override the file. Each is (key, value) as in a file,
@@ -129,7 +156,8 @@ std::shared_ptr<const Config> Load(const std::string& config_file, const Overrid
 bool ParseDuration(std::string_view text, Millis* out);
 // Parses "512", "64K", "256M", "2G" (binary multiples, case-insensitive, optional B). False on bad input.
 bool ParseSize(std::string_view text, uint64_t* out);
-// Parses "HOST:PORT", "[V6]:PORT" or "http://HOST:PORT[/]" and resolves HOST. False with *why set.
+// Parses "HOST:PORT", "[V6]:PORT", "http://HOST:PORT[/]" or "https://HOST:PORT[/]" (sets tls) and
+// resolves HOST. False with *why set.
 bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why);
 
 // Every key Load() accepts, with its default as text, for --help and the tests.

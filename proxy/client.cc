@@ -11,6 +11,7 @@
 #include "background.h"
 #include "deliver.h"
 #include "exchange.h"
+#include "tls.h"
 
 namespace shellac::proxy {
 namespace {
@@ -67,14 +68,20 @@ std::optional<std::string> QueryParameter(std::string_view query, std::string_vi
   return std::nullopt;
 }
 
-}  // namespace
-
-ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer,
-                                   Site site)
-    : worker_(worker), site_(site), peer_ip_(PeerIp(peer)) {
+BufferEventPtr SocketBufferEvent(event_base* base, evutil_socket_t fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  bev_.reset(bufferevent_socket_new(worker.base(), fd, BEV_OPT_CLOSE_ON_FREE));
+  return BufferEventPtr(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE));
+}
+
+}  // namespace
+
+ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
+    : ClientConnection(worker, SocketBufferEvent(worker.base(), fd), peer, site, /*tls=*/false) {}
+
+ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const sockaddr* peer, Site site, bool tls)
+    : worker_(worker), site_(site), tls_(tls), peer_ip_(PeerIp(peer)) {
+  bev_ = std::move(bev);
   head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
   deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
   wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
@@ -95,6 +102,7 @@ ClientConnection::~ClientConnection() {
   esi_.reset();
   exchange_.reset();
   FreeRetired();
+  if (tls_) KeepSessionOnClose(bev_.get());
   bev_.reset();
   if (in_request_) WorkerMetrics::Add(worker_.metrics().in_flight, -1);
   WorkerMetrics::Add(worker_.metrics().connections_open, -1);
@@ -382,8 +390,8 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
     return true;
   }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
-  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(),
-                                    worker_.HttpDate(), keep_alive);
+  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive,
+                                    Hsts());
   if (!d.ok) {
     worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
     return false;
@@ -544,11 +552,9 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
   head.append(http::ReasonPhrase(status)).append("\r\nServer: shellac\r\nDate: ");
   head.append(worker_.HttpDate()).append("\r\nContent-Type: ").append(content_type);
   head.append("\r\nContent-Length: ").append(std::to_string(body.size()));
-  head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers);
-  if (!keep_alive)
-    head.append("Connection: close\r\n");
-  else if (request_.minor_version == 0)
-    head.append("Connection: keep-alive\r\n");
+  head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers).append(Hsts());
+  if (!keep_alive) head.append("Connection: close\r\n");
+  else if (request_.minor_version == 0) head.append("Connection: keep-alive\r\n");
   head.append("\r\n");
   evbuffer_add(output(), head.data(), head.size());
   if (request_.method != "HEAD") {
@@ -655,6 +661,7 @@ void ClientConnection::CloseWhenFlushed() {
 
 void ClientConnection::StartLingering() {
   state_ = State::kLingering;
+  if (tls_) SendCloseNotify(bev_.get());
   shutdown(bufferevent_getfd(bev_.get()), SHUT_WR);
   bufferevent_set_timeouts(bev_.get(), &kLingerTime, nullptr);
   bufferevent_enable(bev_.get(), EV_READ);

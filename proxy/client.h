@@ -25,6 +25,8 @@ class ClientConnection : public ExchangeClient {
  public:
   // Takes ownership of `fd`. Registers itself with `worker`; deletes itself when done.
   ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site);
+  // The same over a connected bufferevent, e.g. a TLS one whose handshake finished (`tls`).
+  ClientConnection(Worker& worker, BufferEventPtr bev, const sockaddr* peer, Site site, bool tls);
   ~ClientConnection() override;
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
@@ -56,6 +58,7 @@ class ClientConnection : public ExchangeClient {
   // The exchange failed after part of the response was sent: cut the connection so the client sees
   // an incomplete response. Deletes this connection.
   void AbortExchange() override;
+  bool secure() const override { return tls_; }
   // The exchange collected an ESI page (or a page that turned out to hold no ESI): deliver it.
   void CollectExchange(Collected result) override;
 
@@ -112,10 +115,16 @@ class ClientConnection : public ExchangeClient {
   void ResumeSoon();
   // The exchange (or ESI response) may be on the stack when it ends; it is freed from a later callback.
   void RetireExchange();
+  // "Strict-Transport-Security: ...\r\n" on a TLS connection when hsts= is set, else "".
+  std::string Hsts() const {
+    return tls_ && !runtime_->config->hsts.empty() ? "Strict-Transport-Security: " + runtime_->config->hsts + "\r\n"
+                                                   : std::string();
+  }
   void FreeRetired();
 
   Worker& worker_;
   const Site site_;
+  const bool tls_ = false;
   BufferEventPtr bev_;
   EventPtr head_timer_;
   EventPtr deferred_;

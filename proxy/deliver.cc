@@ -117,7 +117,7 @@ bool AcceptsGzip(const http::RequestHead& request) {
 
 Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
-                        bool keep_alive) {
+                        bool keep_alive, std::string_view extra_headers) {
   Delivered result;
   const bool head_only = request.method == "HEAD";
   const uint64_t length = object.body_length();
@@ -201,6 +201,7 @@ Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::
   AppendHeader(&head, "X-Cache", x_cache);
   if (!keep_alive) AppendHeader(&head, "Connection", "close");
   else if (request.minor_version == 0) AppendHeader(&head, "Connection", "keep-alive");
+  head.append(extra_headers);  // whole "Name: value\r\n" lines
   head.append("\r\n");
 
   // The body goes to a scratch buffer first so that a corrupt object (a failed crc) can still be

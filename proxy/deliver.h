@@ -27,7 +27,7 @@ struct Delivered {
 
 Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
-                        bool keep_alive);
+                        bool keep_alive, std::string_view extra_headers = {});
 
 // Varnish's default: only GET and HEAD without a body, credentials or cookies are looked up in the
 // store.

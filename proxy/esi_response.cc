@@ -52,6 +52,7 @@ class IncludeFetch : public ExchangeClient {
   void FailExchange(int, const std::string& detail) override { Done({}, detail); }
   void AbortExchange() override { Done({}, "the fetch was cut short"); }
   void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
+  bool secure() const override { return page_.secure(); }  // includes go upstream as the page came in
 
  private:
   void Lookup() {
@@ -410,6 +411,9 @@ void EsiResponse::SendHead(int64_t length) {
     }
   }
   h.append("Via: 1.1 shellac\r\nX-Cache: ").append(x_cache_).append("\r\n");
+  if (client_.secure() && !runtime_->config->hsts.empty()) {
+    h.append("Strict-Transport-Security: ").append(runtime_->config->hsts).append("\r\n");
+  }
   if (!keep_alive_)
     h.append("Connection: close\r\n");
   else if (request_.minor_version == 0)

@@ -61,6 +61,7 @@ class EsiResponse {
   const std::shared_ptr<const Runtime>& runtime() const { return runtime_; }
   const http::RequestHead& request() const { return request_; }
   const std::string& peer_ip() const { return client_.peer_ip(); }
+  bool secure() const { return client_.secure(); }
   // Include `fetch` ended: with a response (any status), or without one and `failure` set.
   void OnInclude(const esi::Fetch& fetch, cache::ObjectRef object, const std::string& failure);
 

@@ -3,6 +3,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
@@ -36,13 +37,21 @@ using EventPtr = std::unique_ptr<event, EventFree>;
 using EventBasePtr = std::unique_ptr<event_base, EventBaseFree>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerFree>;
 
+// A TLS (OpenSSL) bufferevent: its socket carries records, so the shortcuts below must leave it to
+// libevent.
+inline bool IsTls(bufferevent* bev) { return bufferevent_openssl_get_ssl(bev) != nullptr; }
+
 // Writes what `bev` has queued at once instead of on the next loop turn; only what the socket cannot
 // take now waits for EV_WRITE. Bufferevents here keep EV_WRITE disabled while their output is empty,
 // which saves two epoll_ctl calls and a loop turn per response. Errors surface through the
-// bufferevent's event callback once EV_WRITE is enabled.
+// bufferevent's event callback once EV_WRITE is enabled. A TLS bufferevent only gets EV_WRITE.
 inline void WriteNow(bufferevent* bev) {
   evbuffer* out = bufferevent_get_output(bev);
   if (evbuffer_get_length(out) == 0) return;
+  if (IsTls(bev)) {
+    bufferevent_enable(bev, EV_WRITE);
+    return;
+  }
   // A socket bufferevent freezes the front of its output so that only its own write callback drains
   // it; the same unfreeze/write/freeze step is done here, on the same thread.
   evbuffer_unfreeze(out, 1);
@@ -53,8 +62,9 @@ inline void WriteNow(bufferevent* bev) {
 
 // libevent 2.1 reads at most 4096 bytes per readiness event. When a read hit that cap, more is
 // likely waiting: take up to `max` bytes of it now rather than after another loop turn. A failed or
-// empty read is left for libevent to notice on the next readiness event.
+// empty read is left for libevent to notice on the next readiness event. Not for TLS.
 inline void ReadMore(bufferevent* bev, size_t max) {
+  if (IsTls(bev)) return;
   evbuffer* in = bufferevent_get_input(bev);
   evbuffer_iovec vec;
   evbuffer_unfreeze(in, 0);

@@ -332,7 +332,7 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   if (!forwarded_for.empty()) forwarded_for.append(", ");
   forwarded_for.append(client_.peer_ip());
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
-  AppendHeader(&h, "X-Forwarded-Proto", "http");
+  AppendHeader(&h, "X-Forwarded-Proto", client_.secure() ? "https" : "http");
   AppendHeader(&h, "Via", request_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   // The store compresses by itself, and an include is parsed as it comes.
   if (fill_ || collect_) AppendHeader(&h, "Accept-Encoding", "identity");
@@ -357,7 +357,7 @@ void ProxyExchange::Connect(bool fresh) {
     WorkerMetrics::Add(worker_.metrics().upstream_reused);
   } else {
     std::string error;
-    upstream_ = worker_.upstreams().Connect(address, &error);
+    upstream_ = worker_.upstreams().Connect(address, &error, runtime_->tls.get());
     if (!upstream_) {
       UpstreamFailed(UpstreamError::kRefused, 502, error);
       return;
@@ -369,7 +369,8 @@ void ProxyExchange::Connect(bool fresh) {
   bufferevent_setcb(up, OnUpstreamRead, OnUpstreamWrite, OnUpstreamEvent, this);
   bufferevent_setwatermark(up, EV_READ, 0, kStreamWindow);
   const timeval connect_tv = ToTimeval(config_.upstream_connect_timeout);
-  bufferevent_set_timeouts(up, nullptr, &connect_tv);
+  // A TLS handshake spends most of its time waiting to read: the connect timeout covers that too.
+  bufferevent_set_timeouts(up, IsTls(up) ? &connect_tv : nullptr, &connect_tv);
   // Queued now (libevent sends it once the connection is up), except for a chunked body: its head
   // waits until the first chunk-size line parses, so a malformed body forwards nothing at all.
   if (request_.body != BodyKind::kChunked) QueueHead();
@@ -686,6 +687,7 @@ void ProxyExchange::SendResponseHead() {
   }
   AppendHeader(&h, "Via", response_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   AppendHeader(&h, "X-Cache", fill_ ? "miss" : "pass");
+  if (client_.secure() && !config_.hsts.empty()) AppendHeader(&h, "Strict-Transport-Security", config_.hsts);
   h.append("\r\n");
   client_keep_alive_ = keep_alive;
   evbuffer_add(client_.output(), h.data(), h.size());

@@ -43,6 +43,8 @@ class ExchangeClient {
   virtual void FinishExchange(int status, bool keep_alive) = 0;
   virtual void FailExchange(int status, const std::string& detail) = 0;
   virtual void AbortExchange() = 0;
+  // The request came over TLS (X-Forwarded-Proto: https, and HSTS when configured).
+  virtual bool secure() const { return false; }
   // The exchange collected the whole response rather than streaming it: an ESI page, or an
   // exchange made with `collect`. Nothing was written to output().
   virtual void CollectExchange(Collected result) = 0;

@@ -7,6 +7,7 @@ namespace {
 
 constexpr const char* kRouteNames[] = {"proxy", "local", "admin"};
 constexpr const char* kErrorNames[] = {"refused", "timeout", "reset", "invalid"};
+constexpr const char* kTlsFailureNames[] = {"plain_http", "timeout", "aborted", "protocol"};
 
 template <typename Get>
 uint64_t Sum(const std::vector<const WorkerMetrics*>& shards, Get get) {
@@ -133,6 +134,25 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_parse_errors; }));
   scalar("shellac_esi_parse_warnings_total", "counter", "Warnings found while parsing ESI templates.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_parse_warnings; }));
+  out += "# HELP shellac_tls_handshakes_total TLS handshakes finished on listen-tls ports, by version.\n"
+         "# TYPE shellac_tls_handshakes_total counter\n";
+  Line(&out, "shellac_tls_handshakes_total{version=\"1.2\"} %llu\n",
+       static_cast<unsigned long long>(Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.tls_handshakes_12; })));
+  Line(&out, "shellac_tls_handshakes_total{version=\"1.3\"} %llu\n",
+       static_cast<unsigned long long>(Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.tls_handshakes_13; })));
+  scalar("shellac_tls_resumed_total", "counter", "TLS handshakes that resumed a session (ticket or cache).",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.tls_resumed; }));
+  scalar("shellac_tls_sni_fallback_total", "counter",
+         "TLS handshakes whose SNI name no certificate covers; the listener's certificate was used.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.tls_sni_fallback; }));
+  out += "# HELP shellac_tls_handshake_failures_total TLS handshakes that did not finish, by reason.\n"
+         "# TYPE shellac_tls_handshake_failures_total counter\n";
+  for (int f = 0; f < 4; ++f) {
+    Line(&out, "shellac_tls_handshake_failures_total{reason=\"%s\"} %llu\n", kTlsFailureNames[f],
+         static_cast<unsigned long long>(Sum(shards, [&](const WorkerMetrics& m) -> auto& { return m.tls_failures[f]; })));
+  }
+  scalar("shellac_tls_handshakes_in_progress", "gauge", "Connections in their TLS handshake now.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.tls_handshaking; }));
   scalar("shellac_config_generation", "gauge", "Generation of the configuration in force (1 at start).",
          global.config_generation.load());
   out += "# HELP shellac_config_reloads_total Configuration reloads on SIGHUP, by result.\n"

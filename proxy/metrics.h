@@ -14,6 +14,8 @@ namespace shellac::proxy {
 
 enum class Route { kProxy, kLocal, kAdmin };
 enum class UpstreamError { kRefused, kTimeout, kReset, kInvalid };
+// Why a TLS handshake on a listen-tls= port did not finish.
+enum class TlsFailure { kPlainHttp, kTimeout, kAborted, kProtocol };
 
 // Upper bounds (seconds) of the upstream first-byte histogram buckets.
 inline constexpr std::array<double, 12> kLatencyBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -49,6 +51,12 @@ struct WorkerMetrics {
   Counter esi_include_issues{0};    // includes dropped or refused (depth limit, host, URL, count)
   Counter esi_parse_errors{0};      // problems found parsing templates (Varnish's ESI_xmlerror)
   Counter esi_parse_warnings{0};
+  Counter tls_handshakes_12{0};  // finished handshakes, TLS 1.2
+  Counter tls_handshakes_13{0};  // finished handshakes, TLS 1.3
+  Counter tls_resumed{0};        // of those, resumed sessions (ticket or session cache)
+  Counter tls_sni_fallback{0};   // SNI named a host no certificate covers: the listener's was used
+  std::array<Counter, 4> tls_failures{};  // by TlsFailure
+  Gauge tls_handshaking{0};      // connections in their handshake now
 
   // Single-writer helpers: load + store, not read-modify-write.
   static void Add(Counter& c, uint64_t n = 1) { c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tls.h"
 #include "worker.h"
 
 namespace shellac::proxy {
@@ -102,6 +103,12 @@ std::string HtmlEscape(std::string_view s) {
 std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& list) {
   std::vector<std::string> out;
   for (const auto& a : list) out.push_back(a.text);
+  return out;
+}
+
+std::vector<std::string> AddressTexts(const std::vector<conf::Config::TlsListener>& list) {
+  std::vector<std::string> out;
+  for (const auto& l : list) out.push_back(l.address.text);
   return out;
 }
 
@@ -213,10 +220,9 @@ std::string BuiltinPage(const conf::Config& config) {
                                    : HtmlEscape(config.config_file)) +
        "</li>\n";
   for (const auto& l : config.listen) p += "<li>listen: " + HtmlEscape(l.text) + "</li>\n";
-  p += "<li>admin: " +
-       (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
-                            : std::string("off")) +
-       "</li>\n";
+  for (const auto& l : config.listen_tls) p += "<li>listen-tls: " + HtmlEscape(l.address.text) + "</li>\n";
+  p += "<li>admin: " + (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
+                                            : std::string("off")) + "</li>\n";
   p += "<li>worker threads: " + std::to_string(config.threads) + "</li>\n";
   p += "<li>cache size: " + std::to_string(config.cache_size >> 20) + " MiB</li>\n";
   if (!config.cgitrc.empty()) p += "<li>cgitrc: " + HtmlEscape(config.cgitrc) + "</li>\n";
@@ -260,8 +266,13 @@ struct Server::State {
     auto esi_rules = std::make_shared<EsiRules>();
     if (!esi_rules->Compile(*config, error)) return nullptr;
     runtime->esi_rules = std::move(esi_rules);
-    if (!config->repositories.empty())
-      runtime->site = std::make_shared<const gitfrag::Site>(*config);
+    if (!config->repositories.empty()) runtime->site = std::make_shared<const gitfrag::Site>(*config);
+    // Certificates are re-read on every reload; a broken one refuses the reload (the old context
+    // keeps serving) with "FILE: what is wrong".
+    if (!config->listen_tls.empty() || (config->backend && config->backend->tls)) {
+      runtime->tls = TlsContext::Build(*config, error);
+      if (!runtime->tls) return nullptr;
+    }
     runtime->generation = generation;
     runtime->config = std::move(config);
     return runtime;
@@ -279,17 +290,13 @@ struct Server::State {
       return;
     }
     const conf::Config& old = *shared.runtime()->config;
-    const auto admin_text = [](const conf::Config& c) {
-      return c.admin_listen ? c.admin_listen->text : "off";
-    };
-    if (AddressTexts(old.listen) != AddressTexts(config->listen) ||
-        admin_text(old) != admin_text(*config) || old.threads != config->threads ||
-        old.cache_size != config->cache_size || old.render_threads != config->render_threads ||
-        old.render_queue != config->render_queue) {
-      std::fprintf(
-          stderr,
-          "shellac: warning: listen, admin-listen, threads, cache-size, render-threads and "
-          "render-queue keep their old values until a restart\n");
+    const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
+    if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
+        old.threads != config->threads || old.cache_size != config->cache_size ||
+        AddressTexts(old.listen_tls) != AddressTexts(config->listen_tls) ||
+        old.render_threads != config->render_threads || old.render_queue != config->render_queue) {
+      std::fprintf(stderr, "shellac: warning: listen, listen-tls addresses, admin-listen, threads, cache-size, "
+                           "render-threads and render-queue keep their old values until a restart\n");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;
@@ -349,6 +356,20 @@ struct Server::State {
         if (worker == workers.front())
           std::fprintf(stderr, "shellac: listening on %s\n", BoundAddress(fd).c_str());
         worker->AddListener(fd, Site::kPublic);
+      }
+    }
+    for (const auto& tls_listener : config.listen_tls) {
+      const conf::SocketAddress& address = tls_listener.address;
+      uint16_t port = address.port;
+      for (auto& worker : workers) {
+        int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
+        if (fd < 0) {
+          std::fprintf(stderr, "shellac: cannot listen on %s (listen-tls): %s\n", address.text.c_str(), error.c_str());
+          return false;
+        }
+        if (port == 0) port = BoundPort(fd);
+        if (worker == workers.front()) std::fprintf(stderr, "shellac: TLS on %s\n", BoundAddress(fd).c_str());
+        worker->AddListener(fd, Site::kPublic, address.text);
       }
     }
     if (config.admin_listen) {

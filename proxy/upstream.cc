@@ -9,11 +9,41 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tls.h"
+
 namespace shellac::proxy {
 namespace {
 
 std::string KeyOf(const conf::SocketAddress& address) {
-  return std::string(reinterpret_cast<const char*>(&address.storage), address.length);
+  std::string key(reinterpret_cast<const char*>(&address.storage), address.length);
+  if (address.tls) key += "+tls";  // never hand a plain connection to an https:// backend or back
+  return key;
+}
+
+// A TLS connection to `address`: connect() is started here, the handshake begins once it is
+// writable.
+BufferEventPtr ConnectTls(event_base* base, int fd, const conf::SocketAddress& address, const TlsContext* tls,
+                          std::string* error) {
+  SslPtr ssl = tls ? tls->NewUpstreamSsl(address.host) : nullptr;
+  if (!ssl) {
+    ::close(fd);
+    *error = "cannot set up TLS to " + address.text;
+    return nullptr;
+  }
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0 && errno != EINPROGRESS) {
+    *error = std::string("connect: ") + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  BufferEventPtr bev(bufferevent_openssl_socket_new(base, fd, ssl.get(), BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE));
+  if (!bev) {
+    ::close(fd);
+    *error = "out of memory";
+    return nullptr;
+  }
+  ssl.release();  // the bufferevent frees it
+  bufferevent_openssl_set_allow_dirty_shutdown(bev.get(), 1);
+  return bev;
 }
 
 }  // namespace
@@ -30,7 +60,7 @@ BufferEventPtr UpstreamPool::TakeIdle(const conf::SocketAddress& address) {
   return bev;
 }
 
-BufferEventPtr UpstreamPool::Connect(const conf::SocketAddress& address, std::string* error) {
+BufferEventPtr UpstreamPool::Connect(const conf::SocketAddress& address, std::string* error, const TlsContext* tls) {
   int fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     *error = std::string("socket: ") + std::strerror(errno);
@@ -38,6 +68,7 @@ BufferEventPtr UpstreamPool::Connect(const conf::SocketAddress& address, std::st
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (address.tls) return ConnectTls(base_, fd, address, tls, error);
   BufferEventPtr bev(bufferevent_socket_new(base_, fd, BEV_OPT_CLOSE_ON_FREE));
   if (!bev) {
     ::close(fd);

@@ -13,6 +13,8 @@
 
 namespace shellac::proxy {
 
+class TlsContext;
+
 class UpstreamPool {
  public:
   explicit UpstreamPool(event_base* base) : base_(base) {}
@@ -23,8 +25,9 @@ class UpstreamPool {
   // The most recently used idle connection to `address`, or null. Its callbacks are cleared.
   BufferEventPtr TakeIdle(const conf::SocketAddress& address);
   // A new non-blocking connection attempt; completion or failure arrives as a bufferevent event.
-  // Null with *error set when not even a socket could be made.
-  BufferEventPtr Connect(const conf::SocketAddress& address, std::string* error);
+  // Null with *error set when not even a socket could be made. An https:// address gets a TLS
+  // bufferevent from `tls`; BEV_EVENT_CONNECTED then means the handshake (and verification) passed.
+  BufferEventPtr Connect(const conf::SocketAddress& address, std::string* error, const TlsContext* tls = nullptr);
   // Keeps `connection` for reuse, or frees it when `max_idle` are already kept.
   void PutIdle(const conf::SocketAddress& address, BufferEventPtr connection, unsigned max_idle,
                conf::Millis idle_timeout);

@@ -10,6 +10,7 @@
 
 #include "client.h"
 #include "exchange.h"
+#include "tls.h"
 
 namespace shellac::proxy {
 
@@ -128,6 +129,7 @@ Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
 }
 
 Worker::~Worker() {
+  CloseHandshakes();
   std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
   for (ClientConnection* c : open) c->Close();
   for (ExchangeClient* fetch : background_) delete fetch;
@@ -142,9 +144,10 @@ void Worker::ReleaseBackground(ExchangeClient* fetch) {
   delete fetch;
 }
 
-void Worker::AddListener(int fd, Site site) {
+void Worker::AddListener(int fd, Site site, std::string tls_address) {
   auto context = std::make_unique<Listener>();
   context->site = site;
+  context->tls_address = std::move(tls_address);
   context->worker = this;
   context->listener.reset(evconnlistener_new(base_.get(), OnAccept, context.get(),
                                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd));
@@ -161,6 +164,10 @@ void Worker::AddListener(int fd, Site site) {
 
 void Worker::OnAccept(evconnlistener*, evutil_socket_t fd, sockaddr* addr, int, void* arg) {
   auto* listener = static_cast<Listener*>(arg);
+  if (!listener->tls_address.empty()) {
+    TlsAccept::Start(*listener->worker, fd, addr, listener->tls_address);
+    return;
+  }
   new ClientConnection(*listener->worker, fd, addr, listener->site);  // owns itself
 }
 
@@ -205,6 +212,7 @@ void Worker::OnTick(evutil_socket_t, short, void* arg) {
 void Worker::BeginDrain() {
   draining_ = true;
   listeners_.clear();
+  CloseHandshakes();  // no request of theirs is in flight
   std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
   for (ClientConnection* c : open) c->Drain();
   if (connections_.empty()) event_base_loopexit(base_.get(), nullptr);
@@ -213,6 +221,7 @@ void Worker::BeginDrain() {
 void Worker::Stop() {
   draining_ = true;
   listeners_.clear();
+  CloseHandshakes();
   std::vector<ClientConnection*> open(connections_.begin(), connections_.end());
   for (ClientConnection* c : open) c->Close();
   event_base_loopexit(base_.get(), nullptr);
@@ -238,6 +247,11 @@ const std::string& Worker::HttpDate() {
 
 void Worker::Register(ClientConnection* c) {
   connections_.insert(c);
+}
+
+void Worker::CloseHandshakes() {
+  std::vector<TlsAccept*> open(handshakes_.begin(), handshakes_.end());
+  for (TlsAccept* h : open) delete h;
 }
 
 void Worker::Unregister(ClientConnection* c) {

@@ -26,6 +26,8 @@ namespace shellac::proxy {
 
 class ClientConnection;
 class ExchangeClient;
+class TlsAccept;
+class TlsContext;
 
 // ttl=REGEX => DURATION rules: the first whose RE2 expression matches a request target (path and
 // query) sets the freshness of a storable response for it; 0 keeps such responses out of the store.
@@ -73,6 +75,7 @@ struct Runtime {
   std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
   std::shared_ptr<const EsiRules> esi_rules;          // compiled esi-url= / esi-allow-host= rules
   std::shared_ptr<const gitfrag::Site> site;          // the resident renderer's repositories; null: none
+  std::shared_ptr<const TlsContext> tls;  // certificates and upstream TLS; null when TLS is not used
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.
@@ -118,7 +121,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Before Run(): serve connections accepted on the listening socket `fd` (ownership taken).
-  void AddListener(int fd, Site site);
+  // A non-empty `tls_address` (a listen-tls= address as written) makes connections start with a
+  // TLS handshake, with the certificate configured for that address.
+  void AddListener(int fd, Site site, std::string tls_address = {});
   // Runs the loop on the calling thread until Stop() or, while draining, the last connection ends.
   void Run();
   // Thread-safe: runs `task` on this worker's thread.
@@ -146,6 +151,8 @@ class Worker {
 
   void Register(ClientConnection* c);
   void Unregister(ClientConnection* c);
+  void RegisterHandshake(TlsAccept* h) { handshakes_.insert(h); }
+  void UnregisterHandshake(TlsAccept* h) { handshakes_.erase(h); }
   // Background refreshes (BackgroundFetch) belong to the worker until they end.
   void AdoptBackground(ExchangeClient* fetch) { background_.insert(fetch); }
   void ReleaseBackground(ExchangeClient* fetch);
@@ -155,6 +162,7 @@ class Worker {
   static void OnAcceptError(evconnlistener* l, void* arg);
   static void OnTick(evutil_socket_t, short, void* arg);
   static void OnPosted(evutil_socket_t, short, void* arg);
+  void CloseHandshakes();
 
   Shared& shared_;
   const int index_;
@@ -162,6 +170,7 @@ class Worker {
   struct Listener {
     Worker* worker = nullptr;
     Site site = Site::kPublic;
+    std::string tls_address;  // "" for plain TCP
     ListenerPtr listener;
     EventPtr resume;  // re-enables accepting after a pause
   };
@@ -172,6 +181,7 @@ class Worker {
   std::shared_ptr<const Runtime> runtime_;
   std::unordered_set<ClientConnection*> connections_;
   std::unordered_set<ExchangeClient*> background_;
+  std::unordered_set<TlsAccept*> handshakes_;  // accepted TLS connections before their handshake ends
   bool draining_ = false;
   EventPtr tick_;
   EventPtr posted_event_;

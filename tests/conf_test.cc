@@ -141,7 +141,8 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     seen.insert(key);
     if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
         key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
-        key == "esi-allow-host" || key == "scan-path" || key == "render-threads") {
+        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key == "listen-tls" ||
+        key == "tls-cert") {
       continue;
     }
     SCOPED_TRACE(key + "=" + value);
@@ -174,6 +175,14 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     EXPECT_EQ(c->esi_max_depth, base->esi_max_depth);
     EXPECT_EQ(c->esi_max_includes, base->esi_max_includes);
     EXPECT_EQ(c->esi_parallel, base->esi_parallel);
+    EXPECT_EQ(c->tls_ocsp, base->tls_ocsp);
+    EXPECT_EQ(c->tls_ciphers, base->tls_ciphers);
+    EXPECT_EQ(c->tls_ciphersuites, base->tls_ciphersuites);
+    EXPECT_EQ(c->tls_handshake_timeout, base->tls_handshake_timeout);
+    EXPECT_EQ(c->tls_session_cache, base->tls_session_cache);
+    EXPECT_EQ(c->tls_ticket_rotation, base->tls_ticket_rotation);
+    EXPECT_EQ(c->hsts, base->hsts);
+    EXPECT_EQ(c->backend_ca, base->backend_ca);
   }
   for (const char* key : {"listen",
                           "admin-listen",
@@ -278,6 +287,109 @@ TEST_F(ConfTest, EveryKeyParses) {
   EXPECT_EQ(c->upstream_idle_timeout, 3s);
   EXPECT_EQ(c->upstream_max_idle, 0u);
   EXPECT_EQ(c->shutdown_timeout, 45s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS
+
+TEST_F(ConfTest, TlsKeysParse) {
+  const std::string ca = Write("ca.pem", "not checked here\n");
+  const std::string path = Write("tls.conf",
+                                 "listen-tls = 127.0.0.1:8443 cert=/c/a.pem  key=/c/a.key\n"
+                                 "listen-tls = [::1]:8444\tcert=/c/b.pem key=/c/b.key ocsp=/c/b.der\n"
+                                 "tls-cert = WWW.Example.org cert=/c/w.pem key=/c/w.key\n"
+                                 "tls-cert = *.example.net key=/c/n.key cert=/c/n.pem ocsp=/c/n.der\n"
+                                 "tls-ocsp = /c/all.der\n"
+                                 "tls-ciphers = ECDHE-RSA-AES256-GCM-SHA384\n"
+                                 "tls-ciphersuites = TLS_AES_256_GCM_SHA384\n"
+                                 "tls-handshake-timeout = 3s\n"
+                                 "tls-session-cache = 0\n"
+                                 "tls-ticket-rotation = 10m\n"
+                                 "hsts = max-age=63072000; includeSubDomains\n"
+                                 "backend = https://localhost:9443\n"
+                                 "backend-ca = " + ca + "\n");
+  auto c = LoadOk(path);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->listen_tls.size(), 2u);
+  EXPECT_EQ(c->listen_tls[0].address.text, "127.0.0.1:8443");
+  EXPECT_EQ(c->listen_tls[0].address.port, 8443);
+  EXPECT_EQ(c->listen_tls[0].certificate.cert, "/c/a.pem");
+  EXPECT_EQ(c->listen_tls[0].certificate.key, "/c/a.key");
+  EXPECT_EQ(c->listen_tls[0].certificate.ocsp, "");
+  EXPECT_EQ(c->listen_tls[0].certificate.origin, path + ":1");
+  EXPECT_EQ(c->listen_tls[1].address.host, "::1");
+  EXPECT_EQ(c->listen_tls[1].certificate.ocsp, "/c/b.der");
+  ASSERT_EQ(c->tls_certs.size(), 2u);
+  EXPECT_EQ(c->tls_certs[0].host, "www.example.org");
+  EXPECT_EQ(c->tls_certs[1].host, "*.example.net");
+  EXPECT_EQ(c->tls_certs[1].cert, "/c/n.pem");
+  EXPECT_EQ(c->tls_certs[1].key, "/c/n.key");
+  EXPECT_EQ(c->tls_ocsp, "/c/all.der");
+  EXPECT_EQ(c->tls_ciphers, "ECDHE-RSA-AES256-GCM-SHA384");
+  EXPECT_EQ(c->tls_ciphersuites, "TLS_AES_256_GCM_SHA384");
+  EXPECT_EQ(c->tls_handshake_timeout, 3s);
+  EXPECT_EQ(c->tls_session_cache, 0u);
+  EXPECT_EQ(c->tls_ticket_rotation, 10min);
+  EXPECT_EQ(c->hsts, "max-age=63072000; includeSubDomains");
+  ASSERT_TRUE(c->backend);
+  EXPECT_TRUE(c->backend->tls);
+  EXPECT_EQ(c->backend_ca, ca);
+}
+
+TEST_F(ConfTest, TlsListenerGivenTwiceIsAnError) {
+  const std::string path =
+      Write("t.conf", "listen-tls=127.0.0.1:1 cert=/a key=/b\nlisten-tls = 127.0.0.1:1 cert=/c key=/d\n");
+  EXPECT_EQ(LoadError(path), path + ":2: listen-tls: 127.0.0.1:1 is given twice (each address has one default certificate)");
+}
+
+TEST_F(ConfTest, TlsCertNeedsATlsListener) {
+  const std::string path = Write("t.conf", "listen=127.0.0.1:0\ntls-cert=a.test cert=/a key=/b\n");
+  EXPECT_EQ(LoadError(path), path + ":2: tls-cert: no listen-tls= listener to serve it on");
+  EXPECT_NE(LoadOk(path, {{"listen-tls", "127.0.0.1:0 cert=/c key=/d"}}), nullptr);
+}
+
+TEST_F(ConfTest, TlsDefaults) {
+  auto c = LoadOk("");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->listen_tls.empty());
+  EXPECT_TRUE(c->tls_certs.empty());
+  EXPECT_EQ(c->tls_handshake_timeout, 10s);
+  EXPECT_EQ(c->tls_ticket_rotation, 1h);
+  EXPECT_EQ(c->tls_session_cache, 20000u);
+  EXPECT_EQ(c->hsts, "");
+  EXPECT_EQ(c->backend_ca, "");
+  EXPECT_NE(c->tls_ciphers.find("ECDHE"), std::string::npos);
+}
+
+TEST_F(ConfTest, TlsErrorsNameFileLineAndKey) {
+  const struct {
+    const char* line;
+    const char* key;
+    const char* why;
+  } cases[] = {
+      {"listen-tls = 127.0.0.1:8443 cert=/a.pem", "listen-tls", "needs cert=FILE and key=FILE"},
+      {"listen-tls = 127.0.0.1:8443 key=/a.key", "listen-tls", "needs cert=FILE and key=FILE"},
+      {"listen-tls = 127.0.0.1:8443 cert=/a key=/b chain=/c", "listen-tls", "unknown part 'chain=/c'"},
+      {"listen-tls = 127.0.0.1:8443 cert= key=/b", "listen-tls", "cert= needs a file"},
+      {"listen-tls = 127.0.0.1 cert=/a key=/b", "listen-tls", "bad address"},
+      {"listen-tls = https://127.0.0.1:1 cert=/a key=/b", "listen-tls", "without https://"},
+      {"listen-tls =", "listen-tls", "expected ADDR:PORT"},
+      {"tls-cert = cert=/a key=/b", "tls-cert", "expected HOSTNAME"},
+      {"tls-cert = a.example cert=/a", "tls-cert", "needs cert=FILE and key=FILE"},
+      {"listen = https://127.0.0.1:1", "listen", "use listen-tls="},
+      {"tls-handshake-timeout = 0", "tls-handshake-timeout", "more than 0"},
+      {"tls-handshake-timeout = soon", "tls-handshake-timeout", "bad duration"},
+      {"hsts = 1 year", "hsts", "expected max-age="},
+      {"backend-ca = /nonexistent/ca.pem", "backend-ca", "cannot read"},
+      {"tls-ciphers =", "tls-ciphers", "expected an OpenSSL cipher list"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.line);
+    const std::string path = Write("bad.conf", std::string("# first\n") + c.line + "\n");
+    const std::string error = LoadError(path);
+    EXPECT_TRUE(StartsWith(error, path + ":2: " + c.key + ": "));
+    EXPECT_NE(error.find(c.why), std::string::npos) << error;
+  }
 }
 
 TEST_F(ConfTest, AdminListenOffAndBackendNone) {
@@ -462,7 +574,7 @@ TEST_F(ConfTest, EveryErrorNamesFileLineAndKey) {
       {"listen = 127.0.0.1:65536", "listen: bad address"},
       {"backend = 127.0.0.1:99999", "backend: bad address"},
       {"admin-listen = 127.0.0.1", "admin-listen: bad address"},
-      {"backend = https://127.0.0.1:443", "backend: unsupported scheme"},
+      {"backend = ftp://127.0.0.1:21", "backend: unsupported scheme"},
       {"threads = 0", "threads: expected a whole number from 1 to 256"},
       {"threads = 257", "threads: expected a whole number from 1 to 256"},
       {"threads = abc", "threads: expected a whole number from 1 to 256"},
@@ -888,6 +1000,17 @@ TEST(ParseAddress, HttpUrl) {
   EXPECT_EQ(a.port, 3002);
 }
 
+TEST(ParseAddress, HttpsUrlMarksTls) {
+  SocketAddress a;
+  std::string why;
+  ASSERT_TRUE(ParseAddress("https://localhost:8443/", &a, &why)) << why;
+  EXPECT_TRUE(a.tls);
+  EXPECT_EQ(a.host, "localhost");
+  EXPECT_EQ(a.port, 8443);
+  ASSERT_TRUE(ParseAddress("http://127.0.0.1:80", &a, &why)) << why;
+  EXPECT_FALSE(a.tls);
+}
+
 TEST(ParseAddress, HostName) {
   SocketAddress a;
   std::string why;
@@ -913,11 +1036,10 @@ TEST(ParseAddress, PortBounds) {
 }
 
 TEST(ParseAddress, Rejects) {
-  for (const char* text :
-       {"", "127.0.0.1", "127.0.0.1:", ":80", "127.0.0.1:-1", "127.0.0.1:+80", "127.0.0.1:8o",
-        "127.0.0.1:99999999999999999999", "::1:80", "[::1]", "[::1]80", "[::1:80", "[]:80",
-        "https://127.0.0.1:443", "ftp://127.0.0.1:21", "http://127.0.0.1:80/path",
-        "http://127.0.0.1", "127.0.0.1:80 extra"}) {
+  for (const char* text : {"", "127.0.0.1", "127.0.0.1:", ":80", "127.0.0.1:-1", "127.0.0.1:+80",
+                           "127.0.0.1:8o", "127.0.0.1:99999999999999999999", "::1:80", "[::1]", "[::1]80",
+                           "[::1:80", "[]:80", "https://127.0.0.1", "ftp://127.0.0.1:21",
+                           "http://127.0.0.1:80/path", "http://127.0.0.1", "127.0.0.1:80 extra"}) {
     SocketAddress a;
     std::string why;
     EXPECT_FALSE(ParseAddress(text, &a, &why)) << "'" << text << "'";

@@ -483,6 +483,7 @@ ShellacProcess::~ShellacProcess() {
     };
     if (l.find("shellac: listening on ") != std::string::npos) listen_ports_.push_back(port_of(l));
     if (l.find("shellac: admin on ") != std::string::npos) admin_port_ = port_of(l);
+    if (l.find("shellac: TLS on ") != std::string::npos) tls_ports_.push_back(port_of(l));
   }
   if (!ready) {
     bool running = Running();

@@ -148,6 +148,8 @@ class ShellacProcess {
 
   int Port() const { return listen_ports_.empty() ? 0 : listen_ports_[0]; }
   const std::vector<int>& ListenPorts() const { return listen_ports_; }
+  // listen-tls= ports, from the "shellac: TLS on HOST:PORT" lines, in configuration order.
+  const std::vector<int>& TlsPorts() const { return tls_ports_; }
   int AdminPort() const { return admin_port_; }
   pid_t Pid() const { return pid_; }
 
@@ -181,6 +183,7 @@ class ShellacProcess {
   Clock::time_point started_;
   std::optional<int> exit_status_;
   std::vector<int> listen_ports_;
+  std::vector<int> tls_ports_;
   int admin_port_ = 0;
 
   std::thread reader_;
