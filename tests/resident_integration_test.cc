@@ -191,6 +191,10 @@ TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
   Response index = HttpGet(proxy.Port(), "/");
   ASSERT_EQ(index.status, 200) << index.Describe();
   EXPECT_NE(index.body.find("href='/work/'"), std::string::npos) << index.body;
+  // The repository's own URL (cgit's summary) shows its log: there is no forge to ask.
+  Response summary = HttpGet(proxy.Port(), "/work/");
+  EXPECT_EQ(summary.status, 200) << summary.Describe();
+  EXPECT_NE(summary.body.find("second &lt;b&gt;bold&lt;/b&gt;"), std::string::npos);
   Response commit = HttpGet(proxy.Port(), "/work/commit/?id=" + repos.second());
   EXPECT_EQ(commit.status, 200) << commit.Describe();
   EXPECT_NE(commit.body.find("five"), std::string::npos);
