@@ -1,13 +1,14 @@
 # Two commands matter: `make run` and `make test`. Both install what is missing (Debian 12 packages),
 # configure build/ and compile; neither downloads anything but Debian packages. (varnish is the
-# reference the ESI differential test compares against, cgit the one the gitfrag tests compare with.)
+# reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
+# openssl the CLI the TLS tests make their certificates with.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
-           libre2-dev libgtest-dev libgmock-dev varnish cgit
+           libre2-dev libgtest-dev libgmock-dev varnish cgit openssl
 ARGS    ?=
 
 .PHONY: all deps build run test asan release tidy format clean
