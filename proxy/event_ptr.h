@@ -49,6 +49,12 @@ inline void WriteNow(bufferevent* bev) {
   evbuffer* out = bufferevent_get_output(bev);
   if (evbuffer_get_length(out) == 0) return;
   if (IsTls(bev)) {
+    // The OpenSSL bufferevent makes one SSL_write, so one TLS record and one send(), per chunk of
+    // the output; a response is a head, chunk lines and stitched segments in many small chunks.
+    // Made contiguous (a copy of a few KB) it leaves as one record.
+    constexpr size_t kCoalesce = 16 << 10;
+    const size_t length = evbuffer_get_length(out);
+    if (length <= kCoalesce && evbuffer_peek(out, -1, nullptr, nullptr, 0) > 1) evbuffer_pullup(out, -1);
     bufferevent_enable(bev, EV_WRITE);
     return;
   }
