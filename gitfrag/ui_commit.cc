@@ -108,7 +108,13 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit, std::string_vie
   RepoUrl(ctx, "patch", "", {{"h", ctx.route.head}, {"id", hex}});
   out.Raw("'>patch</a>)</td></tr>\n<tr><th>tree</th><td colspan='2' class='oid'><a href='");
   RepoUrl(ctx, "tree", "", {{"h", ctx.route.head}, {"id", hex}});
-  out.Raw("'>").Raw(OidHex(*git_commit_tree_id(commit))).Raw("</a></td></tr>\n");
+  out.Raw("'>").Raw(OidHex(*git_commit_tree_id(commit))).Raw("</a>");
+  if (!ctx.route.path.empty()) {
+    out.Raw(" /<a href='");
+    RepoUrl(ctx, "tree", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
+    out.Raw("'>").Text(ctx.route.path).Raw("</a>");
+  }
+  out.Raw("</td></tr>\n");
   const unsigned parents = git_commit_parentcount(commit);
   for (unsigned i = 0; i < parents; ++i) {
     const std::string parent = OidHex(*git_commit_parent_id(commit, i));
@@ -158,7 +164,7 @@ Page RenderCommit(const PageContext& ctx) {
     // The URL is built from hex ids, numbers and the percent-encoded repository URL only, so it
     // needs no HTML escaping; the ESI processor removes the tag before any client sees it.
     out.Raw("<esi:include src=\"")
-        .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", ctx.route.diff));
+        .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", ctx.route.diff, ctx.route.path));
     out.Raw("\"/>");
     PageEnd(out);
   }

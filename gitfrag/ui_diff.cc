@@ -61,7 +61,7 @@ void FragmentArgs(Writer& out, const std::string& id, const std::string& id2,
 }
 
 void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
-                   const std::string& old_id) {
+                   const std::string& old_id, std::string_view up) {
   const bool added = d.status == GIT_DELTA_ADDED, deleted = d.status == GIT_DELTA_DELETED;
   out.Raw("<div class='head'>diff --git a/").Text(d.old_file.path).Raw(" b/").Text(d.new_file.path);
   char mode[16];
@@ -85,14 +85,14 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
   if (added) {
     out.Raw("<br/>--- /dev/null");
   } else {
-    out.Raw("<br/>--- a/<a href='../tree/").UrlPart(d.old_file.path, true);
+    out.Raw("<br/>--- a/<a href='").Raw(up).Raw("tree/").UrlPart(d.old_file.path, true);
     QueryArgs(out, {{"id", old_id}});
     out.Raw("'>").Text(d.old_file.path).Raw("</a>");
   }
   if (deleted) {
     out.Raw("<br/>+++ /dev/null");
   } else {
-    out.Raw("<br/>+++ b/<a href='../tree/").UrlPart(d.new_file.path, true);
+    out.Raw("<br/>+++ b/<a href='").Raw(up).Raw("tree/").UrlPart(d.new_file.path, true);
     QueryArgs(out, {{"id", id}});
     out.Raw("'>").Text(d.new_file.path).Raw("</a>");
   }
@@ -147,7 +147,12 @@ void WriteHunks(Writer& out, git_patch* patch) {
 }  // namespace
 
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options) {
+                       const DiffOptions& options, std::string_view path) {
+  // From the including page (…/REPO/PAGE/PATH) back up to …/REPO/.
+  std::string up = "../";
+  for (char c : path) {
+    if (c == '/') up += "../";
+  }
   const std::string id = OidHex(*git_commit_id(commit));
   const std::string id2 = other != nullptr ? OidHex(*git_commit_id(other)) : "";
   std::string old_id = id2;
@@ -155,10 +160,12 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     old_id = OidHex(*git_commit_parent_id(commit, 0));
 
   std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit, other, options, /*detect_renames=*/true, &reason);
-  out.Raw("<div class='diffstat-header'><a href='../diff/");
+  DiffPtr diff = CommitDiff(repo, commit, other, options, /*detect_renames=*/true, &reason, path);
+  out.Raw("<div class='diffstat-header'><a href='").Raw(up).Raw("diff/");
   FragmentArgs(out, id, id2, options);
-  out.Raw("'>Diffstat</a></div>");
+  out.Raw("'>Diffstat</a>");
+  if (!path.empty()) out.Raw(" (limited to '").Text(path).Raw("')");
+  out.Raw("</div>");
   if (!diff) {
     out.Raw("<div class='error'>").Text(reason).Raw("</div>");
     return;
@@ -192,17 +199,19 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     const git_diff_delta* d = git_patch_get_delta(patches[i].get());
     const FileStat& s = stats[i];
     const bool deleted = d->status == GIT_DELTA_DELETED;
-    const char* path = deleted ? d->old_file.path : d->new_file.path;
+    const char* file = deleted ? d->old_file.path : d->new_file.path;
     out.Raw("<tr><td class='mode'>").Raw(ModeString(deleted ? d->old_file.mode : d->new_file.mode));
     if (!deleted && d->status != GIT_DELTA_ADDED && d->old_file.mode != d->new_file.mode) {
       out.Raw("<span class='modechange'>[").Raw(ModeString(d->old_file.mode)).Raw("]</span>");
     }
     out.Raw("</td><td class='")
         .Raw(StatusClass(d->status))
-        .Raw("'><a href='../diff/")
-        .UrlPart(path, true);
+        .Raw("'><a href='")
+        .Raw(up)
+        .Raw("diff/")
+        .UrlPart(file, true);
     FragmentArgs(out, id, id2, options);
-    out.Raw("'>").Text(path).Raw("</a>");
+    out.Raw("'>").Text(file).Raw("</a>");
     if (d->status == GIT_DELTA_RENAMED) out.Raw(" (renamed from ").Text(d->old_file.path).Raw(")");
     out.Raw("</td>");
     if (s.binary) {
@@ -231,7 +240,7 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
   for (size_t i = 0; i < n; ++i) {
     if (!patches[i]) continue;
     const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-    WriteDiffHead(out, *d, id, old_id);
+    WriteDiffHead(out, *d, id, old_id, up);
     if (stats[i].binary) {
       out.Raw("Binary files differ");
       continue;
@@ -253,7 +262,7 @@ Page RenderFragment(const PageContext& ctx) {
     other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
-  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff);
+  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff, ctx.route.path);
   return Page{};
 }
 
@@ -281,7 +290,8 @@ Page RenderDiffPage(const PageContext& ctx) {
   WriteOptionsPanel(ctx, ctx.route.id);
   ctx.out.Raw("<esi:include src=\"")
       .Raw(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
-                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff))
+                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff,
+                                ctx.route.path))
       .Raw("\"/>");
   PageEnd(ctx.out);
   Page page;

@@ -474,6 +474,48 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
   }
 }
 
+// Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
+// folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
+TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  Site site(fx.Config());
+  const std::string a = fx.Rev("master~6"), head = fx.Rev("master");
+  struct Case {
+    std::string ours, theirs, query;
+  };
+  const std::vector<Case> cases = {
+      {"/fix/commit/main.c", "/fix/commit/main.c", "id=" + a},
+      {"/fix/commit/nums", "/fix/commit/nums", "id=" + a},
+      {"/fix/commit/no/such", "/fix/commit/no/such", "id=" + a},
+      {"/fix/commit/%3Cscript%3Edir", "/fix/commit/<script>dir", "id=" + head},
+      {"/fix/commit/%3Cscript%3Edir/%3Cb%3Efile.txt", "/fix/commit/<script>dir/<b>file.txt",
+       "id=" + head},
+      {"/fix/diff/main.c", "/fix/diff/main.c", "id=" + a + "&context=1"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.ours);
+    Route route = MustMatch(site, c.ours, c.query);
+    Page frame = site.Render(route);
+    ASSERT_EQ(frame.status, 200) << frame.reason;
+    const size_t s = frame.body.find("<esi:include src=\"") + 18;
+    const std::string url = frame.body.substr(s, frame.body.find('"', s) - s);
+    Route fragment = MustMatch(site, url.substr(0, url.find('?')), url.substr(url.find('?') + 1));
+    EXPECT_NE(fragment.cache_key.find("&path="), std::string::npos) << fragment.cache_key;
+    const std::string ours = VisibleText(site.RenderAssembled(route).body);
+    const std::string theirs = VisibleText(fx.Cgit(c.theirs, c.query));
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+  // A page two folders deep (commit/DIR/FILE): links climb two folders to reach the repository.
+  const Page deep =
+      site.Render(MustMatch(site, "/fix/esi-diff/%3Cscript%3Edir/%3Cb%3Efile.txt", "id=" + head));
+  EXPECT_NE(deep.body.find("href='../../tree/%3Cscript%3Edir/%3Cb%3Efile.txt?id="),
+            std::string::npos)
+      << deep.body.substr(0, 600);
+  EXPECT_FALSE(site.Match("/fix/commit/../x", "id=" + head));
+  EXPECT_FALSE(site.Match("/fix/log/main.c", "")) << "path-limited log is left to the upstream";
+  EXPECT_FALSE(site.Match("/fix/patch/main.c", "id=" + head)) << "no path-limited patch";
+}
+
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
 // (cgit names its version there).
 TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
