@@ -66,7 +66,7 @@ struct Route {
   std::string id;    // as given (full SHA, short SHA, ref name) or "" for the default
   std::string id2;   // diff: the other side; "" means the first parent
   std::string head;  // h=: the branch the frame is shown for ("" = repository HEAD)
-  std::string path;  // path limit (commit/diff/log PATH), no leading '/'
+  std::string path;  // path limit (commit/diff PATH), no leading or trailing '/'
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
