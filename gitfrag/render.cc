@@ -320,13 +320,21 @@ CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_
   std::string spec(id);
   if (spec.empty()) spec = head.empty() ? "HEAD" : "refs/heads/" + std::string(head);
   (void)refs;
-  // Bytes git never accepts in a revision; refusing them here keeps odd input out of libgit2.
+  // Only object ids and ref names are accepted. Revision syntax (HEAD~3, v1^{}, :/text, @{...})
+  // is refused: ":/text" searches all history and "~100000" walks it, per request. Every byte
+  // refused here is one git never allows in a ref name, so no branch or tag becomes unreachable.
   for (unsigned char c : spec) {
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c == 0x7f || c == ' ' || c == '~' || c == '^' || c == ':' || c == '?' ||
+        c == '*' || c == '[' || c == '\\') {
       *status = 404;
-      *reason = "malformed id";
+      *reason = "malformed id '" + spec + "'";
       return nullptr;
     }
+  }
+  if (spec.find("@{") != std::string::npos || spec.find("..") != std::string::npos) {
+    *status = 404;
+    *reason = "malformed id '" + spec + "'";
+    return nullptr;
   }
   if (spec.size() > 256) {
     *status = 404;

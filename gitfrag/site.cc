@@ -183,12 +183,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.cache_key = "gitfrag/diff/" + route.id + (route.id2.empty() ? "" : "/" + route.id2) +
                         "?" + OptionsKey(route.diff);
       if (!route.path.empty()) {
-        std::string encoded;
-        {
-          Writer out(&encoded);
-          out.UrlPart(route.path, /*keep_slash=*/true);
-        }
-        route.cache_key += "&path=" + encoded;
+        route.cache_key += "&path=";
+        AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
       }
     } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
       route.cache_key = "gitfrag/patch/" + route.id;
@@ -201,12 +197,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
 
 std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
                               const DiffOptions& options, std::string_view path) const {
-  std::string url;
-  {
-    Writer out(&url);
-    out.Raw(virtual_root_).UrlPart(repositories()[repo].url, /*keep_slash=*/true);
-    out.Raw("/esi-diff/").UrlPart(path, /*keep_slash=*/true);
-  }
+  std::string url = virtual_root_;
+  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
+  url += "/esi-diff/";
+  AppendUrlEncoded(&url, path, /*keep_slash=*/true);
   url += "?id=";
   url += sha;
   if (!sha2.empty()) url += "&id2=" + std::string(sha2);

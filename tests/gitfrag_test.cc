@@ -609,6 +609,16 @@ TEST_F(GitfragPages, BadInput) {
   EXPECT_EQ(status("/fix/commit/", "id=" + std::string(40, '0')).first, 404);
   EXPECT_EQ(status("/fix/commit/", "id=nosuchref").first, 404);
   EXPECT_EQ(status("/fix/commit/", "id=HEAD:nums").first, 404);
+  // Revision syntax that would search or walk history per request is refused.
+  for (const char* id : {":/root", "HEAD~1", "HEAD^", "master@{0}", "HEAD..master", "v1.0^{}"}) {
+    auto r = status("/fix/commit/", std::string("id=") + id);
+    EXPECT_EQ(r.first, 404) << id;
+    EXPECT_NE(r.second.find("malformed"), std::string::npos) << id << ": " << r.second;
+  }
+  // Ref names, tags (also odd ones) and short ids resolve.
+  for (const char* id : {"side", "v1.0", "feature/%3Ci%3Ex", "%3Cscript%3Etag", "refs/heads/long"})
+    EXPECT_EQ(status("/fix/commit/", std::string("id=") + id).first, 200) << id;
+  EXPECT_EQ(status("/fix/commit/", "id=" + fx.Rev("HEAD").substr(0, 8)).first, 200);
   auto malformed = status("/fix/commit/", "id=%01x");
   EXPECT_EQ(malformed.first, 404);
   EXPECT_NE(malformed.second.find("malformed"), std::string::npos) << malformed.second;
