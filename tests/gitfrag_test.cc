@@ -13,7 +13,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -174,8 +173,11 @@ std::string VisibleText(std::string html, bool drop_line_numbers = false) {
     html.erase(footer, end + 6 - footer);
   }
   if (drop_line_numbers) {
-    static const std::regex kLineno("<td class='lineno'>(<a [^>]*>[0-9]+</a>)?</td>");
-    html = std::regex_replace(html, kLineno, "");
+    static constexpr std::string_view kCell = "<td class='lineno'>";
+    for (size_t p = 0; (p = html.find(kCell, p)) != std::string::npos;) {
+      const size_t end = html.find("</td>", p);
+      html.erase(p, end + 5 - p);
+    }
   }
   std::string text;
   size_t tag_start = 0;
