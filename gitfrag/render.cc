@@ -315,11 +315,10 @@ bool IsFullSha(std::string_view s) {
   return true;
 }
 
-CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_view id,
-                        std::string_view head, int* status, std::string* reason) {
+CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
+                        int* status, std::string* reason) {
   std::string spec(id);
   if (spec.empty()) spec = head.empty() ? "HEAD" : "refs/heads/" + std::string(head);
-  (void)refs;
   // Only object ids and ref names are accepted. Revision syntax (HEAD~3, v1^{}, :/text, @{...})
   // is refused: ":/text" searches all history and "~100000" walks it, per request. Every byte
   // refused here is one git never allows in a ref name, so no branch or tag becomes unreachable.

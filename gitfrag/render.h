@@ -62,8 +62,8 @@ const char* ModeString(uint32_t mode);
 
 // Resolves a user-given id (full or short SHA, ref name; "" means h= or HEAD) to a commit.
 // On failure returns null and sets *status (404 unknown/malformed, 400 ambiguous) and *reason.
-CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_view id,
-                        std::string_view head, int* status, std::string* reason);
+CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
+                        int* status, std::string* reason);
 
 // Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
 // with cgit's options (context, -w, rename detection). Null with *reason on failure.

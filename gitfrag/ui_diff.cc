@@ -425,12 +425,11 @@ Page RenderFragment(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
   WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff, ctx.route.path);
@@ -447,12 +446,11 @@ Page RenderDiffPage(const PageContext& ctx) {
   std::string reason;
   git_repository* repo = ctx.lease.repo();
   // Both commits must exist in this repository before the shared fragment is included.
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
   const std::string title =

@@ -52,8 +52,7 @@ Page RenderLog(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr start =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr start = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!start) return ErrorPage(status, reason);
   DateWalk walk(repo, *git_commit_id(start.get()));
 

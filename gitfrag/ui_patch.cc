@@ -245,8 +245,7 @@ Page RenderPatch(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   const std::string hex = OidHex(*git_commit_id(commit.get()));
   Page page;
@@ -284,12 +283,11 @@ Page RenderRawDiff(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
   DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), ctx.route.diff,
