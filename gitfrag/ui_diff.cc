@@ -118,7 +118,10 @@ class SideBySide {
       size_t lines = 0;
       if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
       std::string_view header(hunk->header, hunk->header_len);
-      while (header.ends_with('\n') || header.ends_with('\r')) header.remove_suffix(1);
+      // git trims trailing blanks of the function name libgit2 keeps.
+      while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
+             header.ends_with('\t'))
+        header.remove_suffix(1);
       out_.Raw("<tr><td colspan='4' class='hunk'>").Text(header).Raw("</td></tr>");
       old_no_ = hunk->old_start;
       new_no_ = hunk->new_start;
@@ -255,7 +258,10 @@ void WriteHunks(Writer& out, git_patch* patch) {
     size_t lines = 0;
     if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
     std::string_view header(hunk->header, hunk->header_len);
-    while (header.ends_with('\n') || header.ends_with('\r')) header.remove_suffix(1);
+    // git trims trailing blanks of the function name libgit2 keeps.
+    while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
+           header.ends_with('\t'))
+      header.remove_suffix(1);
     out.Raw("<div class='hunk'>").Text(header).Raw("</div>");
     for (size_t l = 0; l < lines; ++l) {
       const git_diff_line* line = nullptr;
