@@ -42,9 +42,9 @@ namespace shellac::gitfrag {
 enum class PageKind : uint8_t {
   kIndex,         // "/"                       repository list (frame)
   kLog,           // "/REPO/log/"              (frame)
-  kCommit,        // "/REPO/commit/?id="       (frame with an include of kDiffFragment)
-  kDiff,          // "/REPO/diff/?id=[&id2=]"  (frame with an include of kDiffFragment)
-  kDiffFragment,  // "/REPO/esi-diff/?id=[&id2=]" diffstat + diff, repository-neutral
+  kCommit,        // "/REPO/commit/[PATH]?id=" (frame with an include of kDiffFragment)
+  kDiff,          // "/REPO/diff/[PATH]?id=[&id2=]" (frame with an include of kDiffFragment)
+  kDiffFragment,  // "/REPO/esi-diff/[PATH]?id=[&id2=]" diffstat + diff, repository-neutral
   kPatch,         // "/REPO/patch/?id="        text/plain, repository-neutral
   kRawDiff,       // "/REPO/rawdiff/?id="      text/plain, repository-neutral
 };
@@ -66,12 +66,12 @@ struct Route {
   std::string id;    // as given (full SHA, short SHA, ref name) or "" for the default
   std::string id2;   // diff: the other side; "" means the first parent
   std::string head;  // h=: the branch the frame is shown for ("" = repository HEAD)
-  std::string path;  // path limit (commit/diff/log PATH), no leading '/'
+  std::string path;  // path limit (commit/diff PATH), no leading or trailing '/'
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
-  // ignorews=0&dt=0", "gitfrag/patch/SHA", "gitfrag/rawdiff/SHA". Empty for frames and whenever
-  // an id is not a full SHA (a branch name moves, so that output is rendered per request).
+  // ignorews=0&dt=0[&path=P]", "gitfrag/patch/SHA", "gitfrag/rawdiff/SHA". Empty for frames and
+  // whenever an id is not a full SHA (a branch name moves, so that output is rendered per request).
   std::string cache_key;
 };
 
@@ -107,8 +107,9 @@ class Site {
 
   // The URL a frame puts in <esi:include src=...> for the diff of `sha` (against `sha2` when not
   // empty) in repository `repo`. Match() on it gives kDiffFragment with the neutral key.
+  // `path` limits the diff to a file or folder ("" for the whole commit).
   std::string FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
-                          const DiffOptions& options) const;
+                          const DiffOptions& options, std::string_view path = {}) const;
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }

@@ -67,11 +67,13 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   const std::string context = r.diff.context != 3 ? std::to_string(r.diff.context) : "";
   const std::string_view ignorews = r.diff.ignorews ? "1" : "";
   const std::string dt = r.diff.dt != 0 ? std::to_string(r.diff.dt) : "";
+  // Tabs of pages about a path keep it (cgit's path-limited commit/diff/log/tree links).
   auto tab = [&](std::string_view name, std::string_view page, Args args) {
     out.Raw("<a");
     if (name == active_tab) out.Raw(" class='active'");
     out.Raw(" href='");
-    RepoUrl(ctx, page, "", args);
+    const bool keeps_path = page == "log" || page == "tree" || page == "commit" || page == "diff";
+    RepoUrl(ctx, page, keeps_path ? std::string_view(r.path) : std::string_view(), args);
     out.Raw("'>").Raw(name).Raw("</a>");
   };
   out.Raw("<table class='tabs'><tr><td>\n");
@@ -89,7 +91,7 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
        {"ignorews", ignorews},
        {"dt", dt}});
   out.Raw("</td><td class='form'><form class='right' method='get' action='");
-  RepoUrl(ctx, "log", "", {});
+  RepoUrl(ctx, "log", r.path, {});
   out.Raw("'>\n");
   if (!r.head.empty()) out.Raw("<input type='hidden' name='h' value='").Text(r.head).Raw("'/>");
   if (!id.empty()) out.Raw("<input type='hidden' name='id' value='").Text(id).Raw("'/>");
@@ -99,7 +101,25 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
       "<option value='committer'>committer</option>\n<option "
       "value='range'>range</option>\n</select>\n"
       "<input class='txt' type='search' size='10' name='q' value=''/>\n"
-      "<input type='submit' value='search'/>\n</form>\n</td></tr></table>\n<div class='content'>");
+      "<input type='submit' value='search'/>\n</form>\n</td></tr></table>\n");
+  if (!r.path.empty()) {
+    // Breadcrumbs: each leading part of the path links to this page limited to it.
+    out.Raw("<div class='path'>path: <a href='");
+    RepoUrl(ctx, active_tab, "", {{"h", r.head}, {"id", id}});
+    out.Raw("'>root</a>");
+    for (size_t end = 0; end != std::string::npos;) {
+      end = r.path.find('/', end + 1);
+      const std::string_view prefix = std::string_view(r.path).substr(0, end);
+      const size_t start = prefix.rfind('/');
+      out.Raw("/<a href='");
+      RepoUrl(ctx, active_tab, prefix, {{"h", r.head}, {"id", id}});
+      out.Raw("'>")
+          .Text(prefix.substr(start == std::string_view::npos ? 0 : start + 1))
+          .Raw("</a>");
+    }
+    out.Raw("</div>");
+  }
+  out.Raw("<div class='content'>");
 }
 
 void PageEnd(Writer& out) {
@@ -295,18 +315,25 @@ bool IsFullSha(std::string_view s) {
   return true;
 }
 
-CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_view id,
-                        std::string_view head, int* status, std::string* reason) {
+CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
+                        int* status, std::string* reason) {
   std::string spec(id);
   if (spec.empty()) spec = head.empty() ? "HEAD" : "refs/heads/" + std::string(head);
-  (void)refs;
-  // Bytes git never accepts in a revision; refusing them here keeps odd input out of libgit2.
+  // Only object ids and ref names are accepted. Revision syntax (HEAD~3, v1^{}, :/text, @{...})
+  // is refused: ":/text" searches all history and "~100000" walks it, per request. Every byte
+  // refused here is one git never allows in a ref name, so no branch or tag becomes unreachable.
   for (unsigned char c : spec) {
-    if (c < 0x20 || c == 0x7f) {
+    if (c < 0x20 || c == 0x7f || c == ' ' || c == '~' || c == '^' || c == ':' || c == '?' ||
+        c == '*' || c == '[' || c == '\\') {
       *status = 404;
-      *reason = "malformed id";
+      *reason = "malformed id '" + spec + "'";
       return nullptr;
     }
+  }
+  if (spec.find("@{") != std::string::npos || spec.find("..") != std::string::npos) {
+    *status = 404;
+    *reason = "malformed id '" + spec + "'";
+    return nullptr;
   }
   if (spec.size() > 256) {
     *status = 404;
@@ -336,7 +363,8 @@ CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_
 }
 
 DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, bool detect_renames, std::string* reason) {
+                   const DiffOptions& options, bool detect_renames, std::string* reason,
+                   std::string_view path) {
   auto fail = [&](const char* what) {
     const git_error* e = git_error_last();
     *reason = std::string(what) + ": " + (e ? e->message : "unknown error");
@@ -363,6 +391,14 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
   // git (and so cgit) slides ambiguous hunks with the indent heuristic by default.
   opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
   if (options.ignorews) opts.flags |= GIT_DIFF_IGNORE_WHITESPACE;
+  std::string path_copy(path);
+  char* pathspec[] = {path_copy.data()};
+  if (!path.empty()) {
+    // A literal path (file or folder), not a glob: "a*b" names only the file called that.
+    opts.pathspec.strings = pathspec;
+    opts.pathspec.count = 1;
+    opts.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+  }
   git_diff* raw_diff = nullptr;
   if (git_diff_tree_to_tree(&raw_diff, repo, old_tree.get(), new_tree.get(), &opts) != 0)
     return fail("cannot diff");

@@ -62,18 +62,21 @@ const char* ModeString(uint32_t mode);
 
 // Resolves a user-given id (full or short SHA, ref name; "" means h= or HEAD) to a commit.
 // On failure returns null and sets *status (404 unknown/malformed, 400 ambiguous) and *reason.
-CommitPtr ResolveCommit(git_repository* repo, const RefIndex& refs, std::string_view id,
-                        std::string_view head, int* status, std::string* reason);
+CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
+                        int* status, std::string* reason);
 
 // Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
 // with cgit's options (context, -w, rename detection). Null with *reason on failure.
+// `path` (may be empty) limits the diff to that file or folder, before rename detection (as git).
 DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, bool detect_renames, std::string* reason);
+                   const DiffOptions& options, bool detect_renames, std::string* reason,
+                   std::string_view path = {});
 
-// The repository-neutral fragment: diffstat + diff with links relative to a page one level below
-// the repository (…/REPO/commit/, …/REPO/diff/).
+// The repository-neutral fragment: diffstat + diff with links relative to the page that includes
+// it (…/REPO/commit/[PATH], …/REPO/diff/[PATH]): PATH's depth is part of the fragment's key, so
+// the number of "../" is known.
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options);
+                       const DiffOptions& options, std::string_view path);
 
 // cgit's age cell: "<span class='age-hours' title='LONG DATE'>5 hours</span>", or the short date
 // when older than `max_relative` seconds (negative: never).

@@ -140,6 +140,16 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kRawDiff;
     else
       return std::nullopt;
+    // Only commit and diff pages are rendered limited to a path; a path-limited log, patch or
+    // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..").
+    while (route.path.ends_with('/')) route.path.pop_back();
+    if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
+        route.kind != PageKind::kDiffFragment)
+      return std::nullopt;
+    if (route.path.find("//") != std::string::npos || route.path == ".." ||
+        route.path.starts_with("../") || route.path.find("/../") != std::string::npos ||
+        route.path.ends_with("/.."))
+      return std::nullopt;
   }
 
   std::string key, value;
@@ -168,10 +178,14 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
   }
 
   const bool id_full = IsFullSha(route.id) && (route.id2.empty() || IsFullSha(route.id2));
-  if (id_full && route.path.empty()) {
+  if (id_full) {
     if (route.kind == PageKind::kDiffFragment) {
       route.cache_key = "gitfrag/diff/" + route.id + (route.id2.empty() ? "" : "/" + route.id2) +
                         "?" + OptionsKey(route.diff);
+      if (!route.path.empty()) {
+        route.cache_key += "&path=";
+        AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
+      }
     } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
       route.cache_key = "gitfrag/patch/" + route.id;
     } else if (route.kind == PageKind::kRawDiff && route.id2.empty()) {
@@ -182,13 +196,12 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
 }
 
 std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
-                              const DiffOptions& options) const {
-  std::string url;
-  {
-    Writer out(&url);
-    out.Raw(virtual_root_).UrlPart(repositories()[repo].url, /*keep_slash=*/true);
-  }
-  url += "/esi-diff/?id=";
+                              const DiffOptions& options, std::string_view path) const {
+  std::string url = virtual_root_;
+  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
+  url += "/esi-diff/";
+  AppendUrlEncoded(&url, path, /*keep_slash=*/true);
+  url += "?id=";
   url += sha;
   if (!sha2.empty()) url += "&id2=" + std::string(sha2);
   url += "&" + OptionsKey(options);

@@ -93,9 +93,10 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
   out.Raw("</span>");
 }
 
-// The commit-info table, subject with decorations and message: shared by commit and diff pages.
-void WriteCommitInfo(const PageContext& ctx, git_commit* commit, std::string_view id,
-                     bool message) {
+namespace {
+
+// The commit-info table, then the subject with its decorations and the message.
+void WriteCommitInfo(const PageContext& ctx, git_commit* commit) {
   Writer& out = ctx.out;
   const char* encoding = git_commit_message_encoding(commit);
   const std::string hex = OidHex(*git_commit_id(commit));
@@ -108,7 +109,13 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit, std::string_vie
   RepoUrl(ctx, "patch", "", {{"h", ctx.route.head}, {"id", hex}});
   out.Raw("'>patch</a>)</td></tr>\n<tr><th>tree</th><td colspan='2' class='oid'><a href='");
   RepoUrl(ctx, "tree", "", {{"h", ctx.route.head}, {"id", hex}});
-  out.Raw("'>").Raw(OidHex(*git_commit_tree_id(commit))).Raw("</a></td></tr>\n");
+  out.Raw("'>").Raw(OidHex(*git_commit_tree_id(commit))).Raw("</a>");
+  if (!ctx.route.path.empty()) {
+    out.Raw(" /<a href='");
+    RepoUrl(ctx, "tree", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
+    out.Raw("'>").Text(ctx.route.path).Raw("</a>");
+  }
+  out.Raw("</td></tr>\n");
   const unsigned parents = git_commit_parentcount(commit);
   for (unsigned i = 0; i < parents; ++i) {
     const std::string parent = OidHex(*git_commit_parent_id(commit, i));
@@ -119,8 +126,6 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit, std::string_vie
     out.Raw("'>diff</a>)</td></tr>");
   }
   out.Raw("</table>\n");
-  (void)id;
-  if (!message) return;
   std::string_view subject, body;
   const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
   SplitMessage(text, &subject, &body);
@@ -129,14 +134,15 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit, std::string_vie
   out.Raw("</div><div class='commit-msg'>").Text(body).Raw("</div>");
 }
 
+}  // namespace
+
 Page RenderCommit(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
   // Resolving in this repository is the check that the commit exists here before the shared,
   // repository-neutral fragment is included.
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   const git_oid& oid = *git_commit_id(commit.get());
   const std::string hex = OidHex(oid);
@@ -154,11 +160,11 @@ Page RenderCommit(const PageContext& ctx) {
     Writer& out = ctx.out;
     PageStart(ctx, title, "commit", ctx.route.id);
     WriteOptionsPanel(ctx, ctx.route.id);
-    WriteCommitInfo(ctx, commit.get(), ctx.route.id, /*message=*/true);
+    WriteCommitInfo(ctx, commit.get());
     // The URL is built from hex ids, numbers and the percent-encoded repository URL only, so it
     // needs no HTML escaping; the ESI processor removes the tag before any client sees it.
     out.Raw("<esi:include src=\"")
-        .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", ctx.route.diff));
+        .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", ctx.route.diff, ctx.route.path));
     out.Raw("\"/>");
     PageEnd(out);
   }

@@ -61,7 +61,7 @@ void FragmentArgs(Writer& out, const std::string& id, const std::string& id2,
 }
 
 void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
-                   const std::string& old_id) {
+                   const std::string& old_id, std::string_view up) {
   const bool added = d.status == GIT_DELTA_ADDED, deleted = d.status == GIT_DELTA_DELETED;
   out.Raw("<div class='head'>diff --git a/").Text(d.old_file.path).Raw(" b/").Text(d.new_file.path);
   char mode[16];
@@ -85,19 +85,171 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
   if (added) {
     out.Raw("<br/>--- /dev/null");
   } else {
-    out.Raw("<br/>--- a/<a href='../tree/").UrlPart(d.old_file.path, true);
+    out.Raw("<br/>--- a/<a href='").Raw(up).Raw("tree/").UrlPart(d.old_file.path, true);
     QueryArgs(out, {{"id", old_id}});
     out.Raw("'>").Text(d.old_file.path).Raw("</a>");
   }
   if (deleted) {
     out.Raw("<br/>+++ /dev/null");
   } else {
-    out.Raw("<br/>+++ b/<a href='../tree/").UrlPart(d.new_file.path, true);
+    out.Raw("<br/>+++ b/<a href='").Raw(up).Raw("tree/").UrlPart(d.new_file.path, true);
     QueryArgs(out, {{"id", id}});
     out.Raw("'>").Text(d.new_file.path).Raw("</a>");
   }
   out.Raw("</div>");
 }
+
+// Side-by-side rows (dt=1), cgit's ssdiff layout: context on both sides; a change block's deleted
+// lines paired row by row with its added lines ("changed"), the shorter side padded with a dark
+// cell; a block of only deletions or only additions as "del"/"add" against a dark cell. Tabs are
+// expanded to 8 columns, and the part of a changed line between the common prefix and suffix is
+// highlighted. A "\ No newline at end of file" marker joins the line it belongs to. Every line is
+// numbered (cgit drops numbers in some hunks whose header omits a count, e.g. "@@ -1 +1 @@").
+class SideBySide {
+ public:
+  SideBySide(Writer& out, const git_diff_delta& d, const std::string& old_id,
+             const std::string& new_id, std::string_view up)
+      : out_(out), d_(d), old_id_(old_id), new_id_(new_id), up_(up) {}
+
+  void Write(git_patch* patch) {
+    const size_t hunks = git_patch_num_hunks(patch);
+    for (size_t h = 0; h < hunks; ++h) {
+      const git_diff_hunk* hunk = nullptr;
+      size_t lines = 0;
+      if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
+      std::string_view header(hunk->header, hunk->header_len);
+      // git trims trailing blanks of the function name libgit2 keeps.
+      while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
+             header.ends_with('\t'))
+        header.remove_suffix(1);
+      out_.Raw("<tr><td colspan='4' class='hunk'>").Text(header).Raw("</td></tr>");
+      old_no_ = hunk->old_start;
+      new_no_ = hunk->new_start;
+      for (size_t l = 0; l < lines; ++l) {
+        const git_diff_line* line = nullptr;
+        if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
+        std::string_view content(line->content, line->content_len);
+        if (content.ends_with('\n')) content.remove_suffix(1);
+        switch (line->origin) {
+          case GIT_DIFF_LINE_CONTEXT:
+            Flush();
+            Row("ctx", old_no_++, content, "ctx", new_no_++, content);
+            break;
+          case GIT_DIFF_LINE_DELETION:
+            dels_.emplace_back(content);
+            break;
+          case GIT_DIFF_LINE_ADDITION:
+            adds_.emplace_back(content);
+            break;
+          default: {
+            // The marker follows the line it describes: the last one seen on its side.
+            while (content.starts_with('\n')) content.remove_prefix(1);
+            std::string* last = !adds_.empty()   ? &adds_.back()
+                                : !dels_.empty() ? &dels_.back()
+                                                 : nullptr;
+            if (last != nullptr) *last += "\n" + std::string(content);
+            break;
+          }
+        }
+      }
+      Flush();
+    }
+  }
+
+ private:
+  void Flush() {
+    const size_t rows = std::max(dels_.size(), adds_.size());
+    const bool both = !dels_.empty() && !adds_.empty();
+    for (size_t i = 0; i < rows; ++i) {
+      const bool has_old = i < dels_.size(), has_new = i < adds_.size();
+      std::string_view old_text = has_old ? std::string_view(dels_[i]) : std::string_view();
+      std::string_view new_text = has_new ? std::string_view(adds_[i]) : std::string_view();
+      const char* old_cls =
+          both ? (has_old ? "changed" : "changed_dark") : (has_old ? "del" : "add_dark");
+      const char* new_cls =
+          both ? (has_new ? "changed" : "changed_dark") : (has_new ? "add" : "del_dark");
+      Row(old_cls, has_old ? old_no_++ : -1, old_text, new_cls, has_new ? new_no_++ : -1, new_text,
+          both && has_old && has_new);
+    }
+    dels_.clear();
+    adds_.clear();
+  }
+
+  void Row(const char* old_cls, int old_no, std::string_view old_text, const char* new_cls,
+           int new_no, std::string_view new_text, bool highlight = false) {
+    out_.Raw("<tr>");
+    Cell(old_cls, old_no, d_.old_file.path, old_id_, old_text,
+         highlight ? new_text : std::string_view(), "del", highlight);
+    Cell(new_cls, new_no, d_.new_file.path, new_id_, new_text,
+         highlight ? old_text : std::string_view(), "add", highlight);
+    out_.Raw("</tr>");
+  }
+
+  void Cell(const char* cls, int no, const char* path, const std::string& id, std::string_view text,
+            std::string_view other, const char* mark, bool highlight) {
+    out_.Raw("<td class='lineno'>");
+    if (no >= 0) {
+      out_.Raw("<a href='").Raw(up_).Raw("tree/").UrlPart(path, true);
+      QueryArgs(out_, {{"id", id}});
+      out_.Raw("#n")
+          .Number(static_cast<uint64_t>(no))
+          .Raw("'>")
+          .Number(static_cast<uint64_t>(no))
+          .Raw("</a>");
+    }
+    out_.Raw("</td><td class='").Raw(cls).Raw("'>");
+    const std::string expanded = ExpandTabs(text);
+    if (!highlight) {
+      out_.Text(expanded);
+    } else {
+      const std::string other_expanded = ExpandTabs(other);
+      size_t prefix = 0;
+      while (prefix < expanded.size() && prefix < other_expanded.size() &&
+             expanded[prefix] == other_expanded[prefix])
+        ++prefix;
+      size_t suffix = 0;
+      while (suffix < expanded.size() - prefix && suffix < other_expanded.size() - prefix &&
+             expanded[expanded.size() - 1 - suffix] ==
+                 other_expanded[other_expanded.size() - 1 - suffix])
+        ++suffix;
+      // Never split a UTF-8 sequence between the plain and the highlighted part.
+      auto continuation = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; };
+      while (prefix > 0 && prefix < expanded.size() && continuation(expanded[prefix])) --prefix;
+      while (suffix > 0 && continuation(expanded[expanded.size() - suffix])) --suffix;
+      const std::string_view all(expanded);
+      out_.Text(all.substr(0, prefix));
+      const std::string_view middle = all.substr(prefix, all.size() - prefix - suffix);
+      if (!middle.empty())
+        out_.Raw("<span class='").Raw(mark).Raw("'>").Text(middle).Raw("</span>");
+      out_.Text(all.substr(all.size() - suffix));
+    }
+    out_.Raw("</td>");
+  }
+
+  static std::string ExpandTabs(std::string_view s) {
+    std::string out;
+    size_t column = 0;
+    for (char c : s) {
+      if (c == '\t') {
+        const size_t n = 8 - column % 8;
+        out.append(n, ' ');
+        column += n;
+      } else {
+        out += c;
+        column = c == '\n' ? 0 : column + 1;
+      }
+    }
+    return out;
+  }
+
+  Writer& out_;
+  const git_diff_delta& d_;
+  const std::string& old_id_;
+  const std::string& new_id_;
+  std::string_view up_;
+  int old_no_ = 0, new_no_ = 0;
+  std::vector<std::string> dels_, adds_;
+};
 
 void WriteHunks(Writer& out, git_patch* patch) {
   const size_t hunks = git_patch_num_hunks(patch);
@@ -106,7 +258,10 @@ void WriteHunks(Writer& out, git_patch* patch) {
     size_t lines = 0;
     if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
     std::string_view header(hunk->header, hunk->header_len);
-    while (header.ends_with('\n') || header.ends_with('\r')) header.remove_suffix(1);
+    // git trims trailing blanks of the function name libgit2 keeps.
+    while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
+           header.ends_with('\t'))
+      header.remove_suffix(1);
     out.Raw("<div class='hunk'>").Text(header).Raw("</div>");
     for (size_t l = 0; l < lines; ++l) {
       const git_diff_line* line = nullptr;
@@ -147,7 +302,12 @@ void WriteHunks(Writer& out, git_patch* patch) {
 }  // namespace
 
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options) {
+                       const DiffOptions& options, std::string_view path) {
+  // From the including page (…/REPO/PAGE/PATH) back up to …/REPO/.
+  std::string up = "../";
+  for (char c : path) {
+    if (c == '/') up += "../";
+  }
   const std::string id = OidHex(*git_commit_id(commit));
   const std::string id2 = other != nullptr ? OidHex(*git_commit_id(other)) : "";
   std::string old_id = id2;
@@ -155,10 +315,12 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     old_id = OidHex(*git_commit_parent_id(commit, 0));
 
   std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit, other, options, /*detect_renames=*/true, &reason);
-  out.Raw("<div class='diffstat-header'><a href='../diff/");
+  DiffPtr diff = CommitDiff(repo, commit, other, options, /*detect_renames=*/true, &reason, path);
+  out.Raw("<div class='diffstat-header'><a href='").Raw(up).Raw("diff/");
   FragmentArgs(out, id, id2, options);
-  out.Raw("'>Diffstat</a></div>");
+  out.Raw("'>Diffstat</a>");
+  if (!path.empty()) out.Raw(" (limited to '").Text(path).Raw("')");
+  out.Raw("</div>");
   if (!diff) {
     out.Raw("<div class='error'>").Text(reason).Raw("</div>");
     return;
@@ -192,17 +354,19 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     const git_diff_delta* d = git_patch_get_delta(patches[i].get());
     const FileStat& s = stats[i];
     const bool deleted = d->status == GIT_DELTA_DELETED;
-    const char* path = deleted ? d->old_file.path : d->new_file.path;
+    const char* file = deleted ? d->old_file.path : d->new_file.path;
     out.Raw("<tr><td class='mode'>").Raw(ModeString(deleted ? d->old_file.mode : d->new_file.mode));
     if (!deleted && d->status != GIT_DELTA_ADDED && d->old_file.mode != d->new_file.mode) {
       out.Raw("<span class='modechange'>[").Raw(ModeString(d->old_file.mode)).Raw("]</span>");
     }
     out.Raw("</td><td class='")
         .Raw(StatusClass(d->status))
-        .Raw("'><a href='../diff/")
-        .UrlPart(path, true);
+        .Raw("'><a href='")
+        .Raw(up)
+        .Raw("diff/")
+        .UrlPart(file, true);
     FragmentArgs(out, id, id2, options);
-    out.Raw("'>").Text(path).Raw("</a>");
+    out.Raw("'>").Text(file).Raw("</a>");
     if (d->status == GIT_DELTA_RENAMED) out.Raw(" (renamed from ").Text(d->old_file.path).Raw(")");
     out.Raw("</td>");
     if (s.binary) {
@@ -227,11 +391,33 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
   out.Number(total_added).Raw(" insertions, ").Number(total_removed).Raw(" deletions</div>");
   if (options.dt == 2) return;  // "stat only"
 
+  if (options.dt == 1) {
+    out.Raw("<table summary='ssdiff' class='ssdiff'>");
+    for (size_t i = 0; i < n; ++i) {
+      if (!patches[i]) continue;
+      const git_diff_delta* d = git_patch_get_delta(patches[i].get());
+      out.Raw(
+          "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
+          "colspan='4'>");
+      WriteDiffHead(out, *d, id, old_id, up);
+      out.Raw("</td></tr>");
+      if (stats[i].binary) {
+        out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
+      } else {
+        SideBySide ss{out, *d, old_id, id, up};
+        ss.Write(patches[i].get());
+      }
+      out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
+    }
+    out.Raw("</table>");
+    return;
+  }
+
   out.Raw("<table summary='diff' class='diff'><tr><td>");
   for (size_t i = 0; i < n; ++i) {
     if (!patches[i]) continue;
     const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-    WriteDiffHead(out, *d, id, old_id);
+    WriteDiffHead(out, *d, id, old_id, up);
     if (stats[i].binary) {
       out.Raw("Binary files differ");
       continue;
@@ -245,15 +431,14 @@ Page RenderFragment(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
-  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff);
+  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff, ctx.route.path);
   return Page{};
 }
 
@@ -267,12 +452,11 @@ Page RenderDiffPage(const PageContext& ctx) {
   std::string reason;
   git_repository* repo = ctx.lease.repo();
   // Both commits must exist in this repository before the shared fragment is included.
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
   const std::string title =
@@ -281,7 +465,8 @@ Page RenderDiffPage(const PageContext& ctx) {
   WriteOptionsPanel(ctx, ctx.route.id);
   ctx.out.Raw("<esi:include src=\"")
       .Raw(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
-                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff))
+                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff,
+                                ctx.route.path))
       .Raw("\"/>");
   PageEnd(ctx.out);
   Page page;

@@ -1,59 +1,19 @@
 // The log page: 50 commits per page from h= (or id=, or HEAD), newest first, with decorations and
 // a pager (ofs=).
 #include <ctime>
-#include <list>
 #include <string>
-#include <unordered_set>
 
+#include "history.h"
 #include "render.h"
 
 namespace shellac::gitfrag {
-namespace {
-
-// git's default history order (what cgit's log shows): repeatedly take the newest commit of the
-// frontier and add its unseen parents. Commits with equal dates leave the frontier in the order
-// they entered it, which libgit2's time sort does not promise, so the walk is done here.
-class DateWalk {
- public:
-  DateWalk(git_repository* repo, const git_oid& start) : repo_(repo) { Add(start); }
-
-  // The next commit, or null at the end.
-  CommitPtr Next() {
-    if (frontier_.empty()) return nullptr;
-    CommitPtr commit = std::move(frontier_.front());
-    frontier_.pop_front();
-    const unsigned parents = git_commit_parentcount(commit.get());
-    for (unsigned i = 0; i < parents; ++i) Add(*git_commit_parent_id(commit.get(), i));
-    return commit;
-  }
-
- private:
-  void Add(const git_oid& oid) {
-    if (!seen_.insert(std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ)).second)
-      return;
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo_, &oid) != 0) return;
-    CommitPtr commit(raw);
-    const git_time_t date = git_commit_time(raw);
-    auto it = frontier_.begin();
-    while (it != frontier_.end() && git_commit_time(it->get()) >= date) ++it;
-    frontier_.insert(it, std::move(commit));
-  }
-
-  git_repository* repo_;
-  std::list<CommitPtr> frontier_;
-  std::unordered_set<std::string> seen_;
-};
-
-}  // namespace
 
 Page RenderLog(const PageContext& ctx) {
   constexpr unsigned kPerPage = 50;
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr start =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr start = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!start) return ErrorPage(status, reason);
   DateWalk walk(repo, *git_commit_id(start.get()));
 
@@ -86,7 +46,15 @@ Page RenderLog(const PageContext& ctx) {
     WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
     out.Raw("</td><td><a href='");
     RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
-    out.Raw("'>").Text(subject).Raw("</a>");
+    // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len); the cut backs
+    // off to a UTF-8 character boundary.
+    if (subject.size() > 80) {
+      size_t cut = 77;
+      while (cut > 0 && (static_cast<unsigned char>(subject[cut]) & 0xC0) == 0x80) --cut;
+      out.Raw("'>").Text(subject.substr(0, cut)).Raw("...</a>");
+    } else {
+      out.Raw("'>").Text(subject).Raw("</a>");
+    }
     WriteDecorations(ctx, oid);
     out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");
   }

@@ -3,10 +3,12 @@
 // patch is what `git format-patch --stdout PARENT..COMMIT` prints (cgit's patch page): one mail
 // per non-merge, non-empty commit of the range, with git's --stat (80 columns) and --summary, and
 // the diff without rename detection. rawdiff is the bare diff against the first parent.
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "history.h"
 #include "render.h"
 
 namespace shellac::gitfrag {
@@ -148,12 +150,104 @@ void WriteSummary(std::string* out, git_diff* diff) {
   }
 }
 
+// The diff as `git diff` prints it. libgit2 keeps trailing blanks of the function name in a hunk
+// header ("@@ -1,2 +1,2 @@ int f(a, "); git trims them, so headers are trimmed here.
 bool AppendDiffText(git_diff* diff, std::string* out) {
-  git_buf buf = GIT_BUF_INIT;
-  if (git_diff_to_buf(&buf, diff, GIT_DIFF_FORMAT_PATCH) != 0) return false;
-  out->append(buf.ptr, buf.size);
-  git_buf_dispose(&buf);
-  return true;
+  auto line_cb = [](const git_diff_delta*, const git_diff_hunk*, const git_diff_line* line,
+                    void* payload) -> int {
+    auto* text = static_cast<std::string*>(payload);
+    std::string_view content(line->content, line->content_len);
+    switch (line->origin) {
+      case GIT_DIFF_LINE_CONTEXT:
+      case GIT_DIFF_LINE_ADDITION:
+      case GIT_DIFF_LINE_DELETION:
+        text->push_back(line->origin);
+        break;
+      case GIT_DIFF_LINE_HUNK_HDR: {
+        const bool newline = content.ends_with('\n');
+        if (newline) content.remove_suffix(1);
+        while (content.ends_with(' ') || content.ends_with('\t')) content.remove_suffix(1);
+        text->append(content);
+        if (newline) text->push_back('\n');
+        return 0;
+      }
+      default:
+        break;
+    }
+    text->append(content);
+    return 0;
+  };
+  return git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, out) == 0;
+}
+
+// A mail header value wrapped as git wraps a patch's Subject: words fill lines of at most 78
+// columns (the first line counts the header name), continuation lines start with one space.
+void AppendWrapped(std::string* out, std::string_view header, std::string_view text) {
+  constexpr size_t kWidth = 78;
+  *out += header;
+  size_t column = Columns(header);
+  bool first = true;
+  while (!text.empty()) {
+    const size_t space = text.find(' ');
+    const std::string_view word = text.substr(0, space);
+    text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    const size_t width = Columns(word);
+    if (first) {
+      column += width;
+    } else if (column + 1 + width <= kWidth) {
+      *out += ' ';
+      column += 1 + width;
+    } else {
+      *out += "\n ";
+      column = 1 + width;
+    }
+    *out += word;
+    first = false;
+  }
+  *out += '\n';
+}
+
+// "From: NAME <EMAIL>" as git writes it: a name with mail-special characters is quoted, a
+// non-ASCII one is RFC 2047 encoded, and the address moves to a continuation line when the whole
+// would pass 78 columns (76 after an encoded name).
+void AppendFrom(std::string* out, std::string_view name, std::string_view email) {
+  std::string line = "From: ";
+  size_t limit = 78;
+  bool ascii = true;
+  for (unsigned char c : name) ascii = ascii && c < 0x80;
+  if (!ascii) {
+    static const char kHex[] = "0123456789ABCDEF";
+    line += "=?UTF-8?q?";
+    for (unsigned char c : name) {
+      if (c == ' ') {
+        line += '_';
+      } else if (std::isalnum(c) || c == '!' || c == '*' || c == '+' || c == '-' || c == '/') {
+        line += static_cast<char>(c);
+      } else {
+        line += '=';
+        line += kHex[c >> 4];
+        line += kHex[c & 15];
+      }
+    }
+    line += "?=";
+    limit = 76;
+  } else if (name.find_first_of("()<>[]:;@\\,.\"") != std::string_view::npos) {
+    line += '"';
+    for (char c : name) {
+      if (c == '"' || c == '\\') line += '\\';
+      line += c;
+    }
+    line += '"';
+  } else {
+    line += name;
+  }
+  const size_t last_line =
+      line.size() - (line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
+  if (last_line + 2 + email.size() + 1 > limit) line += '\n';
+  line += " <";
+  line += email;
+  line += ">\n";
+  *out += line;
 }
 
 bool IsAscii(std::string_view s) {
@@ -217,9 +311,9 @@ bool AppendMail(git_repository* repo, git_commit* commit, std::string* out, std:
   const std::string name = ToUtf8(author->name, encoding);
 
   *out += "From " + OidHex(*git_commit_id(commit)) + " Mon Sep 17 00:00:00 2001\n";
-  *out += "From: " + name + " <" + ToUtf8(author->email, encoding) + ">\n";
+  AppendFrom(out, name, ToUtf8(author->email, encoding));
   *out += "Date: " + FormatMailDate(author->when) + "\n";
-  *out += "Subject: " + subject + "\n";
+  AppendWrapped(out, "Subject: ", subject);
   if (!IsAscii(message) || !IsAscii(name)) {
     *out +=
         "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: "
@@ -245,8 +339,7 @@ Page RenderPatch(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   const std::string hex = OidHex(*git_commit_id(commit.get()));
   Page page;
@@ -258,7 +351,6 @@ Page RenderPatch(const PageContext& ctx) {
   git_revwalk* raw_walk = nullptr;
   if (git_revwalk_new(&raw_walk, repo) != 0) return ErrorPage(500, "cannot walk history");
   RevwalkPtr walk(raw_walk);
-  git_revwalk_sorting(raw_walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
   git_revwalk_push(raw_walk, git_commit_id(commit.get()));
   if (git_commit_parentcount(commit.get()) > 0) {
     const git_oid* parent = git_commit_parent_id(commit.get(), 0);
@@ -268,14 +360,25 @@ Page RenderPatch(const PageContext& ctx) {
   page.headers.emplace_back("Content-Disposition", "inline; filename=\"" + filename + "\"");
   std::string text;
   git_oid oid;
-  while (git_revwalk_next(&oid, raw_walk) == 0) {
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo, &oid) != 0) continue;
-    CommitPtr c(raw);
-    if (git_commit_parentcount(raw) > 1) continue;
-    AppendMail(repo, raw, &text, &reason);
+  // The range's commits (libgit2's revwalk finds the set), then listed oldest first in git's
+  // order: the reverse of the date-ordered walk.
+  DateWalk::Set range;
+  while (git_revwalk_next(&oid, raw_walk) == 0) range.insert(DateWalk::Key(oid));
+  std::vector<CommitPtr> series;
+  DateWalk order(repo, *git_commit_id(commit.get()), &range);
+  while (CommitPtr c = order.Next()) {
+    if (git_commit_parentcount(c.get()) <= 1) series.push_back(std::move(c));
   }
-  text += "-- \nshellac " SHELLAC_VERSION "\n";
+  // Each mail ends with a signature; mails are separated by a blank line (format-patch --stdout).
+  size_t mails = 0;
+  for (auto it = series.rbegin(); it != series.rend(); ++it) {
+    std::string mail;
+    if (!AppendMail(repo, it->get(), &mail, &reason)) continue;
+    if (mails++ > 0) text += '\n';
+    text += mail;
+    text += "-- \nshellac " SHELLAC_VERSION "\n\n";
+  }
+  if (mails == 0) text += "-- \nshellac " SHELLAC_VERSION "\n\n";
   ctx.out.Raw(text);
   return page;
 }
@@ -284,12 +387,11 @@ Page RenderRawDiff(const PageContext& ctx) {
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit =
-      ResolveCommit(repo, ctx.lease.refs(), ctx.route.id, ctx.route.head, &status, &reason);
+  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   CommitPtr other;
   if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.lease.refs(), ctx.route.id2, "", &status, &reason);
+    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
     if (!other) return ErrorPage(status, reason);
   }
   DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), ctx.route.diff,

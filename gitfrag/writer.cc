@@ -49,12 +49,32 @@ Writer& Writer::Text(std::string_view s) {
   return *this;
 }
 
-Writer& Writer::UrlPart(std::string_view s, bool keep_slash) {
-  static const char kHex[] = "0123456789ABCDEF";
+namespace {
+
+constexpr char kHex[] = "0123456789ABCDEF";
+
+bool UrlSafe(unsigned char c, bool keep_slash) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
+}
+
+}  // namespace
+
+void AppendUrlEncoded(std::string* out, std::string_view s, bool keep_slash) {
   for (unsigned char c : s) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
-    if (safe) {
+    if (UrlSafe(c, keep_slash)) {
+      out->push_back(static_cast<char>(c));
+    } else {
+      out->push_back('%');
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    }
+  }
+}
+
+Writer& Writer::UrlPart(std::string_view s, bool keep_slash) {
+  for (unsigned char c : s) {
+    if (UrlSafe(c, keep_slash)) {
       Put(static_cast<char>(c));
     } else {
       Put('%');

@@ -10,6 +10,11 @@
 
 namespace shellac::gitfrag {
 
+// Percent-encodes `s` onto `out`: bytes outside [A-Za-z0-9._~-] (and '/' unless `keep_slash` is
+// false) become %XX. The result is plain ASCII with nothing HTML would interpret. For short
+// strings built outside a render (routing, cache keys, include URLs).
+void AppendUrlEncoded(std::string* out, std::string_view s, bool keep_slash);
+
 class Writer {
  public:
   static constexpr size_t kBufferSize = 64 << 10;

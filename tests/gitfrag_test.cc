@@ -13,7 +13,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -107,6 +106,19 @@ git tag -a v1.0-outer -m 'tag on a tag' v1.0
 git tag light
 git tag '<script>tag'
 git branch 'feature/<i>x'
+git checkout -q -b wide master~3
+printf 'int function_with_trailing_blanks(int a)   \n{\n  int b = 1;\n  int c = 2;\n  int d = 3;\n  return a;\n}\n' > f.c
+git add f.c && git commit -q -m 'f.c'
+sed -i 's/return a;/return a + b + c + d;/' f.c
+GIT_AUTHOR_NAME='Averyveryverylong Name, With A Comma' GIT_AUTHOR_EMAIL=a.very.long.address@subdomain.example.org \
+  git commit -q -a -m 'a subject line that is long enough to be wrapped in a mail header and shortened in the log view'
+git checkout -q -b topic
+echo t1 > t1.txt && git add t1.txt && GIT_COMMITTER_DATE='2021-03-04T07:00:00-0700' git commit -q -m 'topic one'
+echo t2 > t2.txt && git add t2.txt && GIT_COMMITTER_DATE='2021-03-04T07:00:01-0700' git commit -q -m 'topic two'
+git checkout -q wide
+echo w > w.txt && git add w.txt && GIT_COMMITTER_DATE='2021-03-04T07:00:02-0700' git commit -q -m 'wide work'
+GIT_COMMITTER_DATE='2021-03-04T07:00:03-0700' git merge -q --no-edit topic
+git checkout -q master
 git checkout -q -b long
 for i in $(seq 1 61); do GIT_COMMITTER_DATE="$((1614900000 + i * 60)) +0000" git commit -q --allow-empty -m "filler $i"; done
 git checkout -q master
@@ -164,23 +176,37 @@ git checkout -q master
 };
 
 // The visible text of an HTML page: the generator footer removed (cgit's names its version and
-// the time of rendering), tags stripped, entities decoded, whitespace runs collapsed to a space.
-std::string VisibleText(std::string html) {
+// the time of rendering), tags stripped (inline <span> highlighting without a trace, other tags
+// as a space), entities decoded, whitespace runs collapsed to a space. With `drop_line_numbers`
+// the side-by-side line-number cells are left out (see the side-by-side test for why).
+std::string VisibleText(std::string html, bool drop_line_numbers = false) {
   const size_t footer = html.find("<div class='footer'>");
   if (footer != std::string::npos) {
     const size_t end = html.find("</div>", footer);
     html.erase(footer, end + 6 - footer);
   }
+  if (drop_line_numbers) {
+    static constexpr std::string_view kCell = "<td class='lineno'>";
+    for (size_t p = 0; (p = html.find(kCell, p)) != std::string::npos;) {
+      const size_t end = html.find("</td>", p);
+      html.erase(p, end + 5 - p);
+    }
+  }
   std::string text;
+  size_t tag_start = 0;
   bool in_tag = false;
-  for (char c : html) {
-    if (c == '<')
+  for (size_t i = 0; i < html.size(); ++i) {
+    const char c = html[i];
+    if (c == '<' && !in_tag) {
       in_tag = true;
-    else if (c == '>' && in_tag) {
+      tag_start = i;
+    } else if (c == '>' && in_tag) {
       in_tag = false;
-      text += ' ';
-    } else if (!in_tag)
+      const std::string_view tag = std::string_view(html).substr(tag_start + 1, i - tag_start - 1);
+      if (!tag.starts_with("span") && !tag.starts_with("/span")) text += ' ';
+    } else if (!in_tag) {
       text += c;
+    }
   }
   static const std::pair<const char*, const char*> kEntities[] = {
       {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
@@ -418,6 +444,8 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
   ASSERT_GE(commits.size(), 9u);
   std::vector<std::string> queries;
   for (const auto& c : commits) queries.push_back("id=" + c);
+  for (const auto& c : commits) queries.push_back("id=" + c + "&dt=1");  // side by side
+  queries.push_back("id=" + commits[2] + "&dt=2");                       // stat only
   queries.push_back("id=" + commits[3] + "&context=1");
   queries.push_back("id=" + commits[2] + "&ignorews=1&context=10");
   queries.push_back("h=side&id=" + fx.Rev("side").substr(0, 10));
@@ -430,8 +458,16 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
     EXPECT_TRUE(frame.esi);
     EXPECT_NE(frame.body.find("<esi:include src=\"/fix/esi-diff/?id="), std::string::npos);
     Page page = site.RenderAssembled(route);
-    const std::string ours = VisibleText(page.body);
-    const std::string theirs = VisibleText(fx.Cgit("/fix/commit/", q));
+    // cgit leaves line numbers out of side-by-side rows in hunks whose header omits a count
+    // ("@@ -1 +1 @@") in a way that depends on the hunks before; shellac numbers every line, so
+    // dt=1 pages are compared without the number cells (the content and pairing of every row
+    // still must match).
+    const bool ssdiff = q.find("dt=1") != std::string::npos;
+    const std::string ours = VisibleText(page.body, ssdiff);
+    const std::string theirs = VisibleText(fx.Cgit("/fix/commit/", q), ssdiff);
+    if (ssdiff) {
+      EXPECT_NE(page.body.find("class='ssdiff'"), std::string::npos);
+    }
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
   }
 }
@@ -461,6 +497,7 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
       {"/fix/log/", "h=long"},
       {"/fix/log/", "h=long&ofs=50"},
       {"/fix/log/", "id=" + fx.Rev("long~55")},
+      {"/fix/log/", "h=wide"},
       {"/pub/scm/two/log/", "h=side"},
       {"/", ""},
   };
@@ -474,14 +511,59 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
   }
 }
 
+// Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
+// folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
+TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  Site site(fx.Config());
+  const std::string a = fx.Rev("master~6"), head = fx.Rev("master");
+  struct Case {
+    std::string ours, theirs, query;
+  };
+  const std::vector<Case> cases = {
+      {"/fix/commit/main.c", "/fix/commit/main.c", "id=" + a},
+      {"/fix/commit/nums", "/fix/commit/nums", "id=" + a},
+      {"/fix/commit/no/such", "/fix/commit/no/such", "id=" + a},
+      {"/fix/commit/%3Cscript%3Edir", "/fix/commit/<script>dir", "id=" + head},
+      {"/fix/commit/%3Cscript%3Edir/%3Cb%3Efile.txt", "/fix/commit/<script>dir/<b>file.txt",
+       "id=" + head},
+      {"/fix/diff/main.c", "/fix/diff/main.c", "id=" + a + "&context=1"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.ours);
+    Route route = MustMatch(site, c.ours, c.query);
+    Page frame = site.Render(route);
+    ASSERT_EQ(frame.status, 200) << frame.reason;
+    const size_t s = frame.body.find("<esi:include src=\"") + 18;
+    const std::string url = frame.body.substr(s, frame.body.find('"', s) - s);
+    Route fragment = MustMatch(site, url.substr(0, url.find('?')), url.substr(url.find('?') + 1));
+    EXPECT_NE(fragment.cache_key.find("&path="), std::string::npos) << fragment.cache_key;
+    const std::string ours = VisibleText(site.RenderAssembled(route).body);
+    const std::string theirs = VisibleText(fx.Cgit(c.theirs, c.query));
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+  // A page two folders deep (commit/DIR/FILE): links climb two folders to reach the repository.
+  const Page deep =
+      site.Render(MustMatch(site, "/fix/esi-diff/%3Cscript%3Edir/%3Cb%3Efile.txt", "id=" + head));
+  EXPECT_NE(deep.body.find("href='../../tree/%3Cscript%3Edir/%3Cb%3Efile.txt?id="),
+            std::string::npos)
+      << deep.body.substr(0, 600);
+  EXPECT_FALSE(site.Match("/fix/commit/../x", "id=" + head));
+  EXPECT_FALSE(site.Match("/fix/log/main.c", "")) << "path-limited log is left to the upstream";
+  EXPECT_FALSE(site.Match("/fix/patch/main.c", "id=" + head)) << "no path-limited patch";
+}
+
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
 // (cgit names its version there).
 TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
   if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
   Site site(fx.Config());
+  // Each mail's signature names the program: made equal before comparing.
   auto without_signature = [](std::string s) {
-    const size_t sig = s.rfind("-- \n");
-    if (sig != std::string::npos) s.resize(sig);
+    for (const std::string sig : {"-- \ncgit v1.2.3\n", "-- \nshellac " SHELLAC_VERSION "\n"}) {
+      for (size_t p = 0; (p = s.find(sig, p)) != std::string::npos;)
+        s.replace(p, sig.size(), "-- \nSIG\n");
+    }
     return s;
   };
   std::string all = fx.Git("rev-list --all");
@@ -546,6 +628,16 @@ TEST_F(GitfragPages, BadInput) {
   EXPECT_EQ(status("/fix/commit/", "id=" + std::string(40, '0')).first, 404);
   EXPECT_EQ(status("/fix/commit/", "id=nosuchref").first, 404);
   EXPECT_EQ(status("/fix/commit/", "id=HEAD:nums").first, 404);
+  // Revision syntax that would search or walk history per request is refused.
+  for (const char* id : {":/root", "HEAD~1", "HEAD^", "master@{0}", "HEAD..master", "v1.0^{}"}) {
+    auto r = status("/fix/commit/", std::string("id=") + id);
+    EXPECT_EQ(r.first, 404) << id;
+    EXPECT_NE(r.second.find("malformed"), std::string::npos) << id << ": " << r.second;
+  }
+  // Ref names, tags (also odd ones) and short ids resolve.
+  for (const char* id : {"side", "v1.0", "feature/%3Ci%3Ex", "%3Cscript%3Etag", "refs/heads/long"})
+    EXPECT_EQ(status("/fix/commit/", std::string("id=") + id).first, 200) << id;
+  EXPECT_EQ(status("/fix/commit/", "id=" + fx.Rev("HEAD").substr(0, 8)).first, 200);
   auto malformed = status("/fix/commit/", "id=%01x");
   EXPECT_EQ(malformed.first, 404);
   EXPECT_NE(malformed.second.find("malformed"), std::string::npos) << malformed.second;
