@@ -251,6 +251,17 @@ class Builder {
       std::string git_dir = IsGitDir(path + "/.git") ? path + "/.git" : path;
       if (!from_cli) repo_key_paths_.insert(git_dir);
       AddRepository(UrlForPath(path), git_dir, origin, DescriptionFile(git_dir));
+      cgit_open_stanza_ = false;
+    } else if (key == "repo.url" || key == "repo.path" || key == "repo.name" || key == "repo.desc" ||
+               key == "repo.owner" || key == "section") {
+      // cgit's repository stanzas, written in shellac's own file: as in a cgitrc, but a key that
+      // belongs to no stanza, or a path that does not exist, is an error here.
+      const bool open = cgit_open_stanza_ && config_->repositories.size() > cgit_first_repo_;
+      if (key != "repo.url" && key != "section" && !open) fail("no repo.url= before it starts a repository");
+      if (key == "repo.path" && access(std::string(value).c_str(), F_OK) != 0) {
+        fail("no such repository '" + std::string(value) + "'");
+      }
+      SetCgitKey(key, value, origin);
     } else if (key == "scan-path") {
       std::string root(value);
       if (!IsDirectory(root)) fail("no such folder '" + root + "'");
@@ -696,6 +707,12 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"repo", "none"},
       {"cgitrc", "none"},
       {"scan-path", "none"},
+      {"repo.url", "none"},
+      {"repo.path", "-"},
+      {"repo.name", "the repo.url"},
+      {"repo.desc", "none"},
+      {"repo.owner", "none"},
+      {"section", "none"},
       {"virtual-root", "/"},
       {"max-open-repos", "64"},
       {"render-threads", "number of cores"},

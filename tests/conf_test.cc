@@ -141,7 +141,7 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     seen.insert(key);
     if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
         key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
-        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key == "listen-tls" ||
+        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key.starts_with("repo.") || key == "section" || key == "listen-tls" ||
         key == "tls-cert") {
       continue;
     }
@@ -798,8 +798,12 @@ TEST_F(ConfTest, RenderDefaultsAndErrors) {
 TEST_F(ConfTest, CgitKeysInShellacFileAreStillErrors) {
   const std::string path = Write("shellac.conf", "threads = 2\ncss=/cgit.css\n");
   EXPECT_TRUE(StartsWith(LoadError(path), path + ":2: css: unknown key"));
+  // Repository stanzas are shellac keys too, but stricter than in a cgitrc: see
+  // RepositoryStanzasInShellacsOwnFile.
   const std::string path2 = Write("shellac2.conf", "repo.path = /srv/git/x.git\n");
-  EXPECT_TRUE(StartsWith(LoadError(path2), path2 + ":1: repo.path: unknown key"));
+  EXPECT_TRUE(StartsWith(LoadError(path2), path2 + ":1: repo.path: no repo.url= before it"));
+  const std::string path3 = Write("shellac3.conf", "repo.clone-url = git://x\n");
+  EXPECT_TRUE(StartsWith(LoadError(path3), path3 + ":1: repo.clone-url: unknown key"));
 }
 
 TEST_F(ConfTest, CgitrcFromCommandLine) {
@@ -940,6 +944,28 @@ TEST(ParseAddress, Ipv4) {
   EXPECT_EQ(PortInStorage(a), 80);
   EXPECT_EQ(Ipv4(a), INADDR_LOOPBACK);
   EXPECT_EQ(a.length, sizeof(sockaddr_in));
+}
+
+TEST_F(ConfTest, RepositoryStanzasInShellacsOwnFile) {
+  const std::string a = Mkdir("a.git");
+  const std::string b = Mkdir("b.git");
+  const std::string file = Write("stanzas.conf", "section=Kernel\nrepo.url=pub/linux\nrepo.path=" + a +
+                                                     "\nrepo.desc=the kernel\nrepo.owner=Linus\n"
+                                                     "repo.url=tools\nrepo.path=" + b + "\nrepo.name=Tools\n");
+  auto c = LoadOk(file);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->repositories.size(), 2u);
+  EXPECT_EQ(c->repositories[0].url, "pub/linux");
+  EXPECT_EQ(c->repositories[0].path, a);
+  EXPECT_EQ(c->repositories[0].desc, "the kernel");
+  EXPECT_EQ(c->repositories[0].owner, "Linus");
+  EXPECT_EQ(c->repositories[0].section, "Kernel");
+  EXPECT_EQ(c->repositories[1].name, "Tools");
+  EXPECT_EQ(c->repositories[1].origin, file + ":6");
+  const std::string orphan = Write("orphan.conf", "listen=127.0.0.1:0\nrepo.path=" + a + "\n");
+  EXPECT_EQ(LoadError(orphan), orphan + ":2: repo.path: no repo.url= before it starts a repository");
+  const std::string missing = Write("missing.conf", "repo.url=x\nrepo.path=/no/such/repo.git\n");
+  EXPECT_EQ(LoadError(missing), missing + ":2: repo.path: no such repository '/no/such/repo.git'");
 }
 
 TEST_F(ConfTest, EsiKeys) {
