@@ -52,7 +52,9 @@ class IncludeFetch : public ExchangeClient {
   void FailExchange(int, const std::string& detail) override { Done({}, detail); }
   void AbortExchange() override { Done({}, "the fetch was cut short"); }
   void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
-  bool secure() const override { return page_.secure(); }  // includes go upstream as the page came in
+  bool secure() const override {
+    return page_.secure();
+  }  // includes go upstream as the page came in
 
  private:
   void Lookup() {
@@ -221,6 +223,8 @@ EsiResponse::~EsiResponse() = default;
 
 uintptr_t EsiResponse::AddBody(cache::ObjectRef object) {
   Body& body = bodies_.emplace_back();
+  body.segments.reserve(object->segments().size());
+  body.starts.reserve(object->segments().size());
   uint64_t at = 0;
   for (const auto& segment : object->segments()) {
     body.segments.push_back(segment);
@@ -256,7 +260,11 @@ void EsiResponse::Start() {
     }
   }
   context_.cookie = cookie_;
-  host_ = request_.host.empty() ? config.backend->text : request_.host;
+  // An HTTP/1.0 request may come without Host: its includes go out with the backend's name (none
+  // when the page is a resident frame and no backend is configured).
+  host_ = !request_.host.empty() ? request_.host
+          : config.backend       ? config.backend->text
+                                 : std::string();
   const esi::Location base{host_, request_.target};
   context_.host = host_;
   if (const auto q = request_.target.find('?'); q != std::string::npos) {

@@ -198,6 +198,13 @@ TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
   Response commit = HttpGet(proxy.Port(), "/work/commit/?id=" + repos.second());
   EXPECT_EQ(commit.status, 200) << commit.Describe();
   EXPECT_NE(commit.body.find("five"), std::string::npos);
+  // HTTP/1.0 without Host: the frame's include still resolves (there is no backend to name).
+  RawClient old;
+  ASSERT_TRUE(old.Connect(proxy.Port()));
+  Response r10 = old.RoundTrip("GET /work/commit/?id=" + repos.second() + " HTTP/1.0\r\n\r\n");
+  ASSERT_TRUE(r10.ok) << r10.error;
+  EXPECT_EQ(r10.status, 200);
+  EXPECT_EQ(r10.body, commit.body);
 }
 
 }  // namespace
