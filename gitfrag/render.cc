@@ -315,6 +315,26 @@ bool IsFullSha(std::string_view s) {
   return true;
 }
 
+bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit, CommitPtr* other,
+                    Page* error) {
+  int status = 200;
+  std::string reason;
+  *commit = ResolveCommit(repo, route.id, route.head, &status, &reason);
+  if (*commit && !route.id2.empty()) *other = ResolveCommit(repo, route.id2, "", &status, &reason);
+  if (*commit && (route.id2.empty() || *other)) return true;
+  *error = ErrorPage(status, reason);
+  return false;
+}
+
+std::string_view HunkHeader(const git_diff_hunk& hunk) {
+  std::string_view header(hunk.header, hunk.header_len);
+  while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
+         header.ends_with('\t')) {
+    header.remove_suffix(1);
+  }
+  return header;
+}
+
 CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
                         int* status, std::string* reason) {
   std::string spec(id);

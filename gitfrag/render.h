@@ -65,6 +65,15 @@ const char* ModeString(uint32_t mode);
 CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
                         int* status, std::string* reason);
 
+// ResolveCommit for route.id and, when route.id2 is set, the other side of a diff. False with
+// *error set to the error page (404/400) when either fails.
+bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit, CommitPtr* other,
+                    Page* error);
+
+// A hunk's "@@ ... @@ function" line as git prints it: libgit2 keeps the function name's trailing
+// blanks and the newline, git trims them.
+std::string_view HunkHeader(const git_diff_hunk& hunk);
+
 // Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
 // with cgit's options (context, -w, rename detection). Null with *reason on failure.
 // `path` (may be empty) limits the diff to that file or folder, before rename detection (as git).

@@ -117,11 +117,7 @@ class SideBySide {
       const git_diff_hunk* hunk = nullptr;
       size_t lines = 0;
       if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-      std::string_view header(hunk->header, hunk->header_len);
-      // git trims trailing blanks of the function name libgit2 keeps.
-      while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
-             header.ends_with('\t'))
-        header.remove_suffix(1);
+      const std::string_view header = HunkHeader(*hunk);
       out_.Raw("<tr><td colspan='4' class='hunk'>").Text(header).Raw("</td></tr>");
       old_no_ = hunk->old_start;
       new_no_ = hunk->new_start;
@@ -257,11 +253,7 @@ void WriteHunks(Writer& out, git_patch* patch) {
     const git_diff_hunk* hunk = nullptr;
     size_t lines = 0;
     if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-    std::string_view header(hunk->header, hunk->header_len);
-    // git trims trailing blanks of the function name libgit2 keeps.
-    while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
-           header.ends_with('\t'))
-      header.remove_suffix(1);
+    const std::string_view header = HunkHeader(*hunk);
     out.Raw("<div class='hunk'>").Text(header).Raw("</div>");
     for (size_t l = 0; l < lines; ++l) {
       const git_diff_line* line = nullptr;
@@ -428,16 +420,9 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
 }
 
 Page RenderFragment(const PageContext& ctx) {
-  int status = 200;
-  std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
-  if (!commit) return ErrorPage(status, reason);
-  CommitPtr other;
-  if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
-    if (!other) return ErrorPage(status, reason);
-  }
+  CommitPtr commit, other;
+  if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
   WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff, ctx.route.path);
   return Page{};
 }
@@ -448,17 +433,10 @@ namespace shellac::gitfrag {
 
 // The diff page: the options panel and the fragment, for `id` against `id2` (or its first parent).
 Page RenderDiffPage(const PageContext& ctx) {
-  int status = 200;
-  std::string reason;
   git_repository* repo = ctx.lease.repo();
   // Both commits must exist in this repository before the shared fragment is included.
-  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
-  if (!commit) return ErrorPage(status, reason);
-  CommitPtr other;
-  if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
-    if (!other) return ErrorPage(status, reason);
-  }
+  CommitPtr commit, other;
+  if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
   const std::string title =
       ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
   PageStart(ctx, title, "diff", ctx.route.id);

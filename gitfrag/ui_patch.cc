@@ -384,16 +384,10 @@ Page RenderPatch(const PageContext& ctx) {
 }
 
 Page RenderRawDiff(const PageContext& ctx) {
-  int status = 200;
-  std::string reason;
   git_repository* repo = ctx.lease.repo();
-  CommitPtr commit = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
-  if (!commit) return ErrorPage(status, reason);
-  CommitPtr other;
-  if (!ctx.route.id2.empty()) {
-    other = ResolveCommit(repo, ctx.route.id2, "", &status, &reason);
-    if (!other) return ErrorPage(status, reason);
-  }
+  CommitPtr commit, other;
+  if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
+  std::string reason;
   DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), ctx.route.diff,
                             /*detect_renames=*/false, &reason);
   if (!diff) return ErrorPage(500, reason);
