@@ -27,37 +27,11 @@
 namespace shellac::gitfrag {
 namespace {
 
+using test::Shell;
+using test::ShellQuote;
 using test::TempDir;
 
 constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-// Runs a shell command, returns stdout; fails the test on a non-zero exit.
-std::string Sh(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) {
-    ADD_FAILURE() << "popen failed: " << command;
-    return out;
-  }
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "failed: " << command << "\n"
-                                                             << out;
-  return out;
-}
 
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -71,7 +45,7 @@ class Fixture {
  public:
   Fixture() {
     const std::string w = dir_.File("work");
-    git_ = "cd " + Quote(w) + " && env HOME=" + Quote(dir_.path()) +
+    git_ = "cd " + ShellQuote(w) + " && env HOME=" + ShellQuote(dir_.path()) +
            " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
            " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
            " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
@@ -124,21 +98,24 @@ for i in $(seq 1 61); do GIT_COMMITTER_DATE="$((1614900000 + i * 60)) +0000" git
 git checkout -q master
 )SH";
     std::ofstream(dir_.File("make.sh")) << script;
-    Sh("cd " + Quote(dir_.path()) + " && env HOME=" + Quote(dir_.path()) +
-       " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
-       " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
-       " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-       " sh make.sh 2>&1");
-    Sh("cd " + Quote(dir_.path()) +
-       " && git clone -q --bare work repo.git 2>&1 && cd repo.git && git pack-refs --all");
+    Shell(
+        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
+        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+        " sh make.sh 2>&1");
+    Shell("cd " + ShellQuote(dir_.path()) +
+          " && git clone -q --bare work repo.git 2>&1 && cd repo.git && git pack-refs --all");
     bare_ = dir_.File("repo.git");
   }
 
   // Runs git in the bare repository.
   std::string Git(const std::string& args) {
-    return Trimmed(Sh("git -C " + Quote(bare_) + " " + args));
+    return Trimmed(Shell("git -C " + ShellQuote(bare_) + " " + args));
   }
-  std::string Rev(const std::string& spec) { return Git("rev-parse " + Quote(spec + "^{commit}")); }
+  std::string Rev(const std::string& spec) {
+    return Git("rev-parse " + ShellQuote(spec + "^{commit}"));
+  }
 
   const std::string& bare() const { return bare_; }
   const TempDir& dir() const { return dir_; }
@@ -162,9 +139,9 @@ git checkout -q master
     std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << bare_
                       << "\nrepo.desc=fixture <repo>\n"
                       << extra_config;
-    std::string out =
-        Sh("env -i CGIT_CONFIG=" + Quote(rc) + " REQUEST_METHOD=GET PATH_INFO=" + Quote(path_info) +
-           " QUERY_STRING=" + Quote(query) + " SCRIPT_NAME=/ " + kCgit);
+    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
+                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
     const size_t body = out.find("\n\n");
     return body == std::string::npos ? out : out.substr(body + 2);
   }
@@ -288,8 +265,8 @@ TEST_F(GitfragRefs, PackedTagsDecorateWithoutTheirTagObjects) {
   // old packs, then check the tag objects are really gone.
   const std::string tag1 = fx.Git("rev-parse v1.0"), tag2 = fx.Git("rev-parse v1.0-outer");
   fx.Git("rev-list --objects --all | grep -v -e " + tag1 + " -e " + tag2 +
-         " | cut -d' ' -f1 | git -C " + Quote(fx.bare()) + " pack-objects -q " +
-         Quote(fx.bare() + "/objects/pack/keep") + " >/dev/null");
+         " | cut -d' ' -f1 | git -C " + ShellQuote(fx.bare()) + " pack-objects -q " +
+         ShellQuote(fx.bare() + "/objects/pack/keep") + " >/dev/null");
   // A local clone hard-links loose objects too: drop them and every other pack.
   std::vector<std::filesystem::path> doomed;
   for (const auto& e : std::filesystem::directory_iterator(fx.bare() + "/objects/pack")) {
@@ -300,7 +277,8 @@ TEST_F(GitfragRefs, PackedTagsDecorateWithoutTheirTagObjects) {
   }
   for (const auto& p : doomed) std::filesystem::remove_all(p);
   ASSERT_NE(
-      system(("git -C " + Quote(fx.bare()) + " cat-file -e " + tag1 + " 2>/dev/null").c_str()), 0)
+      system(("git -C " + ShellQuote(fx.bare()) + " cat-file -e " + tag1 + " 2>/dev/null").c_str()),
+      0)
       << "the tag object must be gone for this test to mean anything";
 
   size_t peels = 0;
@@ -598,7 +576,7 @@ TEST_F(GitfragPages, GitDataIsEscaped) {
       "1600000000 +0000\n\n<script>subject</script>\n\n<img src=x onerror=alert(1)>\n";
   std::ofstream(fx.dir().File("obj")) << object;
   const std::string id =
-      fx.Git("hash-object -t commit -w --literally " + Quote(fx.dir().File("obj")));
+      fx.Git("hash-object -t commit -w --literally " + ShellQuote(fx.dir().File("obj")));
   Site site(fx.Config());
   Page page = site.RenderAssembled(MustMatch(site, "/fix/commit/", "id=" + id));
   ASSERT_EQ(page.status, 200) << page.reason;
@@ -662,8 +640,8 @@ TEST_F(GitfragPages, BadInput) {
 
 TEST_F(GitfragPages, FrameChecksTheCommitExistsInItsRepository) {
   // A second repository that lacks the newest commits (a fork behind its upstream).
-  Sh("git clone -q --no-local --bare --single-branch --no-tags --branch side " +
-     Quote(fx.dir().File("work")) + " " + Quote(fx.dir().File("fork.git")));
+  Shell("git clone -q --no-local --bare --single-branch --no-tags --branch side " +
+        ShellQuote(fx.dir().File("work")) + " " + ShellQuote(fx.dir().File("fork.git")));
   conf::Config c = fx.Config();
   conf::Config::Repository fork = c.repositories[0];
   fork.url = "fork";
@@ -790,11 +768,11 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
 // A fork that borrows its objects through objects/info/alternates renders like its upstream.
 TEST_F(GitfragPages, ForkWithAlternates) {
   const std::string fork = fx.dir().File("fork.git");
-  Sh("git init -q --bare " + Quote(fork));
+  Shell("git init -q --bare " + ShellQuote(fork));
   std::filesystem::create_directories(fork + "/objects/info");
   std::ofstream(fork + "/objects/info/alternates") << fx.bare() << "/objects\n";
   const std::string head = fx.Rev("HEAD");
-  Sh("git -C " + Quote(fork) + " update-ref refs/heads/master " + head);
+  Shell("git -C " + ShellQuote(fork) + " update-ref refs/heads/master " + head);
   conf::Config c = fx.Config();
   conf::Config::Repository r = c.repositories[0];
   r.url = r.name = "forks/fork";
@@ -823,7 +801,7 @@ TEST_F(GitfragPages, MessageEncodings) {
       "encoding ISO-8859-7\n\n\xe1\xe2\xe3 subject\n";
   std::ofstream(fx.dir().File("obj")) << object;
   const std::string id =
-      fx.Git("hash-object -t commit -w --literally " + Quote(fx.dir().File("obj")));
+      fx.Git("hash-object -t commit -w --literally " + ShellQuote(fx.dir().File("obj")));
   Site site(fx.Config());
   Page page = site.Render(MustMatch(site, "/fix/commit/", "id=" + id));
   ASSERT_EQ(page.status, 200);

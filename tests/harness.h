@@ -54,6 +54,11 @@ void WriteFile(const std::string& path, const std::string& content);
 // Whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// Single-quotes `s` for /bin/sh.
+std::string ShellQuote(const std::string& s);
+// Runs `command` with /bin/sh and returns its standard output; fails the test on a non-zero exit.
+std::string Shell(const std::string& command);
+
 // ---------------------------------------------------------------------------------------------
 // Bytes
 
@@ -132,7 +137,8 @@ class ShellacProcess {
 
   // Starts `$SHELLAC_BIN args...` in `cwd` with no config file (the embedded default), and waits
   // for "shellac: ready" as Start() does.
-  ::testing::AssertionResult StartWithoutConfig(const std::string& cwd, const std::vector<std::string>& args);
+  ::testing::AssertionResult StartWithoutConfig(const std::string& cwd,
+                                                const std::vector<std::string>& args);
 
   // Sets an environment variable for the process (call before Start).
   void SetEnv(const std::string& name, const std::string& value) { env_[name] = value; }

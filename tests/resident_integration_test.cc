@@ -14,37 +14,13 @@
 namespace shellac::test {
 namespace {
 
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs a shell command and returns its stdout; fails the test on a non-zero exit.
-std::string Sh(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) {
-    ADD_FAILURE() << "popen failed: " << command;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "failed: " << command << "\n"
-                                                             << out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
 // A work tree "work" with a few commits and a tag, its bare clone "base.git", and "fork.git", a
 // clone that borrows base's objects through objects/info/alternates and adds a commit of its own.
 class Repos {
  public:
   Repos() {
     const std::string env =
-        "env HOME=" + Quote(dir_.path()) +
+        "env HOME=" + ShellQuote(dir_.path()) +
         " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
         " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
         " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
@@ -69,9 +45,11 @@ cd forkwork
 echo fork > fork.txt && git add . && git commit -q -m 'only in the fork'
 git push -q origin master
 )SH";
-    Sh("cd " + Quote(dir_.path()) + " && " + env + "sh make.sh 2>&1");
-    second_ = Sh("git -C " + Quote(dir_.File("base.git")) + " rev-parse master");
-    fork_only_ = Sh("git -C " + Quote(dir_.File("fork.git")) + " rev-parse master");
+    Shell("cd " + ShellQuote(dir_.path()) + " && " + env + "sh make.sh 2>&1");
+    second_ =
+        Shell("git -C " + ShellQuote(dir_.File("base.git")) + " rev-parse master").substr(0, 40);
+    fork_only_ =
+        Shell("git -C " + ShellQuote(dir_.File("fork.git")) + " rev-parse master").substr(0, 40);
   }
 
   // shellac.conf importing a cgitrc that names the two repositories, as a forge's would.
