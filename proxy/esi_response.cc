@@ -333,10 +333,14 @@ void EsiResponse::Pump() {
     esi::Assembly::State state;
     while (true) {
       if (evbuffer_get_length(pending_.get()) + evbuffer_get_length(client_.output()) >= kWindow) {
-        pumping_ = false;
-        FlushPending();
-        client_.NotifyWhenDrained(kLowWater);
-        return;
+        FlushPending();  // written at once, as far as the socket takes it
+        // Wait for the client only when it has not taken the output: a drain notice needs output
+        // left over to drain (nothing else would ever call back).
+        if (evbuffer_get_length(client_.output()) >= kLowWater) {
+          pumping_ = false;
+          client_.NotifyWhenDrained(kLowWater);
+          return;
+        }
       }
       state = assembly_->Next(&piece);
       if (state != esi::Assembly::State::kReady) break;

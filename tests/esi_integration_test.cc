@@ -437,6 +437,25 @@ TEST(Esi, AStaleIncludeIsServedWhileOneBackgroundFetchRefreshesIt) {
   EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v2</p>");
 }
 
+TEST(Esi, AFragmentLargerThanTheOutputWindowIsDeliveredWholeInBothCodings) {
+  // 3 MB of text that compresses to well over the 256 KiB output window.
+  std::string big;
+  for (int i = 0; big.size() < (3u << 20); ++i)
+    big += std::to_string(i * 2654435761u) + " <td>line</td>\n";
+  Origin origin(Site({{"/page", {kEsi, "<main><esi:include src=\"/big\"/></main>"}},
+                      {"/big", {kCacheable, big}}}));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  for (int round = 0; round < 2; ++round) {  // the fragment fetched, then from the store
+    Response gz = HttpGet(proxy.Port(), "/page", "Accept-Encoding: gzip\r\n", Millis(10'000));
+    ASSERT_TRUE(gz.ok) << gz.error;
+    EXPECT_EQ(Gunzip(gz.body), "<main>" + big + "</main>");
+    Response identity = HttpGet(proxy.Port(), "/page", "", Millis(10'000));
+    ASSERT_TRUE(identity.ok) << identity.error;
+    EXPECT_EQ(identity.body.size(), big.size() + 13);
+  }
+}
+
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
   TempDir dir;
   WriteFile(dir.File("a.conf"), "listen=127.0.0.1:0\nesi=sometimes\n");
