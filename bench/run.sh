@@ -477,6 +477,14 @@ render_delta() {  # BEFORE AFTER (render_counts outputs) -> "N commit pages (mea
     END { if (sep == "") printf "nothing" }'
 }
 
+render_targets() {  # the issue-6 targets of a sweep with shellac rendering: >= 5,000 pages/s, >= 50x cgit direct
+  local p ratio
+  p=$(bench_peak shellac)
+  [ -n "$p" ] || return 0
+  read -r ratio _ < <(bench_ratios cgit shellac)
+  echo "- targets (issue 6, $(nproc) cores shared with wrk): >= 5,000 pages/s: $(awk -v r="${p%% *}" 'BEGIN { print (r >= 5000 ? "**met**" : "**not met**") }') (peak ${p%% *}); >= 50x cgit direct: $(awk -v r="$ratio" 'BEGIN { print (r >= 50 ? "**met**" : "**not met**") }') (${ratio}x at peak)"
+}
+
 warm_fragments() {  # fills shellac's fragment store: urls.py warm (every sampled commit x diff option) -> WARM_NOTE
   local l=$BENCH_TMP/lists out t0 t1 before
   python3 "$BENCH_DIR/wrk/urls.py" warm --cgitrc "$CGITRC" --commits "$COMMITS_FILE" >"$l/warm.txt" || bench_die "urls.py warm failed"
@@ -641,6 +649,7 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
     echo "## Summary"
     echo
     report_summary
+    [ "$SHELLAC_RENDER" = 1 ] && render_targets
     echo
     report_tables "$name"
   } >"$md"
