@@ -6,7 +6,9 @@
 #
 # crawler, hot and fork-spread load three targets back to back at each concurrency level of the sweep:
 # cgit direct (CGI under lighttpd), shellac -> that lighttpd+cgit, Varnish 7 -> the same lighttpd+cgit
-# (hot adds nginx serving the same pages as static files: the ceiling). burst sends N simultaneous
+# (hot adds nginx serving the same pages as static files: the ceiling). In crawler shellac renders the
+# commit pages itself (the corpus' cgitrc imported; other pages -> cgit), its fragment store filled
+# first by one pass over the sampled commits x diff options. burst sends N simultaneous
 # requests for one cold commit page to each target and counts what reached cgit. passthrough runs
 # bench/passthrough.sh. cached, esi and tls use synthetic cgit-like ESI pages (bench/wrk/esipages.py)
 # from an nginx origin, no corpus: cached = a frame + one stored fragment, gzip, shellac vs Varnish 7
@@ -15,9 +17,11 @@
 # includes that take 50 ms each at the origin (bench/wrk/slow_origin.py); tls = the cached page over
 # HTTPS, shellac's listen-tls vs hitch -> Varnish, and TLS handshakes/s (openssl s_time). Each first
 # fetches every target's page, gunzips it and compares it with the assembled page: a target with a
-# wrong body is reported as failed and not measured. render needs a later issue: it says so and
-# writes a results file that says so. all runs every scenario, one after the other (each in its own
-# process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
+# wrong body is reported as failed and not measured. render: shellac's resident renderer vs cgit, one
+# request at a time (bench/wrk/render.py): per sampled commit the cold commit page (frame + diff
+# fragment), the page again in another fork (frame only), the stored fragment alone, cgit's page; then
+# every 10k+ line diff; latencies and shellac's own render time per request. all runs every scenario,
+# one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
 #
 # Options:
 #   --sweep LIST      connection counts (default 1,2,4,8,16,32; --small: 1,2,4)
@@ -196,12 +200,20 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
 }
 
 corpus_big() {  # -> BIG_FILE: the base's commits with 10k+ changed lines (sample-commits.sh --big), kept
-  BIG_FILE=$CORPUS_DIR/big.txt
-  if [ -f "$BIG_FILE" ] && [ "$BIG_FILE" -nt "$CORPUS_DIR/.shellac-bench-corpus" ]; then return; fi
-  bench_log "corpus: listing the commits with 10k+ line diffs (sample-commits.sh --big)"
-  "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --big >"$BIG_FILE.tmp" 2>"$CORPUS_DIR/big.log" ||
-    { cat "$CORPUS_DIR/big.log" >&2; bench_die "sample-commits.sh --big failed"; }
-  mv "$BIG_FILE.tmp" "$BIG_FILE"
+  # BIG_NOTE: what went wrong while listing them (e.g. a partial clone lacks blobs: git log stops there)
+  BIG_FILE=$CORPUS_DIR/big.txt BIG_NOTE=""
+  if ! [ -f "$BIG_FILE" ] || ! [ "$BIG_FILE" -nt "$CORPUS_DIR/.shellac-bench-corpus" ]; then
+    bench_log "corpus: listing the commits with 10k+ line diffs (sample-commits.sh --big)"
+    "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --big >"$BIG_FILE.tmp" 2>"$CORPUS_DIR/big.log" ||
+      { cat "$CORPUS_DIR/big.log" >&2; bench_die "sample-commits.sh --big failed"; }
+    mv "$BIG_FILE.tmp" "$BIG_FILE"
+  fi
+  if [ -s "$CORPUS_DIR/big.log" ]; then
+    BIG_NOTE="the list may be partial: git log said \`$(head -n1 "$CORPUS_DIR/big.log")\`"
+    ls "$BASE_REPO"/objects/pack/*.promisor >/dev/null 2>&1 &&
+      BIG_NOTE+=" (the repository is a partial clone, a promisor pack: some blobs are not there)"
+    bench_log "corpus: $BIG_NOTE"
+  fi
 }
 
 commit_facts() {  # SHA-FILE -> "SHA<TAB>changed lines<TAB>files<TAB>subject" a line, in the file's order
@@ -580,12 +592,17 @@ report_tables() {  # NAME
 repeats_note() {  # URLs asked for a second time (the lists are finite)
   local f r total=0 urls=0 wtotal=0 wurls=0
   REPEATS_NOTE=""
+  local -A per=()
+  local t by=""
   for f in "$BENCH_TMP"/wrk-*.txt; do
     r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1 \2/p' "$f")
     [ -n "$r" ] || continue
     set -- $r
     total=$((total + $1)) urls=$2
+    t=${f##*/wrk-}; t=${t%-c*}
+    per[$t]=$((${per[$t]:-0} + $1))
   done
+  for t in "${TARGETS[@]}"; do by+="${BENCH_LABEL[$t]:-$t} ${per[$t]:-0}, "; done
   for f in "$BENCH_TMP"/wrk-*.txt.warmup; do
     r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1 \2/p' "$f")
     [ -n "$r" ] || continue
@@ -593,7 +610,9 @@ repeats_note() {  # URLs asked for a second time (the lists are finite)
     wtotal=$((wtotal + $1)) wurls=$2
   done
   if [ "$total" -gt 0 ]; then
-    REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
+    REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (${by%, }; list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
+    [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = "${per[shellac]:-0}" ] &&
+      REPEATS_NOTE+=". Only shellac repeated: it renders every frame per request and keeps no page, so a repeated URL costs it what a new one does (the fragments are stored either way)"
   else
     REPEATS_NOTE="no measured request repeated a URL for its target (measured list: $urls URLs, walked to line $NEXT; every target starts a level at the same line)"
   fi
@@ -1356,6 +1375,7 @@ scenario_tls() {
 # render: the resident renderer against cgit, one page at a time (bench/wrk/render.py)
 
 RENDER_FRAME_FORKS=10   # frame-only pages go to the first N forks in turn (each opened before timing)
+RENDER_TIMEOUT=10       # seconds a page may take (cgit needs ~0.5 s for the generated corpus' 95k-line import)
 
 scenario_render() {
   begin render
@@ -1370,6 +1390,7 @@ scenario_render() {
   [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
   PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
   declare -gA TARGET_URL=([cgit]="http://127.0.0.1:$CGIT_PORT" [shellac]="http://127.0.0.1:$SHELLAC_PORT")
+  SHELLAC_DIED=""
   local facts=$BENCH_TMP/facts.tsv bigfacts=$BENCH_TMP/big-facts.tsv plan=$BENCH_TMP/render-plan.tsv
   # a sampled commit that is also a 10k+ line diff is measured with the big diffs only (cold once)
   commit_facts <(grep -vxF -f "$BIG_FILE" "$COMMITS_FILE") >"$facts"
@@ -1406,20 +1427,34 @@ scenario_render() {
       i=$((i + 1))
     done <"$bigfacts"
   } >"$plan"
-  local hdr=()
+  local hdr=() attempt out=$BENCH_TMP/render.out samples=$BENCH_TMP/render-samples.tsv
   [ "$IDENTITY" = 1 ] && hdr=(--identity)
   quiet_wait || true
-  bench_log "render: $(grep -c . "$plan") pages, one at a time ($(wc -l <"$facts") sampled commits x 3, $(wc -l <"$bigfacts") big diffs x 3)"
-  local m0 m1 out=$BENCH_TMP/render.out samples=$BENCH_TMP/render-samples.tsv
-  m0=$(bench_machine_ticks)
-  python3 "$BENCH_DIR/wrk/render.py" --plan "$plan" --port "shellac=$SHELLAC_PORT" --port "cgit=$CGIT_PORT" \
-    --admin "$SHELLAC_ADMIN_PORT" --samples "$samples" "${hdr[@]}" >"$out" || bench_die "render.py failed"
-  m1=$(bench_machine_ticks)
+  REMEASURED=""
+  for ((attempt = 0; ; attempt++)); do
+    bench_log "render: $(grep -c . "$plan") pages, one at a time ($(wc -l <"$facts") sampled commits x 4, $(wc -l <"$bigfacts") big diffs x 3)"
+    bench_watch render "$SHELLAC_PID" "$CGIT_PID"
+    : >"$BENCH_TSV"
+    bench_cpu_begin render
+    python3 "$BENCH_DIR/wrk/render.py" --plan "$plan" --port "shellac=$SHELLAC_PORT" --port "cgit=$CGIT_PORT" \
+      --admin "$SHELLAC_ADMIN_PORT" --samples "$samples" --timeout "$RENDER_TIMEOUT" "${hdr[@]}" >"$out" || bench_die "render.py failed"
+    bench_cpu_end render
+    # one row, so that the run-health line of the report says whether others disturbed the run
+    printf 'render\t1\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t%s\n' "$(grep -c . "$plan")" "$BENCH_CPU" >>"$BENCH_TSV"
+    bench_log "render: cpu $BENCH_CPU"
+    bench_alive "$SHELLAC_PID" || { SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"; break; }
+    [ "$(bench_other_cpu render 1)" -gt 20 ] && [ "$attempt" -lt "$RETRIES" ] || break
+    quiet_wait || break   # no budget left: keep the disturbed run (the report says so)
+    # cold pages need an empty store: a new shellac (its repositories opened again by the plan)
+    bench_log "render: disturbed by other processes (other $(bench_other_cpu render 1)% of a core); measuring again with a new shellac"
+    REMEASURED+="the whole run (other $(bench_other_cpu render 1)% of a core) "
+    bench_stop "$SHELLAC_PID" 35
+    PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+    TARGET_URL[shellac]="http://127.0.0.1:$SHELLAC_PORT"
+    check_target shellac "/$base/commit/?id=$head"
+  done
   local busy
-  busy=$(awk -v a="$m0" -v b="$m1" -v n="$(nproc)" 'BEGIN { split(a, x, " "); split(b, y, " ")
-    d = y[2] - x[2]; printf "%.0f", (d > 0 ? (y[1] - x[1]) / d * n * 100 : 0) }')
-  SHELLAC_DIED=""
-  bench_alive "$SHELLAC_PID" || SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"
+  busy=$(awk -F, '{ for (i = 1; i <= NF; i++) { split($i, kv, ":"); t += kv[2] } } END { print t + 0 }' <<<"$BENCH_CPU")
   local rej
   rej=$({ curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" || true; } | awk '$1 == "shellac_render_rejected_total" { print $2 }')
   [ -z "$SHELLAC_DIED" ] && bench_stop "$SHELLAC_PID" 35
@@ -1457,7 +1492,7 @@ render_report() {  # RENDER.PY-OUTPUT SAMPLES BIG-FACTS MACHINE-BUSY-% REJECTED
     echo "  cache-size 256M); frame-only pages go to the first $RENDER_FRAME_FORKS forks in turn, each opened before the timed"
     echo "  requests (its HEAD's page)"
     echo "- cgit: /usr/lib/cgit/cgit.cgi as CGI under lighttpd (one process per request), the corpus' cgitrc (cache-size=0)"
-    echo "- machine busy during the timed requests (every process, the client included): ${busy}% of one core"
+    echo "- CPU during the timed requests, % of one core: ${BENCH_CPU//,/, } (wrk = the client, render.py), ${busy}% in all"
     echo
     echo "## Summary"
     echo
@@ -1475,9 +1510,11 @@ render_report() {  # RENDER.PY-OUTPUT SAMPLES BIG-FACTS MACHINE-BUSY-% REJECTED
     else
       echo "- 10k+ line diffs: **none in this repository** (sample-commits.sh --big listed no commit): not measured"
     fi
+    [ -n "$BIG_NOTE" ] && echo "- 10k+ line diffs: $BIG_NOTE"
     [ "${RENDER_OVERLAP:-0}" -gt 0 ] && echo "- $RENDER_OVERLAP sampled commit(s) are also 10k+ line diffs: measured with those only (a page is cold once)"
     echo "- failed checks: $(awk '/^BENCH_RENDER / { for (i = 2; i <= NF; i++) if ($i ~ /^bad=/) b += substr($i, 5) } END { print b + 0 }' "$out") of $(awk '/^BENCH_RENDER / { for (i = 2; i <= NF; i++) if ($i ~ /^n=/) b += substr($i, 3) } END { print b + 0 }' "$out") pages$(grep '^BENCH_RENDER_BAD' "$out" | head -n3 | sed 's/^BENCH_RENDER_BAD /; e.g. /' | tr -d '\n'); renders refused (queue full): $rej"
     [ -n "$SHELLAC_DIED" ] && echo "- **$SHELLAC_DIED**"
+    [ -n "$REMEASURED" ] && echo "- measured again because other processes disturbed it: ${REMEASURED% }"
     bench_md_run_health
     echo
     echo "## Latency per phase (client side)"
@@ -1504,7 +1541,7 @@ render_report() {  # RENDER.PY-OUTPUT SAMPLES BIG-FACTS MACHINE-BUSY-% REJECTED
       echo
       echo "changed lines = added + deleted against the first parent (git --numstat -M). fragment render = shellac's"
       echo "diff-fragment render time for that page (its /metrics); frame-only = the page in another fork afterwards;"
-      echo "no complete answer = nothing more arrived for 30 s (render.py's timeout), the page is left out of the latencies."
+      echo "no complete answer = the answer was not complete after ${RENDER_TIMEOUT} s (render.py's timeout): left out of the latencies."
       echo
       echo '| commit | subject | changed lines | files | shellac cold ms | of it fragment render ms | shellac frame only ms | cgit ms | cgit / shellac cold | wire bytes shellac / cgit |'
       echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|'
