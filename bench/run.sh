@@ -1427,7 +1427,7 @@ scenario_render() {
       i=$((i + 1))
     done <"$bigfacts"
   } >"$plan"
-  local hdr=() attempt out=$BENCH_TMP/render.out samples=$BENCH_TMP/render-samples.tsv
+  local hdr=() attempt best_other=0 best_cpu="" out=$BENCH_TMP/render.out samples=$BENCH_TMP/render-samples.tsv
   [ "$IDENTITY" = 1 ] && hdr=(--identity)
   quiet_wait || true
   REMEASURED=""
@@ -1442,17 +1442,28 @@ scenario_render() {
     # one row, so that the run-health line of the report says whether others disturbed the run
     printf 'render\t1\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t%s\n' "$(grep -c . "$plan")" "$BENCH_CPU" >>"$BENCH_TSV"
     bench_log "render: cpu $BENCH_CPU"
+    # of several attempts the report keeps the least disturbed one
+    if [ "$attempt" = 0 ] || [ "$(bench_other_cpu render 1)" -lt "$best_other" ]; then
+      best_other=$(bench_other_cpu render 1)
+      cp "$out" "$out.best"; cp "$samples" "$samples.best"; cp "$BENCH_TSV" "$BENCH_TSV.best"
+      best_cpu=$BENCH_CPU
+    fi
     bench_alive "$SHELLAC_PID" || { SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"; break; }
     [ "$(bench_other_cpu render 1)" -gt 20 ] && [ "$attempt" -lt "$RETRIES" ] || break
     quiet_wait || break   # no budget left: keep the disturbed run (the report says so)
     # cold pages need an empty store: a new shellac (its repositories opened again by the plan)
     bench_log "render: disturbed by other processes (other $(bench_other_cpu render 1)% of a core); measuring again with a new shellac"
-    REMEASURED+="the whole run (other $(bench_other_cpu render 1)% of a core) "
+    REMEASURED+="${REMEASURED:+, }the whole run (other $(bench_other_cpu render 1)% of a core)"
     bench_stop "$SHELLAC_PID" 35
     PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
     TARGET_URL[shellac]="http://127.0.0.1:$SHELLAC_PORT"
     check_target shellac "/$base/commit/?id=$head"
   done
+  if [ "$attempt" -gt 0 ]; then
+    mv "$out.best" "$out"; mv "$samples.best" "$samples"; mv "$BENCH_TSV.best" "$BENCH_TSV"
+    BENCH_CPU=$best_cpu
+    REMEASURED+="; the report shows the least disturbed attempt (other $best_other% of a core)"
+  fi
   local busy
   busy=$(awk -F, '{ for (i = 1; i <= NF; i++) { split($i, kv, ":"); t += kv[2] } } END { print t + 0 }' <<<"$BENCH_CPU")
   local rej
