@@ -204,12 +204,14 @@ corpus_big() {  # -> BIG_FILE: the base's commits with 10k+ changed lines (sampl
   BIG_FILE=$CORPUS_DIR/big.txt BIG_NOTE=""
   if ! [ -f "$BIG_FILE" ] || ! [ "$BIG_FILE" -nt "$CORPUS_DIR/.shellac-bench-corpus" ]; then
     bench_log "corpus: listing the commits with 10k+ line diffs (sample-commits.sh --big)"
+    # a partial clone: git log fails at the first missing blob; the commits listed before it are kept
     "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --big >"$BIG_FILE.tmp" 2>"$CORPUS_DIR/big.log" ||
+      grep -q '^fatal: unable to read [0-9a-f]*$' "$CORPUS_DIR/big.log" ||
       { cat "$CORPUS_DIR/big.log" >&2; bench_die "sample-commits.sh --big failed"; }
     mv "$BIG_FILE.tmp" "$BIG_FILE"
   fi
   if [ -s "$CORPUS_DIR/big.log" ]; then
-    BIG_NOTE="the list may be partial: git log said \`$(head -n1 "$CORPUS_DIR/big.log")\`"
+    BIG_NOTE="the list is partial ($(wc -l <"$BIG_FILE") commit(s) listed before git log stopped with \`$(head -n1 "$CORPUS_DIR/big.log")\`)"
     ls "$BASE_REPO"/objects/pack/*.promisor >/dev/null 2>&1 &&
       BIG_NOTE+=" (the repository is a partial clone, a promisor pack: some blobs are not there)"
     bench_log "corpus: $BIG_NOTE"
