@@ -219,13 +219,26 @@ corpus_big() {  # -> BIG_FILE: the base's commits with 10k+ changed lines (sampl
 }
 
 commit_facts() {  # SHA-FILE -> "SHA<TAB>changed lines<TAB>files<TAB>subject" a line, in the file's order
-  # lines = added + deleted against the first parent (renames detected), what cgit's diff shows
-  git -C "$BASE_REPO" log --no-walk=unsorted --stdin -M --numstat --diff-merges=first-parent \
-    --format='%x01%H%x09%s' <"$1" | awk -F'\t' '
+  # lines = added + deleted against the first parent (renames detected), what cgit's diff shows. In
+  # a partial clone git cannot diff a commit whose blobs are missing: then each commit on its own, and
+  # such a commit gets lines -1 (unknown) and files 1 (its page is expected to show a diff).
+  local sha
+  commit_facts_git <"$1" 2>/dev/null && return
+  while read -r sha; do
+    commit_facts_git <<<"$sha" 2>/dev/null ||
+      printf '%s\t-1\t1\t%s\n' "$sha" "$(git -C "$BASE_REPO" log -1 --format=%s "$sha")"
+  done <"$1"
+}
+
+commit_facts_git() {  # SHAs on stdin -> commit_facts lines; fails when git cannot make a diff
+  local t
+  t=$(git -C "$BASE_REPO" log --no-walk=unsorted --stdin -M --numstat --diff-merges=first-parent \
+    --format='%x01%H%x09%s') || return 1
+  awk -F'\t' '
       function out() { if (sha != "") printf "%s\t%d\t%d\t%s\n", sha, lines, files, subj }
       /^\x01/ { out(); sha = substr($1, 2); subj = $2; lines = 0; files = 0; next }
       NF >= 3 { files++; if ($1 != "-") lines += $1 + $2 }
-      END { out() }'
+      END { out() }' <<<"$t"
 }
 
 make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ *-warmup.txt)
