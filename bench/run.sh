@@ -387,7 +387,8 @@ add_origin_column() {
 }
 
 # crawler, fork-spread: at each level every target's measured run starts at LEVEL_START of the list
-# (the same pages for all); the next level starts past the furthest any target got (NEXT). Warm-ups
+# (the same pages for all); the next level starts past the furthest any target got (NEXT), shellac
+# excepted when it renders (see point). Warm-ups
 # walk a list of their own, one cursor per target (WARM).
 LEVEL_START=0 NEXT=0
 declare -A WARM=()
@@ -430,6 +431,10 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   peer_origin_idle 60 || true
   mark "$t-c$c-end"
   next=$(crawl_next "$out")
+  # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
+  # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
+  # does not push the next level's start, which keeps the list from wrapping for the caching peers
+  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && return 0
   [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
   return 0
 }
@@ -627,7 +632,7 @@ repeats_note() {  # URLs asked for a second time (the lists are finite)
   if [ "$total" -gt 0 ]; then
     REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (${by%, }; list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
     [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = "${per[shellac]:-0}" ] &&
-      REPEATS_NOTE+=". Only shellac repeated: it renders every frame per request and keeps no page, so a repeated URL costs it what a new one does (the fragments are stored either way)"
+      REPEATS_NOTE="only shellac asked for URLs again ($total measured requests; list of $urls URLs): it renders every frame per request and keeps no page, so a URL it saw at an earlier level costs it what a new one does (the fragments are stored either way); its walk does not move the levels' start, so no other target repeated a URL"
   else
     REPEATS_NOTE="no measured request repeated a URL for its target (measured list: $urls URLs, walked to line $NEXT; every target starts a level at the same line)"
   fi
