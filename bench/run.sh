@@ -632,11 +632,14 @@ repeats_note() {  # URLs asked for a second time (the lists are finite)
   if [ "$total" -gt 0 ]; then
     REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (${by%, }; list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
     [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = "${per[shellac]:-0}" ] &&
-      REPEATS_NOTE="only shellac asked for URLs again ($total measured requests; list of $urls URLs): it renders every frame per request and keeps no page, so a URL it saw at an earlier level costs it what a new one does (the fragments are stored either way); its walk does not move the levels' start, so no other target repeated a URL"
+      REPEATS_NOTE="only shellac asked for URLs again within a run ($total measured requests; list of $urls URLs): it renders every frame per request and keeps no page, so a URL it saw before costs it what a new one does (the fragments are stored either way); its walk does not move the levels' start, so no other target repeated a URL"
   else
     REPEATS_NOTE="no measured request repeated a URL for its target (measured list: $urls URLs, walked to line $NEXT; every target starts a level at the same line)"
   fi
   [ "$wtotal" -gt 0 ] && REPEATS_NOTE+="; warm-ups (a list of their own, $wurls URLs) repeated $wtotal"
+  if [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = 0 ]; then
+    REPEATS_NOTE+=". shellac's run at a level starts where the others' does and goes on much further, over URLs it was asked at earlier levels (it does not move the levels' start, see bench/README.md): it keeps no page, so those cost it what new URLs do"
+  fi
   return 0
 }
 
