@@ -115,8 +115,10 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # 1,000 burst clients and wrk ne
 
 # The --wait-quiet budget is shared by every scenario of one `all` run through a file.
 : "${BENCH_QUIET_FILE:=}"
-quiet_wait() {  # waits for an idle machine within what is left of the budget
-  [ "$WAIT_QUIET" -gt 0 ] || return 0
+QUIET_GIVEN=0   # --wait-quiet was given (WAIT_QUIET is what is left of it: 0 = used up, not "off")
+[ "$WAIT_QUIET" -gt 0 ] && QUIET_GIVEN=1
+quiet_wait() {  # waits for an idle machine within what is left of the budget (1: budget used up)
+  [ "$QUIET_GIVEN" = 1 ] || return 0
   local left t0 t1
   left=$WAIT_QUIET
   [ -n "$BENCH_QUIET_FILE" ] && [ -s "$BENCH_QUIET_FILE" ] && left=$(cat "$BENCH_QUIET_FILE")
