@@ -13,6 +13,7 @@
 #   bench_wait_listen PORT SECS [PID]   bench_wait_log FILE REGEX SECS [PID]
 #   bench_watch TARGET PID..   processes whose CPU time is sampled while TARGET is measured
 #   bench_point TARGET URL C   warm-up + measured wrk run; appends one row to $BENCH_TSV
+#   bench_cpu_begin/_end T     CPU % of T's watched processes, the driver and everyone else over a window
 #   bench_check_body URL FILE  one gzip GET, gunzipped, compared with FILE -> BENCH_CHECK_NOTE
 #   bench_handshakes H:P S new|reuse   TLS connections/s for S seconds (openssl s_time)
 #   bench_peak / bench_knee / bench_md_table / bench_plot   reading the rows back
@@ -315,46 +316,59 @@ bench_wrk_raw() {  # OUTFILE CONNS SECONDS URL  runs wrk (bounded by timeout(1))
   return $rc
 }
 
+# CPU over a measured window, in % of one core: each process watched for TARGET (bench_watch), the
+# load driver (wrk, or any child of this shell that ran and was waited for in the window), and
+# "other": whatever else ran on the machine meanwhile (should be ~0; a busy machine makes the point
+# worthless).
+declare -A BENCH_CPU_BEFORE=()
+BENCH_CPU_STAT0="" BENCH_CPU_KIDS0="" BENCH_CPU=""
+
+bench_cpu_begin() {  # TARGET  opens the window
+  local p
+  BENCH_CPU_BEFORE=()
+  for p in ${BENCH_WATCH[$1]:-}; do BENCH_CPU_BEFORE[$p]=$(bench_cpu_ticks "$p"); done
+  BENCH_CPU_STAT0=$(bench_machine_ticks)
+  bench_reaped_cpu BENCH_CPU_KIDS0
+}
+
+bench_cpu_end() {  # TARGET  closes it -> BENCH_CPU "name:PCT,...,wrk:PCT,other:PCT" (the cpu column of a row)
+  local stat1 kids1 p wall servers=0 pct ticks_hz
+  stat1=$(bench_machine_ticks)
+  bench_reaped_cpu kids1
+  ticks_hz=$(getconf CLK_TCK)
+  BENCH_CPU=""
+  wall=$(awk -v a="$BENCH_CPU_STAT0" -v b="$stat1" -v n="$(nproc)" -v hz="$ticks_hz" \
+    'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.6f", (y[2] - x[2]) / n / hz }')
+  for p in ${BENCH_WATCH[$1]:-}; do
+    pct=$(awk -v a="${BENCH_CPU_BEFORE[$p]}" -v b="$(bench_cpu_ticks "$p")" -v hz="$ticks_hz" -v w="$wall" \
+      'BEGIN { printf "%.0f", (w > 0 ? (b - a) / hz / w * 100 : 0) }')
+    servers=$((servers + pct))
+    BENCH_CPU+="${BENCH_PID_NAME[$p]:-$p}:$pct,"
+  done
+  BENCH_CPU+=$(awk -v a="$BENCH_CPU_STAT0" -v b="$stat1" -v k0="$BENCH_CPU_KIDS0" -v k1="$kids1" -v s="$servers" -v hz="$ticks_hz" -v w="$wall" '
+    BEGIN { split(a, x, " "); split(b, y, " "); if (w <= 0) exit
+            busy = (y[1] - x[1]) / hz / w * 100; wrk = (k1 - k0) / w * 100; other = busy - s - wrk
+            printf "wrk:%.0f,other:%.0f", wrk, (other < 0 ? 0 : other) }')
+}
+
 bench_point() {  # TARGET URL CONNS  warm-up, measured run, one row appended to $BENCH_TSV
-  local target=$1 url=$2 c=$3 out line p cpu="" secs ticks_hz
-  local -A before=() after=()
+  local target=$1 url=$2 c=$3 out line secs
   out=$BENCH_TMP/wrk-$target-c$c.txt
   if [ "$BENCH_WARMUP" != 0 ]; then
     bench_wrk_raw "$out.warmup" "$c" "$BENCH_WARMUP" "$url" || bench_log "warm-up $target c=$c: wrk exit $?"
   fi
-  local stat0 stat1 kids0 kids1
-  for p in ${BENCH_WATCH[$target]:-}; do before[$p]=$(bench_cpu_ticks "$p"); done
-  stat0=$(bench_machine_ticks)
-  bench_reaped_cpu kids0
+  bench_cpu_begin "$target"
   if ! bench_wrk_raw "$out" "$c" "$BENCH_DURATION" "$url"; then
     bench_log "wrk $target c=$c failed:"; cat "$out" >&2
   fi
-  stat1=$(bench_machine_ticks)
-  bench_reaped_cpu kids1
-  for p in ${BENCH_WATCH[$target]:-}; do after[$p]=$(bench_cpu_ticks "$p"); done
-  ticks_hz=$(getconf CLK_TCK)
+  bench_cpu_end "$target"
+  local cpu=$BENCH_CPU
   line=$(grep -m1 '^BENCH ' "$out" || true)
   [ -n "$line" ] || { bench_log "wrk $target c=$c: no BENCH line"; cat "$out" >&2; return 1; }
   local -A v=()
   local kv
   for kv in ${line#BENCH }; do v[${kv%%=*}]=${kv#*=}; done
   secs=$(awk -v d="${v[duration_us]}" 'BEGIN { printf "%.3f", d / 1e6 }')
-  # CPU over the measured window, in % of one core: each watched server, wrk (reaped children of
-  # this shell), and "other": whatever else ran on the machine meanwhile (should be ~0; a busy
-  # machine makes the point worthless).
-  local wall servers=0 pct
-  wall=$(awk -v a="$stat0" -v b="$stat1" -v n="$(nproc)" -v hz="$ticks_hz" \
-    'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.6f", (y[2] - x[2]) / n / hz }')
-  for p in ${BENCH_WATCH[$target]:-}; do
-    pct=$(awk -v a="${before[$p]}" -v b="${after[$p]}" -v hz="$ticks_hz" -v w="$wall" \
-      'BEGIN { printf "%.0f", (w > 0 ? (b - a) / hz / w * 100 : 0) }')
-    servers=$((servers + pct))
-    cpu+="${BENCH_PID_NAME[$p]:-$p}:$pct,"
-  done
-  cpu+=$(awk -v a="$stat0" -v b="$stat1" -v k0="$kids0" -v k1="$kids1" -v s="$servers" -v hz="$ticks_hz" -v w="$wall" '
-    BEGIN { split(a, x, " "); split(b, y, " "); if (w <= 0) exit
-            busy = (y[1] - x[1]) / hz / w * 100; wrk = (k1 - k0) / w * 100; other = busy - s - wrk
-            printf "wrk:%.0f,other:%.0f", wrk, (other < 0 ? 0 : other) }')
   local errs=$((v[err_connect] + v[err_read] + v[err_write] + v[err_status] + v[err_timeout]))
   local detail="" k
   for k in connect read write status timeout; do

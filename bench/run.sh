@@ -6,7 +6,9 @@
 #
 # crawler, hot and fork-spread load three targets back to back at each concurrency level of the sweep:
 # cgit direct (CGI under lighttpd), shellac -> that lighttpd+cgit, Varnish 7 -> the same lighttpd+cgit
-# (hot adds nginx serving the same pages as static files: the ceiling). burst sends N simultaneous
+# (hot adds nginx serving the same pages as static files: the ceiling). In crawler shellac renders the
+# commit pages itself (the corpus' cgitrc imported; other pages -> cgit), its fragment store filled
+# first by one pass over the sampled commits x diff options. burst sends N simultaneous
 # requests for one cold commit page to each target and counts what reached cgit. passthrough runs
 # bench/passthrough.sh. cached, esi and tls use synthetic cgit-like ESI pages (bench/wrk/esipages.py)
 # from an nginx origin, no corpus: cached = a frame + one stored fragment, gzip, shellac vs Varnish 7
@@ -15,9 +17,11 @@
 # includes that take 50 ms each at the origin (bench/wrk/slow_origin.py); tls = the cached page over
 # HTTPS, shellac's listen-tls vs hitch -> Varnish, and TLS handshakes/s (openssl s_time). Each first
 # fetches every target's page, gunzips it and compares it with the assembled page: a target with a
-# wrong body is reported as failed and not measured. render needs a later issue: it says so and
-# writes a results file that says so. all runs every scenario, one after the other (each in its own
-# process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
+# wrong body is reported as failed and not measured. render: shellac's resident renderer vs cgit, one
+# request at a time (bench/wrk/render.py): per sampled commit the cold commit page (frame + diff
+# fragment), the page again in another fork (frame only), the stored fragment alone, cgit's page; then
+# every 10k+ line diff; latencies and shellac's own render time per request. all runs every scenario,
+# one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
 #
 # Options:
 #   --sweep LIST      connection counts (default 1,2,4,8,16,32; --small: 1,2,4)
@@ -43,6 +47,8 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
+#   --report NAME     render: write the report to OUT/NAME.md instead of OUT/render.md (e.g. render-git
+#                     for a run --from a clone of git/git)
 #   --mem-objects N   cached: distinct fragment URLs loaded for the memory table (default 20000;
 #                     --small: 2000)
 #   SHELLAC_BIN=PATH  use this binary instead of `make -C REPO release` -> build-release/proxy/shellac
@@ -59,7 +65,7 @@ SCENARIO=$1
 shift
 
 SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1
-FROM="" CORPUS="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS_ARG=""
+FROM="" CORPUS="" REPORT="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS_ARG=""
 PASS_ARGS=()   # options forwarded to the children of `all`
 while [ $# -gt 0 ]; do
   case $1 in
@@ -81,6 +87,7 @@ while [ $# -gt 0 ]; do
     --retries) RETRIES=${2:?}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --out) OUT=${2:?--out needs a folder}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --keep-tmp) BENCH_KEEP_TMP=1; PASS_ARGS+=("$1"); shift ;;
+    --report) REPORT=${2:?--report needs a name}; shift 2 ;;
     --mem-objects) MEM_OBJECTS_ARG=${2:?--mem-objects needs a count}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
@@ -108,8 +115,10 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # 1,000 burst clients and wrk ne
 
 # The --wait-quiet budget is shared by every scenario of one `all` run through a file.
 : "${BENCH_QUIET_FILE:=}"
-quiet_wait() {  # waits for an idle machine within what is left of the budget
-  [ "$WAIT_QUIET" -gt 0 ] || return 0
+QUIET_GIVEN=0   # --wait-quiet was given (WAIT_QUIET is what is left of it: 0 = used up, not "off")
+[ "$WAIT_QUIET" -gt 0 ] && QUIET_GIVEN=1
+quiet_wait() {  # waits for an idle machine within what is left of the budget (1: budget used up)
+  [ "$QUIET_GIVEN" = 1 ] || return 0
   local left t0 t1
   left=$WAIT_QUIET
   [ -n "$BENCH_QUIET_FILE" ] && [ -s "$BENCH_QUIET_FILE" ] && left=$(cat "$BENCH_QUIET_FILE")
@@ -157,7 +166,7 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
       [ -f "$stamp" ] || bench_die "$CORPUS_DIR exists and was not made by bench/run.sh; choose another --corpus"
       bench_log "corpus: $CORPUS_DIR was made with other parameters or another generator; making it again"
       rm -rf -- "$CORPUS_DIR/base.git" "$CORPUS_DIR/forks" "$CORPUS_DIR/cgitrc" "$CORPUS_DIR/commits.txt" "$stamp" \
-        "$CORPUS_DIR"/*.log
+        "$CORPUS_DIR/big.txt" "$CORPUS_DIR"/*.log
     fi
     mkdir -p "$CORPUS_DIR"
     local t0
@@ -192,6 +201,48 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
   CORPUS_DESC="$( [ -n "$FROM" ] && echo "real repository $BASE_REPO" || echo "generated by bench/corpus/gen-repo.sh (seed $SEED)"): $ncommits commits, $ntags tags, HEAD $HEAD_BRANCH $(git -C "$BASE_REPO" rev-parse --short HEAD); fork farm of $FORKS forks (gen-forks.sh, alternates) = $nrepos repositories in the cgitrc; $(wc -l <"$COMMITS_FILE") sampled commits (sample-commits.sh --seed $SEED); kept in $CORPUS_DIR"
 }
 
+corpus_big() {  # -> BIG_FILE: the base's commits with 10k+ changed lines (sample-commits.sh --big), kept
+  # BIG_NOTE: what went wrong while listing them (e.g. a partial clone lacks blobs: git log stops there)
+  BIG_FILE=$CORPUS_DIR/big.txt BIG_NOTE=""
+  if ! [ -f "$BIG_FILE" ] || ! [ "$BIG_FILE" -nt "$CORPUS_DIR/.shellac-bench-corpus" ]; then
+    bench_log "corpus: listing the commits with 10k+ line diffs (sample-commits.sh --big)"
+    # a partial clone: git log fails at the first missing blob; the commits listed before it are kept
+    "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --big >"$BIG_FILE.tmp" 2>"$CORPUS_DIR/big.log" ||
+      grep -q '^fatal: unable to read [0-9a-f]*$' "$CORPUS_DIR/big.log" ||
+      { cat "$CORPUS_DIR/big.log" >&2; bench_die "sample-commits.sh --big failed"; }
+    mv "$BIG_FILE.tmp" "$BIG_FILE"
+  fi
+  if [ -s "$CORPUS_DIR/big.log" ]; then
+    BIG_NOTE="the list is partial ($(wc -l <"$BIG_FILE") commit(s) listed before git log stopped with \`$(head -n1 "$CORPUS_DIR/big.log")\`)"
+    ls "$BASE_REPO"/objects/pack/*.promisor >/dev/null 2>&1 &&
+      BIG_NOTE+=" (the repository is a partial clone, a promisor pack: some blobs are not there)"
+    bench_log "corpus: $BIG_NOTE"
+  fi
+}
+
+commit_facts() {  # SHA-FILE -> "SHA<TAB>changed lines<TAB>files<TAB>subject" a line, in the file's order
+  # lines = added + deleted against the first parent (renames detected), what cgit's diff shows. In
+  # a partial clone git cannot diff a commit whose blobs are missing: then each commit on its own, and
+  # such a commit gets lines -1 (unknown) and files 1 (its page is expected to show a diff).
+  local sha
+  commit_facts_git <"$1" 2>/dev/null && return
+  while read -r sha; do
+    commit_facts_git <<<"$sha" 2>/dev/null ||
+      printf '%s\t-1\t1\t%s\n' "$sha" "$(git -C "$BASE_REPO" log -1 --format=%s "$sha")"
+  done <"$1"
+}
+
+commit_facts_git() {  # SHAs on stdin -> commit_facts lines; fails when git cannot make a diff
+  local t
+  t=$(git -C "$BASE_REPO" log --no-walk=unsorted --stdin -M --numstat --diff-merges=first-parent \
+    --format='%x01%H%x09%s') || return 1
+  awk -F'\t' '
+      function out() { if (sha != "") printf "%s\t%d\t%d\t%s\n", sha, lines, files, subj }
+      /^\x01/ { out(); sha = substr($1, 2); subj = $2; lines = 0; files = 0; next }
+      NF >= 3 { files++; if ($1 != "-") lines += $1 + $2 }
+      END { out() }' <<<"$t"
+}
+
 make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ *-warmup.txt)
   mkdir -p "$BENCH_TMP/lists"
   local k n w l=$BENCH_TMP/lists
@@ -212,8 +263,7 @@ make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ 
 # ---------------------------------------------------------------------------------------------
 # Targets: cgit direct, shellac -> cgit, varnish -> cgit (+ nginx static for hot)
 
-start_targets() {  # [with-nginx-static-dir]
-  peers_need
+shellac_binary() {  # -> SHELLAC (built unless SHELLAC_BIN) SHELLAC_GIT_REV SHELLAC_VERSION
   SHELLAC=$(bench_build_shellac)
   # the tree the binary was built from: taken now, not when the report is written (commits may land
   # meanwhile); `all` builds once and passes it on
@@ -221,17 +271,25 @@ start_targets() {  # [with-nginx-static-dir]
     SHELLAC_GIT_REV="$(bench_git_rev "$BENCH_REPO")"
     [ -n "${SHELLAC_BIN:-}" ] && SHELLAC_GIT_REV="unknown (SHELLAC_BIN given; the tree was at $SHELLAC_GIT_REV)"
   fi
+  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
+}
+
+start_targets() {  # [with-nginx-static-dir]
+  peers_need
+  shellac_binary
   peer_cgit_start "$CGITRC"
   echo mark >"$CGIT_DIR/www/bench-mark.txt"
   local extra=()
   [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
-  peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${extra[@]}"
+  render_lines
+  PEER_SHELLAC_ADMIN=$SHELLAC_RENDER peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
   peer_varnish_start "$CGIT_PORT"
   bench_watch cgit "$CGIT_PID"
   bench_watch shellac "$SHELLAC_PID" "$CGIT_PID"
   bench_watch varnish "$VARNISH_PID" "$CGIT_PID"
   BENCH_LABEL[cgit]="cgit direct"
   BENCH_LABEL[shellac]="shellac -> cgit"
+  [ "$SHELLAC_RENDER" = 1 ] && BENCH_LABEL[shellac]="shellac (renders; rest -> cgit)"
   BENCH_LABEL[varnish]="varnish -> cgit"
   declare -gA TARGET_URL=([cgit]="http://127.0.0.1:$CGIT_PORT" [shellac]="http://127.0.0.1:$SHELLAC_PORT"
     [varnish]="http://127.0.0.1:$VARNISH_PORT")
@@ -241,11 +299,46 @@ start_targets() {  # [with-nginx-static-dir]
   SHELLAC_DIED=""
 }
 
-check_target() {  # TARGET PATH  one GET: 200, a cgit page; shellac's and varnish's headers
+# The resident renderer in the scenarios that turn it on (SHELLAC_RENDER=1): shellac imports the
+# corpus' cgitrc (every repository of the fork farm) and renders commit pages itself; every other
+# page still goes to lighttpd+cgit. max-open-repos covers every repository, so that a sweep over all
+# forks does not close and open repositories (the default, 64, is below the fork farm's 101).
+SHELLAC_RENDER=0
+RENDER_LINES=()
+
+render_lines() {  # -> RENDER_LINES (config lines of the renderer, or none)
+  RENDER_LINES=()
+  [ "$SHELLAC_RENDER" = 1 ] || return 0
+  local n
+  n=$(grep -c '^repo.url=' "$CGITRC")
+  RENDER_LINES=("cgitrc=$CGITRC")
+  [ "$n" -gt 64 ] && RENDER_LINES+=("max-open-repos=$((n + 8))")
+  return 0
+}
+
+plan_line() {  # PHASE TARGET PATH FACTS  a line of bench/wrk/render.py's plan; FACTS: a commit_facts line
+  local sha lines files subj
+  IFS=$'\t' read -r sha lines files subj <<<"$4"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${subj:--}" "$([ "${files:-0}" -gt 0 ] && echo 1 || echo 0)"
+}
+
+check_target() {  # TARGET PATH  one GET: 200, a cgit page (shellac rendering: the commit's subject and diff); headers
   local t=$1 path=$2 url hdr=$BENCH_TMP/check-$1.head body=$BENCH_TMP/check-$1.body code
   url=${TARGET_URL[$t]}$path
   code=$(curl -sS --compressed --max-time 60 -H 'Accept-Encoding: gzip' -o "$body" -D "$hdr" -w '%{http_code}' "$url") ||
     code=fail
+  if [ "$t" = shellac ] && [ "$SHELLAC_RENDER" = 1 ]; then
+    local sha out
+    sha=$(sed -n 's/.*[?&]id=\([0-9a-f]*\).*/\1/p' <<<"$path")
+    plan_line check shellac "$path" "$(commit_facts <(echo "$sha"))" >"$BENCH_TMP/check-plan.tsv"
+    out=$(python3 "$BENCH_DIR/wrk/render.py" --plan "$BENCH_TMP/check-plan.tsv" --port "shellac=${TARGET_URL[shellac]##*:}" 2>&1) ||
+      bench_die "render.py: $out"
+    grep -q "generator' content='shellac" "$body" && grep -q '^BENCH_RENDER .* bad=0 ' <<<"$out" ||
+      { bench_log "check shellac: GET $url -> $code"; echo "$out" >&2; head -c 600 "$body" >&2
+        tail -n 20 "$SHELLAC_DIR/stderr.log" >&2; bench_die "shellac does not render the commit page (its subject and diff)"; }
+    grep -qi '^via:.*shellac' "$hdr" || bench_die "shellac's answer has no Via: shellac"
+    return 0
+  fi
   if [ "$code" != 200 ] || ! grep -q "generator' content='cgit" "$body"; then
     bench_log "check $t: GET $url -> $code"; cat "$hdr" >&2; head -c 600 "$body" >&2
     [ "$t" = shellac ] && tail -n 20 "$SHELLAC_DIR/stderr.log" >&2
@@ -259,6 +352,10 @@ check_target() {  # TARGET PATH  one GET: 200, a cgit page; shellac's and varnis
 
 probe_shellac() {  # PATH  the same page twice through shellac -> SHELLAC_MODE (a sentence)
   local url="${TARGET_URL[shellac]}$1&bench=probe" a b
+  if [ "$SHELLAC_RENDER" = 1 ]; then
+    SHELLAC_MODE="renders commit pages itself (\`${RENDER_LINES[*]}\`: a frame per request, the diff from its fragment store, shared by every fork); checked: a commit page carries the commit's subject and diff"
+    return
+  fi
   a=$(curl -sS --max-time 60 -o /dev/null -D - "$url" | tr -d '\r' | sed -n 's/^[Xx]-[Cc]ache: *//p')
   b=$(curl -sS --max-time 60 -o /dev/null -D - "$url" | tr -d '\r' | sed -n 's/^[Xx]-[Cc]ache: *//p')
   if [ "${b:-}" = hit ]; then
@@ -292,7 +389,8 @@ add_origin_column() {
 }
 
 # crawler, fork-spread: at each level every target's measured run starts at LEVEL_START of the list
-# (the same pages for all); the next level starts past the furthest any target got (NEXT). Warm-ups
+# (the same pages for all); the next level starts past the furthest any target got (NEXT), shellac
+# excepted when it renders (see point). Warm-ups
 # walk a list of their own, one cursor per target (WARM).
 LEVEL_START=0 NEXT=0
 declare -A WARM=()
@@ -335,6 +433,10 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   peer_origin_idle 60 || true
   mark "$t-c$c-end"
   next=$(crawl_next "$out")
+  # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
+  # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
+  # does not push the next level's start, which keeps the list from wrapping for the caching peers
+  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && return 0
   [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
   return 0
 }
@@ -396,6 +498,41 @@ knee_text() {  # TARGET
   echo "c=$1 (p99 $(bench_ms "$3") ms at c=$2 -> $(bench_ms "$4") ms)"
 }
 
+render_counts() {  # -> "KIND RENDERS SECONDS" a line, from shellac's /metrics (admin port), or nothing
+  [ -n "${SHELLAC_ADMIN_PORT:-}" ] || return 0
+  { curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null || true; } |
+    sed -n 's/^shellac_render\(s\|_seconds\)_total{kind="\([^"]*\)"} \(.*\)/\2 \1 \3/p' |
+    awk '{ if ($2 == "s") n[$1] = $3; else t[$1] = $3; k[$1] = 1 } END { for (x in k) print x, n[x] + 0, t[x] + 0 }' | sort
+}
+
+render_delta() {  # BEFORE AFTER (render_counts outputs) -> "N commit pages (mean X ms of render time), ..."
+  join -a2 -e0 -o '0,1.2,1.3,2.2,2.3' <(echo "$1") <(echo "$2") | awk '
+    $4 > $2 { n = $4 - $2; printf "%s%d %s (mean %.3f ms of render time)", sep, n, $1, ($5 - $3) / n * 1000; sep = ", " }
+    END { if (sep == "") printf "nothing" }'
+}
+
+render_targets() {  # the issue-6 targets of a sweep with shellac rendering: >= 5,000 pages/s, >= 50x cgit direct
+  local p ratio
+  p=$(bench_peak shellac)
+  [ -n "$p" ] || return 0
+  read -r ratio _ < <(bench_ratios cgit shellac)
+  echo "- targets (issue 6, $(nproc) cores shared with wrk): >= 5,000 pages/s: $(awk -v r="${p%% *}" 'BEGIN { print (r >= 5000 ? "**met**" : "**not met**") }') (peak ${p%% *}); >= 50x cgit direct: $(awk -v r="$ratio" 'BEGIN { print (r >= 50 ? "**met**" : "**not met**") }') (${ratio}x at peak)"
+}
+
+warm_fragments() {  # fills shellac's fragment store: urls.py warm (every sampled commit x diff option) -> WARM_NOTE
+  local l=$BENCH_TMP/lists out t0 t1 before
+  python3 "$BENCH_DIR/wrk/urls.py" warm --cgitrc "$CGITRC" --commits "$COMMITS_FILE" >"$l/warm.txt" || bench_die "urls.py warm failed"
+  awk '{ printf "warm\tshellac\t%s\t-\t0\n", $0 }' "$l/warm.txt" >"$l/warm-plan.tsv"
+  bench_log "warming shellac's fragment store: $(wc -l <"$l/warm.txt") pages, one at a time"
+  before=$(render_counts)
+  t0=$(date +%s.%N)
+  out=$(python3 "$BENCH_DIR/wrk/render.py" --plan "$l/warm-plan.tsv" --port "shellac=$SHELLAC_PORT") || bench_die "render.py (warm) failed"
+  t1=$(date +%s.%N)
+  grep -q '^BENCH_RENDER .* bad=0 ' <<<"$out" || { echo "$out" >&2; bench_log "warm: some pages failed"; }
+  WARM_NOTE="before the sweep, one pass over \`urls.py warm\` ($(wc -l <"$l/warm.txt") pages: every sampled commit x the 6 diff options, base repository, one at a time, $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s): shellac rendered $(render_delta "$before" "$(render_counts)"); $(sed -n 's/^BENCH_RENDER .* bad=\([0-9]*\) .*/\1/p' <<<"$out") failed"
+  bench_log "$WARM_NOTE"
+}
+
 report_head() {  # TITLE DESCRIPTION...
   echo "# $1"
   shift
@@ -415,8 +552,16 @@ report_common() {  # the setup lines of the three-target scenarios
   if [ "$IDENTITY" = 1 ]; then echo "  no Accept-Encoding"; else echo "  every request sends Accept-Encoding: gzip (as crawlers do)"; fi
   echo "- cgit: /usr/lib/cgit/cgit.cgi as CGI under lighttpd (one process per request), the corpus' cgitrc"
   echo "  (cache-size=0: no cgit cache; virtual-root=/)"
-  echo "- shellac: threads=2, access-log=off, admin-listen=off, backend=that lighttpd${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default;"
-  echo "  this build $SHELLAC_MODE"
+  if [ "$SHELLAC_RENDER" = 1 ]; then
+    echo "- shellac: threads=2, access-log=off, admin-listen=127.0.0.1:PORT (for /metrics), backend=that lighttpd (every page"
+    echo "  it does not render), ${RENDER_LINES[*]}${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default (render-threads = cores);"
+    echo "  this build $SHELLAC_MODE"
+    echo "- shellac's fragment store: $WARM_NOTE"
+    echo "- shellac's renders during the sweep (its /metrics): $SWEEP_RENDERS"
+  else
+    echo "- shellac: threads=2, access-log=off, admin-listen=off, backend=that lighttpd${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default;"
+    echo "  this build $SHELLAC_MODE"
+  fi
   echo "- varnish: malloc,256m, ESI on for Surrogate-Control content=\"ESI/1.0\" (cgit sends none), gzip"
   echo "  for text/*, TTL from cgit's Expires (commit pages by SHA: far future), backend=that lighttpd"
   echo "- all on the same $(nproc) cores: wrk, the proxy and lighttpd+cgit compete for them"
@@ -469,12 +614,17 @@ report_tables() {  # NAME
 repeats_note() {  # URLs asked for a second time (the lists are finite)
   local f r total=0 urls=0 wtotal=0 wurls=0
   REPEATS_NOTE=""
+  local -A per=()
+  local t by=""
   for f in "$BENCH_TMP"/wrk-*.txt; do
     r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1 \2/p' "$f")
     [ -n "$r" ] || continue
     set -- $r
     total=$((total + $1)) urls=$2
+    t=${f##*/wrk-}; t=${t%-c*}
+    per[$t]=$((${per[$t]:-0} + $1))
   done
+  for t in "${TARGETS[@]}"; do by+="${BENCH_LABEL[$t]:-$t} ${per[$t]:-0}, "; done
   for f in "$BENCH_TMP"/wrk-*.txt.warmup; do
     r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1 \2/p' "$f")
     [ -n "$r" ] || continue
@@ -482,11 +632,16 @@ repeats_note() {  # URLs asked for a second time (the lists are finite)
     wtotal=$((wtotal + $1)) wurls=$2
   done
   if [ "$total" -gt 0 ]; then
-    REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
+    REPEATS_NOTE="**URL list too short**: $total measured requests asked for a URL the same target had already been asked for (${by%, }; list of $urls URLs, walked to line $NEXT); use more --forks or --sample"
+    [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = "${per[shellac]:-0}" ] &&
+      REPEATS_NOTE="only shellac asked for URLs again within a run ($total measured requests; list of $urls URLs): it renders every frame per request and keeps no page, so a URL it saw before costs it what a new one does (the fragments are stored either way); its walk does not move the levels' start, so no other target repeated a URL"
   else
     REPEATS_NOTE="no measured request repeated a URL for its target (measured list: $urls URLs, walked to line $NEXT; every target starts a level at the same line)"
   fi
   [ "$wtotal" -gt 0 ] && REPEATS_NOTE+="; warm-ups (a list of their own, $wurls URLs) repeated $wtotal"
+  if [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = 0 ]; then
+    REPEATS_NOTE+=". shellac's run at a level starts where the others' does and goes on much further, over URLs it was asked at earlier levels (it does not move the levels' start, see bench/README.md): it keeps no page, so those cost it what new URLs do"
+  fi
   return 0
 }
 
@@ -512,7 +667,6 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
   make_lists
   [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/lists/headers.txt"
   start_targets
-  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
   EXTRA_PEERS=()
   local check
   check="$(head -n1 "$BENCH_TMP/lists/hot.txt")&bench=check"
@@ -521,8 +675,12 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
   fi
   for t in "${TARGETS[@]}"; do [ "$t" = nginx ] || check_target "$t" "$check"; done
   probe_shellac "$(head -n1 "$BENCH_TMP/lists/hot.txt")"
+  [ "$SHELLAC_RENDER" = 1 ] && warm_fragments
   quiet_wait || true
+  local renders0
+  renders0=$(render_counts)
   sweep
+  SWEEP_RENDERS=$(render_delta "$renders0" "$(render_counts)")
   [ "$WORKLOAD" = hot ] || repeats_note
   stop_targets
   add_origin_column
@@ -535,6 +693,7 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
     echo "## Summary"
     echo
     report_summary
+    [ "$SHELLAC_RENDER" = 1 ] && render_targets
     echo
     report_tables "$name"
   } >"$md"
@@ -571,12 +730,16 @@ hot_static_ceiling() {  # the hot pages saved from cgit, served by nginx (+ prec
 }
 
 scenario_crawler() {
+  SHELLAC_RENDER=1
   three_target_scenario crawler crawler crawler.lua "crawler: every request a new commit URL" \
     "Every request asks for a commit page URL no one asked for before in this run: repository (the base" \
     "and every fork) x sampled commit x diff option (none, context=3/5/10, ignorews=1, dt=1, each with" \
-    "and without h=BRANCH), in a seeded random order (bench/wrk/urls.py). A URL cache never hits; what" \
-    "shellac will cache (repository-neutral diff fragments, issues 5 and 6) would. Each target walks the" \
-    "same list from its start, so all three see the same pages."
+    "and without h=BRANCH), in a seeded random order (bench/wrk/urls.py). A URL cache never hits. shellac" \
+    "renders these pages itself (the fork farm's cgitrc imported): a frame per request and the diff as a" \
+    "repository-neutral fragment, filled once before the sweep (one pass over the sampled commits and" \
+    "options, \"fragments cached\"), which serves every fork and h=. Each target walks the same list from" \
+    "its start, so all three see the same pages. Targets (issue 6): shellac >= 5,000 pages/s on 2 cores" \
+    "shared with wrk, and >= 50x cgit direct."
 }
 
 scenario_hot() {
@@ -601,7 +764,6 @@ scenario_burst() {
   corpus_prepare
   make_lists
   start_targets
-  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
   local check
   check="$(head -n1 "$BENCH_TMP/lists/hot.txt")&bench=check"
   for t in "${TARGETS[@]}"; do check_target "$t" "$check"; done
@@ -756,12 +918,7 @@ esi_setup() {  # NAME [slow] [tls]  pages, origin, shellac, varnish -> PAGES, TA
   for a in "$@"; do case $a in slow) want_slow=1 ;; tls) want_tls=1 ;; esac; done
   begin "$name"
   peers_need
-  SHELLAC=$(bench_build_shellac)
-  if [ -z "${SHELLAC_GIT_REV:-}" ]; then
-    SHELLAC_GIT_REV="$(bench_git_rev "$BENCH_REPO")"
-    [ -n "${SHELLAC_BIN:-}" ] && SHELLAC_GIT_REV="unknown (SHELLAC_BIN given; the tree was at $SHELLAC_GIT_REV)"
-  fi
-  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
+  shellac_binary
   PAGES=$BENCH_TMP/pages
   python3 "$BENCH_DIR/wrk/esipages.py" --out "$PAGES" --seed "$SEED" || bench_die "esipages.py failed"
   chmod -R a+rX "$PAGES"
@@ -1239,11 +1396,211 @@ scenario_tls() {
   [ -z "$SHELLAC_DIED" ]
 }
 
+# ---------------------------------------------------------------------------------------------
+# render: the resident renderer against cgit, one page at a time (bench/wrk/render.py)
+
+RENDER_FRAME_FORKS=10   # frame-only pages go to the first N forks in turn (each opened before timing)
+RENDER_TIMEOUT=10       # seconds a page may take (cgit needs ~0.5 s for the generated corpus' 95k-line import)
+
 scenario_render() {
-  skip render "the gitfrag/ resident renderer" 6 \
-    "The same sampled commits through stock cgit (CGI under lighttpd) and shellac's resident renderer:" \
-    "cold commit page (frame + fragment) median/p90, frame only, a 10k+ line diff. Targets: frame <= 0.1 ms" \
-    "median, cold page <= 1 ms median, 16k-line diff <= 30 ms."
+  begin render
+  peers_need
+  corpus_prepare
+  corpus_big
+  shellac_binary
+  peer_cgit_start "$CGITRC"
+  SHELLAC_RENDER=1
+  render_lines
+  local extra=()
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+  declare -gA TARGET_URL=([cgit]="http://127.0.0.1:$CGIT_PORT" [shellac]="http://127.0.0.1:$SHELLAC_PORT")
+  SHELLAC_DIED=""
+  local facts=$BENCH_TMP/facts.tsv bigfacts=$BENCH_TMP/big-facts.tsv plan=$BENCH_TMP/render-plan.tsv
+  # a sampled commit that is also a 10k+ line diff is measured with the big diffs only (cold once)
+  commit_facts <(grep -vxF -f "$BIG_FILE" "$COMMITS_FILE") >"$facts"
+  commit_facts "$BIG_FILE" >"$bigfacts"
+  RENDER_OVERLAP=$(grep -cxF -f "$BIG_FILE" "$COMMITS_FILE" || true)
+  local repos=() frames=() base head r i=0 sha line
+  mapfile -t repos < <(sed -n 's/^repo\.url=//p' "$CGITRC")
+  base=${repos[0]}
+  for r in "${repos[@]:1:$RENDER_FRAME_FORKS}"; do frames+=("/$r/commit/?id="); done
+  # no fork: the frame-only page is the base's page with h= (another URL, the same fragment)
+  [ ${#frames[@]} -gt 0 ] || frames=("/$base/commit/?h=$HEAD_BRANCH&id=")
+  # checks on HEAD (not in the sample; it also opens the base repository in both servers)
+  head=$(git -C "$BASE_REPO" rev-parse HEAD)
+  check_target cgit "/$base/commit/?id=$head"
+  check_target shellac "/$base/commit/?id=$head"
+  {
+    # untimed: each frame-only repository opened once (its HEAD's page: the fragment is stored now)
+    line=$(commit_facts <(echo "$head"))
+    for r in "${frames[@]}"; do plan_line open shellac "$r$head" "$line"; done
+    while IFS= read -r line; do
+      sha=${line%%$'\t'*}
+      plan_line cold shellac "/$base/commit/?id=$sha" "$line"
+      plan_line frame shellac "${frames[i % ${#frames[@]}]}$sha" "$line"
+      # the stored fragment alone (no frame, no ESI): what HTTP + loopback + the client cost
+      plan_line hit shellac "/$base/esi-diff/?id=$sha&context=3&ignorews=0&dt=0" "$(cut -f1-3 <<<"$line")"
+      plan_line cgit cgit "/$base/commit/?id=$sha" "$line"
+      i=$((i + 1))
+    done <"$facts"
+    while IFS= read -r line; do
+      sha=${line%%$'\t'*}
+      plan_line bigcold shellac "/$base/commit/?id=$sha" "$line"
+      plan_line bigframe shellac "${frames[i % ${#frames[@]}]}$sha" "$line"
+      plan_line bigcgit cgit "/$base/commit/?id=$sha" "$line"
+      i=$((i + 1))
+    done <"$bigfacts"
+  } >"$plan"
+  local hdr=() attempt best_other=0 best_cpu="" out=$BENCH_TMP/render.out samples=$BENCH_TMP/render-samples.tsv
+  [ "$IDENTITY" = 1 ] && hdr=(--identity)
+  quiet_wait || true
+  REMEASURED=""
+  for ((attempt = 0; ; attempt++)); do
+    bench_log "render: $(grep -c . "$plan") pages, one at a time ($(wc -l <"$facts") sampled commits x 4, $(wc -l <"$bigfacts") big diffs x 3)"
+    bench_watch render "$SHELLAC_PID" "$CGIT_PID"
+    : >"$BENCH_TSV"
+    bench_cpu_begin render
+    python3 "$BENCH_DIR/wrk/render.py" --plan "$plan" --port "shellac=$SHELLAC_PORT" --port "cgit=$CGIT_PORT" \
+      --admin "$SHELLAC_ADMIN_PORT" --samples "$samples" --timeout "$RENDER_TIMEOUT" "${hdr[@]}" >"$out" || bench_die "render.py failed"
+    bench_cpu_end render
+    # one row, so that the run-health line of the report says whether others disturbed the run
+    printf 'render\t1\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t%s\n' "$(grep -c . "$plan")" "$BENCH_CPU" >>"$BENCH_TSV"
+    bench_log "render: cpu $BENCH_CPU"
+    # of several attempts the report keeps the least disturbed one
+    if [ "$attempt" = 0 ] || [ "$(bench_other_cpu render 1)" -lt "$best_other" ]; then
+      best_other=$(bench_other_cpu render 1)
+      cp "$out" "$out.best"; cp "$samples" "$samples.best"; cp "$BENCH_TSV" "$BENCH_TSV.best"
+      best_cpu=$BENCH_CPU
+    fi
+    bench_alive "$SHELLAC_PID" || { SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"; break; }
+    [ "$(bench_other_cpu render 1)" -gt 20 ] && [ "$attempt" -lt "$RETRIES" ] || break
+    quiet_wait || break   # no budget left: keep the disturbed run (the report says so)
+    # cold pages need an empty store: a new shellac (its repositories opened again by the plan)
+    bench_log "render: disturbed by other processes (other $(bench_other_cpu render 1)% of a core); measuring again with a new shellac"
+    REMEASURED+="${REMEASURED:+, }the whole run (other $(bench_other_cpu render 1)% of a core)"
+    bench_stop "$SHELLAC_PID" 35
+    PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+    TARGET_URL[shellac]="http://127.0.0.1:$SHELLAC_PORT"
+    check_target shellac "/$base/commit/?id=$head"
+  done
+  if [ "$attempt" -gt 0 ]; then
+    mv "$out.best" "$out"; mv "$samples.best" "$samples"; mv "$BENCH_TSV.best" "$BENCH_TSV"
+    BENCH_CPU=$best_cpu
+    REMEASURED+="; the report shows the least disturbed attempt (other $best_other% of a core)"
+  fi
+  local busy
+  busy=$(awk -F, '{ for (i = 1; i <= NF; i++) { split($i, kv, ":"); t += kv[2] } } END { print t + 0 }' <<<"$BENCH_CPU")
+  local rej
+  rej=$({ curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" || true; } | awk '$1 == "shellac_render_rejected_total" { print $2 }')
+  [ -z "$SHELLAC_DIED" ] && bench_stop "$SHELLAC_PID" 35
+  bench_stop "$CGIT_PID" 15
+  render_report "$out" "$samples" "$bigfacts" "$busy" "${rej:-unknown}"
+  [ -z "$SHELLAC_DIED" ]
+}
+
+render_report() {  # RENDER.PY-OUTPUT SAMPLES BIG-FACTS MACHINE-BUSY-% REJECTED
+  local out=$1 samples=$2 bigfacts=$3 busy=$4 rej=$5 md=$OUT/${REPORT:-render}.md
+  # rv PHASE TARGET FIELD -> a field of a BENCH_RENDER line; rk PHASE KIND FIELD -> of a BENCH_RENDER_KIND line
+  rv() { awk -v l="BENCH_RENDER phase=$1 target=$2" -v f="$3" '$1 " " $2 " " $3 == l { for (i = 4; i <= NF; i++) if (index($i, f "=") == 1) print substr($i, length(f) + 2) }' "$out"; }
+  rk() { awk -v l="BENCH_RENDER_KIND phase=$1 kind=$2" -v f="$3" '$1 " " $2 " " $3 == l { for (i = 4; i <= NF; i++) if (index($i, f "=") == 1) print substr($i, length(f) + 2) }' "$out"; }
+  ms() { [ -n "$1" ] && bench_ms "$1" || echo "n/a"; }
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.0f", a / b; else printf "n/a" }'; }
+  met() { awk -v x="$1" -v lim="$2" 'BEGIN { if (x == "") print "not measured"; else if (x <= lim) print "**met**"; else print "**not met**" }'; }
+  {
+    report_head "render: commit pages rendered by shellac vs stock cgit, one at a time" \
+      "The same sampled commits through shellac's resident renderer (gitfrag, the corpus' cgitrc imported)" \
+      "and through stock cgit (CGI under lighttpd), same run, one request at a time (concurrency 1). For" \
+      "each commit, in this order: shellac's commit page, the first request for that commit (cold: the" \
+      "frame and the diff fragment are rendered); the same commit's page in another fork (frame only: the" \
+      "fragment is now in the store, shared by every fork); cgit's commit page. Then the same three pages" \
+      "for every commit with a 10k+ line diff (sample-commits.sh --big). Targets (issue 6, a benchmark, not" \
+      "a test): frame <= 0.1 ms median, cold page <= 1 ms median, 16k-line diff <= 30 ms."
+    echo "- client: bench/wrk/render.py (python3 http.client), one keep-alive connection per server, one request"
+    echo "  at a time; latency = request written -> whole answer read (gzip on the wire$([ "$IDENTITY" = 1 ] && echo ": no, --identity")); it includes the"
+    echo "  client's own Python overhead (tens of µs) and loopback. Each answer is then checked outside the timing:"
+    echo "  200, and its text (gunzipped, entities decoded) holds the commit's subject and a \`diff --git\` line"
+    echo "- render time as shellac counts it: \`shellac_renders_total\` / \`shellac_render_seconds_total\` by kind, read from"
+    echo "  its /metrics before and after every shellac request (outside the timing): the render work alone, without"
+    echo "  HTTP, queueing, ESI assembly, store or loopback"
+    echo "- shellac: threads=2, access-log=off, admin-listen=127.0.0.1:PORT, backend=the lighttpd below (pages it does"
+    echo "  not render), ${RENDER_LINES[*]}${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default (render-threads = cores,"
+    echo "  cache-size 256M); frame-only pages go to the first $RENDER_FRAME_FORKS forks in turn, each opened before the timed"
+    echo "  requests (its HEAD's page)"
+    echo "- cgit: /usr/lib/cgit/cgit.cgi as CGI under lighttpd (one process per request), the corpus' cgitrc (cache-size=0)"
+    echo "- CPU during the timed requests, % of one core: ${BENCH_CPU//,/, } (wrk = the client, render.py), ${busy}% in all"
+    echo
+    echo "## Summary"
+    echo
+    local c50 c90 f50 f90 g50 g90
+    c50=$(rv cold shellac p50_us) c90=$(rv cold shellac p90_us) f50=$(rv frame shellac p50_us) f90=$(rv frame shellac p90_us)
+    g50=$(rv cgit cgit p50_us) g90=$(rv cgit cgit p90_us)
+    echo "- cold commit page (frame + fragment), $(rv cold shellac n) commits: shellac median **$(ms "$c50") ms**, p90 $(ms "$c90") ms, p99 $(ms "$(rv cold shellac p99_us)") ms; cgit median **$(ms "$g50") ms**, p90 $(ms "$g90") ms, p99 $(ms "$(rv cgit cgit p99_us)") ms: cgit / shellac **$(ratio "$g50" "$c50")x** at the median, $(ratio "$g90" "$c90")x at p90. Target <= 1 ms median: $(met "$c50" 1000)"
+    echo "- frame only (the page again in another fork, fragment stored): shellac median **$(ms "$f50") ms**, p90 $(ms "$f90") ms, p99 $(ms "$(rv frame shellac p99_us)") ms; cgit / shellac $(ratio "$g50" "$f50")x at the median. Target <= 0.1 ms median: $(met "$f50" 100) (client-side latency)"
+    echo "- render time alone (shellac's count): frame $(ms "$(rk frame commit p50_us)") ms median, $(ms "$(rk frame commit p90_us)") ms p90 (target <= 0.1 ms: $(met "$(rk frame commit p50_us)" 100)); cold page: frame $(ms "$(rk cold commit p50_us)") ms + diff fragment $(ms "$(rk cold diff-fragment p50_us)") ms median (p90 $(ms "$(rk cold commit p90_us)") + $(ms "$(rk cold diff-fragment p90_us)") ms); so loopback + HTTP + ESI + store + client cost ~$(awk -v a="$f50" -v b="$(rk frame commit p50_us)" 'BEGIN { printf "%.2f", (a - b) / 1000 }') ms a page (frame-only median latency - its median render time); the stored fragment alone, no frame, no ESI (its esi-diff URL): median $(ms "$(rv hit shellac p50_us)") ms, p90 $(ms "$(rv hit shellac p90_us)") ms: the floor of this client, loopback and shellac's HTTP path"
+    echo "- diff fragments rendered during the frame-only pages: $(rk frame diff-fragment renders | grep . || echo 0) (0 = every fork's page used the stored fragment); during the cold pages: $(rk cold diff-fragment renders | grep . || echo 0) of $(rv cold shellac n)"
+    local nb
+    nb=$(wc -l <"$bigfacts")
+    if [ "$nb" -gt 0 ]; then
+      echo "- 10k+ line diffs ($nb commits, $(awk -F'\t' '{ printf "%s%d", sep, $2; sep = ", " }' "$bigfacts") changed lines), cold commit page: shellac median **$(ms "$(rv bigcold shellac p50_us)") ms**, max $(ms "$(rv bigcold shellac max_us)") ms; cgit median **$(ms "$(rv bigcgit cgit p50_us)") ms**, max $(ms "$(rv bigcgit cgit max_us)") ms: cgit / shellac $(ratio "$(rv bigcgit cgit p50_us)" "$(rv bigcold shellac p50_us)")x at the median. Target (16k-line diff <= 30 ms): $(awk -F'\t' 'NR == FNR { l[$1] = $2; next } $1 == "bigcold" { match($3, /id=[0-9a-f]+/); s = substr($3, RSTART + 3, RLENGTH - 3); if (l[s] <= 16500) { n++; if ($5 <= 30000) ok++ } } END { if (n) printf "%d of the %d with <= 16.5k lines within 30 ms", ok, n; else printf "no commit of <= 16.5k lines" }' "$bigfacts" "$samples") (per commit below)"
+    else
+      echo "- 10k+ line diffs: **none in this repository** (sample-commits.sh --big listed no commit): not measured"
+    fi
+    [ -n "$BIG_NOTE" ] && echo "- 10k+ line diffs: $BIG_NOTE"
+    [ "${RENDER_OVERLAP:-0}" -gt 0 ] && echo "- $RENDER_OVERLAP sampled commit(s) are also 10k+ line diffs: measured with those only (a page is cold once)"
+    echo "- failed checks: $(awk '/^BENCH_RENDER / { for (i = 2; i <= NF; i++) if ($i ~ /^bad=/) b += substr($i, 5) } END { print b + 0 }' "$out") of $(awk '/^BENCH_RENDER / { for (i = 2; i <= NF; i++) if ($i ~ /^n=/) b += substr($i, 3) } END { print b + 0 }' "$out") pages$(grep '^BENCH_RENDER_BAD' "$out" | head -n3 | sed 's/^BENCH_RENDER_BAD /; e.g. /' | tr -d '\n'); renders refused (queue full): $rej"
+    [ -n "$SHELLAC_DIED" ] && echo "- **$SHELLAC_DIED**"
+    [ -n "$REMEASURED" ] && echo "- measured again because other processes disturbed it: ${REMEASURED% }"
+    bench_md_run_health
+    echo
+    echo "## Latency per phase (client side)"
+    echo
+    echo '| phase | server | pages | failed checks | p50 ms | p90 ms | p99 ms | max ms | mean ms | mean bytes (wire) |'
+    echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+    sed -n 's/^BENCH_RENDER phase=//p' "$out" | sed 's/[a-z0-9_]*=//g' |
+      awk 'function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.3f", u / 1000) }
+        BEGIN { d["open"] = "fork opened (untimed)"; d["cold"] = "cold commit page"; d["frame"] = "frame only (another fork)"; d["cgit"] = "commit page"
+                d["hit"] = "stored fragment alone (esi-diff URL)"
+                d["bigcold"] = "10k+ diff, cold"; d["bigframe"] = "10k+ diff, frame only"; d["bigcgit"] = "10k+ diff" }
+        { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d[$1], $2, $3, $4, ms($5), ms($6), ms($7), ms($8), ms($9), $10 }'
+    echo
+    echo "## Render time (shellac's own count, per request that rendered it)"
+    echo
+    echo '| phase | kind | renders | p50 ms | p90 ms | max ms | total s |'
+    echo '|---|---|---:|---:|---:|---:|---:|'
+    sed -n 's/^BENCH_RENDER_KIND phase=//p' "$out" | sed 's/[a-z0-9_]*=//g' |
+      awk 'function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.3f", u / 1000) }
+        { printf "| %s | %s | %s | %s | %s | %s | %.3f |\n", $1, $2, $3, ms($5), ms($6), ms($7), $4 / 1e6 }'
+    if [ "$nb" -gt 0 ]; then
+      echo
+      echo "## 10k+ line diffs, per commit"
+      echo
+      echo "changed lines = added + deleted against the first parent (git --numstat -M). fragment render = shellac's"
+      echo "diff-fragment render time for that page (its /metrics); frame-only = the page in another fork afterwards;"
+      echo "no complete answer = the answer was not complete after ${RENDER_TIMEOUT} s (render.py's timeout): left out of the latencies."
+      echo
+      echo '| commit | subject | changed lines | files | shellac cold ms | of it fragment render ms | shellac frame only ms | cgit ms | cgit / shellac cold | wire bytes shellac / cgit |'
+      echo '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|'
+      awk -F'\t' 'function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.2f", u / 1000) }
+        function fr(r,   a, i, p) { n = split(r, a, ","); for (i = 1; i <= n; i++) { split(a[i], p, ":"); if (p[1] == "diff-fragment") return ms(p[3]) } return "-" }
+        NR == FNR { sha[NR] = $1; lines[$1] = $2; files[$1] = $3; subj[$1] = $4; n0 = NR; next }
+        { match($3, /id=[0-9a-f]+/); s = substr($3, RSTART + 3, RLENGTH - 3) }
+        function t(st, u) { return st == 0 ? "**no complete answer**" : ms(u) }
+        $1 == "bigcold" { cold[s] = $5; st[s] = $4; frag[s] = fr($8); cb[s] = $6 }
+        $1 == "bigframe" { frame[s] = t($4, $5) }
+        $1 == "bigcgit" { cg[s] = $5; gst[s] = $4; gb[s] = $6 }
+        END { for (i = 1; i <= n0; i++) { s = sha[i]
+          printf "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %d / %d |\n", substr(s, 1, 12), subj[s], lines[s], files[s],
+            t(st[s], cold[s]), frag[s], frame[s], t(gst[s], cg[s]),
+            (st[s] != 0 && gst[s] != 0 && cold[s] > 0 ? sprintf("%.1fx", cg[s] / cold[s]) : "-"), cb[s], gb[s] } }' "$bigfacts" "$samples"
+    fi
+    if [ -s "$SHELLAC_DIR/stderr.log" ]; then
+      echo; echo "## shellac stderr (last 20 lines)"; echo; echo '```'; tail -n 20 "$SHELLAC_DIR/stderr.log"; echo '```'
+    fi
+  } >"$md"
+  rm -f "$OUT/render.png"
+  bench_log "wrote $md"
+  cat "$md"
 }
 
 ALL=(crawler hot fork-spread burst passthrough cached esi render tls)

@@ -5,6 +5,7 @@
     urls.py forkspread --cgitrc F --commits F [--branch B] [--seed S] [--count K] > forkspread.txt
     urls.py hot        --cgitrc F --commits F [--count N]                        > hot.txt
     urls.py burst      --cgitrc F --commits F [--count N]                        > burst.txt
+    urls.py warm       --cgitrc F --commits F                                    > warm.txt
 
 Repositories are the cgitrc's repo.url values (the base first, then the forks), commits the sample
 file (one SHA a line, in draw order, from bench/corpus/sample-commits.sh). A commit page URL follows
@@ -19,6 +20,9 @@ cgit's layout under virtual-root=/: /REPO/commit/?id=SHA[&h=BRANCH][&OPTION].
   alternating between the base and forks.
 - burst: N single URLs (default 8) for thundering-herd runs, one commit each, from the end of the
   sample (commits no other list starts with), on the base repository.
+- warm: every sampled commit x every diff option (6: no option, context=3/5/10, ignorews=1, dt=1) on
+  the base repository, in sample order: one page per repository-neutral diff fragment the crawler
+  list needs (a fragment cache filled by this list serves every fork and every h=).
 
 Deterministic: the order comes from bench/corpus/py/prng.py (splitmix64), never from `random`.
 """
@@ -74,7 +78,7 @@ def shuffle(items, seed, stream):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("kind", choices=["crawler", "forkspread", "hot", "burst"])
+    ap.add_argument("kind", choices=["crawler", "forkspread", "hot", "burst", "warm"])
     ap.add_argument("--cgitrc", required=True)
     ap.add_argument("--commits", required=True)
     ap.add_argument("--branch", default="main")
@@ -97,6 +101,8 @@ def main():
         for i, c in enumerate(pool):
             r = rs[0] if i % 2 == 0 or len(rs) == 1 else rs[1 + (i // 2) % (len(rs) - 1)]
             out.append(page(r, c))
+    elif a.kind == "warm":
+        out = [page(rs[0], c, None, o) for c in cs for o in OPTIONS]
     else:
         n = a.count or 8
         out = [page(rs[0], c) for c in reversed(cs[-n:])]
