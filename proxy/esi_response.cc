@@ -105,13 +105,13 @@ class IncludeFetch : public ExchangeClient {
       return;
     }
     WorkerMetrics::Add(worker.metrics().cache_waits);
-    wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
+    if (!wait_timer_) wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
     const timeval limit = ToTimeval(config.single_flight_timeout);
     evtimer_add(wait_timer_.get(), &limit);
   }
 
   void OnFill(const FillResult& result) {
-    wait_timer_.reset();
+    StopWaiting();
     switch (result.kind) {
       case FillResult::kStored:
         Done(result.object, {});
@@ -126,6 +126,11 @@ class IncludeFetch : public ExchangeClient {
         Fetch({});
         return;
     }
+  }
+
+  // The timer is only stopped here, never freed: this may run inside its own callback.
+  void StopWaiting() {
+    if (wait_timer_) evtimer_del(wait_timer_.get());
   }
 
   // Waited too long for another request's fetch: fetch without it.
@@ -158,7 +163,7 @@ class IncludeFetch : public ExchangeClient {
   // From the resident renderer, or from the upstream (collected whole, stored when HTTP allows).
   void Fetch(std::string fill_key) {
     WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
-    wait_timer_.reset();
+    StopWaiting();
     if (resident_) {
       RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
                      [this](Rendered r) { Done(std::move(r.object), r.reason); });

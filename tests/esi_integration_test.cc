@@ -456,6 +456,32 @@ TEST(Esi, AFragmentLargerThanTheOutputWindowIsDeliveredWholeInBothCodings) {
   }
 }
 
+TEST(Esi, AnIncludeThatWaitedTooLongForAnotherFetchFetchesItself) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> fragments{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target.starts_with("/page")) {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    if (++fragments == 1) gate->Wait(Millis(10'000));  // the first fetch is held
+    c.SendFixed(200, "F", kCacheable);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port(), "single-flight-timeout=300ms\n")));
+  std::thread first(
+      [&] { EXPECT_EQ(HttpGet(proxy.Port(), "/page1", "", Millis(10'000)).body, "<p>F</p>"); });
+  ASSERT_TRUE(origin.WaitForRequests(2, Millis(2'000)));  // /page1 and its held /frag
+  Response second = HttpGet(proxy.Port(), "/page2", "", Millis(5'000));
+  EXPECT_EQ(second.body, "<p>F</p>")
+      << "it stopped waiting for the held fetch and fetched on its own";
+  gate->Open();
+  first.join();
+  EXPECT_EQ(fragments.load(), 2);
+  EXPECT_GE(
+      MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_single_flight_timeouts_total"), 1);
+}
+
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
   TempDir dir;
   WriteFile(dir.File("a.conf"), "listen=127.0.0.1:0\nesi=sometimes\n");
