@@ -33,6 +33,11 @@ std::string PeerIp(const sockaddr* peer) {
   return buf;
 }
 
+// The access log's cache field for an X-Cache value (a static string: the log keeps the pointer).
+const char* CacheStatus(std::string_view x_cache) {
+  return x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
+}
+
 std::string_view PathOf(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
@@ -76,10 +81,12 @@ BufferEventPtr SocketBufferEvent(event_base* base, evutil_socket_t fd) {
 
 }  // namespace
 
-ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site)
+ClientConnection::ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer,
+                                   Site site)
     : ClientConnection(worker, SocketBufferEvent(worker.base(), fd), peer, site, /*tls=*/false) {}
 
-ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const sockaddr* peer, Site site, bool tls)
+ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const sockaddr* peer,
+                                   Site site, bool tls)
     : worker_(worker), site_(site), tls_(tls), peer_ip_(PeerIp(peer)) {
   bev_ = std::move(bev);
   head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
@@ -390,8 +397,8 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
     return true;
   }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
-  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(), worker_.HttpDate(), keep_alive,
-                                    Hsts());
+  const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(),
+                                    worker_.HttpDate(), keep_alive, Hsts());
   if (!d.ok) {
     worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
     return false;
@@ -399,7 +406,7 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
   if (d.body_bytes > 0)
     WorkerMetrics::Add(d.gzip ? worker_.metrics().cache_stitched
                               : worker_.metrics().cache_inflated);
-  cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
+  cache_status_ = CacheStatus(x_cache);
   body_bytes_ = d.body_bytes;
   Flush();
   FinishRequest(d.status, keep_alive);
@@ -441,7 +448,7 @@ void ClientConnection::OnRendered(Rendered rendered) {
 }
 
 void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache) {
-  cache_status_ = x_cache == "hit" ? "hit" : x_cache == "miss" ? "miss" : "pass";
+  cache_status_ = CacheStatus(x_cache);
   state_ = State::kBusy;
   ApplyIoTimeouts(false);
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
@@ -553,8 +560,10 @@ void ClientConnection::Respond(int status, std::string_view content_type, std::s
   head.append(worker_.HttpDate()).append("\r\nContent-Type: ").append(content_type);
   head.append("\r\nContent-Length: ").append(std::to_string(body.size()));
   head.append("\r\nVia: 1.1 shellac\r\n").append(extra_headers).append(Hsts());
-  if (!keep_alive) head.append("Connection: close\r\n");
-  else if (request_.minor_version == 0) head.append("Connection: keep-alive\r\n");
+  if (!keep_alive)
+    head.append("Connection: close\r\n");
+  else if (request_.minor_version == 0)
+    head.append("Connection: keep-alive\r\n");
   head.append("\r\n");
   evbuffer_add(output(), head.data(), head.size());
   if (request_.method != "HEAD") {

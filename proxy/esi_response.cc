@@ -277,7 +277,8 @@ void EsiResponse::Start() {
   }
   // Includes reach only the backend, and name another host only when esi-allow-host says so;
   // https:// is dropped, as Varnish does (there is no other address to fetch it from).
-  std::shared_ptr<const EsiRules> rules = runtime_->esi_rules;
+  // runtime_ (held for this response) keeps the rules alive.
+  const EsiRules* rules = runtime_->esi_rules.get();
   options_.policy.allow_host = [rules](std::string_view host, bool https) {
     return !https && rules->AllowsHost(host);
   };

@@ -165,7 +165,7 @@ void ProxyExchange::StartCapture() {
         EqualsIgnoreCase(h.name, "content-encoding")) {
       continue;
     }
-    kept_headers_.emplace_back(h.name, h.value);
+    kept_headers_.push_back(cache::Header{h.name, h.value});
   }
 }
 
@@ -203,12 +203,9 @@ void ProxyExchange::StoreFill() {
     std::vector<cache::SegmentView> body;
     body.reserve(segments.size());
     for (const auto& segment : segments) body.push_back(segment.view());
-    std::vector<cache::Header> headers;
-    headers.reserve(kept_headers_.size());
-    for (const auto& [name, value] : kept_headers_) headers.push_back(cache::Header{name, value});
     cache::ObjectSpec spec;
     spec.status = response_.status;
-    spec.headers = headers;
+    spec.headers = kept_headers_;
     spec.stored_at = f.now;
     spec.ttl = f.decision.ttl;
     spec.grace = f.decision.grace;
@@ -257,13 +254,10 @@ void ProxyExchange::FinishCollect() {
     }
     if (parsed->esi()) page = std::move(parsed);  // no ESI found: delivered exactly as received
   }
-  std::vector<cache::Header> headers;
-  headers.reserve(kept_headers_.size());
-  for (const auto& [name, value] : kept_headers_) headers.push_back(cache::Header{name, value});
   const bool storable = fill_ && fill_->decision.storable;
   PageSpec spec;
   spec.status = response_.status;
-  spec.headers = headers;
+  spec.headers = kept_headers_;
   spec.stored_at =
       fill_ ? fill_->now
             : std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
@@ -290,7 +284,7 @@ void ProxyExchange::FinishCollect() {
     CompleteFill(FillResult{FillResult::kNotStorable, {}, 0, {}});
   }
   ReleaseUpstream();
-  client_.CollectExchange(Collected{response_.status, std::move(object), stored});
+  client_.CollectExchange(Collected{std::move(object), stored});
 }
 
 void ProxyExchange::Start() {
@@ -328,7 +322,8 @@ std::string ProxyExchange::BuildUpstreamHead() const {
   }
   // HTTP/1.1 needs a Host; an HTTP/1.0 client may not have sent one. An include's Host is what its
   // URL says, empty for "http:///path" as Varnish sends it.
-  AppendHeader(&h, "Host", request_.host.empty() && !collect_ ? config_.backend->text : request_.host);
+  AppendHeader(&h, "Host",
+               request_.host.empty() && !collect_ ? config_.backend->text : request_.host);
   if (!forwarded_for.empty()) forwarded_for.append(", ");
   forwarded_for.append(client_.peer_ip());
   AppendHeader(&h, "X-Forwarded-For", forwarded_for);
@@ -687,7 +682,8 @@ void ProxyExchange::SendResponseHead() {
   }
   AppendHeader(&h, "Via", response_.minor_version == 0 ? "1.0 shellac" : "1.1 shellac");
   AppendHeader(&h, "X-Cache", fill_ ? "miss" : "pass");
-  if (client_.secure() && !config_.hsts.empty()) AppendHeader(&h, "Strict-Transport-Security", config_.hsts);
+  if (client_.secure() && !config_.hsts.empty())
+    AppendHeader(&h, "Strict-Transport-Security", config_.hsts);
   h.append("\r\n");
   client_keep_alive_ = keep_alive;
   evbuffer_add(client_.output(), h.data(), h.size());

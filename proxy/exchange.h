@@ -20,8 +20,7 @@ namespace shellac::proxy {
 
 // What a collecting exchange hands back instead of streaming the response (see ProxyExchange).
 struct Collected {
-  int status = 0;
-  cache::ObjectRef object;  // the whole response; with a template when it was processed as ESI
+  cache::ObjectRef object;  // the whole response (its status too); with a template when it was ESI
   bool stored = false;      // the object is in the store too
 };
 
@@ -58,8 +57,8 @@ class ProxyExchange {
   // A response to be processed as ESI (esi=, esi-url=, Surrogate-Control) is not streamed: its body
   // is collected, parsed into a template and handed over whole (CollectExchange), stored or not.
   // `collect` does the same for every response (an include fetch).
-  ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime, http::RequestHead& request,
-                std::string fill_key = {}, bool collect = false);
+  ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+                http::RequestHead& request, std::string fill_key = {}, bool collect = false);
   ~ProxyExchange();
   ProxyExchange(const ProxyExchange&) = delete;
   ProxyExchange& operator=(const ProxyExchange&) = delete;
@@ -143,7 +142,7 @@ class ProxyExchange {
   bool esi_ = false;         // this response is ESI
   bool collecting_ = false;  // collect_ || esi_, decided at the response head
   EvbufferPtr collected_;
-  std::vector<std::pair<std::string, std::string>> kept_headers_;  // for a collected object
+  std::vector<cache::Header> kept_headers_;  // views into response_, for the stored object
 };
 
 }  // namespace shellac::proxy

@@ -11,7 +11,6 @@
 
 #include "config.h"
 #include "server.h"
-#include "tls.h"
 #include "worker.h"
 
 namespace {
@@ -151,12 +150,7 @@ int main(int argc, char** argv) {
     }
   }
   if (check) {
-    shellac::proxy::TtlRules ttl_rules;
-    shellac::proxy::EsiRules esi_rules;
-    const bool tls_used = !config->listen_tls.empty() || (config->backend && config->backend->tls);
-    if (!shellac::proxy::CompileKeyRules(*config, &error) || !ttl_rules.Compile(config->ttl_rules, &error) ||
-        !ttl_rules.CompileForceStore(config->force_store, &error) || !esi_rules.Compile(*config, &error) ||
-        (tls_used && !shellac::proxy::TlsContext::Build(*config, &error))) {
+    if (!shellac::proxy::BuildRuntime(config, 1, &error)) {
       std::fprintf(stderr, "shellac: %s\n", error.c_str());
       return 1;
     }

@@ -27,7 +27,7 @@ namespace {
 
 // Pool thread: the page as an object, stored and announced when this render fills the store.
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
-                const std::string& target, gitfrag::Page page) {
+                std::string_view kind, gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false};
   if (page.status == 200) {
     std::vector<cache::Header> headers;
@@ -50,9 +50,8 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     spec.esi_template = frame;
     spec.level = fill_key.empty() ? 1 : 6;  // a frame made for one request is compressed fast
     cache::Status status;
-    r.object =
-        MakePageObject(fill_key.empty() ? std::string_view(target) : std::string_view(fill_key),
-                       page.body, spec, &status);
+    r.object = MakePageObject(fill_key.empty() ? kind : std::string_view(fill_key), page.body, spec,
+                              &status);
     if (!r.object) {
       r.status = 500;
       r.reason = "the rendered page cannot be kept: " + status.message();
@@ -81,9 +80,10 @@ void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtim
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
                     std::function<void(Rendered)> done) {
   Worker* owner = &worker;
-  std::string target = runtime->site->virtual_root() + "#" + gitfrag::PageKindName(route.kind);
-  auto finish = [owner, runtime, fill_key, target, alive, done](gitfrag::Page&& page) {
-    Rendered r = Finish(*owner, *runtime, fill_key, target, std::move(page));
+  // A page made for one request is never stored: its page kind will do for its key.
+  const char* kind = gitfrag::PageKindName(route.kind);
+  auto finish = [owner, runtime, fill_key, kind, alive, done](gitfrag::Page&& page) {
+    Rendered r = Finish(*owner, *runtime, fill_key, kind, std::move(page));
     owner->Post([alive, done, r = std::move(r)]() mutable {
       if (!alive.expired()) done(std::move(r));
     });

@@ -112,8 +112,7 @@ std::vector<std::string> AddressTexts(const std::vector<conf::Config::TlsListene
   return out;
 }
 
-}  // namespace
-
+// Compiles the cache-key= rules; null with *error "ORIGIN: cache-key: what is wrong" on a bad rule.
 std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config,
                                                        std::string* error) {
   auto rules = std::make_shared<cache::KeyRules>();
@@ -125,6 +124,8 @@ std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& confi
   }
   return rules;
 }
+
+}  // namespace
 
 std::string Shared::RenderMetrics() const {
   std::string out = RenderPrometheus(shards, global);
@@ -209,6 +210,35 @@ std::string GitRepositoryAbove(std::string dir) {
   }
 }
 
+std::shared_ptr<Runtime> BuildRuntime(std::shared_ptr<const conf::Config> config,
+                                      uint64_t generation, std::string* error) {
+  auto runtime = std::make_shared<Runtime>();
+  runtime->access_log = AccessLogFile::Open(config->access_log, error);
+  if (!error->empty()) return nullptr;
+  runtime->builtin_page = BuiltinPage(*config);
+  runtime->key_rules = CompileKeyRules(*config, error);
+  if (!runtime->key_rules) return nullptr;
+  auto ttl_rules = std::make_shared<TtlRules>();
+  if (!ttl_rules->Compile(config->ttl_rules, error) ||
+      !ttl_rules->CompileForceStore(config->force_store, error)) {
+    return nullptr;
+  }
+  runtime->ttl_rules = std::move(ttl_rules);
+  auto esi_rules = std::make_shared<EsiRules>();
+  if (!esi_rules->Compile(*config, error)) return nullptr;
+  runtime->esi_rules = std::move(esi_rules);
+  if (!config->repositories.empty()) runtime->site = std::make_shared<const gitfrag::Site>(*config);
+  // Certificates are re-read on every reload; a broken one refuses the reload (the old context
+  // keeps serving) with "FILE: what is wrong".
+  if (!config->listen_tls.empty() || (config->backend && config->backend->tls)) {
+    runtime->tls = TlsContext::Build(*config, error);
+    if (!runtime->tls) return nullptr;
+  }
+  runtime->generation = generation;
+  runtime->config = std::move(config);
+  return runtime;
+}
+
 std::string BuiltinPage(const conf::Config& config) {
   std::string p;
   p += "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>shellac</title></head><body>\n";
@@ -220,9 +250,12 @@ std::string BuiltinPage(const conf::Config& config) {
                                    : HtmlEscape(config.config_file)) +
        "</li>\n";
   for (const auto& l : config.listen) p += "<li>listen: " + HtmlEscape(l.text) + "</li>\n";
-  for (const auto& l : config.listen_tls) p += "<li>listen-tls: " + HtmlEscape(l.address.text) + "</li>\n";
-  p += "<li>admin: " + (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
-                                            : std::string("off")) + "</li>\n";
+  for (const auto& l : config.listen_tls)
+    p += "<li>listen-tls: " + HtmlEscape(l.address.text) + "</li>\n";
+  p += "<li>admin: " +
+       (config.admin_listen ? HtmlEscape(config.admin_listen->text) + " (/health, /metrics)"
+                            : std::string("off")) +
+       "</li>\n";
   p += "<li>worker threads: " + std::to_string(config.threads) + "</li>\n";
   p += "<li>cache size: " + std::to_string(config.cache_size >> 20) + " MiB</li>\n";
   if (!config.cgitrc.empty()) p += "<li>cgitrc: " + HtmlEscape(config.cgitrc) + "</li>\n";
@@ -249,54 +282,30 @@ struct Server::State {
   EventPtr drain_deadline;
   bool draining = false;
 
-  std::shared_ptr<Runtime> MakeRuntime(std::shared_ptr<const conf::Config> config,
-                                       uint64_t generation, std::string* error) {
-    auto runtime = std::make_shared<Runtime>();
-    runtime->access_log = AccessLogFile::Open(config->access_log, error);
-    if (!error->empty()) return nullptr;
-    runtime->builtin_page = BuiltinPage(*config);
-    runtime->key_rules = CompileKeyRules(*config, error);
-    if (!runtime->key_rules) return nullptr;
-    auto ttl_rules = std::make_shared<TtlRules>();
-    if (!ttl_rules->Compile(config->ttl_rules, error) ||
-        !ttl_rules->CompileForceStore(config->force_store, error)) {
-      return nullptr;
-    }
-    runtime->ttl_rules = std::move(ttl_rules);
-    auto esi_rules = std::make_shared<EsiRules>();
-    if (!esi_rules->Compile(*config, error)) return nullptr;
-    runtime->esi_rules = std::move(esi_rules);
-    if (!config->repositories.empty()) runtime->site = std::make_shared<const gitfrag::Site>(*config);
-    // Certificates are re-read on every reload; a broken one refuses the reload (the old context
-    // keeps serving) with "FILE: what is wrong".
-    if (!config->listen_tls.empty() || (config->backend && config->backend->tls)) {
-      runtime->tls = TlsContext::Build(*config, error);
-      if (!runtime->tls) return nullptr;
-    }
-    runtime->generation = generation;
-    runtime->config = std::move(config);
-    return runtime;
-  }
-
   void Reload() {
     std::string error;
     auto config = conf::Load(config_file, overrides, &error);
     std::shared_ptr<Runtime> runtime;
     const uint64_t generation = shared.generation() + 1;
-    if (config) runtime = MakeRuntime(config, generation, &error);
+    if (config) runtime = BuildRuntime(config, generation, &error);
     if (!runtime) {
       shared.global.reloads_refused++;
       std::fprintf(stderr, "shellac: reload refused: %s\n", error.c_str());
       return;
     }
     const conf::Config& old = *shared.runtime()->config;
-    const auto admin_text = [](const conf::Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
-    if (AddressTexts(old.listen) != AddressTexts(config->listen) || admin_text(old) != admin_text(*config) ||
-        old.threads != config->threads || old.cache_size != config->cache_size ||
+    const auto admin_text = [](const conf::Config& c) {
+      return c.admin_listen ? c.admin_listen->text : "off";
+    };
+    if (AddressTexts(old.listen) != AddressTexts(config->listen) ||
+        admin_text(old) != admin_text(*config) || old.threads != config->threads ||
+        old.cache_size != config->cache_size ||
         AddressTexts(old.listen_tls) != AddressTexts(config->listen_tls) ||
         old.render_threads != config->render_threads || old.render_queue != config->render_queue) {
-      std::fprintf(stderr, "shellac: warning: listen, listen-tls addresses, admin-listen, threads, cache-size, "
-                           "render-threads and render-queue keep their old values until a restart\n");
+      std::fprintf(
+          stderr,
+          "shellac: warning: listen, listen-tls addresses, admin-listen, threads, cache-size, "
+          "render-threads and render-queue keep their old values until a restart\n");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;
@@ -364,11 +373,13 @@ struct Server::State {
       for (auto& worker : workers) {
         int fd = OpenListener(address, port, /*reuse_port=*/true, &error);
         if (fd < 0) {
-          std::fprintf(stderr, "shellac: cannot listen on %s (listen-tls): %s\n", address.text.c_str(), error.c_str());
+          std::fprintf(stderr, "shellac: cannot listen on %s (listen-tls): %s\n",
+                       address.text.c_str(), error.c_str());
           return false;
         }
         if (port == 0) port = BoundPort(fd);
-        if (worker == workers.front()) std::fprintf(stderr, "shellac: TLS on %s\n", BoundAddress(fd).c_str());
+        if (worker == workers.front())
+          std::fprintf(stderr, "shellac: TLS on %s\n", BoundAddress(fd).c_str());
         worker->AddListener(fd, Site::kPublic, address.text);
       }
     }
@@ -393,7 +404,7 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   state_->config_file = std::move(config_file);
   state_->overrides = std::move(overrides);
   std::string error;
-  auto runtime = state_->MakeRuntime(std::move(config), 1, &error);
+  auto runtime = BuildRuntime(std::move(config), 1, &error);
   if (!runtime) throw std::runtime_error(error);
   state_->shared.Publish(runtime);
   const conf::Config& loaded = *runtime->config;

@@ -14,7 +14,8 @@ namespace shellac::proxy {
 class Server {
  public:
   // `config_file` and `overrides` are kept: SIGHUP reads the same file with the same overrides.
-  Server(std::string config_file, conf::Overrides overrides, std::shared_ptr<const conf::Config> config);
+  Server(std::string config_file, conf::Overrides overrides,
+         std::shared_ptr<const conf::Config> config);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -28,8 +29,12 @@ class Server {
   std::unique_ptr<State> state_;
 };
 
-// Compiles the cache-key= rules; null with *error "ORIGIN: cache-key: what is wrong" on a bad rule.
-std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config, std::string* error);
+// Everything a configuration snapshot needs before it can serve: the access log opened, every rule
+// compiled, the repositories' site, the certificates read. Null with *error "ORIGIN: key: why" (or
+// "FILE: what is wrong") on the first problem. Used at start, on SIGHUP and by --check.
+struct Runtime;
+std::shared_ptr<Runtime> BuildRuntime(std::shared_ptr<const conf::Config> config,
+                                      uint64_t generation, std::string* error);
 
 // Whether `dir` is a git repository: a work tree (with .git) or a bare repository.
 bool IsGitRepository(const std::string& dir);

@@ -43,25 +43,6 @@ bool TtlRules::Compile(const std::vector<conf::Config::Rule>& rules, std::string
   return true;
 }
 
-bool TtlRules::CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error) {
-  for (const auto& rule : rules) {
-    auto compiled = std::make_shared<Rule>(rule.text, std::chrono::seconds(0));
-    if (!compiled->regex.ok()) {
-      *error = rule.origin + ": force-store: bad regular expression: " + compiled->regex.error();
-      return false;
-    }
-    force_store_.push_back(std::move(compiled));
-  }
-  return true;
-}
-
-bool TtlRules::ForcesStore(std::string_view target) const {
-  for (const auto& rule : force_store_) {
-    if (RE2::PartialMatch(target, rule->regex)) return true;
-  }
-  return false;
-}
-
 std::optional<std::chrono::seconds> TtlRules::Match(std::string_view target) const {
   for (const auto& rule : rules_) {
     if (RE2::PartialMatch(target, rule->regex)) return rule->ttl;
@@ -69,30 +50,34 @@ std::optional<std::chrono::seconds> TtlRules::Match(std::string_view target) con
   return std::nullopt;
 }
 
-struct EsiRules::Pattern {
+struct RegexList::Regex {
   RE2 regex;
-  explicit Pattern(std::string_view pattern) : regex(pattern, RE2::Quiet) {}
+  explicit Regex(std::string_view pattern) : regex(pattern, RE2::Quiet) {}
 };
 
-bool EsiRules::Compile(const conf::Config& config, std::string* error) {
-  auto compile = [&](const std::vector<conf::Config::Rule>& rules, const char* key, auto* out) {
-    for (const auto& rule : rules) {
-      auto compiled = std::make_shared<Pattern>(rule.text);
-      if (!compiled->regex.ok()) {
-        *error = rule.origin + ": " + key + ": bad regular expression: " + compiled->regex.error();
-        return false;
-      }
-      out->push_back(std::move(compiled));
+bool RegexList::Compile(const std::vector<conf::Config::Rule>& rules, const char* key,
+                        std::string* error) {
+  for (const auto& rule : rules) {
+    auto compiled = std::make_shared<const Regex>(rule.text);
+    if (!compiled->regex.ok()) {
+      *error = rule.origin + ": " + key + ": bad regular expression: " + compiled->regex.error();
+      return false;
     }
-    return true;
-  };
-  return compile(config.esi_urls, "esi-url", &urls_) &&
-         compile(config.esi_allow_hosts, "esi-allow-host", &hosts_);
+    regexes_.push_back(std::move(compiled));
+  }
+  return true;
 }
 
-bool EsiRules::MatchesUrl(std::string_view target) const {
-  for (const auto& rule : urls_) {
-    if (RE2::PartialMatch(target, rule->regex)) return true;
+bool RegexList::MatchesPart(std::string_view text) const {
+  for (const auto& r : regexes_) {
+    if (RE2::PartialMatch(text, r->regex)) return true;
+  }
+  return false;
+}
+
+bool RegexList::MatchesWhole(std::string_view text) const {
+  for (const auto& r : regexes_) {
+    if (RE2::FullMatch(text, r->regex)) return true;
   }
   return false;
 }
@@ -100,10 +85,7 @@ bool EsiRules::MatchesUrl(std::string_view target) const {
 bool EsiRules::AllowsHost(std::string_view host) const {
   std::string lower(host);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const auto& rule : hosts_) {
-    if (RE2::FullMatch(lower, rule->regex)) return true;
-  }
-  return false;
+  return hosts_.MatchesWhole(lower);
 }
 
 namespace {

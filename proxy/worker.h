@@ -14,8 +14,8 @@
 
 #include "access_log.h"
 #include "config.h"
-#include "gitfrag.h"
 #include "event_ptr.h"
+#include "gitfrag.h"
 #include "key.h"
 #include "metrics.h"
 #include "single_flight.h"
@@ -29,6 +29,21 @@ class ExchangeClient;
 class TlsAccept;
 class TlsContext;
 
+// RE2 expressions from list keys of the configuration (force-store=, esi-url=, esi-allow-host=).
+class RegexList {
+ public:
+  // Compiles every rule; false with *error "ORIGIN: KEY: bad regular expression: ..." on the first
+  // bad one.
+  bool Compile(const std::vector<conf::Config::Rule>& rules, const char* key, std::string* error);
+  // Whether some expression matches somewhere in `text` / all of `text`.
+  bool MatchesPart(std::string_view text) const;
+  bool MatchesWhole(std::string_view text) const;
+
+ private:
+  struct Regex;
+  std::vector<std::shared_ptr<const Regex>> regexes_;
+};
+
 // ttl=REGEX => DURATION rules: the first whose RE2 expression matches a request target (path and
 // query) sets the freshness of a storable response for it; 0 keeps such responses out of the store.
 class TtlRules {
@@ -38,31 +53,35 @@ class TtlRules {
   std::optional<std::chrono::seconds> Match(std::string_view target) const;
   // force-store=REGEX rules: responses for a matching target are stored even when they say
   // no-store, private or no-cache, or set a cookie (the Set-Cookie header is not stored).
-  bool CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error);
-  bool ForcesStore(std::string_view target) const;
+  bool CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error) {
+    return force_store_.Compile(rules, "force-store", error);
+  }
+  bool ForcesStore(std::string_view target) const { return force_store_.MatchesPart(target); }
 
  private:
   struct Rule;
   std::vector<std::shared_ptr<const Rule>> rules_;
-  std::vector<std::shared_ptr<const Rule>> force_store_;
+  RegexList force_store_;
 };
 
 // esi-url= and esi-allow-host= rules (RE2).
 class EsiRules {
  public:
   // Compiles every rule; false with *error "ORIGIN: esi-url: what is wrong" on the first bad one.
-  bool Compile(const conf::Config& config, std::string* error);
+  bool Compile(const conf::Config& config, std::string* error) {
+    return urls_.Compile(config.esi_urls, "esi-url", error) &&
+           hosts_.Compile(config.esi_allow_hosts, "esi-allow-host", error);
+  }
   // esi-url: responses for this target (path and query) are processed as ESI whatever their headers
   // say. Partial match, as ttl= rules.
-  bool MatchesUrl(std::string_view target) const;
+  bool MatchesUrl(std::string_view target) const { return urls_.MatchesPart(target); }
   // esi-allow-host: an include may name this host besides the page's own. Full match, on the host
   // as written (lower-cased).
   bool AllowsHost(std::string_view host) const;
 
  private:
-  struct Pattern;
-  std::vector<std::shared_ptr<const Pattern>> urls_;
-  std::vector<std::shared_ptr<const Pattern>> hosts_;
+  RegexList urls_;
+  RegexList hosts_;
 };
 
 // What a configuration reload swaps as one unit.
@@ -72,10 +91,11 @@ struct Runtime {
   uint64_t generation = 1;
   std::string builtin_page;  // the HTML answered when no backend is configured
   std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
-  std::shared_ptr<const TtlRules> ttl_rules;          // compiled ttl= rules
-  std::shared_ptr<const EsiRules> esi_rules;          // compiled esi-url= / esi-allow-host= rules
-  std::shared_ptr<const gitfrag::Site> site;          // the resident renderer's repositories; null: none
-  std::shared_ptr<const TlsContext> tls;  // certificates and upstream TLS; null when TLS is not used
+  std::shared_ptr<const TtlRules> ttl_rules;         // compiled ttl= rules
+  std::shared_ptr<const EsiRules> esi_rules;         // compiled esi-url= / esi-allow-host= rules
+  std::shared_ptr<const gitfrag::Site> site;  // the resident renderer's repositories; null: none
+  std::shared_ptr<const TlsContext>
+      tls;  // certificates and upstream TLS; null when TLS is not used
 };
 
 // Process-wide state read by every worker. Publish() may be called from any thread.
@@ -181,7 +201,8 @@ class Worker {
   std::shared_ptr<const Runtime> runtime_;
   std::unordered_set<ClientConnection*> connections_;
   std::unordered_set<ExchangeClient*> background_;
-  std::unordered_set<TlsAccept*> handshakes_;  // accepted TLS connections before their handshake ends
+  std::unordered_set<TlsAccept*>
+      handshakes_;  // accepted TLS connections before their handshake ends
   bool draining_ = false;
   EventPtr tick_;
   EventPtr posted_event_;

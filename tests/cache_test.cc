@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "harness.h"
+
 #include "deflate.h"
 #include "freshness.h"
 #include "ghost.h"
@@ -31,6 +33,9 @@
 
 namespace shellac::cache {
 namespace {
+
+using test::Gunzip;
+using test::Gzip;
 
 using std::chrono::seconds;
 using std::chrono::sys_seconds;
@@ -75,42 +80,6 @@ std::vector<SegmentView> Views(const std::vector<Segment>& segments) {
   std::vector<SegmentView> views;
   for (const Segment& s : segments) views.push_back(s.view());
   return views;
-}
-
-// Decodes one gzip member with zlib; fails the test on any error or trailing garbage.
-std::string Gunzip(std::string_view gz) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  z.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buffer[16384];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buffer);
-    z.avail_out = sizeof(buffer);
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buffer, sizeof(buffer) - z.avail_out);
-  }
-  EXPECT_EQ(rc, Z_STREAM_END) << (z.msg ? z.msg : "");
-  EXPECT_EQ(z.avail_in, 0u) << "bytes after the gzip member";
-  inflateEnd(&z);
-  return out;
-}
-
-// Single-shot gzip with zlib at `level`, as `gzip -LEVEL` would produce (sizes match within bytes).
-std::string GzipOneShot(std::string_view text, int level) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(out.size() - z.avail_out);
-  deflateEnd(&z);
-  return out;
 }
 
 uint32_t Crc(std::string_view s) {
@@ -465,7 +434,7 @@ TEST(Deflate, SegmentedSizeCloseToGzip6) {
     std::vector<Segment> segments = Encode(c.text, {});  // level 6, 64 KiB segments
     size_t stitched = GzipStitcher::kFramingBytes;
     for (const Segment& s : segments) stitched += s.deflate.size();
-    size_t gzip6 = GzipOneShot(c.text, 6).size();
+    size_t gzip6 = Gzip(c.text, 6).size();
     double ratio = static_cast<double>(stitched) / static_cast<double>(gzip6);
     std::printf(
         "[ size     ] %-18s %8zu bytes -> %zu segments, %zu bytes stitched vs %zu gzip -6: %.4fx\n",

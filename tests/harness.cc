@@ -268,7 +268,7 @@ std::string ShellacBinary() {
   return bin ? bin : "";
 }
 
-std::string Gunzip(const std::string& data) {
+std::string Gunzip(std::string_view data) {
   z_stream z{};
   EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
   std::string out;
@@ -310,9 +310,9 @@ std::string Shell(const std::string& command) {
   return out;
 }
 
-std::string Gzip(std::string_view data) {
+std::string Gzip(std::string_view data, int level) {
   z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
   std::string out(deflateBound(&z, data.size()), '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   z.avail_in = static_cast<uInt>(data.size());

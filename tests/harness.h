@@ -85,9 +85,10 @@ inline std::string_view PatternSlice(uint64_t offset, size_t n) {
 uint64_t PatternHash(uint64_t n);
 
 // Inflates one gzip member; fails the test on any error (corrupt data, bytes after the member).
-std::string Gunzip(const std::string& data);
-// One gzip member of `data` (zlib level 6).
-std::string Gzip(std::string_view data);
+std::string Gunzip(std::string_view data);
+// One gzip member of `data` at zlib `level`, as `gzip -LEVEL` would produce (sizes match within
+// bytes).
+std::string Gzip(std::string_view data, int level = 6);
 
 // Case-insensitive ASCII comparison / search.
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
