@@ -10,6 +10,7 @@
 #include "freshness.h"
 #include "page_object.h"
 #include "parser.h"
+#include "tls.h"
 
 namespace shellac::proxy {
 namespace {
@@ -395,7 +396,7 @@ bool ProxyExchange::CanRetry() const {
   return reused_ && !retried_ && !upstream_got_bytes_ && request_.body == BodyKind::kNone;
 }
 
-void ProxyExchange::OnUpstreamEvent(bufferevent*, short what, void* arg) {
+void ProxyExchange::OnUpstreamEvent(bufferevent* bev, short what, void* arg) {
   auto* self = static_cast<ProxyExchange*>(arg);
   if (what & BEV_EVENT_CONNECTED) {
     self->OnConnected();
@@ -434,8 +435,10 @@ void ProxyExchange::OnUpstreamEvent(bufferevent*, short what, void* arg) {
   if (what & BEV_EVENT_ERROR) {
     const int error = EVUTIL_SOCKET_ERROR();
     if (!self->connected_) {
+      // A refused TLS handshake (an untrusted or misnamed certificate) says which check failed.
+      const std::string tls = UpstreamTlsFailure(bev);
       self->UpstreamFailed(UpstreamError::kRefused, 502,
-                           std::string("connect: ") + std::strerror(error));
+                           tls.empty() ? std::string("connect: ") + std::strerror(error) : tls);
     } else if (self->CanRetry()) {
       self->Retry();
     } else {

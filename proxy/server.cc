@@ -281,6 +281,7 @@ struct Server::State {
   EventPtr drain_poll;
   EventPtr drain_deadline;
   bool draining = false;
+  std::atomic<size_t> listeners_open{0};  // workers that have not closed their listeners yet
 
   void Reload() {
     std::string error;
@@ -322,7 +323,15 @@ struct Server::State {
     draining = true;
     shared.global.draining = true;
     std::fprintf(stderr, "shellac: draining\n");
-    for (auto& w : workers) w->Post([w = w.get()] { w->BeginDrain(); });
+    // Each worker closes its own listeners; the last one to do so says so, which is the moment
+    // from which a new connection is certain to be refused.
+    listeners_open = workers.size();
+    for (auto& w : workers) {
+      w->Post([this, w = w.get()] {
+        w->BeginDrain();
+        if (listeners_open.fetch_sub(1) == 1) std::fprintf(stderr, "shellac: listeners closed\n");
+      });
+    }
     drain_poll.reset(event_new(main->base(), -1, EV_PERSIST, OnDrainPoll, this));
     event_add(drain_poll.get(), &kDrainPoll);
     const timeval deadline = ToTimeval(shared.runtime()->config->shutdown_timeout);

@@ -403,6 +403,26 @@ void SendCloseNotify(bufferevent* bev) {
   if (SSL* ssl = bufferevent_openssl_get_ssl(bev)) SSL_shutdown(ssl);
 }
 
+std::string UpstreamTlsFailure(bufferevent* bev) {
+  SSL* ssl = bufferevent_openssl_get_ssl(bev);
+  if (ssl == nullptr) return "";
+  std::string reasons;
+  bool any = false;
+  while (const unsigned long e = bufferevent_get_openssl_error(bev)) {
+    any = true;
+    // libevent also queues the failing call's return code, which has no reason text: skipped.
+    const char* reason = ERR_reason_error_string(e);
+    if (reason == nullptr) continue;
+    if (!reasons.empty()) reasons += "; ";
+    reasons += reason;
+  }
+  if (!any) return "";
+  if (reasons.empty()) reasons = "failed";
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) reasons += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+  return "TLS handshake: " + reasons;
+}
+
 void KeepSessionOnClose(bufferevent* bev) {
   if (SSL* ssl = bufferevent_openssl_get_ssl(bev))
     SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);

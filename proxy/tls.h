@@ -71,6 +71,10 @@ class TlsContext {
 // Sends a TLS close_notify on `bev` if it is a TLS bufferevent whose output has been written
 // (before a half-close), so the client sees a clean end rather than a truncation.
 void SendCloseNotify(bufferevent* bev);
+// Why the TLS handshake on upstream bufferevent `bev` failed, e.g. "TLS handshake: certificate
+// verify failed (hostname mismatch)"; "" when `bev` is not TLS or OpenSSL recorded no error.
+// Drains the bufferevent's OpenSSL error queue.
+std::string UpstreamTlsFailure(bufferevent* bev);
 // Before freeing a TLS bufferevent: counts the connection as shut down, so its session stays in
 // the session cache even when the client left without close_notify (as browsers do).
 void KeepSessionOnClose(bufferevent* bev);

@@ -91,7 +91,7 @@ TEST(Esi, SurrogateControlPageIsAssembledStoredAndServedAsStitchedGzip) {
   EXPECT_EQ(CountTarget(origin, "/page"), 1u);
   EXPECT_EQ(CountTarget(origin, "/frag"), 1u);
 
-  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  const std::string metrics = WaitForMetric(proxy.AdminPort(), "shellac_esi_pages_total", {}, 3);
   EXPECT_EQ(MetricSum(metrics, "shellac_esi_pages_total"), 3);
   EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_hit_total"), 2);
   EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_fetched_total"), 1);
@@ -123,18 +123,32 @@ TEST(Esi, ForksShareOneStoredFragmentThroughCacheKeyRules) {
   EXPECT_EQ(fragments, 1u) << "one fragment fetch serves every fork";
 }
 
-// Records how many requests the origin is handling at once.
+// Records how many requests the origin is handling at once, and lets the handlers wait for a
+// number of them to be in flight together (a condition, not a time) and answer in a set order.
 struct Concurrency {
   std::mutex mu;
+  std::condition_variable cv;
   int now = 0;
   int peak = 0;
-  void Enter() {
-    std::lock_guard lock(mu);
+  int turn = 0;  // the part whose turn it is to answer
+  // Counts this request in, then waits (10 s at most) until `together` are in flight at once.
+  void EnterAndWaitFor(int together) {
+    std::unique_lock lock(mu);
     peak = std::max(peak, ++now);
+    cv.notify_all();
+    cv.wait_for(lock, Millis(10'000), [&] { return peak >= together; });
   }
-  void Leave() {
+  // Waits (10 s at most) until it is part `i`'s turn.
+  void WaitTurn(int i) {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, Millis(10'000), [&] { return turn == i; });
+  }
+  // Counts the request out and hands the turn to `next`.
+  void Leave(int next) {
     std::lock_guard lock(mu);
     --now;
+    turn = next;
+    cv.notify_all();
   }
 };
 
@@ -148,17 +162,27 @@ TEST(Esi, AllIncludesOfAPageAreFetchedAtOnceAndOutputKeepsDocumentOrder) {
   }
   page += "</ul>";
   want += "</ul>";
+  std::atomic<int> together{10};
+  load->turn = 9;
   Origin origin([&](const OriginRequest& req, OriginConnection& c) {
     if (req.target == "/page") {
       c.SendFixed(200, page, kEsi);
       return;
     }
-    load->Enter();
-    // Later parts answer first: the output must still come in document order.
     const int i = std::stoi(req.target.substr(6));
-    c.Sleep(Millis(300 - 20 * i));
-    load->Leave();
-    c.SendFixed(200, "part " + req.target.substr(6), kNoStore);
+    load->EnterAndWaitFor(together);
+    if (together == 10) {
+      // All ten are in flight; later parts answer first: the output must still come in document
+      // order.
+      load->WaitTurn(i);
+      c.SendFixed(200, "part " + req.target.substr(6), kNoStore);
+      load->Leave(i - 1);
+    } else {
+      // Held a moment so a fetch past the bound would be seen in flight with them.
+      c.Sleep(Millis(50));
+      load->Leave(0);
+      c.SendFixed(200, "part " + req.target.substr(6), kNoStore);
+    }
   });
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
@@ -172,6 +196,7 @@ TEST(Esi, AllIncludesOfAPageAreFetchedAtOnceAndOutputKeepsDocumentOrder) {
   ShellacProcess narrow;
   ASSERT_TRUE(narrow.Start(EsiConfig(origin.port(), "esi-parallel=3\n")));
   load->peak = 0;
+  together = 3;
   Response r3 = HttpGet(narrow.Port(), "/page", "", Millis(10'000));
   EXPECT_EQ(r3.body, want);
   EXPECT_EQ(load->peak, 3);
@@ -208,9 +233,11 @@ TEST(Esi, TheFirstBytesLeaveBeforeASlowIncludeCompletes) {
   RawClient client;
   ASSERT_TRUE(client.Connect(proxy.Port()));
   ASSERT_TRUE(client.Send("GET /page HTTP/1.1\r\nHost: t\r\n\r\n"));
-  const std::string early = client.PeekAvailable(Millis(2'000));
-  EXPECT_NE(early.find("HTTP/1.1 200"), std::string::npos) << Printable(early);
-  EXPECT_NE(early.find("head of the page"), std::string::npos) << Printable(early);
+  ASSERT_TRUE(client.WaitForBytes("head of the page", Millis(10'000)))
+      << "the first bytes did not come while the include was held: "
+      << Printable(client.Pending());
+  const std::string early = client.Pending();
+  EXPECT_TRUE(early.starts_with("HTTP/1.1 200")) << Printable(early);
   EXPECT_EQ(early.find("held part"), std::string::npos);
   gate->Open();
   Response r = client.Read();
@@ -245,7 +272,8 @@ TEST(Esi, FailedIncludesFollowAltOnerrorAndAttemptExcept) {
     EXPECT_NE(r.body.find("ESI include failed"), std::string::npos) << r.body;
   }
   EXPECT_NE(HttpGet(proxy.Port(), "/fails").body.find("/missing: status 404"), std::string::npos);
-  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  const std::string metrics =
+      WaitForMetric(proxy.AdminPort(), "shellac_esi_include_failures_total", {}, 6);
   EXPECT_GE(MetricSum(metrics, "shellac_esi_page_failures_total"), 3);
   EXPECT_GE(MetricSum(metrics, "shellac_esi_include_failures_total"), 6);
 }
@@ -266,8 +294,8 @@ TEST(Esi, AFailureAfterTheFirstBytesCutsTheResponseShort) {
   RawClient client;
   ASSERT_TRUE(client.Connect(proxy.Port()));
   ASSERT_TRUE(client.Send("GET /page HTTP/1.1\r\nHost: t\r\n\r\n"));
-  const std::string early = client.PeekAvailable(Millis(2'000));
-  ASSERT_NE(early.find("sent before the failure"), std::string::npos) << Printable(early);
+  ASSERT_TRUE(client.WaitForBytes("sent before the failure", Millis(10'000)))
+      << Printable(client.Pending());
   gate->Open();
   const std::string all = client.ReadUntilClose(Millis(5'000));
   EXPECT_EQ(all.find("never"), std::string::npos);
@@ -390,7 +418,8 @@ TEST(Esi, GzipEncodedPagesAreDecodedAndMalformedMarkupIsCountedAndLogged) {
 
   EXPECT_EQ(HttpGet(proxy.Port(), "/bad").body, "<p>xyF</p>");
   EXPECT_TRUE(proxy.WaitForLine("/bad: byte ", Millis(2'000))) << proxy.StderrText();
-  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  const std::string metrics =
+      WaitForMetric(proxy.AdminPort(), "shellac_esi_parse_errors_total", {}, 2);
   EXPECT_GE(MetricSum(metrics, "shellac_esi_parse_errors_total"), 2);
 }
 
@@ -408,9 +437,24 @@ TEST(Esi, HeadOfAnEsiPageSendsTheHeadOnly) {
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.Header("x-cache"), "hit");
-  // The connection is still good for another request.
+  // The head a GET would get, without running the includes: so no length (it is not known
+  // without them, and a guess would be a lie) and no chunked framing either.
+  EXPECT_EQ(r.Header("content-type"), "text/html") << r.Describe();
+  EXPECT_EQ(r.Header("cache-control"), "max-age=60") << r.Describe();
+  EXPECT_EQ(r.Header("vary"), "Accept-Encoding") << r.Describe();
+  EXPECT_EQ(r.HeaderCount("content-length"), 0) << r.Describe();
+  EXPECT_EQ(r.HeaderCount("transfer-encoding"), 0) << r.Describe();
+  EXPECT_FALSE(r.Header("surrogate-control")) << "a template-only header" << r.Describe();
+  EXPECT_EQ(r.body_bytes, 0u);
+  EXPECT_EQ(client.Pending(), "") << "bytes after the HEAD response";
+  EXPECT_EQ(origin.RequestCount(), 2u) << "HEAD fetched nothing";
+  // The connection is still good for another request, whose response starts right after the
+  // head (a body sent after the HEAD response would be read as this one's status line).
   Response again = client.RoundTrip("GET /page HTTP/1.1\r\nHost: test.local\r\n\r\n");
+  ASSERT_TRUE(again.ok) << again.error;
+  EXPECT_EQ(again.status, 200);
   EXPECT_EQ(again.body, "F");
+  EXPECT_EQ(again.Header("content-length"), "1") << again.Describe();
 }
 
 TEST(Esi, AStaleIncludeIsServedWhileOneBackgroundFetchRefreshesIt) {
@@ -433,8 +477,15 @@ TEST(Esi, AStaleIncludeIsServedWhileOneBackgroundFetchRefreshesIt) {
   const OriginRequest refresh = origin.Requests()[2];
   EXPECT_EQ(refresh.target, "/frag") << refresh.Describe();
   EXPECT_EQ(refresh.method, "GET");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v2</p>");
+  // The refreshed fragment is stored once the background fetch completes: wait for that, not for
+  // a time.
+  const auto deadline = Clock::now() + Millis(5'000);
+  std::string body;
+  while ((body = HttpGet(proxy.Port(), "/page").body) != "<p>v2</p>" && Clock::now() < deadline) {
+    EXPECT_EQ(body, "<p>v1</p>") << "before the refresh lands, the stale copy";
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(body, "<p>v2</p>");
 }
 
 TEST(Esi, AFragmentLargerThanTheOutputWindowIsDeliveredWholeInBothCodings) {
@@ -478,8 +529,10 @@ TEST(Esi, AnIncludeThatWaitedTooLongForAnotherFetchFetchesItself) {
   gate->Open();
   first.join();
   EXPECT_EQ(fragments.load(), 2);
-  EXPECT_GE(
-      MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_single_flight_timeouts_total"), 1);
+  EXPECT_GE(MetricSum(WaitForMetric(proxy.AdminPort(),
+                                    "shellac_cache_single_flight_timeouts_total", {}, 1),
+                      "shellac_cache_single_flight_timeouts_total"),
+            1);
 }
 
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {

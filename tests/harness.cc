@@ -723,18 +723,30 @@ bool RawClient::Connect(int port, int rcvbuf) {
   return true;
 }
 
+ssize_t RawClient::RecvSome(char* buf, size_t n, short* wait) {
+  *wait = POLLIN;
+  return ::recv(fd_, buf, n, 0);
+}
+
+ssize_t RawClient::SendSome(const char* buf, size_t n, short* wait) {
+  *wait = POLLOUT;
+  return ::send(fd_, buf, n, MSG_NOSIGNAL);
+}
+
 bool RawClient::Send(std::string_view data, Millis timeout) {
   if (fd_ < 0) return false;
   auto deadline = Clock::now() + timeout;
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    short wait = POLLOUT;
+    ssize_t n = SendSome(data.data() + off, data.size() - off, &wait);
     if (n > 0) {
       off += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      int ev = PollUntil(fd_, POLLOUT, deadline);
+      if (errno == EINTR) continue;
+      int ev = PollUntil(fd_, wait, deadline);
       if (ev <= 0) {
         last_errno_ = ETIMEDOUT;
         return false;
@@ -783,7 +795,8 @@ ssize_t RawClient::Fill(Clock::time_point deadline, size_t max, std::string* err
   char buf[65536];
   max = std::min(max, sizeof buf);
   for (;;) {
-    ssize_t n = ::recv(fd_, buf, max, 0);
+    short wait = POLLIN;
+    ssize_t n = RecvSome(buf, max, &wait);
     if (n > 0) {
       buf_.append(buf, static_cast<size_t>(n));
       return n;
@@ -794,12 +807,14 @@ ssize_t RawClient::Fill(Clock::time_point deadline, size_t max, std::string* err
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int ev = PollUntil(fd_, POLLIN, deadline);
+      int ev = PollUntil(fd_, wait, deadline);
       if (ev == 0) {
+        last_errno_ = ETIMEDOUT;
         *err = "timeout waiting for data";
         return -1;
       }
       if (ev < 0) {
+        last_errno_ = errno;
         *err = "poll failed";
         return -1;
       }
@@ -1013,11 +1028,27 @@ PeerState RawClient::WaitClosed(Millis timeout) {
 std::string RawClient::ReadUntilClose(Millis timeout) {
   auto deadline = Clock::now() + timeout;
   std::string err;
-  while (Fill(deadline, 65536, &err) > 0) {
+  ssize_t n;
+  while ((n = Fill(deadline, 65536, &err)) > 0) {
+  }
+  // A reset is a close too; only a peer still open at the deadline fails.
+  if (n < 0 && last_errno_ != ECONNRESET && last_errno_ != EPIPE) {
+    ADD_FAILURE() << "ReadUntilClose: the peer did not close within " << timeout.count()
+                  << " ms (" << err << "); got " << buf_.size()
+                  << " bytes: " << Printable(buf_);
   }
   std::string out;
   out.swap(buf_);
   return out;
+}
+
+bool RawClient::WaitForBytes(std::string_view needle, Millis timeout) {
+  auto deadline = Clock::now() + timeout;
+  std::string err;
+  while (buf_.find(needle) == std::string::npos) {
+    if (Fill(deadline, 65536, &err) <= 0) return false;
+  }
+  return true;
 }
 
 std::string RawClient::PeekAvailable(Millis timeout) {
@@ -1100,6 +1131,18 @@ std::string WaitForMetric(int admin_port, const std::string& name,
   for (;;) {
     text = FetchMetrics(admin_port);
     if (MetricSum(text, name, labels) >= min || Clock::now() >= deadline) return text;
+    std::this_thread::sleep_for(Millis(10));
+  }
+}
+
+std::string WaitForMetricValue(int admin_port, const std::string& name,
+                               const std::map<std::string, std::string>& labels, double value,
+                               Millis timeout) {
+  auto deadline = Clock::now() + timeout;
+  std::string text;
+  for (;;) {
+    text = FetchMetrics(admin_port);
+    if (MetricSum(text, name, labels) == value || Clock::now() >= deadline) return text;
     std::this_thread::sleep_for(Millis(10));
   }
 }

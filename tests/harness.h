@@ -238,10 +238,14 @@ struct ReadOptions {
 enum class PeerState { kClosed, kReset, kData, kTimeout, kError };
 const char* PeerStateName(PeerState s);
 
+// Every test reads responses through this one client: the head, then the body by its framing
+// (Content-Length, chunked with trailers, or close-delimited), under one deadline for the whole
+// response, keeping any bytes past the response for the next Read (pipelining). TLS tests use a
+// subclass that overrides the byte transport (RecvSome/SendSome) and nothing else.
 class RawClient {
  public:
   RawClient() = default;
-  ~RawClient();
+  virtual ~RawClient();
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
@@ -263,14 +267,25 @@ class RawClient {
 
   // Waits for the peer to close. kData when bytes arrived instead (they are kept for Read).
   PeerState WaitClosed(Millis timeout);
-  // Everything until EOF/reset/timeout (including buffered unread bytes).
+  // Everything until EOF or reset (including buffered unread bytes). When the peer has not closed
+  // by `timeout`, the test fails (the bytes so far are still returned).
   std::string ReadUntilClose(Millis timeout);
   // Bytes that arrived and were not consumed by Read.
   const std::string& Pending() const { return buf_; }
-  // Polls for `timeout` and returns any bytes that arrive (kept pending too).
+  // Polls for `timeout` and returns any bytes that arrive (kept pending too). Only for checking
+  // that nothing arrives; to wait for bytes that should, use WaitForBytes.
   std::string PeekAvailable(Millis timeout);
+  // Receives until the unread bytes contain `needle` (true), or EOF / `timeout` (false). The bytes
+  // stay pending for Read.
+  bool WaitForBytes(std::string_view needle, Millis timeout);
 
-  void Close();
+  virtual void Close();
+
+ protected:
+  // The byte transport, over fd_ (non-blocking). Each returns >0 bytes moved, 0 on EOF (RecvSome
+  // only), or -1 with errno set; EAGAIN means "poll fd_ for *wait" and call again.
+  virtual ssize_t RecvSome(char* buf, size_t n, short* wait);
+  virtual ssize_t SendSome(const char* buf, size_t n, short* wait);
 
  private:
   // Receives more bytes into buf_; returns >0 bytes read, 0 on EOF, -1 on error/timeout
@@ -299,7 +314,13 @@ double MetricSum(const std::string& metrics_text, const std::string& name,
 // returns the last text fetched, for the caller to assert on.
 std::string WaitForMetric(int admin_port, const std::string& name,
                           const std::map<std::string, std::string>& labels, double min,
-                          Millis timeout = Millis(2'000));
+                          Millis timeout = Millis(5'000));
+
+// For a gauge or a counter that must settle at an exact value: polls /metrics until the sum equals
+// `value` (or `timeout` passes) and returns the last text fetched, for the caller to assert on.
+std::string WaitForMetricValue(int admin_port, const std::string& name,
+                               const std::map<std::string, std::string>& labels, double value,
+                               Millis timeout = Millis(5'000));
 
 // A TCP port on 127.0.0.1 where connections are refused: a socket bound but never listening,
 // held open for the object's lifetime so nobody else gets the port.

@@ -736,9 +736,11 @@ TEST_F(RequestLimits, ChunkedBodyOverMaxBodySizeIs413) {
                     &c);
   ExpectLocalError(r, 413);
   ExpectConnectionClosed(c);
-  for (const auto& q : origin_.Requests()) {
-    EXPECT_LE(q.body_bytes, 1024u) << "origin received a complete body over the limit";
-  }
+  // The origin records a request only once its body is complete: none may be, and no more than
+  // max-body-size of body bytes (plus the head and chunk framing) may have reached it.
+  EXPECT_EQ(origin_.RequestCount(), 0u) << "origin received a complete body over the limit: "
+                                        << origin_.Requests()[0].Describe();
+  EXPECT_LT(origin_.BytesReceived(), 1800u) << "more than the limit was forwarded";
 }
 
 TEST_F(RequestLimits, PartialHeadThenSilenceIs408) {
@@ -1044,8 +1046,14 @@ TEST(Reload, BadConfigIsRefusedAndOldConfigKeepsServing) {
 
 TEST(Drain, SigtermFinishesInFlightRequestsAndExitsZero) {
   const std::string big(100'000, 'd');
-  Origin origin([&big](const OriginRequest& req, OriginConnection& c) {
-    if (req.target == "/slow") c.Sleep(Millis(700));
+  // /slow is answered only once the test has seen the drain begin: in flight throughout.
+  std::atomic<bool> release{false};
+  Origin origin([&big, &release](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/slow") {
+      const auto limit = Clock::now() + Millis(10'000);
+      while (!release && Clock::now() < limit && c.Sleep(Millis(5))) {
+      }
+    }
     c.SendFixed(200, req.target == "/slow" ? big : "fast");
   });
   ShellacProcess proxy;
@@ -1059,29 +1067,20 @@ TEST(Drain, SigtermFinishesInFlightRequestsAndExitsZero) {
   RawClient inflight;
   ASSERT_TRUE(inflight.Connect(proxy.Port()));
   ASSERT_TRUE(inflight.Send(SimpleGet("/slow")));
-  ASSERT_TRUE(origin.WaitForRequests(2, Millis(2000)));
-  std::this_thread::sleep_for(Millis(100));
+  ASSERT_TRUE(origin.WaitForRequests(2, Millis(5'000)));
   auto t_term = Clock::now();
   proxy.Signal(SIGTERM);
-  ASSERT_TRUE(proxy.WaitForLine("shellac: draining", Millis(2000)))
+  ASSERT_TRUE(proxy.WaitForLine("shellac: draining", Millis(5'000)))
       << "no \"draining\" line after SIGTERM\n"
       << proxy.StderrText();
-
-  // New connections are refused (or reset/closed without an answer; never left hanging).
+  // The server says when every worker has closed its listeners; from then on a new connection is
+  // refused outright (nothing listens on the port any more).
+  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(5'000)))
+      << proxy.StderrText();
   {
     RawClient late;
-    if (late.Connect(proxy.Port())) {
-      late.Send(SimpleGet("/late"));
-      Response r = late.Read(ReadOptions{Millis(1000)});
-      EXPECT_FALSE(r.ok) << "a connection made after \"draining\" was served:\n" << r.Describe();
-      EXPECT_EQ(r.error.find("timeout"), std::string::npos)
-          << "a connection made after \"draining\" was accepted and left hanging: " << r.error;
-      std::fprintf(stderr, "  late connection: accepted, then %s\n", r.error.c_str());
-    } else {
-      EXPECT_TRUE(late.last_errno() == ECONNREFUSED || late.last_errno() == ECONNRESET)
-          << std::strerror(late.last_errno());
-      std::fprintf(stderr, "  late connection: %s\n", std::strerror(late.last_errno()));
-    }
+    EXPECT_FALSE(late.Connect(proxy.Port())) << "a connection made after the drain was accepted";
+    EXPECT_EQ(late.last_errno(), ECONNREFUSED) << std::strerror(late.last_errno());
   }
   // The admin listener stays up and reports the drain.
   {
@@ -1093,11 +1092,13 @@ TEST(Drain, SigtermFinishesInFlightRequestsAndExitsZero) {
     EXPECT_EQ(r.status, 503) << r.Describe();
     EXPECT_EQ(r.body, "draining\n");
   }
-  PeerState s = idle.WaitClosed(Millis(1000));
+  PeerState s = idle.WaitClosed(Millis(5'000));
   EXPECT_TRUE(ClosedOrReset(s)) << "idle keep-alive connection not closed at drain: "
                                 << PeerStateName(s);
+  EXPECT_TRUE(proxy.Running()) << "exited with a request in flight";
 
-  Response r = inflight.Read(ReadOptions{Millis(4000)});
+  release = true;
+  Response r = inflight.Read(ReadOptions{Millis(10'000)});
   std::fprintf(stderr, "  in-flight response read %lld ms after SIGTERM\n", ElapsedMs(t_term));
   ASSERT_TRUE(r.ok) << "in-flight request during drain: " << r.Describe();
   EXPECT_EQ(r.status, 200);
@@ -1111,11 +1112,11 @@ TEST(Drain, SigtermFinishesInFlightRequestsAndExitsZero) {
   inflight.Close();
   idle.Close();
 
-  auto status = proxy.WaitExit(Millis(4000));
-  ASSERT_TRUE(status.has_value()) << "shellac still running 4 s after SIGTERM\n"
+  auto status = proxy.WaitExit(Millis(10'000));
+  ASSERT_TRUE(status.has_value()) << "shellac still running 10 s after SIGTERM\n"
                                   << proxy.StderrText();
   EXPECT_EQ(*status, 0);
-  EXPECT_TRUE(proxy.WaitForLine("shellac: stopped", Millis(500))) << proxy.StderrText();
+  EXPECT_TRUE(proxy.WaitForLine("shellac: stopped", Millis(5'000))) << proxy.StderrText();
   std::fprintf(stderr, "  exited %lld ms after SIGTERM\n", ElapsedMs(t_term));
 }
 
@@ -1276,12 +1277,12 @@ TEST(AccessLog, CombinedFormatWithDurationAndCacheStatus) {
 
   std::string text;
   auto t0 = Clock::now();
-  while (ElapsedMs(t0) < 3000) {
+  while (ElapsedMs(t0) < 10000) {
     text = ReadFile(log);
     if (!text.empty() && text.back() == '\n') break;
     std::this_thread::sleep_for(Millis(20));
   }
-  ASSERT_FALSE(text.empty()) << "nothing in " << log << " 3 s after the request";
+  ASSERT_FALSE(text.empty()) << "nothing in " << log << " 10 s after the request";
   EXPECT_EQ(LineCount(text), 1) << "one line per request:\n" << text;
   std::string line = text.substr(0, text.find('\n'));
   static const std::regex kCombined(
@@ -1296,7 +1297,7 @@ TEST(AccessLog, CombinedFormatWithDurationAndCacheStatus) {
   // A second request appends a second line.
   ASSERT_TRUE(c.RoundTrip(SimpleGet("/second")).ok);
   t0 = Clock::now();
-  while (ElapsedMs(t0) < 3000 && LineCount(ReadFile(log)) < 2)
+  while (ElapsedMs(t0) < 10000 && LineCount(ReadFile(log)) < 2)
     std::this_thread::sleep_for(Millis(20));
   EXPECT_EQ(LineCount(ReadFile(log)), 2) << ReadFile(log);
   EXPECT_THAT(ReadFile(log), HasSubstr("\"GET /second HTTP/1.1\" 200 1234 \"-\" \"-\" "));
@@ -1309,7 +1310,7 @@ TEST(AccessLog, CombinedFormatWithDurationAndCacheStatus) {
       << proxy.StderrText();
   ASSERT_TRUE(c.RoundTrip(SimpleGet("/third")).ok);
   t0 = Clock::now();
-  while (ElapsedMs(t0) < 3000 && LineCount(ReadFile(log)) < 1)
+  while (ElapsedMs(t0) < 10000 && LineCount(ReadFile(log)) < 1)
     std::this_thread::sleep_for(Millis(20));
   EXPECT_EQ(LineCount(ReadFile(log)), 1) << "the log file was not reopened on SIGHUP";
   EXPECT_THAT(ReadFile(log), HasSubstr("GET /third"));

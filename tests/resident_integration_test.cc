@@ -82,8 +82,12 @@ std::string Assembled(const ShellacProcess& proxy, const std::string& target) {
   return route ? site.RenderAssembled(*route).body : std::string();
 }
 
-double Renders(const ShellacProcess& proxy, const std::string& kind) {
-  return MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", kind}});
+// shellac_renders_total for `kind`, once it has reached `expected` (counters are bumped by the
+// render threads, possibly just after the response left) or 2 s have passed.
+double Renders(const ShellacProcess& proxy, const std::string& kind, double expected) {
+  return MetricSum(
+      WaitForMetric(proxy.AdminPort(), "shellac_renders_total", {{"kind", kind}}, expected),
+      "shellac_renders_total", {{"kind", kind}});
 }
 
 TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
@@ -111,8 +115,8 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   ASSERT_EQ(fork.status, 200) << fork.Describe();
   EXPECT_EQ(fork.body, Assembled(proxy, "/pub/forks/fork/commit/?id=" + repos.second()));
   EXPECT_NE(fork.body, want);
-  EXPECT_EQ(Renders(proxy, "commit"), 3);
-  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1) << "one render of the fragment serves every fork";
+  EXPECT_EQ(Renders(proxy, "commit", 3), 3);
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1) << "one render of the fragment serves every fork";
 
   // A commit only the fork has: the base repository does not show it.
   EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.fork_only()).status, 200);
@@ -131,7 +135,7 @@ TEST(Resident, PatchesAreStoredBySha) {
   Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/patch/?id=" + repos.second());
   EXPECT_EQ(fork.Header("x-cache"), "hit");
   EXPECT_EQ(fork.body, first.body);
-  EXPECT_EQ(Renders(proxy, "patch"), 1);
+  EXPECT_EQ(Renders(proxy, "patch", 1), 1);
 }
 
 TEST(Resident, BadIdsAndOtherPages) {
