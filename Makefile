@@ -9,19 +9,30 @@ WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
            libre2-dev libgtest-dev libgmock-dev varnish cgit openssl
+# `make fuzz` only: clang and its libFuzzer/sanitizer runtimes.
+FUZZ_DEPS := clang-14 libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
 ARGS    ?=
 
-.PHONY: all deps build run test asan release tidy format clean
+.PHONY: all deps fuzz-deps build run test asan fuzz release tidy format clean
 
 all: build
 
-deps:
-	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# Installs the Debian packages of $(1) that are missing.
+define install_missing
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEPS))
+
+fuzz-deps: deps
+	$(call install_missing,$(FUZZ_DEPS))
 
 $(BUILD)/build.ninja: | deps
 	$(MESON) setup $(BUILD) -Dwerror=$(WERROR)
@@ -37,10 +48,21 @@ run: build
 test: build
 	$(MESON) test -C $(BUILD) --print-errorlogs --num-processes 2
 
-# ASan + UBSan build of everything, then the whole suite under it.
+# ASan + UBSan build of everything, then the whole suite under it. A UBSan report ends the process
+# that made it, as an ASan one does (by default UBSan prints and goes on), so the test fails.
 asan: deps
 	[ -f build-asan/build.ninja ] || $(MESON) setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
-	ninja -C build-asan && $(MESON) test -C build-asan --print-errorlogs --num-processes 2
+	ninja -C build-asan && \
+	  UBSAN_OPTIONS=$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+	  $(MESON) test -C build-asan --print-errorlogs --num-processes 2
+
+# libFuzzer targets (fuzz/) built with clang, ASan and UBSan in build-fuzz/, each run for
+# FUZZ_SECONDS on a copy of its seed corpus; fails on any finding (kept in build-fuzz/fuzz/findings/).
+fuzz: fuzz-deps
+	[ -f build-fuzz/build.ninja ] || CXX=clang++-14 $(MESON) setup build-fuzz -Dfuzz=true -Dtests=false \
+	  -Db_sanitize=address,undefined -Db_lundef=false
+	$(MESON) configure build-fuzz -Dwerror=$(WERROR) >/dev/null
+	ninja -C build-fuzz && fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 # Optimised build (-O2, LTO) for benchmarks and packaging.
 release: deps
@@ -54,4 +76,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan build-release
+	rm -rf $(BUILD) build-asan build-release build-fuzz

@@ -291,4 +291,10 @@ FreshnessDecision DecideFreshness(int status, std::span<const Header> headers,
   return d;
 }
 
+bool SurrogateControlWantsEsi(std::string_view field) {
+  const auto content = field.find("content=");
+  return content != std::string_view::npos &&
+         field.find("ESI/1.0", content) != std::string_view::npos;
+}
+
 }  // namespace shellac::cache

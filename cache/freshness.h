@@ -50,4 +50,8 @@ FreshnessDecision DecideFreshness(int status, std::span<const Header> headers,
 // "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994".
 std::optional<std::chrono::sys_seconds> ParseHttpDate(std::string_view text);
 
+// Whether a Surrogate-Control field value asks for ESI processing: a content="ESI/1.0" directive,
+// possibly among others or targeted at a surrogate (content="ESI/1.0";shellac).
+bool SurrogateControlWantsEsi(std::string_view field);
+
 }  // namespace shellac::cache

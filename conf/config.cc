@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -11,7 +12,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -52,16 +52,10 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // A git directory has HEAD, objects/ and refs/ (what git itself checks before trusting a folder).
-bool IsGitDir(const std::string& path) {
-  struct stat st;
-  return stat((path + "/HEAD").c_str(), &st) == 0 && IsDirectory(path + "/objects") &&
-         IsDirectory(path + "/refs");
+bool IsGitDir(const Environment& env, const std::string& path) {
+  return env.Access(path + "/HEAD", F_OK) == 0 && env.IsDirectory(path + "/objects") &&
+         env.IsDirectory(path + "/refs");
 }
 
 std::string StripSlashes(std::string_view s) {
@@ -80,10 +74,12 @@ std::string UrlForPath(const std::string& path) {
 }
 
 // First line of $GIT_DIR/description, unless it is git's template text.
-std::string DescriptionFile(const std::string& git_dir) {
-  std::ifstream in(git_dir + "/description");
-  std::string line;
-  if (!in || !std::getline(in, line) || line.starts_with("Unnamed repository")) return "";
+std::string DescriptionFile(const Environment& env, const std::string& git_dir) {
+  std::string text;
+  int error_number = 0;
+  if (!env.ReadFile(git_dir + "/description", &text, &error_number)) return "";
+  std::string line = text.substr(0, text.find('\n'));
+  if (line.starts_with("Unnamed repository")) return "";
   return line;
 }
 
@@ -101,7 +97,7 @@ struct Failure {
 
 class Builder {
  public:
-  explicit Builder(Config* config) : config_(config) {}
+  Builder(const Environment& env, Config* config) : env_(env), config_(config) {}
 
   // Applies one key=value. Throws Failure with "ORIGIN: key: why".
   void Set(const std::string& key, std::string_view value, const Origin& origin, bool from_cli) {
@@ -125,11 +121,11 @@ class Builder {
     auto address = [&]() {
       SocketAddress a;
       std::string why;
-      if (!ParseAddress(value, &a, &why)) fail(why);
+      if (!ParseAddress(value, &a, &why, env_.ResolvesNames())) fail(why);
       return a;
     };
     auto readable = [&](const std::string& path) {
-      if (access(path.c_str(), R_OK) != 0) fail("cannot read '" + path + "': " + std::strerror(errno));
+      if (const int e = env_.Access(path, R_OK); e != 0) fail("cannot read '" + path + "': " + std::strerror(e));
     };
     // Not https:// : only the backend may be reached over TLS.
     auto plain_address = [&]() {
@@ -245,12 +241,12 @@ class Builder {
       }
       std::string path(value);
       if (path.empty()) fail("empty path");
-      if (access(path.c_str(), F_OK) != 0) fail("no such repository '" + path + "'");
+      if (env_.Access(path, F_OK) != 0) fail("no such repository '" + path + "'");
       config_->repos.push_back(path);
       // A work tree serves its .git folder.
-      std::string git_dir = IsGitDir(path + "/.git") ? path + "/.git" : path;
+      std::string git_dir = IsGitDir(env_, path + "/.git") ? path + "/.git" : path;
       if (!from_cli) repo_key_paths_.insert(git_dir);
-      AddRepository(UrlForPath(path), git_dir, origin, DescriptionFile(git_dir));
+      AddRepository(UrlForPath(path), git_dir, origin, DescriptionFile(env_, git_dir));
       cgit_open_stanza_ = false;
     } else if (key == "repo.url" || key == "repo.path" || key == "repo.name" || key == "repo.desc" ||
                key == "repo.owner" || key == "section") {
@@ -258,13 +254,13 @@ class Builder {
       // belongs to no stanza, or a path that does not exist, is an error here.
       const bool open = cgit_open_stanza_ && config_->repositories.size() > cgit_first_repo_;
       if (key != "repo.url" && key != "section" && !open) fail("no repo.url= before it starts a repository");
-      if (key == "repo.path" && access(std::string(value).c_str(), F_OK) != 0) {
+      if (key == "repo.path" && env_.Access(std::string(value), F_OK) != 0) {
         fail("no such repository '" + std::string(value) + "'");
       }
       SetCgitKey(key, value, origin);
     } else if (key == "scan-path") {
       std::string root(value);
-      if (!IsDirectory(root)) fail("no such folder '" + root + "'");
+      if (!env_.IsDirectory(root)) fail("no such folder '" + root + "'");
       ScanPath(root, origin);
     } else if (key == "virtual-root") {
       config_->virtual_root = "/" + StripSlashes(value) + "/";
@@ -320,7 +316,7 @@ class Builder {
       SocketAddress a;
       std::string why;
       if (where.empty()) fail("expected ADDR:PORT cert=FILE key=FILE");
-      if (!ParseAddress(where, &a, &why)) fail(why);
+      if (!ParseAddress(where, &a, &why, env_.ResolvesNames())) fail(why);
       if (a.tls) fail("give the address without https://");
       for (const auto& other : config_->listen_tls) {
         if (other.address.text == a.text) fail(a.text + " is given twice (each address has one default certificate)");
@@ -368,16 +364,20 @@ class Builder {
       throw Failure{included_from.Describe() + ": include: nested more than " +
                     std::to_string(kMaxIncludeDepth) + " deep (include loop?)"};
     }
-    std::ifstream in(path);
-    if (!in) {
-      std::string why = "cannot read '" + path + "': " + std::strerror(errno);
+    std::string contents;
+    int error_number = 0;
+    if (!env_.ReadFile(path, &contents, &error_number)) {
+      std::string why = "cannot read '" + path + "': " + std::strerror(error_number);
       if (included_from.line > 0) throw Failure{included_from.Describe() + ": include: " + why};
       throw Failure{why};
     }
     config_->sources.push_back(path);
-    std::string line;
+    std::string_view rest = contents;
     int number = 0;
-    while (std::getline(in, line)) {
+    while (!rest.empty()) {
+      const size_t eol = rest.find('\n');
+      const std::string_view line = rest.substr(0, eol);
+      rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
       ++number;
       std::string_view text = Trim(line);
       if (text.empty() || text.front() == '#') continue;
@@ -403,7 +403,6 @@ class Builder {
       }
       Set(key, value, origin, /*from_cli=*/false);
     }
-    if (in.bad()) throw Failure{path + ": read error: " + std::strerror(errno)};
   }
 
   // One key of an imported cgitrc. cgit keys shellac has no use for are accepted and ignored, as
@@ -434,7 +433,7 @@ class Builder {
     } else if (key == "section") {
       section_ = std::string(value);
     } else if (key == "scan-path") {
-      if (IsDirectory(std::string(value))) ScanPath(std::string(value), origin);
+      if (env_.IsDirectory(std::string(value))) ScanPath(std::string(value), origin);
       cgit_open_stanza_ = false;
     } else if (key == "virtual-root") {
       if (!virtual_root_given_) {
@@ -471,27 +470,22 @@ class Builder {
     std::function<void(const std::string&, const std::string&, int)> walk =
         [&](const std::string& dir, const std::string& rel, int depth) {
           if (depth > 16) return;
-          DIR* d = opendir(dir.c_str());
-          if (d == nullptr) return;
-          std::vector<std::string> names;
-          while (dirent* e = readdir(d)) {
-            if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-          }
-          closedir(d);
+          std::vector<std::string> names = env_.List(dir);
+          std::erase_if(names, [](const std::string& n) { return n.empty() || n.front() == '.'; });
           std::sort(names.begin(), names.end());
           for (const auto& n : names) {
             const std::string path = dir + "/" + n;
             const std::string url = rel.empty() ? n : rel + "/" + n;
-            if (!IsDirectory(path)) continue;
-            if (IsGitDir(path)) found.emplace_back(url, path);
-            else if (IsGitDir(path + "/.git")) found.emplace_back(url, path + "/.git");
+            if (!env_.IsDirectory(path)) continue;
+            if (IsGitDir(env_, path)) found.emplace_back(url, path);
+            else if (IsGitDir(env_, path + "/.git")) found.emplace_back(url, path + "/.git");
             else walk(path, url, depth + 1);
           }
         };
     std::string start = root;
     while (start.size() > 1 && start.back() == '/') start.pop_back();
     walk(start, "", 0);
-    for (auto& [url, path] : found) AddRepository(url, path, origin, DescriptionFile(path));
+    for (auto& [url, path] : found) AddRepository(url, path, origin, DescriptionFile(env_, path));
   }
 
   // Addresses need resolving, so their defaults are set here rather than in the struct.
@@ -544,6 +538,7 @@ class Builder {
   }
 
  private:
+  const Environment& env_;
   Config* config_;
   bool listen_given_ = false;
   bool cgit_mode_ = false;
@@ -556,7 +551,95 @@ class Builder {
   std::set<std::string> cli_replaced_;
 };
 
+struct FileDescriptor {
+  int fd = -1;
+  ~FileDescriptor() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+class System : public Environment {
+ public:
+  bool ReadFile(const std::string& path, std::string* text, int* error_number) const override {
+    const FileDescriptor file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    const int fd = file.fd;
+    if (fd < 0) {
+      *error_number = errno;
+      return false;
+    }
+    text->clear();
+    char buffer[16 << 10];
+    for (;;) {
+      const ssize_t n = read(fd, buffer, sizeof buffer);
+      if (n == 0) return true;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error_number = errno;  // EISDIR for a folder
+        return false;
+      }
+      text->append(buffer, static_cast<size_t>(n));
+    }
+  }
+  int Access(const std::string& path, int mode) const override {
+    return access(path.c_str(), mode) == 0 ? 0 : errno;
+  }
+  bool IsDirectory(const std::string& path) const override {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  std::vector<std::string> List(const std::string& folder) const override {
+    std::vector<std::string> names;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(folder.c_str()), closedir);
+    if (!d) return names;
+    while (dirent* e = readdir(d.get())) {
+      const std::string_view name = e->d_name;
+      if (name != "." && name != "..") names.emplace_back(name);
+    }
+    return names;
+  }
+  bool ResolvesNames() const override { return true; }
+};
+
 }  // namespace
+
+const Environment& SystemEnvironment() {
+  static const System system;
+  return system;
+}
+
+bool MemoryEnvironment::ReadFile(const std::string& path, std::string* text,
+                                 int* error_number) const {
+  const auto it = files_.find(path);
+  if (it == files_.end()) {
+    *error_number = IsDirectory(path) ? EISDIR : ENOENT;
+    return false;
+  }
+  *text = it->second;
+  return true;
+}
+
+int MemoryEnvironment::Access(const std::string& path, int) const {
+  return files_.count(path) || IsDirectory(path) ? 0 : ENOENT;
+}
+
+bool MemoryEnvironment::IsDirectory(const std::string& path) const {
+  if (path.empty()) return false;
+  const std::string prefix = path.back() == '/' ? path : path + "/";
+  const auto it = files_.lower_bound(prefix);
+  return it != files_.end() && it->first.starts_with(prefix);
+}
+
+std::vector<std::string> MemoryEnvironment::List(const std::string& folder) const {
+  std::set<std::string> names;
+  if (folder.empty()) return {};
+  const std::string prefix = folder.back() == '/' ? folder : folder + "/";
+  for (auto it = files_.lower_bound(prefix); it != files_.end() && it->first.starts_with(prefix);
+       ++it) {
+    const std::string_view below = std::string_view(it->first).substr(prefix.size());
+    if (const auto name = below.substr(0, below.find('/')); !name.empty()) names.emplace(name);
+  }
+  return {names.begin(), names.end()};
+}
 
 bool ParseDuration(std::string_view text, Millis* out) {
   text = Trim(text);
@@ -600,7 +683,7 @@ bool ParseSize(std::string_view text, uint64_t* out) {
   return true;
 }
 
-bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
+bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why, bool resolve_names) {
   std::string_view rest = Trim(text);
   const std::string shown(rest);
   bool tls = false;
@@ -639,12 +722,13 @@ bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
+  const int numeric_host = resolve_names ? 0 : AI_NUMERICHOST;
+  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG | numeric_host;
   addrinfo* found = nullptr;
   const std::string port_string = std::to_string(port);
   int rc = getaddrinfo(host.c_str(), port_string.c_str(), &hints, &found);
   if (rc == EAI_ADDRFAMILY || rc == EAI_NONAME) {
-    hints.ai_flags = AI_NUMERICSERV;  // loopback-only machines report no configured address family
+    hints.ai_flags = AI_NUMERICSERV | numeric_host;  // loopback-only machines report no configured address family
     rc = getaddrinfo(host.c_str(), port_string.c_str(), &hints, &found);
   }
   if (rc != 0 || found == nullptr) {
@@ -663,9 +747,15 @@ bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
 
 std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
                                    std::string* error) {
+  return LoadFrom(SystemEnvironment(), config_file, overrides, error);
+}
+
+std::shared_ptr<const Config> LoadFrom(const Environment& environment,
+                                       const std::string& config_file, const Overrides& overrides,
+                                       std::string* error) {
   auto config = std::make_shared<Config>();
   config->config_file = config_file;
-  Builder builder(config.get());
+  Builder builder(environment, config.get());
   try {
     // Built-in defaults that are addresses (they need resolving, so they are not in the struct).
     builder.SetDefaults();

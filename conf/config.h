@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -145,20 +146,61 @@ struct Config {
 // e.g. {"listen", "127.0.0.1:0"}. A repeated list key from the command line replaces the file's list.
 using Overrides = std::vector<std::pair<std::string, std::string>>;
 
+// What loading reads from the machine: files (the config, its includes, a cgitrc, repository
+// descriptions), folders (repo=, scan-path=) and host names (addresses). Load() uses the real ones
+// (SystemEnvironment); LoadFrom() takes another, such as MemoryEnvironment, with which a parse
+// reads nothing but its input (the fuzz target, tests). Every key goes through the same code.
+class Environment {
+ public:
+  virtual ~Environment() = default;
+  // The whole file. False with *error_number set (an errno value) when it cannot be read.
+  virtual bool ReadFile(const std::string& path, std::string* text, int* error_number) const = 0;
+  // As access(2) with F_OK or R_OK: 0, or an errno value.
+  virtual int Access(const std::string& path, int mode) const = 0;
+  virtual bool IsDirectory(const std::string& path) const = 0;
+  // The names in a folder, without "." and "..", in any order; empty when it cannot be read.
+  virtual std::vector<std::string> List(const std::string& folder) const = 0;
+  // False: addresses must be numeric (no name lookups).
+  virtual bool ResolvesNames() const = 0;
+};
+
+// The machine's files, folders and resolver.
+const Environment& SystemEnvironment();
+
+// A set of files in memory; a folder exists when a file lies below it. Resolves numeric addresses
+// only. Nothing outside `files` is read.
+class MemoryEnvironment : public Environment {
+ public:
+  explicit MemoryEnvironment(std::map<std::string, std::string> files) : files_(std::move(files)) {}
+  bool ReadFile(const std::string& path, std::string* text, int* error_number) const override;
+  int Access(const std::string& path, int mode) const override;
+  bool IsDirectory(const std::string& path) const override;
+  std::vector<std::string> List(const std::string& folder) const override;
+  bool ResolvesNames() const override { return false; }
+
+ private:
+  std::map<std::string, std::string> files_;  // absolute path -> contents
+};
+
 // Reads `config_file` (may be empty: built-in defaults), then applies `overrides`.
 // On success returns the snapshot and leaves *error empty. On failure returns nullptr and sets
 // *error to one line: "FILE:LINE: key: what is wrong" ("command line: --key: ..." for overrides,
 // "FILE: what is wrong" for a file that cannot be read).
 std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
                                    std::string* error);
+// Load() reading through `environment`.
+std::shared_ptr<const Config> LoadFrom(const Environment& environment,
+                                       const std::string& config_file, const Overrides& overrides,
+                                       std::string* error);
 
 // Parses "10s", "500ms", "2m", "1h", "1d" or a bare number of seconds. False on bad input.
 bool ParseDuration(std::string_view text, Millis* out);
 // Parses "512", "64K", "256M", "2G" (binary multiples, case-insensitive, optional B). False on bad input.
 bool ParseSize(std::string_view text, uint64_t* out);
 // Parses "HOST:PORT", "[V6]:PORT", "http://HOST:PORT[/]" or "https://HOST:PORT[/]" (sets tls) and
-// resolves HOST. False with *why set.
-bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why);
+// resolves HOST (`resolve_names` false: HOST must be a numeric address). False with *why set.
+bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why,
+                  bool resolve_names = true);
 
 // Every key Load() accepts, with its default as text, for --help and the tests.
 const std::vector<std::pair<std::string, std::string>>& KnownKeys();

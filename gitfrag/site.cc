@@ -141,12 +141,13 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     else
       return std::nullopt;
     // Only commit and diff pages are rendered limited to a path; a path-limited log, patch or
-    // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..").
+    // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
+    // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment)
       return std::nullopt;
-    if (route.path.find("//") != std::string::npos || route.path == ".." ||
+    if (route.path.starts_with('/') || route.path.find("//") != std::string::npos || route.path == ".." ||
         route.path.starts_with("../") || route.path.find("/../") != std::string::npos ||
         route.path.ends_with("/.."))
       return std::nullopt;

@@ -114,11 +114,8 @@ bool ProxyExchange::WantsEsi() const {
       runtime_->esi_rules->MatchesUrl(request_.target)) {
     return true;
   }
-  // Surrogate-Control: content="ESI/1.0" (possibly among other directives, or targeted: ;shellac).
   for (const auto& h : response_.headers) {
-    if (!EqualsIgnoreCase(h.name, "surrogate-control")) continue;
-    const auto content = h.value.find("content=");
-    if (content != std::string::npos && h.value.find("ESI/1.0", content) != std::string::npos)
+    if (EqualsIgnoreCase(h.name, "surrogate-control") && cache::SurrogateControlWantsEsi(h.value))
       return true;
   }
   return false;

@@ -74,16 +74,19 @@ bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std
     return false;
   }
   z_stream& z = *stream;
+  // Room for one byte more than the limit: a body of exactly `limit` bytes must be seen to end
+  // (zlib reports the end only once it has read the trailer, which may take a call of its own).
+  const size_t room = limit + 1;
   std::string out;
-  out.resize(std::min<size_t>(limit, std::max<size_t>(body->size() * 4, 4096)));
+  out.resize(std::min<size_t>(room, std::max<size_t>(body->size() * 4, 4096)));
   z.next_in = reinterpret_cast<Bytef*>(body->data());
   z.avail_in = static_cast<uInt>(body->size());
   size_t produced = 0;
   int rc = Z_OK;
   while (rc == Z_OK) {
     if (produced == out.size()) {
-      if (out.size() >= limit) break;
-      out.resize(std::min(limit, out.size() * 2));
+      if (out.size() >= room) break;
+      out.resize(std::min(room, out.size() * 2));
     }
     z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
     z.avail_out = static_cast<uInt>(out.size() - produced);
@@ -91,10 +94,16 @@ bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std
     produced = out.size() - z.avail_out;
     if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // truncated
     if (rc == Z_BUF_ERROR) rc = Z_OK;
+    // A gzip body may be several members one after another (RFC 1952 2.2): it is their
+    // concatenation, as gzip -d gives it. Other bytes after a member are ignored, as browsers do.
+    if (rc == Z_STREAM_END && window != MAX_WBITS && z.avail_in >= 2 && z.next_in[0] == 0x1f &&
+        z.next_in[1] == 0x8b) {
+      rc = inflateReset(&z);
+    }
   }
-  if (rc != Z_STREAM_END) {
-    *why = produced >= limit ? "decoded body larger than " + std::to_string(limit) + " bytes"
-                             : "corrupt or truncated " + std::string(coding) + " body";
+  if (rc != Z_STREAM_END || produced > limit) {
+    *why = produced > limit ? "decoded body larger than " + std::to_string(limit) + " bytes"
+                            : "corrupt or truncated " + std::string(coding) + " body";
     return false;
   }
   out.resize(produced);

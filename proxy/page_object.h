@@ -33,8 +33,8 @@ struct PageSpec {
 cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,
                                 cache::Status* status);
 
-// Undoes a Content-Encoding of gzip, x-gzip or deflate in place. False with *why set for another
-// coding or a corrupt body. `limit` caps the decoded size.
+// Undoes a Content-Encoding of gzip (one member or several), x-gzip or deflate in place. False
+// with *why set for another coding or a corrupt body. `limit` caps the decoded size.
 bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std::string* why);
 
 }  // namespace shellac::proxy

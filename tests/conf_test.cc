@@ -1073,5 +1073,53 @@ TEST(ParseAddress, Rejects) {
   }
 }
 
+// LoadFrom() with a MemoryEnvironment: the configuration's files, folders and repositories all in
+// memory (what fuzz/config.cc parses through); nothing else is read.
+TEST(MemoryEnvironment, IncludesCgitrcAndScanPathComeFromMemory) {
+  const MemoryEnvironment env({
+      {"/m/shellac.conf", "include=inc.conf\ncgitrc=/m/cgitrc\nscan-path=/m/r\n"},
+      {"/m/inc.conf", "threads=3\n"},
+      {"/m/cgitrc", "repo.url=one\nrepo.path=/m/one.git\nrepo.desc=first\n"},
+      {"/m/one.git/HEAD", ""},
+      {"/m/r/two.git/HEAD", ""},
+      {"/m/r/two.git/objects/x", ""},
+      {"/m/r/two.git/refs/x", ""},
+      {"/m/r/two.git/description", "Two\nsecond line\n"},
+      {"/m/r/nested/three/.git/HEAD", ""},
+      {"/m/r/nested/three/.git/objects/x", ""},
+      {"/m/r/nested/three/.git/refs/x", ""},
+      {"/m/r/.hidden.git/HEAD", ""},
+      {"/m/r/.hidden.git/objects/x", ""},
+      {"/m/r/.hidden.git/refs/x", ""},
+  });
+  std::string error;
+  auto c = LoadFrom(env, "/m/shellac.conf", {}, &error);
+  ASSERT_NE(c, nullptr) << error;
+  EXPECT_EQ(c->threads, 3u);
+  EXPECT_EQ(c->sources, (std::vector<std::string>{"/m/shellac.conf", "/m/inc.conf", "/m/cgitrc"}));
+  ASSERT_EQ(c->repositories.size(), 3u);
+  EXPECT_EQ(c->repositories[0].url, "nested/three");
+  EXPECT_EQ(c->repositories[0].path, "/m/r/nested/three/.git");
+  EXPECT_EQ(c->repositories[1].url, "two.git");
+  EXPECT_EQ(c->repositories[1].desc, "Two");
+  EXPECT_EQ(c->repositories[2].url, "one");
+  EXPECT_EQ(c->repositories[2].desc, "first");
+}
+
+TEST(MemoryEnvironment, NothingOutsideItIsReadAndNoNameIsLookedUp) {
+  const MemoryEnvironment env({{"/m/a.conf", "include=/etc/hostname\n"},
+                               {"/m/b.conf", "backend=localhost:80\n"},
+                               {"/m/c.conf", "backend=127.0.0.1:80\nrepo=/etc\n"}});
+  std::string error;
+  EXPECT_EQ(LoadFrom(env, "/m/a.conf", {}, &error), nullptr);
+  EXPECT_EQ(error, "/m/a.conf:1: include: cannot read '/etc/hostname': No such file or directory");
+  EXPECT_EQ(LoadFrom(env, "/m/b.conf", {}, &error), nullptr);
+  EXPECT_TRUE(error.starts_with("/m/b.conf:1: backend: cannot resolve 'localhost'")) << error;
+  EXPECT_EQ(LoadFrom(env, "/m/c.conf", {}, &error), nullptr);
+  EXPECT_EQ(error, "/m/c.conf:2: repo: no such repository '/etc'");
+  EXPECT_EQ(LoadFrom(env, "/m", {}, &error), nullptr);
+  EXPECT_EQ(error, "cannot read '/m': Is a directory");
+}
+
 }  // namespace
 }  // namespace shellac::conf

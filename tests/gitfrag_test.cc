@@ -399,6 +399,25 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
   EXPECT_EQ(site.Match("/cgit/", "")->kind, PageKind::kIndex);
 }
 
+// Found by fuzz/routing.cc: "diff//x" gave the path limit "/x", with a leading '/' a route promises
+// not to have (and a fragment URL and key of its own). An empty segment anywhere is refused.
+TEST(GitfragMatch, PathWithAnEmptySegmentIsNotRouted) {
+  conf::Config c;
+  conf::Config::Repository r;
+  r.url = r.name = "c.git";
+  r.path = "/nonexistent";
+  c.repositories.push_back(r);
+  Site site(c);
+  const std::string id = "id=" + std::string(40, 'a');
+  ASSERT_TRUE(site.Match("/c.git/diff/dir5", id));
+  EXPECT_EQ(site.Match("/c.git/diff/dir5", id)->path, "dir5");
+  EXPECT_EQ(site.Match("/c.git/diff/dir5/", id)->path, "dir5");
+  for (const char* path : {"/c.git/diff//diff/dir5", "/c.git/commit//x",
+                           "/c.git/diff/%2Fx", "/c.git/diff/a//b"}) {
+    EXPECT_FALSE(site.Match(path, id)) << path;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pages
 

@@ -1,11 +1,14 @@
-// Unit tests for proxy/http1: request/response head parsing, chunked decoding, hop-by-hop helpers.
+// Unit tests for proxy/http1: request/response head parsing, chunked decoding, hop-by-hop helpers;
+// and proxy::DecodeContent, the decoding of gzip/deflate coded backend bodies.
 #include <event2/buffer.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <string>
 #include <vector>
 
 #include "http1.h"
+#include "page_object.h"
 
 namespace shellac::http {
 namespace {
@@ -972,6 +975,71 @@ TEST(Helpers, EqualsIgnoreCaseAndReasonPhrase) {
   EXPECT_STREQ(ReasonPhrase(502), "Bad Gateway");
   EXPECT_STREQ(ReasonPhrase(505), "HTTP Version Not Supported");
   EXPECT_STREQ(ReasonPhrase(299), "Unknown");
+}
+
+// ---------------------------------------------------------------------------------------------
+// proxy::DecodeContent (proxy/page_object.h): gzip/deflate coded bodies from the backend.
+
+std::string Zlib(std::string_view body, int window_bits) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, body.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(body.data()));
+  z.avail_in = static_cast<uInt>(body.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// Found by fuzz/content_decoding.cc: a body decoding to exactly `limit` bytes was refused as
+// larger than the limit (zlib had filled the buffer and not yet read the trailer).
+TEST(DecodeContent, BodyOfExactlyTheLimitDecodes) {
+  for (const std::string& body : {std::string(), std::string("x"), std::string(5000, 'y')}) {
+    for (const int window : {16 + MAX_WBITS, MAX_WBITS}) {
+      const std::string coding = window == MAX_WBITS ? "deflate" : "gzip";
+      std::string decoded = Zlib(body, window), why;
+      EXPECT_TRUE(proxy::DecodeContent(coding, body.size(), &decoded, &why))
+          << coding << " " << body.size() << ": " << why;
+      EXPECT_EQ(decoded, body);
+      if (body.empty()) continue;
+      decoded = Zlib(body, window);
+      EXPECT_FALSE(proxy::DecodeContent(coding, body.size() - 1, &decoded, &why));
+      EXPECT_EQ(why, "decoded body larger than " + std::to_string(body.size() - 1) + " bytes");
+    }
+  }
+}
+
+TEST(DecodeContent, GzipMembersOneAfterAnotherAreConcatenated) {
+  std::string decoded = Zlib("first ", 16 + MAX_WBITS) + Zlib("second", 16 + MAX_WBITS), why;
+  ASSERT_TRUE(proxy::DecodeContent("x-gzip", 1 << 20, &decoded, &why)) << why;
+  EXPECT_EQ(decoded, "first second");
+  // Bytes after the last member that do not start another are ignored, as browsers ignore them.
+  decoded = Zlib("body", 16 + MAX_WBITS) + std::string(4, '\0');
+  ASSERT_TRUE(proxy::DecodeContent("gzip", 1 << 20, &decoded, &why)) << why;
+  EXPECT_EQ(decoded, "body");
+  // A second member cut short is a truncated body.
+  const std::string second = Zlib("second", 16 + MAX_WBITS);
+  decoded = Zlib("first", 16 + MAX_WBITS) + second.substr(0, second.size() - 3);
+  EXPECT_FALSE(proxy::DecodeContent("gzip", 1 << 20, &decoded, &why));
+  EXPECT_EQ(why, "corrupt or truncated gzip body");
+}
+
+TEST(DecodeContent, CorruptTruncatedAndUnknownCodingsAreRefused) {
+  std::string why;
+  std::string decoded = "not gzip at all";
+  EXPECT_FALSE(proxy::DecodeContent("gzip", 1 << 20, &decoded, &why));
+  EXPECT_EQ(why, "corrupt or truncated gzip body");
+  const std::string whole = Zlib(std::string(1000, 'z'), MAX_WBITS);
+  decoded = whole.substr(0, whole.size() - 1);
+  EXPECT_FALSE(proxy::DecodeContent("deflate", 1 << 20, &decoded, &why));
+  EXPECT_EQ(why, "corrupt or truncated deflate body");
+  decoded = whole;
+  EXPECT_FALSE(proxy::DecodeContent("br", 1 << 20, &decoded, &why));
+  EXPECT_EQ(why, "cannot decode Content-Encoding 'br'");
+  EXPECT_EQ(decoded, whole) << "left as it was";
 }
 
 }  // namespace

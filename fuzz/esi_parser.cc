@@ -1,4 +1,4 @@
-// libFuzzer target: the parser, and the evaluation and assembly of what it parses.
+// libFuzzer target: the ESI parser (esi/), and the evaluation and assembly of what it parses.
 //
 // Input: one control byte, then the body. The control byte picks the dialect, the XML check and
 // the chunking. Checked on every input:
@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "assembly.h"
+#include "check.h"
 #include "evaluate.h"
 #include "expr.h"
 #include "parser.h"
@@ -22,10 +23,6 @@
 namespace {
 
 using namespace shellac::esi;
-
-void Check(bool condition) {
-  if (!condition) std::abort();
-}
 
 std::string Fingerprint(const Template& t) {
   std::string out = t.Dump();
@@ -38,7 +35,7 @@ std::string Fingerprint(const Template& t) {
 
 void CheckWellFormed(const Template& t, size_t body_size) {
   auto instructions = t.instructions();
-  Check(t.body_length() == body_size);
+  FUZZ_CHECK(t.body_length() == body_size);
   uint64_t last_end = 0;
   std::vector<uint32_t> open;
   for (uint32_t i = 0; i < instructions.size(); ++i) {
@@ -46,23 +43,23 @@ void CheckWellFormed(const Template& t, size_t body_size) {
     const Instruction& in = instructions[i];
     switch (in.op) {
       case Op::kLiteral:
-        Check(in.length > 0 && in.offset + in.length <= body_size);
-        Check(in.offset >= last_end);  // output never goes backwards in the body
+        FUZZ_CHECK(in.length > 0 && in.offset + in.length <= body_size);
+        FUZZ_CHECK(in.offset >= last_end);  // output never goes backwards in the body
         last_end = in.offset + in.length;
         break;
       case Op::kVariable:
-        Check(in.index() < 1u << 30);
+        FUZZ_CHECK(in.index() < 1u << 30);
         (void)t.variable(in.index());
         break;
       case Op::kInclude:
-        Check(in.index() < t.include_count());
+        FUZZ_CHECK(in.index() < t.include_count());
         break;
       case Op::kWhen:
         (void)t.expression(in.index());
         [[fallthrough]];
       default:
-        Check(in.end > i && in.end <= instructions.size());
-        Check(open.empty() || in.end <= open.back());
+        FUZZ_CHECK(in.end > i && in.end <= instructions.size());
+        FUZZ_CHECK(open.empty() || in.end <= open.back());
         open.push_back(in.end);
         break;
     }
@@ -115,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pos += n;
   }
   Template chunked = parser.Finish();
-  Check(Fingerprint(whole) == Fingerprint(chunked));
+  FUZZ_CHECK(Fingerprint(whole) == Fingerprint(chunked));
 
   RequestContext context;
   context.host = "h";
@@ -132,7 +129,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   BodyResolver resolver(body, options, context);
   RunToEnd(assembly, resolver, [&](const Piece& piece) {
     if (piece.kind == Piece::kBytes && piece.body == 0)
-      Check(piece.offset + piece.length <= body.size());
+      FUZZ_CHECK(piece.offset + piece.length <= body.size());
   });
 
   Expression expression;

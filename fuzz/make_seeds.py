@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/TARGET/ (deterministic: run it again and git shows no
+change). Seeds are small, valid and nearly valid inputs in each target's input format (see the
+comment at the top of fuzz/TARGET.cc); libFuzzer mutates from there. Nothing is downloaded: the
+ESI seeds are the pages of tests/esi_corpus."""
+import gzip
+import os
+import shutil
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def write(target, seeds):
+    folder = os.path.join(CORPUS, target)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for i, seed in enumerate(seeds):
+        if isinstance(seed, str):
+            seed = seed.encode("latin-1")
+        with open(os.path.join(folder, "seed-%03d" % i), "wb") as f:
+            f.write(seed)
+
+
+def crlf(text):
+    return text.replace("\n", "\r\n")
+
+
+requests = [
+    crlf("GET / HTTP/1.1\nHost: example.org\n\n"),
+    crlf("GET /repo/commit/?id=abc&h=main HTTP/1.1\nHost: git.example.org\nAccept-Encoding: gzip\n"
+         "Cookie: a=1; b=2\nConnection: keep-alive\n\n"),
+    crlf("POST /form HTTP/1.1\nHost: h\nContent-Length: 5\n\nhello"),
+    crlf("POST /upload HTTP/1.1\nHost: h\nTransfer-Encoding: chunked\nExpect: 100-continue\n\n"
+         "5\nhello\n0\n\n"),
+    crlf("GET http://example.org:8080/x?y=1 HTTP/1.1\nHost: ignored\n\n"),
+    crlf("OPTIONS * HTTP/1.1\nHost: h\n\n"),
+    crlf("HEAD /a HTTP/1.0\nConnection: keep-alive\n\n"),
+    crlf("\n\nGET /after-empty-lines HTTP/1.1\nHost: h\n\n"),
+    crlf("GET /a HTTP/1.1\nHost: h\n\nGET /b HTTP/1.1\nHost: h\nConnection: close\n\n"),
+    crlf("GET /v HTTP/1.1\nHost: h\nX-Obs: caf\xe9\tvalue\nContent-Length: 0, 0\n\n"),
+    # Refused shapes, so mutations start near each check.
+    "GET / HTTP/1.1\nHost: h\n\n",
+    crlf("GET / HTTP/1.1\nHost: h\n folded\n\n"),
+    crlf("POST / HTTP/1.1\nHost: h\nContent-Length: 3\nTransfer-Encoding: chunked\n\n"),
+    crlf("GET / HTTP/1.1\nHost: a\nHost: b\n\n"),
+    crlf("GET / HTTP/2.0\nHost: h\n\n"),
+    crlf("CONNECT h:443 HTTP/1.1\nHost: h\n\n"),
+    crlf("GET /  HTTP/1.1\nHost: h\n\n"),
+    crlf("GET / HTTP/1.1\nHost: h\nExpect: something\n\n"),
+    crlf("GET / HTTP/1.1\nHost: h\nContent-Length: 1\nContent-Length: 2\n\n"),
+    crlf("GET / HTTP/1.1\nHost: h\r\rX: y\n\n"),
+]
+write("http1_request", requests)
+
+chunked = [
+    crlf("5\nhello\n0\n\n"),
+    crlf("5;name=value\nhello\n6 ; q=\"x\"\n world\n0\nTrailer: t\nOther: o\n\n"),
+    crlf("A\n0123456789\n00000\n\nGET /next HTTP/1.1\n"),
+    crlf("fFfF\n") + "x" * 40,
+    crlf("1\na\n1\nb\n1\nc\n0\n\n"),
+    "5\nhello\n0\n\n",
+    crlf("5\nhelloXX0\n\n"),
+    crlf("g\n"),
+    crlf("ffffffffffffffff\n"),
+    crlf("5\rX\nhello\n0\n\n"),
+]
+write("http1_chunked", chunked)
+
+# One control byte (bit 0: HEAD, bit 1: a 512-byte head limit), then the backend's bytes.
+responses = [
+    "\x00" + crlf("HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: 5\n\nhello"),
+    "\x00" + crlf("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\nSurrogate-Control: content=\"ESI/1.0\"\n\n"
+                  "5\nhello\n0\n\n"),
+    "\x00" + crlf("HTTP/1.1 204 No Content\n\n"),
+    "\x00" + crlf("HTTP/1.1 304 Not Modified\nETag: \"x\"\n\n"),
+    "\x01" + crlf("HTTP/1.1 200 OK\nContent-Length: 1000\n\n"),
+    "\x00" + crlf("HTTP/1.1 100 Continue\n\nHTTP/1.1 200 OK\nContent-Length: 0\n\n"),
+    "\x00" + "HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+    "\x00" + crlf("HTTP/1.0 200 OK\nConnection: keep-alive\nContent-Length: 2\n\nok"),
+    "\x00" + crlf("HTTP/1.1 200\nConnection: close, X-Hop\nX-Hop: 1\n\nuntil close"),
+    "\x02" + crlf("HTTP/1.1 503 Service Unavailable\nRetry-After: 5\nCache-Control: no-store\n\n"),
+    "\x00" + crlf("HTTP/1.1 200 OK\nContent-Length: 5\nTransfer-Encoding: chunked\n\n"),
+    "\x00" + crlf("HTTP/1.1 200 OK\nTransfer-Encoding: gzip, chunked\n\n"),
+    "\x00" + crlf("HTTP/1.1 2000 OK\n\n"),
+    "\x00" + crlf("HTTP/1.1 099 Low\n\n"),
+    "\x00" + crlf("HTTP/1.1 200 OK\nContent-Length: 1, 2\n\n"),
+]
+write("http1_response", responses)
+
+# Two bytes (status index, policy bits), then "Name: value" lines.
+freshness = [
+    "\x00\x10Cache-Control: max-age=60, stale-while-revalidate=30\nDate: Sun, 06 Nov 1994 08:49:37 GMT\n",
+    "\x00\x00Cache-Control: s-maxage=10, max-age=99\nAge: 3\n",
+    "\x00\x00Expires: Sun, 06 Nov 1994 08:50:37 GMT\nDate: Sun, 06 Nov 1994 08:49:37 GMT\n",
+    "\x00\x00Expires: Sunday, 06-Nov-94 08:49:37 GMT\n",
+    "\x00\x00Expires: Sun Nov  6 08:49:37 1994\n",
+    "\x00\x00Expires: 0\n",
+    "\x00\x01Cache-Control: private, no-cache=\"Set-Cookie, X\"\nSet-Cookie: a=b\n",
+    "\x00\x00Cache-Control: no-store\n",
+    "\x00\x00Vary: Accept-Encoding, Cookie\n",
+    "\x06\x00Cache-Control: max-age=99999999999999999999\n",
+    "\x00\x00Cache-Control: max-age=\"60\", stale-if-error=\"3600\"\n",
+    "\x00\x00Surrogate-Control: max-age=60, content=\"ESI/1.0\";shellac\n",
+    "\x0b\x00Cache-Control: max-age=60\n",
+]
+write("cache_control", freshness)
+
+# The main file, then "@@ NAME" lines starting more files (see fuzz/config.cc).
+configs = [
+    "listen=127.0.0.1:8080\nadmin-listen=127.0.0.1:8081\nbackend=http://127.0.0.1:3000\n"
+    "threads=2\ncache=on\ncache-size=64M\ndefault-ttl=2m\ngrace=10s\nfragment-ttl=forever\n",
+    "# comment\n\n  cache-key = ^/([^/]+)/commit/ => /commit/\\1\nttl=^/static/ => 1d\n"
+    "force-store=^/x\nesi=surrogate\nesi-url=\\.shtml$\nesi-allow-host=^cdn\\.\nesi-max-depth=3\n",
+    "include=more.conf\nthreads=3\n@@ more.conf\nmax-body-size=1M\ninclude=/fuzz/last.conf\n"
+    "@@ last.conf\nclient-header-timeout=500ms\n",
+    "include=loop.conf\n@@ loop.conf\ninclude=loop.conf\n",
+    "include=/etc/passwd\n",
+    "cgitrc=/fuzz/cgitrc\nvirtual-root=/git/\n@@ cgitrc\ncss=/c.css\nsection=Main\n"
+    "repo.url=one\nrepo.path=/fuzz/r/one.git\nrepo.desc=the first\nrepo.owner=me\nscan-path=/fuzz/r\n"
+    "@@ r/one.git/HEAD\nref: refs/heads/main\n@@ r/one.git/objects/x\n@@ r/one.git/refs/x\n"
+    "@@ r/two/.git/HEAD\n@@ r/two/.git/objects/x\n@@ r/two/.git/refs/x\n@@ r/two/.git/description\nTwo\n",
+    "scan-path=/fuzz/r\nrepo=/fuzz/w\n@@ r/a.git/HEAD\n@@ r/a.git/objects/x\n@@ r/a.git/refs/x\n"
+    "@@ r/n/b/HEAD\n@@ r/n/b/objects/x\n@@ r/n/b/refs/x\n@@ w/.git/HEAD\n@@ w/.git/objects/x\n"
+    "@@ w/.git/refs/x\n",
+    "repo.url=x\nrepo.path=/fuzz/x\nrepo.url=x/\n@@ x/HEAD\n",
+    "listen-tls=127.0.0.1:8443 cert=/fuzz/c.pem key=/fuzz/k.pem ocsp=/fuzz/o.der\n"
+    "tls-cert=*.example.org cert=/fuzz/c.pem key=/fuzz/k.pem\ntls-ciphers=HIGH\nhsts=max-age=60\n"
+    "backend-ca=/fuzz/ca.pem\n@@ c.pem\n@@ k.pem\n@@ ca.pem\n",
+    "listen=[::1]:80\nlisten=localhost:80\nadmin-listen=off\nbackend=https://[::1]:443/\n",
+    "max-request-line=64\nmax-header-count=10000\nmax-header-bytes=256K\nupstream-max-idle=0\n"
+    "tls-session-cache=10000000\nshutdown-timeout=1d\n",
+    "threads=0\n",
+    "no equals sign\n",
+    "=value\n",
+    "unknown-key=1\n",
+    "repo=/fuzz/missing\n",
+]
+write("config", configs)
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+SHA2 = "fedcba9876543210fedcba9876543210fedcba98"
+# One control byte (bits 0-1: virtual-root /, /git/, /a/, /cgit/x/; bit 2: a backend), then the
+# request target.
+routes = [
+    "\x00/",
+    "\x00/a/log/?ofs=50&h=main",
+    "\x00/a/b/commit/?id=" + SHA,
+    "\x00/a/b/commit/src/main.c?id=" + SHA + "&context=10&ignorews=1&dt=1",
+    "\x00/c.git/diff/dir/?id=" + SHA + "&id2=" + SHA2,
+    "\x00/deep/er/repo/esi-diff/x/y?id=" + SHA + "&id2=" + SHA2 + "&context=3&ignorews=0&dt=0",
+    "\x00/sp%20ace/patch/?id=" + SHA,
+    "\x00/x+y/rawdiff/?id=" + SHA,
+    "\x00/log/log/",
+    "\x00/a/",
+    "\x04/a/",
+    "\x01/git/a/commit/?id=main",
+    "\x02/a/a/commit/?id=v1.0",
+    "\x03/cgit/x/c.git/diff/%2e%2e/?id=" + SHA,
+    "\x00/a/commit/../../etc/passwd?id=" + SHA,
+    "\x00/a/esi-diff/?id=" + SHA + "&context=999&dt=7&ofs=-1",
+    "\x00/unknown/log/",
+    "\x00/a/summary/",
+    "\x00/a%2Fb/log/?id=%zz&id2=%41",
+]
+write("routing", routes)
+
+# One control byte (bits 0-1: gzip, x-gzip, deflate, GZIP; bit 2: 1 MiB limit; level = byte % 10),
+# then the body.
+text = b"<html><body>" + b"line of text, repeated. " * 40 + b"</body></html>"
+decoding = [
+    b"\x04" + text,
+    b"\x06" + b"",
+    b"\x00" + b"short",
+    b"\x04" + gzip.compress(text, mtime=0),
+    b"\x04" + gzip.compress(b"", mtime=0),
+    b"\x06" + zlib.compress(text),
+    b"\x06" + zlib.compress(text)[:-3],
+    b"\x04" + gzip.compress(b"a", mtime=0) + gzip.compress(b"b", mtime=0),
+    b"\x04" + gzip.compress(bytes(range(256)) * 8, mtime=0),
+    b"\x0c" + bytes(range(256)),
+]
+write("content_decoding", decoding)
+
+# One control byte (bit 0: Varnish dialect, bit 1: no XML check, the rest: chunk sizes), then a
+# page: each page of the ESI differential corpus, in both dialects.
+esi_dir = os.path.join(HERE, "..", "tests", "esi_corpus")
+pages = []
+for case in sorted(os.listdir(esi_dir)):
+    page = os.path.join(esi_dir, case, "index.html")
+    if os.path.isfile(page):
+        with open(page, "rb") as f:
+            body = f.read()
+        pages.append(b"\x00" + body)
+        pages.append(b"\x1d" + body)
+write("esi_parser", pages)
