@@ -348,6 +348,71 @@ TEST(Deflate, StitchingProperty) {
   EXPECT_EQ(gzip_checked, 30);
 }
 
+// A frame as page_object makes it: pieces known from elsewhere (compressed alone, level 6), pieces
+// of a chain that refers back across them, stored blocks; stitched with foreign segments between
+// chains, it decodes (zlib, gzip -t and the Inflater) to exactly the text.
+TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
+  std::mt19937_64 rng(77);
+  ChainEncoder chain(1);
+  Inflater inflater;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    std::string want;
+    std::vector<Segment> parts;
+    const int runs = 1 + static_cast<int>(rng() % 3);
+    for (int run = 0; run < runs; ++run) {
+      ASSERT_TRUE(chain.Begin().ok());
+      const int pieces = 1 + static_cast<int>(rng() % 6);
+      for (int p = 0; p < pieces; ++p) {
+        const std::string text = DiffLikeText(rng, 1 + rng() % 5000);
+        want += text;
+        switch (rng() % 3) {
+          case 0: {  // known: made by another compressor, told to the chain
+            std::vector<Segment> alone = Encode(text, {.level = 6, .segment_size = 0});
+            ASSERT_EQ(alone.size(), 1u);
+            parts.push_back(alone[0]);
+            ASSERT_TRUE(chain.Known(text).ok());
+            break;
+          }
+          case 1: {
+            Segment segment;
+            ASSERT_TRUE(chain.Add(text, &segment).ok());
+            parts.push_back(std::move(segment));
+            break;
+          }
+          default: {  // stored blocks (as long as 70,000 bytes: two blocks)
+            const std::string big = text + std::string(rng() % 2 ? 70'000 : 0, 'x');
+            want.resize(want.size() - text.size());
+            want += big;
+            Segment segment;
+            ASSERT_TRUE(EncodeStored(big, &segment).ok());
+            parts.push_back(std::move(segment));
+            ASSERT_TRUE(chain.Known(big).ok());
+            break;
+          }
+        }
+      }
+      // A foreign body between runs (an include), from a fresh compressor.
+      const std::string foreign = DiffLikeText(rng, 1 + rng() % 3000);
+      want += foreign;
+      for (Segment& segment : Encode(foreign, {})) parts.push_back(std::move(segment));
+    }
+    StringSink sink;
+    GzipStitcher stitcher(sink);
+    for (const Segment& segment : parts) stitcher.AddStored(segment.view());
+    stitcher.Finish();
+    ASSERT_EQ(Gunzip(sink.out), want) << "iteration " << iteration;
+    if (iteration % 20 == 0) {
+      EXPECT_TRUE(GzipTestPasses(sink.out));
+    }
+    StringSink identity;
+    std::vector<SegmentView> views;
+    for (const Segment& segment : parts) views.push_back(segment.view());
+    inflater.Reset();
+    ASSERT_TRUE(inflater.InflateAll(views, identity).ok());
+    ASSERT_EQ(identity.out, want);
+  }
+}
+
 TEST(Deflate, StoredBytesAreBorrowedNotCopied) {
   std::vector<Segment> segments = Encode(std::string(200'000, 'x'), {.segment_size = 50'000});
   StringSink sink;
