@@ -19,6 +19,7 @@ using RepositoryPtr = GitPtr<git_repository, git_repository_free>;
 using ObjectPtr = GitPtr<git_object, git_object_free>;
 using CommitPtr = GitPtr<git_commit, git_commit_free>;
 using TreePtr = GitPtr<git_tree, git_tree_free>;
+using BlobPtr = GitPtr<git_blob, git_blob_free>;
 using DiffPtr = GitPtr<git_diff, git_diff_free>;
 using PatchPtr = GitPtr<git_patch, git_patch_free>;
 using RevwalkPtr = GitPtr<git_revwalk, git_revwalk_free>;

@@ -57,6 +57,10 @@ struct DiffOptions {
   int context = 3;
   bool ignorews = false;
   int dt = 0;
+  // Hex digits of the ids in "index" lines (git's default for the repository, see abbrev.h);
+  // 0: the repository's own when rendered. Part of the repository-neutral keys, since the length
+  // grows with the repository.
+  int abbrev = 0;
   bool operator==(const DiffOptions&) const = default;
 };
 
@@ -70,8 +74,10 @@ struct Route {
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
-  // ignorews=0&dt=0[&path=P]", "gitfrag/patch/SHA", "gitfrag/rawdiff/SHA". Empty for frames and
-  // whenever an id is not a full SHA (a branch name moves, so that output is rendered per request).
+  // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
+  // abbrev=N". Empty for frames, whenever an id is not a full SHA (a branch name moves, so that
+  // output is rendered per request), and while the repository's abbreviation length is unknown
+  // (no render of it yet) and the URL does not name one.
   std::string cache_key;
 };
 

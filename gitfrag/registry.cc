@@ -1,6 +1,11 @@
 #include "registry.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <atomic>
+
+#include "abbrev.h"
 
 namespace shellac::gitfrag {
 
@@ -15,6 +20,10 @@ struct Registry::Entry {
   std::shared_ptr<const RefIndex> refs;
   std::string fingerprint;
   Clock::time_point checked{};
+  // objects/pack's inode and modification time when the abbreviation length was computed (a
+  // new or removed pack renames or unlinks a file there).
+  std::string pack_fingerprint;
+  std::atomic<int> abbrev{0};
   bool open() const { return leased > 0 || !idle.empty(); }
 };
 
@@ -30,12 +39,17 @@ Registry::Lease::Lease(Lease&& other) noexcept
     : registry_(other.registry_),
       index_(other.index_),
       repo_(std::move(other.repo_)),
-      refs_(std::move(other.refs_)) {
+      refs_(std::move(other.refs_)),
+      abbrev_(other.abbrev_) {
   other.registry_ = nullptr;
 }
 
 Registry::Lease::~Lease() {
   if (registry_ != nullptr && repo_) registry_->Release(index_, std::move(repo_));
+}
+
+int Registry::KnownAbbrev(size_t index) const {
+  return index < entries_.size() ? entries_[index]->abbrev.load(std::memory_order_relaxed) : 0;
 }
 
 size_t Registry::open_count() const {
@@ -118,8 +132,18 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
         entry.refs = RefIndex::Build(git_dir, peel);
         entry.fingerprint = std::move(fingerprint);
       }
+      struct stat st;
+      std::string pack_fingerprint = "-";
+      if (stat((git_dir + "objects/pack").c_str(), &st) == 0)
+        pack_fingerprint = std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
+                           "." + std::to_string(st.st_mtim.tv_nsec);
+      if (entry.abbrev.load() == 0 || pack_fingerprint != entry.pack_fingerprint) {
+        entry.abbrev.store(AbbrevLength(PackedObjectCount(git_dir)));
+        entry.pack_fingerprint = std::move(pack_fingerprint);
+      }
     }
     lease.refs_ = entry.refs;
+    lease.abbrev_ = entry.abbrev.load();
   }
   return lease;
 }

@@ -35,6 +35,9 @@ class Registry {
     // The ref index current at acquisition (rebuilt when refs changed, checked at most once a
     // second).
     const RefIndex& refs() const { return *refs_; }
+    // git's default abbreviation length for this repository (abbrev.h), from its packed object
+    // count, recounted when objects/pack changes (checked with the refs).
+    int abbrev() const { return abbrev_; }
     explicit operator bool() const { return repo_ != nullptr; }
 
    private:
@@ -43,12 +46,16 @@ class Registry {
     size_t index_ = 0;
     RepositoryPtr repo_;
     std::shared_ptr<const RefIndex> refs_;
+    int abbrev_ = 7;
   };
 
   // Opens (or reuses) a handle. On failure returns an empty lease and sets *error.
   Lease Acquire(size_t index, std::string* error);
 
   const std::vector<conf::Config::Repository>& repos() const { return repos_; }
+  // The abbreviation length last computed for a repository, 0 before it was first opened.
+  // Lock-free: routing (no git I/O) puts it in cache keys.
+  int KnownAbbrev(size_t index) const;
   size_t open_count() const;  // repositories holding at least one handle (tests)
 
  private:

@@ -1,6 +1,7 @@
 #include "render.h"
 
 #include <iconv.h>
+#include <strings.h>
 
 #include <cstdio>
 #include <ctime>
@@ -137,56 +138,6 @@ void PageEnd(Writer& out) {
 
 namespace {
 
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += n + 1;
-  }
-  return true;
-}
-
-std::string Latin1ToUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + s.size() / 8);
-  for (unsigned char c : s) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  return out;
-}
-
 // Converts with iconv; false when the encoding is unknown or the bytes do not fit it.
 bool Iconv(std::string_view in, const char* from, std::string* out) {
   iconv_t cd = iconv_open("UTF-8", from);
@@ -207,10 +158,13 @@ bool Iconv(std::string_view in, const char* from, std::string* out) {
 }  // namespace
 
 std::string ToUtf8(std::string_view bytes, const char* encoding) {
-  if (ValidUtf8(bytes)) return std::string(bytes);
+  // As cgit: converted only when the commit names an encoding other than UTF-8; without one the
+  // bytes are shown as they are, valid UTF-8 or not.
   std::string out;
-  if (encoding != nullptr && *encoding != '\0' && Iconv(bytes, encoding, &out)) return out;
-  return Latin1ToUtf8(bytes);
+  if (encoding != nullptr && *encoding != '\0' && strcasecmp(encoding, "UTF-8") != 0 &&
+      Iconv(bytes, encoding, &out))
+    return out;
+  return std::string(bytes);
 }
 
 namespace {
@@ -334,19 +288,59 @@ bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit,
   return false;
 }
 
-std::string_view HunkHeader(const git_diff_hunk& hunk) {
-  std::string_view header(hunk.header, hunk.header_len);
-  while (header.ends_with('\n') || header.ends_with('\r') || header.ends_with(' ') ||
-         header.ends_with('\t')) {
-    header.remove_suffix(1);
+const std::string& HunkHeaders::Next(const git_diff_hunk& hunk) {
+  // "@@ -a,b +c,d @@" as xdiff wrote it, without libgit2's function part.
+  const std::string_view raw(hunk.header, hunk.header_len);
+  const size_t close = raw.find("@@", 2);
+  header_.assign(raw.substr(0, close == std::string_view::npos ? raw.size() : close + 2));
+  // xdiff's s1: the hunk's first old line, 0-based (the header shows s1 + 1, or s1 when the hunk
+  // has no old lines).
+  const long start = hunk.old_lines == 0 ? hunk.old_start : hunk.old_start - 1;
+  const long from = start - 1;
+  if (from > previous_start_ && !loaded_) {
+    loaded_ = true;
+    git_blob* raw_blob = nullptr;
+    if (!git_oid_is_zero(&delta_.old_file.id) &&
+        git_blob_lookup(&raw_blob, repo_, &delta_.old_file.id) == 0) {
+      old_blob_.reset(raw_blob);
+      std::string_view text(static_cast<const char*>(git_blob_rawcontent(raw_blob)),
+                            static_cast<size_t>(git_blob_rawsize(raw_blob)));
+      while (!text.empty()) {
+        const size_t eol = text.find('\n');
+        const size_t n = eol == std::string_view::npos ? text.size() : eol + 1;
+        old_lines_.push_back(text.substr(0, n));
+        text.remove_prefix(n);
+      }
+    }
   }
-  return header;
+  for (long l = from; l > previous_start_ && l >= 0; --l) {
+    if (static_cast<size_t>(l) >= old_lines_.size()) continue;
+    std::string_view line = old_lines_[static_cast<size_t>(l)];
+    const unsigned char c = static_cast<unsigned char>(line[0]);
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$')) continue;
+    line = line.substr(0, 80);
+    while (!line.empty() &&
+           (line.back() == ' ' || line.back() == '\t' || line.back() == '\n' || line.back() == '\r'))
+      line.remove_suffix(1);
+    function_.assign(line);
+    break;
+  }
+  previous_start_ = from;
+  if (!function_.empty()) header_.append(" ").append(function_);
+  return header_;
+}
+
+DiffOptions EffectiveDiffOptions(const PageContext& ctx) {
+  DiffOptions options = ctx.route.diff;
+  if (options.abbrev == 0) options.abbrev = ctx.lease.abbrev();
+  return options;
 }
 
 CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
                         int* status, std::string* reason) {
   std::string spec(id);
-  if (spec.empty()) spec = head.empty() ? "HEAD" : "refs/heads/" + std::string(head);
+  // h= is any revision, as in cgit: a branch, a tag, a full or short id.
+  if (spec.empty()) spec = head.empty() ? "HEAD" : std::string(head);
   // Only object ids and ref names are accepted. Revision syntax (HEAD~3, v1^{}, :/text, @{...})
   // is refused: ":/text" searches all history and "~100000" walks it, per request. Every byte
   // refused here is one git never allows in a ref name, so no branch or tag becomes unreachable.
@@ -391,7 +385,7 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
 }
 
 DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, bool detect_renames, std::string* reason,
+                   const DiffOptions& options, DiffEngine engine, std::string* reason,
                    std::string_view path) {
   auto fail = [&](const char* what) {
     const git_error* e = git_error_last();
@@ -416,8 +410,10 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
   }
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
   opts.context_lines = static_cast<uint32_t>(options.context);
-  // git (and so cgit) slides ambiguous hunks with the indent heuristic by default.
-  opts.flags |= GIT_DIFF_INDENT_HEURISTIC;
+  const bool cgit_pages = engine == DiffEngine::kCgitPages;
+  // git's diff machinery slides ambiguous hunks with the indent heuristic by default; cgit's own
+  // xdiff call asks for a minimal diff and no heuristic.
+  opts.flags |= cgit_pages ? GIT_DIFF_MINIMAL : GIT_DIFF_INDENT_HEURISTIC;
   if (options.ignorews) opts.flags |= GIT_DIFF_IGNORE_WHITESPACE;
   std::string path_copy(path);
   char* pathspec[] = {path_copy.data()};
@@ -431,7 +427,7 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
   if (git_diff_tree_to_tree(&raw_diff, repo, old_tree.get(), new_tree.get(), &opts) != 0)
     return fail("cannot diff");
   DiffPtr diff(raw_diff);
-  if (detect_renames) {
+  if (cgit_pages) {
     git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
     find.flags = GIT_DIFF_FIND_RENAMES;
     if (git_diff_find_similar(diff.get(), &find) != 0) return fail("rename detection failed");

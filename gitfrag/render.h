@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "git.h"
 #include "gitfrag.h"
@@ -48,8 +49,8 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
                std::string_view id);
 void PageEnd(Writer& out);  // footer and closing tags
 
-// Text of git data for display: valid UTF-8 stays as is; otherwise it is converted from
-// `encoding` (a commit's encoding header) or, lacking one, from Latin-1, as cgit shows it.
+// Text of git data for display, as cgit shows it: converted to UTF-8 from `encoding` (a commit's
+// encoding header) when that names another encoding; otherwise the bytes as they are.
 std::string ToUtf8(std::string_view bytes, const char* encoding);
 // "2026-11-29 22:35:48 +0000" in the signature's own offset.
 std::string FormatDate(const git_time& when);
@@ -70,16 +71,45 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
 bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit, CommitPtr* other,
                     Page* error);
 
-// A hunk's "@@ ... @@ function" line as git prints it: libgit2 keeps the function name's trailing
-// blanks and the newline, git trims them.
-std::string_view HunkHeader(const git_diff_hunk& hunk);
+// The hunk headers ("@@ -a,b +c,d @@ function") of one file's diff as cgit shows them. cgit runs
+// xdiff without a funcname driver, so the function part is xdiff's own: the nearest line above the
+// hunk, searched no further back than the previous hunk's start, that begins with an ASCII letter,
+// '_' or '$', cut after 80 bytes (even inside a UTF-8 sequence) and then stripped of trailing
+// blanks; a hunk that finds none repeats the previous hunk's. libgit2 trims before it cuts, so its
+// own headers differ on long lines. The old blob is read only when a hunk needs the search.
+class HunkHeaders {
+ public:
+  HunkHeaders(git_repository* repo, const git_diff_delta& delta) : repo_(repo), delta_(delta) {}
+  // Call once per hunk, in order.
+  const std::string& Next(const git_diff_hunk& hunk);
+
+ private:
+  git_repository* repo_;
+  const git_diff_delta& delta_;
+  bool loaded_ = false;
+  BlobPtr old_blob_;
+  std::vector<std::string_view> old_lines_;  // each with its '\n'
+  long previous_start_ = -1;                 // xdiff's funclineprev
+  std::string function_;
+  std::string header_;
+};
+
+// Which of cgit's two ways of diffing a commit: its commit and diff pages call xdiff themselves
+// with XDF_NEED_MINIMAL only (git's --minimal, no indent heuristic) after git's rename detection;
+// its patch and rawdiff go through git's diff machinery with git's defaults (the indent
+// heuristic, the default search, no rename detection).
+enum class DiffEngine { kCgitPages, kGitDefaults };
 
 // Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
-// with cgit's options (context, -w, rename detection). Null with *reason on failure.
+// with cgit's options (context, -w) as `engine` computes it. Null with *reason on failure.
 // `path` (may be empty) limits the diff to that file or folder, before rename detection (as git).
 DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, bool detect_renames, std::string* reason,
+                   const DiffOptions& options, DiffEngine engine, std::string* reason,
                    std::string_view path = {});
+
+// route.diff with the abbreviation length filled in: the route's (from a cache key) or else the
+// repository's.
+DiffOptions EffectiveDiffOptions(const PageContext& ctx);
 
 // The repository-neutral fragment: diffstat + diff with links relative to the page that includes
 // it (…/REPO/commit/[PATH], …/REPO/diff/[PATH]): PATH's depth is part of the fragment's key, so

@@ -74,7 +74,7 @@ int ParseInt(std::string_view s, int fallback) {
 
 std::string OptionsKey(const DiffOptions& o) {
   return "context=" + std::to_string(o.context) + "&ignorews=" + (o.ignorews ? "1" : "0") +
-         "&dt=" + std::to_string(o.dt);
+         "&dt=" + std::to_string(o.dt) + "&abbrev=" + std::to_string(o.abbrev);
 }
 
 }  // namespace
@@ -173,12 +173,20 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     else if (key == "dt") {
       const int dt = ParseInt(value, 0);
       route.diff.dt = dt >= 0 && dt <= 2 ? dt : 0;  // cgit treats unknown modes as unified
+    } else if (key == "abbrev") {
+      const int abbrev = ParseInt(value, 0);
+      route.diff.abbrev = abbrev >= 7 && abbrev <= 40 ? abbrev : 0;
     } else if (key == "ofs")
       route.ofs = static_cast<unsigned>(std::clamp(ParseInt(value, 0), 0, 1 << 30));
   }
 
+  // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
+  // names it (the frame knows its repository's); otherwise it is the repository's known one.
+  const bool neutral = route.kind == PageKind::kDiffFragment || route.kind == PageKind::kPatch ||
+                       route.kind == PageKind::kRawDiff;
+  if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->KnownAbbrev(route.repo);
   const bool id_full = IsFullSha(route.id) && (route.id2.empty() || IsFullSha(route.id2));
-  if (id_full) {
+  if (id_full && route.diff.abbrev != 0) {
     if (route.kind == PageKind::kDiffFragment) {
       route.cache_key = "gitfrag/diff/" + route.id + (route.id2.empty() ? "" : "/" + route.id2) +
                         "?" + OptionsKey(route.diff);
@@ -187,9 +195,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
         AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
       }
     } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
-      route.cache_key = "gitfrag/patch/" + route.id;
+      route.cache_key = "gitfrag/patch/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
     } else if (route.kind == PageKind::kRawDiff && route.id2.empty()) {
-      route.cache_key = "gitfrag/rawdiff/" + route.id;
+      route.cache_key =
+          "gitfrag/rawdiff/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
     }
   }
   return route;

@@ -57,7 +57,9 @@ void WriteSignature(const PageContext& ctx, const char* label, const git_signatu
 }  // namespace
 
 // Decorations as cgit shows them after a subject: branches link to their log, tags to their tag
-// page, anything else (HEAD, notes, stash) to the commit itself.
+// page, HEAD, refs/stash and refs/replace/ to the commit itself. Refs git gives no decoration
+// type (refs/pull/, refs/notes/, ...) are left out, and so are remote-tracking branches (cgit's
+// enable-remote-branches is off by default).
 void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
   const std::vector<Decoration>* decorations = ctx.lease.refs().For(oid);
   if (decorations == nullptr || decorations->empty()) return;
@@ -66,6 +68,10 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
   out.Raw("<span class='decoration'>");
   for (const Decoration& d : *decorations) {
     std::string_view name = d.name;
+    if (d.kind == Decoration::Kind::kRemote) continue;
+    if (d.kind == Decoration::Kind::kOther && name != "refs/stash" &&
+        !name.starts_with("refs/replace/"))
+      continue;
     switch (d.kind) {
       case Decoration::Kind::kBranch:
         name.remove_prefix(11);
@@ -80,14 +86,9 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
                                                  : "<a class='tag-annotated-deco' href='");
         RepoUrl(ctx, "tag", "", {{"h", name}});
         break;
-      case Decoration::Kind::kRemote:
-        name.remove_prefix(13);
-        out.Raw("<a class='remote-deco' href='");
-        RepoUrl(ctx, "log", "", {{"h", name}});
-        break;
       default:
         out.Raw("<a class='deco' href='");
-        RepoUrl(ctx, "commit", "", {{"id", hex}});
+        RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
         break;
     }
     out.Raw("'>").Text(name).Raw("</a>");
@@ -165,9 +166,14 @@ Page RenderCommit(const PageContext& ctx) {
     WriteCommitInfo(ctx, commit.get());
     // The URL is built from hex ids, numbers and the percent-encoded repository URL only, so it
     // needs no HTML escaping; the ESI processor removes the tag before any client sees it.
-    out.Raw("<esi:include src=\"")
-        .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", ctx.route.diff, ctx.route.path));
-    out.Raw("\"/>");
+    // An octopus merge shows no diff, as in cgit (its first-parent diff is all the other
+    // branches' work).
+    if (git_commit_parentcount(commit.get()) < 3) {
+      out.Raw("<esi:include src=\"")
+          .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", EffectiveDiffOptions(ctx),
+                                    ctx.route.path));
+      out.Raw("\"/>");
+    }
     PageEnd(out);
   }
   return page;

@@ -5,6 +5,7 @@
 // "../diff/..."), so the same bytes are right inside every fork's commit or diff page.
 #include <cstdio>
 
+#include "abbrev.h"
 #include "render.h"
 
 namespace shellac::gitfrag {
@@ -16,11 +17,6 @@ struct FileStat {
   uint64_t old_size = 0, new_size = 0;
 };
 
-std::string Abbrev(const git_oid& oid) {
-  char hex[8];
-  git_oid_tostr(hex, sizeof hex, &oid);
-  return hex;
-}
 
 uint64_t BlobSize(git_repository* repo, const git_diff_file& file) {
   if (git_oid_is_zero(&file.id)) return 0;
@@ -61,7 +57,7 @@ void FragmentArgs(Writer& out, const std::string& id, const std::string& id2,
 }
 
 void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
-                   const std::string& old_id, std::string_view up) {
+                   const std::string& old_id, std::string_view up, git_odb* odb, int abbrev) {
   const bool added = d.status == GIT_DELTA_ADDED, deleted = d.status == GIT_DELTA_DELETED;
   out.Raw("<div class='head'>diff --git a/").Text(d.old_file.path).Raw(" b/").Text(d.new_file.path);
   char mode[16];
@@ -72,7 +68,10 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
     std::snprintf(mode, sizeof mode, "%06o", d.old_file.mode);
     out.Raw("<br/>deleted file mode ").Raw(mode);
   }
-  out.Raw("<br/>index ").Raw(Abbrev(d.old_file.id)).Raw("..").Raw(Abbrev(d.new_file.id));
+  out.Raw("<br/>index ")
+      .Raw(UniqueAbbrev(odb, d.old_file.id, abbrev))
+      .Raw("..")
+      .Raw(UniqueAbbrev(odb, d.new_file.id, abbrev));
   if (!added && !deleted) {
     // cgit puts a mode change on the index line: "index a..b 100644..100755".
     std::snprintf(mode, sizeof mode, " %06o", d.old_file.mode);
@@ -111,14 +110,13 @@ class SideBySide {
              const std::string& new_id, std::string_view up)
       : out_(out), d_(d), old_id_(old_id), new_id_(new_id), up_(up) {}
 
-  void Write(git_patch* patch) {
+  void Write(git_patch* patch, HunkHeaders& headers) {
     const size_t hunks = git_patch_num_hunks(patch);
     for (size_t h = 0; h < hunks; ++h) {
       const git_diff_hunk* hunk = nullptr;
       size_t lines = 0;
       if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-      const std::string_view header = HunkHeader(*hunk);
-      out_.Raw("<tr><td colspan='4' class='hunk'>").Text(header).Raw("</td></tr>");
+      out_.Raw("<tr><td colspan='4' class='hunk'>").Text(headers.Next(*hunk)).Raw("</td></tr>");
       old_no_ = hunk->old_start;
       new_no_ = hunk->new_start;
       for (size_t l = 0; l < lines; ++l) {
@@ -247,14 +245,13 @@ class SideBySide {
   std::vector<std::string> dels_, adds_;
 };
 
-void WriteHunks(Writer& out, git_patch* patch) {
+void WriteHunks(Writer& out, git_patch* patch, HunkHeaders& headers) {
   const size_t hunks = git_patch_num_hunks(patch);
   for (size_t h = 0; h < hunks; ++h) {
     const git_diff_hunk* hunk = nullptr;
     size_t lines = 0;
     if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-    const std::string_view header = HunkHeader(*hunk);
-    out.Raw("<div class='hunk'>").Text(header).Raw("</div>");
+    out.Raw("<div class='hunk'>").Text(headers.Next(*hunk)).Raw("</div>");
     for (size_t l = 0; l < lines; ++l) {
       const git_diff_line* line = nullptr;
       if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
@@ -307,7 +304,11 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     old_id = OidHex(*git_commit_parent_id(commit, 0));
 
   std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit, other, options, /*detect_renames=*/true, &reason, path);
+  DiffPtr diff = CommitDiff(repo, commit, other, options, DiffEngine::kCgitPages, &reason,
+                            path);
+  git_odb* raw_odb = nullptr;
+  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+  const int abbrev = options.abbrev != 0 ? options.abbrev : 7;
   out.Raw("<div class='diffstat-header'><a href='").Raw(up).Raw("diff/");
   FragmentArgs(out, id, id2, options);
   out.Raw("'>Diffstat</a>");
@@ -391,13 +392,14 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
       out.Raw(
           "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
           "colspan='4'>");
-      WriteDiffHead(out, *d, id, old_id, up);
+      WriteDiffHead(out, *d, id, old_id, up, odb.get(), abbrev);
       out.Raw("</td></tr>");
       if (stats[i].binary) {
         out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
       } else {
         SideBySide ss{out, *d, old_id, id, up};
-        ss.Write(patches[i].get());
+        HunkHeaders headers(repo, *d);
+        ss.Write(patches[i].get(), headers);
       }
       out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
     }
@@ -409,12 +411,13 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
   for (size_t i = 0; i < n; ++i) {
     if (!patches[i]) continue;
     const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-    WriteDiffHead(out, *d, id, old_id, up);
+    WriteDiffHead(out, *d, id, old_id, up, odb.get(), abbrev);
     if (stats[i].binary) {
       out.Raw("Binary files differ");
       continue;
     }
-    WriteHunks(out, patches[i].get());
+    HunkHeaders headers(repo, *d);
+    WriteHunks(out, patches[i].get(), headers);
   }
   out.Raw("</td></tr></table>");
 }
@@ -423,7 +426,8 @@ Page RenderFragment(const PageContext& ctx) {
   git_repository* repo = ctx.lease.repo();
   CommitPtr commit, other;
   if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
-  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), ctx.route.diff, ctx.route.path);
+  WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), EffectiveDiffOptions(ctx),
+                    ctx.route.path);
   return Page{};
 }
 
@@ -443,8 +447,8 @@ Page RenderDiffPage(const PageContext& ctx) {
   WriteOptionsPanel(ctx, ctx.route.id);
   ctx.out.Raw("<esi:include src=\"")
       .Raw(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
-                                other ? OidHex(*git_commit_id(other.get())) : "", ctx.route.diff,
-                                ctx.route.path))
+                                other ? OidHex(*git_commit_id(other.get())) : "",
+                                EffectiveDiffOptions(ctx), ctx.route.path))
       .Raw("\"/>");
   PageEnd(ctx.out);
   Page page;

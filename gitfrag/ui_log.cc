@@ -46,12 +46,10 @@ Page RenderLog(const PageContext& ctx) {
     WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
     out.Raw("</td><td><a href='");
     RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
-    // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len); the cut backs
-    // off to a UTF-8 character boundary.
+    // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len), in bytes: the
+    // cut may fall inside a UTF-8 sequence, as cgit's does.
     if (subject.size() > 80) {
-      size_t cut = 77;
-      while (cut > 0 && (static_cast<unsigned char>(subject[cut]) & 0xC0) == 0x80) --cut;
-      out.Raw("'>").Text(subject.substr(0, cut)).Raw("...</a>");
+      out.Raw("'>").Text(subject.substr(0, 77)).Raw("...</a>");
     } else {
       out.Raw("'>").Text(subject).Raw("</a>");
     }

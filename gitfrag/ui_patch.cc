@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "abbrev.h"
 #include "history.h"
 #include "render.h"
 
@@ -151,11 +152,18 @@ void WriteSummary(std::string* out, git_diff* diff) {
 }
 
 // The diff as `git diff` prints it. libgit2 keeps trailing blanks of the function name in a hunk
-// header ("@@ -1,2 +1,2 @@ int f(a, "); git trims them, so headers are trimmed here.
-bool AppendDiffText(git_diff* diff, std::string* out) {
-  auto line_cb = [](const git_diff_delta*, const git_diff_hunk*, const git_diff_line* line,
+// header ("@@ -1,2 +1,2 @@ int f(a, "); git trims them, so headers are trimmed here. The ids on
+// each "index" line are abbreviated as git does (abbrev.h): `abbrev` digits or more.
+bool AppendDiffText(git_diff* diff, git_odb* odb, int abbrev, std::string* out) {
+  struct Output {
+    std::string* text;
+    git_odb* odb;
+    int abbrev;
+  } output{out, odb, abbrev};
+  auto line_cb = [](const git_diff_delta* delta, const git_diff_hunk*, const git_diff_line* line,
                     void* payload) -> int {
-    auto* text = static_cast<std::string*>(payload);
+    auto* o = static_cast<Output*>(payload);
+    std::string* text = o->text;
     std::string_view content(line->content, line->content_len);
     switch (line->origin) {
       case GIT_DIFF_LINE_CONTEXT:
@@ -171,13 +179,26 @@ bool AppendDiffText(git_diff* diff, std::string* out) {
         if (newline) text->push_back('\n');
         return 0;
       }
+      case GIT_DIFF_LINE_FILE_HDR: {
+        // "index OLD..NEW[ MODE]": libgit2 cuts the ids to a fixed length.
+        const size_t index = content.starts_with("index ") ? 0 : content.find("\nindex ");
+        if (index == std::string_view::npos) break;
+        const size_t ids = index == 0 ? 6 : index + 7;
+        const size_t end = content.find_first_of(" \n", ids);
+        text->append(content.substr(0, ids));
+        text->append(UniqueAbbrev(o->odb, delta->old_file.id, o->abbrev));
+        text->append("..");
+        text->append(UniqueAbbrev(o->odb, delta->new_file.id, o->abbrev));
+        text->append(content.substr(end == std::string_view::npos ? content.size() : end));
+        return 0;
+      }
       default:
         break;
     }
     text->append(content);
     return 0;
   };
-  return git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, out) == 0;
+  return git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, &output) == 0;
 }
 
 // A mail header value wrapped as git wraps a patch's Subject: words fill lines of at most 78
@@ -207,31 +228,13 @@ void AppendWrapped(std::string* out, std::string_view header, std::string_view t
   *out += '\n';
 }
 
-// "From: NAME <EMAIL>" as git writes it: a name with mail-special characters is quoted, a
-// non-ASCII one is RFC 2047 encoded, and the address moves to a continuation line when the whole
-// would pass 78 columns (76 after an encoded name).
+// "From: NAME <EMAIL>" as cgit 1.2.3 writes it: a name with mail-special characters is quoted, a
+// non-ASCII one is written as it is (not RFC 2047 encoded), and the address moves to a
+// continuation line when the whole would pass 78 bytes.
 void AppendFrom(std::string* out, std::string_view name, std::string_view email) {
   std::string line = "From: ";
-  size_t limit = 78;
-  bool ascii = true;
-  for (unsigned char c : name) ascii = ascii && c < 0x80;
-  if (!ascii) {
-    static const char kHex[] = "0123456789ABCDEF";
-    line += "=?UTF-8?q?";
-    for (unsigned char c : name) {
-      if (c == ' ') {
-        line += '_';
-      } else if (std::isalnum(c) || c == '!' || c == '*' || c == '+' || c == '-' || c == '/') {
-        line += static_cast<char>(c);
-      } else {
-        line += '=';
-        line += kHex[c >> 4];
-        line += kHex[c & 15];
-      }
-    }
-    line += "?=";
-    limit = 76;
-  } else if (name.find_first_of("()<>[]:;@\\,.\"") != std::string_view::npos) {
+  const size_t limit = 78;
+  if (name.find_first_of("()<>[]:;@\\,.\"") != std::string_view::npos) {
     line += '"';
     for (char c : name) {
       if (c == '"' || c == '\\') line += '\\';
@@ -258,8 +261,10 @@ bool IsAscii(std::string_view s) {
 }
 
 // One mail of the series. False when the commit has no changes (format-patch skips it).
-bool AppendMail(git_repository* repo, git_commit* commit, std::string* out, std::string* reason) {
-  DiffPtr diff = CommitDiff(repo, commit, nullptr, DiffOptions{}, /*detect_renames=*/false, reason);
+bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
+                std::string* out, std::string* reason) {
+  DiffPtr diff = CommitDiff(repo, commit, nullptr, DiffOptions{}, DiffEngine::kGitDefaults,
+                            reason);
   if (!diff) return false;
   const size_t n = git_diff_num_deltas(diff.get());
   if (n == 0) return false;
@@ -277,13 +282,10 @@ bool AppendMail(git_repository* repo, git_commit* commit, std::string* out, std:
       s.added = git_oid_is_zero(&d->new_file.id) ? 0 : d->new_file.size;
       for (auto [file, size] :
            {std::pair{&d->old_file, &s.deleted}, std::pair{&d->new_file, &s.added}}) {
-        if (git_oid_is_zero(&file->id)) continue;
-        git_odb* raw_odb = nullptr;
-        if (git_repository_odb(&raw_odb, repo) != 0) continue;
-        OdbPtr odb(raw_odb);
+        if (git_oid_is_zero(&file->id) || odb == nullptr) continue;
         size_t bytes = 0;
         git_object_t type;
-        if (git_odb_read_header(&bytes, &type, odb.get(), &file->id) == 0) *size = bytes;
+        if (git_odb_read_header(&bytes, &type, odb, &file->id) == 0) *size = bytes;
       }
     } else {
       size_t context = 0, add = 0, del = 0;
@@ -326,7 +328,7 @@ bool AppendMail(git_repository* repo, git_commit* commit, std::string* out, std:
   WriteStat(out, stats);
   WriteSummary(out, diff.get());
   *out += "\n";
-  if (!AppendDiffText(diff.get(), out)) {
+  if (!AppendDiffText(diff.get(), odb, abbrev, out)) {
     *reason = "cannot format the diff";
     return false;
   }
@@ -371,9 +373,12 @@ Page RenderPatch(const PageContext& ctx) {
   }
   // Each mail ends with a signature; mails are separated by a blank line (format-patch --stdout).
   size_t mails = 0;
+  git_odb* raw_odb = nullptr;
+  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+  const int abbrev = EffectiveDiffOptions(ctx).abbrev;
   for (auto it = series.rbegin(); it != series.rend(); ++it) {
     std::string mail;
-    if (!AppendMail(repo, it->get(), &mail, &reason)) continue;
+    if (!AppendMail(repo, odb.get(), abbrev, it->get(), &mail, &reason)) continue;
     if (mails++ > 0) text += '\n';
     text += mail;
     text += "-- \nshellac " SHELLAC_VERSION "\n\n";
@@ -388,11 +393,16 @@ Page RenderRawDiff(const PageContext& ctx) {
   CommitPtr commit, other;
   if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
   std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), ctx.route.diff,
-                            /*detect_renames=*/false, &reason);
+  // git's defaults, as cgit's rawdiff: the page's diff options do not apply (and are not part of
+  // its cache key).
+  DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), DiffOptions{},
+                            DiffEngine::kGitDefaults, &reason);
   if (!diff) return ErrorPage(500, reason);
+  git_odb* raw_odb = nullptr;
+  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   std::string text;
-  if (!AppendDiffText(diff.get(), &text)) return ErrorPage(500, "cannot format the diff");
+  if (!AppendDiffText(diff.get(), odb.get(), EffectiveDiffOptions(ctx).abbrev, &text))
+    return ErrorPage(500, "cannot format the diff");
   ctx.out.Raw(text);
   Page page;
   page.content_type = "text/plain; charset=UTF-8";

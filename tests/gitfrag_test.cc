@@ -30,6 +30,8 @@ namespace {
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
+using test::FirstDifference;
+using test::VisibleText;
 
 constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
 
@@ -151,69 +153,6 @@ git checkout -q master
   std::string git_;
   std::string bare_;
 };
-
-// The visible text of an HTML page: the generator footer removed (cgit's names its version and
-// the time of rendering), tags stripped (inline <span> highlighting without a trace, other tags
-// as a space), entities decoded, whitespace runs collapsed to a space. With `drop_line_numbers`
-// the side-by-side line-number cells are left out (see the side-by-side test for why).
-std::string VisibleText(std::string html, bool drop_line_numbers = false) {
-  const size_t footer = html.find("<div class='footer'>");
-  if (footer != std::string::npos) {
-    const size_t end = html.find("</div>", footer);
-    html.erase(footer, end + 6 - footer);
-  }
-  if (drop_line_numbers) {
-    static constexpr std::string_view kCell = "<td class='lineno'>";
-    for (size_t p = 0; (p = html.find(kCell, p)) != std::string::npos;) {
-      const size_t end = html.find("</td>", p);
-      html.erase(p, end + 5 - p);
-    }
-  }
-  std::string text;
-  size_t tag_start = 0;
-  bool in_tag = false;
-  for (size_t i = 0; i < html.size(); ++i) {
-    const char c = html[i];
-    if (c == '<' && !in_tag) {
-      in_tag = true;
-      tag_start = i;
-    } else if (c == '>' && in_tag) {
-      in_tag = false;
-      const std::string_view tag = std::string_view(html).substr(tag_start + 1, i - tag_start - 1);
-      if (!tag.starts_with("span") && !tag.starts_with("/span")) text += ' ';
-    } else if (!in_tag) {
-      text += c;
-    }
-  }
-  static const std::pair<const char*, const char*> kEntities[] = {
-      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
-  for (const auto& [from, to] : kEntities) {
-    for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += std::strlen(to))
-      text.replace(p, std::strlen(from), to);
-  }
-  std::string out;
-  bool space = true;
-  for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      if (!space) out += ' ';
-      space = true;
-    } else {
-      out += c;
-      space = false;
-    }
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-// First position where two long strings differ, with context, for readable failures.
-std::string FirstDifference(const std::string& a, const std::string& b) {
-  size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  const size_t from = i > 120 ? i - 120 : 0;
-  return "at " + std::to_string(i) + ":\n  shellac: ..." + a.substr(from, 300) +
-         "\n  cgit:    ..." + b.substr(from, 300);
-}
 
 Route MustMatch(const Site& site, const std::string& path, const std::string& query) {
   auto r = site.Match(path, query);
@@ -370,24 +309,33 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
   EXPECT_EQ(r->kind, PageKind::kLog);
   EXPECT_EQ(r->ofs, 50u);
 
-  // The include URL a frame emits routes back to the fragment with a key without the repository.
-  const std::string include = site.FragmentUrl(1, sha, "", DiffOptions{5, true, 0});
+  // The include URL a frame emits routes back to the fragment with a key without the repository;
+  // the key has the abbreviation length the frame put in the URL.
+  const std::string include = site.FragmentUrl(1, sha, "", DiffOptions{5, true, 0, 10});
   const size_t q = include.find('?');
   r = site.Match(include.substr(0, q), include.substr(q + 1));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->kind, PageKind::kDiffFragment);
-  EXPECT_EQ(r->cache_key, "gitfrag/diff/" + sha + "?context=5&ignorews=1&dt=0");
+  EXPECT_EQ(r->cache_key, "gitfrag/diff/" + sha + "?context=5&ignorews=1&dt=0&abbrev=10");
   auto other_fork = site.Match("/cgit/git/esi-diff/", include.substr(q + 1));
   ASSERT_TRUE(other_fork);
   EXPECT_EQ(other_fork->cache_key, r->cache_key);
 
-  r = site.Match("/cgit/git/esi-diff/", "id=" + sha + "&id2=" + sha2 + "&context=999&dt=7");
+  r = site.Match("/cgit/git/esi-diff/",
+                 "id=" + sha + "&id2=" + sha2 + "&context=999&dt=7&abbrev=8");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->cache_key, "gitfrag/diff/" + sha + "/" + sha2 + "?context=40&ignorews=0&dt=0");
-  EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&dt=2")->cache_key,
-            "gitfrag/diff/" + sha + "?context=3&ignorews=0&dt=2");
-  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha)->cache_key, "gitfrag/patch/" + sha);
-  EXPECT_EQ(site.Match("/cgit/git/rawdiff/", "id=" + sha)->cache_key, "gitfrag/rawdiff/" + sha);
+  EXPECT_EQ(r->cache_key,
+            "gitfrag/diff/" + sha + "/" + sha2 + "?context=40&ignorews=0&dt=0&abbrev=8");
+  EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&dt=2&abbrev=7")->cache_key,
+            "gitfrag/diff/" + sha + "?context=3&ignorews=0&dt=2&abbrev=7");
+  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha + "&abbrev=12")->cache_key,
+            "gitfrag/patch/" + sha + "?abbrev=12");
+  EXPECT_EQ(site.Match("/cgit/git/rawdiff/", "id=" + sha + "&abbrev=12")->cache_key,
+            "gitfrag/rawdiff/" + sha + "?abbrev=12");
+  // Without one in the URL, the repository's length is needed: unknown before its first render
+  // (routing does no I/O), so the output is rendered but not stored.
+  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha)->cache_key, "");
+  EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&abbrev=3")->cache_key, "");
   EXPECT_EQ(site.Match("/cgit/git/patch/", "id=master")->cache_key, "") << "a branch moves";
 
   EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
@@ -546,6 +494,8 @@ TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
   };
   std::string all = fx.Git("rev-list --all");
   size_t compared = 0;
+  // Once the repository was rendered its abbreviation length is known: neutral keys from here.
+  ASSERT_EQ(site.Render(MustMatch(site, "/fix/log/", "")).status, 200);
   for (size_t p = 0; p < all.size(); p += 41) {
     const std::string id = all.substr(p, 40);
     SCOPED_TRACE(id);

@@ -1589,4 +1589,63 @@ void Origin::ConnectionLoop(int fd, int id) {
   ::close(fd);
 }
 
+std::string VisibleText(std::string html, bool drop_line_numbers) {
+  const size_t footer = html.find("<div class='footer'>");
+  if (footer != std::string::npos) {
+    const size_t end = html.find("</div>", footer);
+    html.erase(footer, end + 6 - footer);
+  }
+  if (drop_line_numbers) {
+    static constexpr std::string_view kCell = "<td class='lineno'>";
+    for (size_t p = 0; (p = html.find(kCell, p)) != std::string::npos;) {
+      const size_t end = html.find("</td>", p);
+      html.erase(p, end + 5 - p);
+    }
+  }
+  std::string text;
+  size_t tag_start = 0;
+  bool in_tag = false;
+  for (size_t i = 0; i < html.size(); ++i) {
+    const char c = html[i];
+    if (c == '<' && !in_tag) {
+      in_tag = true;
+      tag_start = i;
+    } else if (c == '>' && in_tag) {
+      in_tag = false;
+      const std::string_view tag = std::string_view(html).substr(tag_start + 1, i - tag_start - 1);
+      if (!tag.starts_with("span") && !tag.starts_with("/span")) text += ' ';
+    } else if (!in_tag) {
+      text += c;
+    }
+  }
+  static const std::pair<const char*, const char*> kEntities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : kEntities) {
+    for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += std::strlen(to))
+      text.replace(p, std::strlen(from), to);
+  }
+  std::string out;
+  bool space = true;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      if (!space) out += ' ';
+      space = true;
+    } else {
+      out += c;
+      space = false;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const size_t from = i > 120 ? i - 120 : 0;
+  return "at " + std::to_string(i) + ":\n  shellac: ..." + a.substr(from, 300) +
+         "\n  cgit:    ..." + b.substr(from, 300);
+}
+
+
 }  // namespace shellac::test

@@ -430,4 +430,15 @@ class Origin {
 
 std::string StatusReason(int status);
 
+// ---------------------------------------------------------------------------------------------
+// Pages compared with cgit's
+
+// The visible text of an HTML page: the generator footer removed (cgit's names its version and
+// the time of rendering), tags stripped (inline <span> highlighting without a trace, other tags
+// as a space), entities decoded, whitespace runs collapsed to a space. With `drop_line_numbers`
+// the side-by-side line-number cells are left out.
+std::string VisibleText(std::string html, bool drop_line_numbers = false);
+// First position where two long strings differ, with context, for readable failures.
+std::string FirstDifference(const std::string& a, const std::string& b);
+
 }  // namespace shellac::test

@@ -1,0 +1,378 @@
+// Parity of gitfrag's pages with Debian's cgit 1.2.3 on a repository large enough that git
+// abbreviates object ids to more than 7 hex digits. The fixture is made by git fast-import in a
+// temp dir (a few hundred milliseconds): over 16,384 packed objects (git's abbreviation is then 8
+// digits), two blobs whose ids share 8 digits (one of them needs 9 to be unique), merges (an
+// octopus too), renames, binary files, a po-like file where git's minimal diff differs from its
+// default one, hunk headers cut inside a UTF-8 sequence, Latin-1 text and messages, tags.
+//
+// Every page kind gitfrag renders is compared: commit, diff, log, index (visible text), patch and
+// rawdiff (bytes, apart from the signature line naming the program).
+//
+// With SHELLAC_PARITY_REPO=/path/to/repo.git the SampleOfRepository test compares the same pages
+// for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1)
+// and writes a summary to SHELLAC_PARITY_OUT when set (bench/parity.sh runs it on git/git).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "gitfrag.h"
+#include "harness.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::FirstDifference;
+using test::Shell;
+using test::ShellQuote;
+using test::TempDir;
+using test::VisibleText;
+
+constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
+class Peers {
+ public:
+  Peers(std::string bare, std::string rc_dir) : bare_(std::move(bare)) {
+    conf::Config c;
+    conf::Config::Repository r;
+    r.url = r.name = "repo";
+    r.path = bare_;
+    r.desc = "parity";
+    c.repositories.push_back(r);
+    c.css = "/cgit.css";
+    site_ = std::make_unique<Site>(c);
+    rc_ = rc_dir + "/cgitrc";
+    std::ofstream(rc_) << "virtual-root=/\nrepo.url=repo\nrepo.path=" << bare_
+                       << "\nrepo.desc=parity\n";
+  }
+
+  std::string Cgit(const std::string& path_info, const std::string& query) const {
+    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc_) +
+                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
+                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
+    const size_t body = out.find("\n\n");
+    return body == std::string::npos ? out : out.substr(body + 2);
+  }
+
+  // Empty when shellac's page equals cgit's; otherwise where they differ.
+  std::string Difference(const std::string& path, const std::string& query) const {
+    auto route = site_->Match(path, query);
+    if (!route) return "no route";
+    Page page = site_->RenderAssembled(*route);
+    if (page.status != 200) return "status " + std::to_string(page.status) + ": " + page.reason;
+    std::string ours, theirs = Cgit(path, query);
+    if (route->kind == PageKind::kPatch || route->kind == PageKind::kRawDiff) {
+      // Bytes, apart from each mail's signature, which names the program.
+      auto unsigned_text = [](std::string s) {
+        for (const std::string sig : {"-- \ncgit v1.2.3\n", "-- \nshellac " SHELLAC_VERSION "\n"}) {
+          for (size_t p = 0; (p = s.find(sig, p)) != std::string::npos;)
+            s.replace(p, sig.size(), "-- \nSIG\n");
+        }
+        return s;
+      };
+      ours = unsigned_text(page.body);
+      theirs = unsigned_text(theirs);
+    } else {
+      // cgit leaves line numbers out of some side-by-side rows (see gitfrag/README.md).
+      const bool ssdiff = query.find("dt=1") != std::string::npos;
+      ours = VisibleText(page.body, ssdiff);
+      theirs = VisibleText(theirs, ssdiff);
+    }
+    return ours == theirs ? std::string() : FirstDifference(ours, theirs);
+  }
+
+  const Site& site() const { return *site_; }
+
+ private:
+  std::string bare_, rc_;
+  std::unique_ptr<Site> site_;
+};
+
+// The pages compared for one commit.
+std::vector<std::pair<std::string, std::string>> PagesOf(const std::string& id) {
+  return {{"/repo/commit/", "id=" + id},
+          {"/repo/diff/", "id=" + id},
+          {"/repo/patch/", "id=" + id},
+          {"/repo/rawdiff/", "id=" + id},
+          {"/repo/log/", "id=" + id}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture
+
+// A fast-import stream writer: deterministic content, fixed identities and dates.
+class Stream {
+ public:
+  void Blob(int mark, const std::string& data) {
+    s_ << "blob\nmark :" << mark << "\ndata " << data.size() << "\n" << data << "\n";
+  }
+  void Filler(const std::string& data) { s_ << "blob\ndata " << data.size() << "\n" << data << "\n"; }
+  // `ops`: fast-import file commands ("M 100644 :1 path", "D path", "R a b"). `from`/`merges`
+  // are marks or empty.
+  void Commit(const std::string& branch, int mark, int64_t when, const std::string& tz,
+              const std::string& message, const std::vector<std::string>& ops,
+              const std::string& from = "", const std::vector<std::string>& merges = {},
+              const std::string& encoding = "", const std::string& author = "A U Thor <a@example.org>") {
+    s_ << "commit refs/heads/" << branch << "\nmark :" << mark << "\nauthor " << author << " "
+       << when << " " << tz << "\ncommitter C O Mitter <c@example.org> " << when + 60 << " " << tz
+       << "\n";
+    if (!encoding.empty()) s_ << "encoding " << encoding << "\n";
+    s_ << "data " << message.size() << "\n" << message << "\n";
+    if (!from.empty()) s_ << "from " << from << "\n";
+    for (const auto& m : merges) s_ << "merge " << m << "\n";
+    for (const auto& op : ops) s_ << op << "\n";
+    s_ << "\n";
+  }
+  void Tag(const std::string& name, const std::string& from, int64_t when,
+           const std::string& message) {
+    s_ << "tag " << name << "\nfrom " << from << "\ntagger T Agger <t@example.org> " << when
+       << " +0000\ndata " << message.size() << "\n" << message << "\n";
+  }
+  void Reset(const std::string& ref, const std::string& from) {
+    s_ << "reset " << ref << "\nfrom " << from << "\n\n";
+  }
+  std::string str() const { return s_.str(); }
+
+ private:
+  std::ostringstream s_;
+};
+
+// A po-like catalogue: `n` entries, each msgid/msgstr pair; `variant` changes a pseudo-random
+// part of the translations and moves some entries, the kind of change where git's default
+// heuristic and its minimal diff give other hunks.
+std::string Catalogue(int n, uint32_t variant) {
+  std::string out = "# Translation\nmsgid \"\"\nmsgstr \"\"\n\"Content-Type: text/plain; charset=UTF-8\\n\"\n\n";
+  std::mt19937 rng(variant);
+  for (int i = 0; i < n; ++i) {
+    const int k = variant == 0 ? i : (rng() % 5 == 0 ? static_cast<int>(rng() % n) : i);
+    out += "#: src/file" + std::to_string(k % 97) + ".c:" + std::to_string(k * 7 % 1000) + "\n";
+    out += "msgid \"message number " + std::to_string(k) + "\"\n";
+    const bool changed = variant != 0 && rng() % 3 == 0;
+    out += "msgstr \"сообщение номер " + std::to_string(k) + (changed ? " (исправлено)" : "") +
+           "\"\n\n";
+  }
+  return out;
+}
+
+// A C-like file whose function lines are longer than git's 80-byte context and hold multi-byte
+// characters across byte 80, so git cuts the hunk header inside a UTF-8 sequence.
+std::string Functions(int edit) {
+  std::string out;
+  for (int f = 0; f < 6; ++f) {
+    // 70 ASCII bytes, then 2-byte characters: byte 80 falls inside one for odd f.
+    std::string name = "static int function_" + std::to_string(f) + "_";
+    while (name.size() < 70 + static_cast<size_t>(f % 2)) name += 'x';
+    for (int c = 0; c < 8; ++c) name += "é";
+    out += name + "(void)   \n{\n";
+    for (int l = 0; l < 12; ++l)
+      out += "\tint v" + std::to_string(l) + " = " + std::to_string(l + (f == edit ? 100 : 0)) +
+             ";\n";
+    out += "}\n\n";
+  }
+  return out;
+}
+
+class ParityFixture {
+ public:
+  ParityFixture() {
+    Stream s;
+    // Filler: unreferenced packed objects, enough for git's 8-digit abbreviation.
+    for (int i = 0; i < 17000; ++i) s.Filler("filler " + std::to_string(i) + "\n");
+    const int64_t t0 = 1600000000;
+    std::string bin1("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16), bin2 = bin1 + std::string("\0\1\2\3", 4);
+    s.Blob(1, Catalogue(3000, 0));
+    s.Blob(2, Functions(-1));
+    s.Blob(3, "caf\xe9 au lait\nna\xefve\nline three\n");  // Latin-1
+    s.Blob(4, bin1);
+    s.Blob(5, "readme\n");
+    s.Blob(6, "collide 26350\n");  // its id shares 8 digits with blob 30's
+    std::string numbers;
+    for (int i = 1; i <= 200; ++i) numbers += std::to_string(i) + "\n";
+    s.Blob(7, numbers);
+    s.Commit("master", 100, t0, "+0100", "root commit\n",
+             {"M 100644 :1 po/ru.po", "M 100644 :2 src/funcs.c", "M 100644 :3 latin1.txt",
+              "M 100644 :4 img/logo.png", "M 100644 :5 README", "M 100644 :6 keep.txt",
+              "M 100644 :7 numbers.txt"});
+    s.Blob(10, Catalogue(3000, 7));
+    s.Commit("master", 101, t0 + 1000, "+0300", "po: update the catalogue\n", {"M 100644 :10 po/ru.po"},
+             ":100");
+    s.Blob(11, Functions(3));
+    s.Blob(12, "caf\xe9 cr\xe8me\nna\xefve\nline three\nline four \xa9\n");
+    s.Commit("master", 102, t0 + 2000, "-0700", "funcs and latin-1 text\n",
+             {"M 100644 :11 src/funcs.c", "M 100644 :12 latin1.txt"}, ":101");
+    s.Blob(13, numbers + "201\n");
+    s.Blob(14, bin2);
+    s.Commit("master", 103, t0 + 3000, "+0000",
+             "rename with an edit, binary change, mode change\n\nBody line.\n",
+             {"D numbers.txt", "M 100644 :13 nums/numbers.txt", "M 100644 :14 img/logo.png",
+              "M 100755 :5 README"},
+             ":102");
+    s.Blob(30, "collide 62386\n");
+    s.Commit("master", 104, t0 + 4000, "+0530", "add a file whose id needs 9 digits\n",
+             {"M 100644 :30 collide.txt", "D keep.txt"}, ":103");
+    // A Latin-1 message without an encoding header, and one that declares it.
+    s.Blob(15, "one\ntwo\n");
+    s.Commit("master", 105, t0 + 5000, "+0000", "caf\xe9 without a header\n\nbody \xe9t\xe9\n",
+             {"M 100644 :15 two.txt"}, ":104", {}, "", "J\xf6rg Latin <j@example.org>");
+    s.Blob(16, "one\ntwo\nthree\n");
+    s.Commit("master", 106, t0 + 6000, "+0000", "caf\xe9 with a header\n", {"M 100644 :16 two.txt"},
+             ":105", {}, "ISO-8859-1");
+    // Side branches: a plain merge and an octopus.
+    s.Blob(20, "side a\n");
+    s.Commit("side-a", 200, t0 + 7000, "+0000", "side a\n", {"M 100644 :20 a.txt"}, ":106");
+    s.Blob(21, "side b\n");
+    s.Commit("side-b", 201, t0 + 7100, "+0000", "side b\n", {"M 100644 :21 b.txt"}, ":106");
+    s.Blob(22, "side c\n");
+    s.Commit("side-c", 202, t0 + 7200, "+0000", "side c\n", {"M 100644 :22 c.txt"}, ":106");
+    s.Blob(23, "master d\n");
+    s.Commit("master", 107, t0 + 7300, "+0000", "master work\n", {"M 100644 :23 d.txt"}, ":106");
+    s.Commit("master", 108, t0 + 7400, "+0000", "Merge branch 'side-a'\n", {"M 100644 :20 a.txt"},
+             ":107", {":200"});
+    s.Commit("master", 109, t0 + 7500, "+0000", "Merge branches 'side-b' and 'side-c'\n",
+             {"M 100644 :21 b.txt", "M 100644 :22 c.txt"}, ":108", {":201", ":202"});
+    // Whitespace-only change, a subject longer than 80 bytes with a UTF-8 character at the cut.
+    s.Blob(24, Functions(3) + "\n");
+    std::string subject = "a subject that is longer than eighty bytes, so the log shortens it";
+    while (subject.size() < 76) subject += '.';
+    subject += "ééé tail\n";
+    s.Commit("master", 110, t0 + 7600, "-0230", subject, {"M 100644 :24 src/funcs.c"}, ":109");
+    s.Tag("v1.0", ":103", t0 + 9000, "version one\n");
+    s.Reset("refs/tags/light", ":105");
+    // Refs cgit does not decorate with (a pull request's, a remote-tracking branch) and one it
+    // does (the stash).
+    s.Reset("refs/pull/1/head", ":104");
+    s.Reset("refs/remotes/origin/master", ":104");
+    s.Reset("refs/stash", ":102");
+    std::ofstream(dir_.File("stream")) << s.str();
+    bare_ = dir_.File("repo.git");
+    Shell("git init -q --bare " + ShellQuote(bare_) + " && git -C " + ShellQuote(bare_) +
+          " fast-import --quiet < " + ShellQuote(dir_.File("stream")) + " 2>&1 && git -C " +
+          ShellQuote(bare_) + " symbolic-ref HEAD refs/heads/master && git -C " +
+          ShellQuote(bare_) + " pack-refs --all");
+  }
+
+  std::string Git(const std::string& args) const {
+    return Trimmed(Shell("git -C " + ShellQuote(bare_) + " " + args));
+  }
+  const std::string& bare() const { return bare_; }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+  std::string bare_;
+};
+
+TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ParityFixture fx;
+  // The fixture is what the test claims: git abbreviates to 8 digits, and 9 where needed.
+  const std::string collide = fx.Git("rev-parse master:collide.txt");
+  EXPECT_EQ(fx.Git("rev-parse --short master:README").size(), 8u);
+  EXPECT_EQ(fx.Git("rev-parse --short master:collide.txt"), collide.substr(0, 9));
+  // git's minimal diff of the catalogue differs from its default one.
+  EXPECT_NE(fx.Git("diff --shortstat master~10 master~9"),
+            fx.Git("diff --minimal --shortstat master~10 master~9"));
+
+  Peers peers(fx.bare(), fx.dir().path());
+  std::vector<std::pair<std::string, std::string>> pages;
+  for (const std::string& id : Lines(fx.Git("rev-list --all"))) {
+    for (auto& p : PagesOf(id)) pages.push_back(std::move(p));
+  }
+  const std::string po = fx.Git("rev-parse master~9"), funcs = fx.Git("rev-parse master~8");
+  const std::string octopus = fx.Git("rev-parse master~1");
+  for (const std::string& q :
+       {"id=" + po + "&dt=1", "id=" + funcs + "&dt=1", "id=" + funcs + "&context=1",
+        "id=" + fx.Git("rev-parse master") + "&ignorews=1", "id=" + po + "&dt=2",
+        "id=" + octopus + "&dt=1"})
+    pages.push_back({"/repo/commit/", q});
+  // h= is any revision: branch, tag (annotated or not), full or short id.
+  for (const std::string& h : std::vector<std::string>{"side-a", "v1.0", "light", po, po.substr(0, 9)}) {
+    pages.push_back({"/repo/log/", "h=" + h});
+    pages.push_back({"/repo/commit/", "h=" + h});
+    pages.push_back({"/repo/diff/", "h=" + h});
+    pages.push_back({"/repo/commit/", "h=" + h + "&id=" + funcs});
+  }
+  pages.push_back({"/repo/diff/", "id=" + funcs + "&id2=" + po});
+  pages.push_back({"/repo/commit/", "id=" + funcs.substr(0, 10)});
+  pages.push_back({"/", ""});
+  size_t equal = 0;
+  for (const auto& [path, query] : pages) {
+    const std::string diff = peers.Difference(path, query);
+    EXPECT_TRUE(diff.empty()) << path << "?" << query << "\n" << diff;
+    equal += diff.empty();
+  }
+  std::printf("%zu of %zu pages equal cgit's\n", equal, pages.size());
+  // The octopus merge shows no diff on its commit page, as cgit's.
+  const Page page = peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + octopus));
+  EXPECT_EQ(page.body.find("diffstat"), std::string::npos);
+}
+
+// bench/parity.sh: random non-merge commits of a real repository, every page kind.
+TEST(GitfragParity, SampleOfRepository) {
+  const char* repo = std::getenv("SHELLAC_PARITY_REPO");
+  if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  const int n = std::getenv("SHELLAC_PARITY_N") ? std::atoi(std::getenv("SHELLAC_PARITY_N")) : 20;
+  const unsigned seed =
+      std::getenv("SHELLAC_PARITY_SEED") ? std::atoi(std::getenv("SHELLAC_PARITY_SEED")) : 1;
+  TempDir dir;
+  Peers peers(repo, dir.path());
+  std::vector<std::string> all = Lines(Shell("git -C " + ShellQuote(repo) + " rev-list --no-merges --all"));
+  std::sort(all.begin(), all.end());
+  std::mt19937 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(std::min<size_t>(all.size(), static_cast<size_t>(n)));
+  std::map<std::string, std::pair<int, int>> by_kind;  // page -> equal, compared
+  int commits_equal = 0;
+  std::ostringstream failures;
+  for (const std::string& id : all) {
+    bool all_equal = true;
+    for (const auto& [path, query] : PagesOf(id)) {
+      const std::string diff = peers.Difference(path, query);
+      auto& [eq, total] = by_kind[path];
+      ++total;
+      eq += diff.empty();
+      if (!diff.empty()) {
+        all_equal = false;
+        failures << "- " << path << "?" << query << ": "
+                 << test::Printable(diff, 700) << "\n";
+      }
+    }
+    commits_equal += all_equal;
+  }
+  std::ostringstream summary;
+  summary << commits_equal << " of " << all.size()
+          << " commits equal on every page kind (seed " << seed << ")\n\n";
+  for (const auto& [path, counts] : by_kind)
+    summary << "- `" << path << "`: " << counts.first << " of " << counts.second << " equal\n";
+  summary << "\n" << failures.str();
+  std::printf("%s", summary.str().c_str());
+  if (const char* out = std::getenv("SHELLAC_PARITY_OUT")) std::ofstream(out) << summary.str();
+  EXPECT_EQ(commits_equal, static_cast<int>(all.size()));
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
