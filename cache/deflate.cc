@@ -165,6 +165,24 @@ std::vector<Segment> SegmentEncoder::TakeSegments() {
 
 // ---- LiteralEncoder ----------------------------------------------------------------------------
 
+Status EncodeStored(std::string_view text, Segment* out) {
+  if (text.size() > kMaxSegmentLength) return Status::Error("literal longer than 4 GiB");
+  std::string& d = out->deflate;
+  d.reserve(d.size() + text.size() + 5 * (text.size() / 65535 + 1));
+  out->crc = Crc32(out->crc, text);
+  out->length += static_cast<uint32_t>(text.size());
+  while (!text.empty()) {
+    const size_t n = std::min<size_t>(text.size(), 65535);
+    // BFINAL 0, BTYPE 00, the rest of the byte padding; LEN and NLEN little-endian.
+    const char header[5] = {0, static_cast<char>(n & 0xff), static_cast<char>(n >> 8),
+                            static_cast<char>(~n & 0xff), static_cast<char>((~n >> 8) & 0xff)};
+    d.append(header, 5);
+    d.append(text.data(), n);
+    text.remove_prefix(n);
+  }
+  return Status::Ok();
+}
+
 LiteralEncoder::LiteralEncoder(int level) : level_(level) {}
 LiteralEncoder::LiteralEncoder(LiteralEncoder&&) noexcept = default;
 LiteralEncoder& LiteralEncoder::operator=(LiteralEncoder&&) noexcept = default;
@@ -193,6 +211,44 @@ Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
     scratch_.length = static_cast<uint32_t>(text.size());
   }
   *out = scratch_.view();
+  return Status::Ok();
+}
+
+// ---- ChainEncoder ------------------------------------------------------------------------------
+
+Status ChainEncoder::Begin() {
+  if (!stream_) return NewDeflateStream(level_, &stream_);
+  if (deflateReset(stream_.get()) != Z_OK) {
+    stream_.reset();
+    return Status::Error("deflateReset failed");
+  }
+  return Status::Ok();
+}
+
+Status ChainEncoder::Add(std::string_view text, Segment* out) {
+  if (!stream_) return Status::Error("ChainEncoder: Add() before Begin()");
+  if (text.size() > kMaxSegmentLength) return Status::Error("literal longer than 4 GiB");
+  Status s = Pump(stream_.get(), text, Z_SYNC_FLUSH, &out->deflate);
+  if (!s.ok()) {
+    stream_.reset();
+    return s;
+  }
+  out->crc = Crc32(out->crc, text);
+  out->length += static_cast<uint32_t>(text.size());
+  return Status::Ok();
+}
+
+Status ChainEncoder::Known(std::string_view text) {
+  if (!stream_) return Status::Error("ChainEncoder: Known() before Begin()");
+  // Only the last 32 KiB can be referred to; zlib keeps just that much of a longer dictionary.
+  if (text.size() > (1u << 15)) text.remove_prefix(text.size() - (1u << 15));
+  if (text.empty()) return Status::Ok();
+  const int rc = deflateSetDictionary(stream_.get(), reinterpret_cast<const Bytef*>(text.data()),
+                                      static_cast<uInt>(text.size()));
+  if (rc != Z_OK) {
+    stream_.reset();
+    return Status::Error(ZlibMessage("deflateSetDictionary", rc, nullptr));
+  }
   return Status::Ok();
 }
 

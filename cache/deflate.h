@@ -114,6 +114,11 @@ class SegmentEncoder {
   bool failed_ = false;  // a zlib error: the body is incomplete, every later call fails
 };
 
+// Appends `text` to *out as raw deflate stored blocks (no compression: a 5-byte header per 64 KiB),
+// a segment that any stitched stream may hold: it starts and ends on a byte-aligned block
+// boundary and refers to nothing. For bytes never sent, or too short to be worth compressing.
+Status EncodeStored(std::string_view text, Segment* out);
+
 // Compresses per-request text (ESI frame literals) into one-segment bodies at a fast level.
 // Keeps its zlib stream and output buffer between calls: keep one per worker thread.
 class LiteralEncoder {
@@ -131,6 +136,25 @@ class LiteralEncoder {
   int level_;
   DeflateStream stream_;
   Segment scratch_;
+};
+
+// Compresses the texts of one run into segments that are emitted in order and contiguously, with
+// segments made elsewhere between them whose text is passed to Known(): the compressor's window
+// then holds what the decoder's will (deflateSetDictionary on raw deflate, after a sync flush), so
+// later texts may refer back into all of it. Begin() starts a run that refers to nothing before it.
+// Keeps its zlib stream between runs: keep one per thread.
+class ChainEncoder {
+ public:
+  explicit ChainEncoder(int level = 1) : level_(level) {}
+  Status Begin();
+  // Compresses `text` into *out (appended), ending with a sync flush.
+  Status Add(std::string_view text, Segment* out);
+  // The decoder gets `text` from another segment here.
+  Status Known(std::string_view text);
+
+ private:
+  int level_;
+  DeflateStream stream_;
 };
 
 // Where stitched or inflated bytes go. Two kinds of bytes arrive:

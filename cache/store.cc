@@ -17,7 +17,9 @@ using internal::ObjectAccess;
 
 constexpr size_t kMinShardBudget = 1 << 20;
 constexpr size_t kMaxShards = 256;
-constexpr size_t kMaxObjectShare = 8;  // one object may take 1/8 of a shard's slice
+constexpr size_t kMaxObjectShare = 8;  // a hashed shard takes objects up to 1/8 of its slice
+constexpr size_t kLargeShare = 4;      // the large-object shard: 1/4 of the budget
+constexpr size_t kMaxLargeShare = 2;   // a large object may take half of the large shard
 constexpr size_t kSmallShare = 10;     // S3-FIFO's small queue: 1/10 of the bytes
 constexpr size_t kMinGhostEntries = 256;
 constexpr uint8_t kMaxFrequency = 3;
@@ -164,6 +166,31 @@ struct alignas(64) Store::Shard {
     return next > ghost.older_bytes() ? next - ghost.older_bytes() : 0;
   }
 
+  // A lookup that found `slot`: counts it, bumps its frequency, removes it when expired.
+  LookupResult Found(size_t slot, std::chrono::sys_seconds now) {
+    const Object* object = index.At(slot);
+    Freshness freshness = object->FreshnessAt(now);
+    if (freshness == Freshness::kExpired) {
+      Remove(slot);
+      ++expired;
+      ++misses;
+      return {};
+    }
+    uint8_t bits = Bits(object);
+    if ((bits & ObjectAccess::kFrequency) < kMaxFrequency)
+      SetBits(object, static_cast<uint8_t>(bits + 1));
+    LookupResult result;
+    if (freshness == Freshness::kFresh) {
+      ++hits;
+      result.state = LookupState::kFresh;
+    } else {
+      ++stale_hits;
+      result.state = LookupState::kStale;
+    }
+    result.object = ObjectAccess::NewRef(object);
+    return result;
+  }
+
   // Evicts one object (S3-FIFO). Returns false when nothing is left to evict.
   bool EvictOne() {
     while (!small.empty() && (small_bytes >= small_target || main_count == 0)) {
@@ -214,19 +241,41 @@ struct alignas(64) Store::Shard {
 Store::Store(StoreOptions options) : sip_key_(RandomSipKey()), budget_(options.budget) {
   shard_count_ = std::clamp<size_t>(options.shards, 1, kMaxShards);
   while (shard_count_ > 1 && budget_ / shard_count_ < kMinShardBudget) shard_count_ /= 2;
-  shards_ = std::make_unique<Shard[]>(shard_count_);
+  shards_ = std::make_unique<Shard[]>(shard_count_ + 1);
+  Shard& large = LargeShard();
+  large.sip_key = &sip_key_;
+  large.fixed_bytes = sizeof(Shard);
+  large.budget = budget_ / kLargeShare;
+  large.small_target = large.budget / kSmallShare;
+  hashed_budget_ = (budget_ - large.fixed_bytes) / shard_count_;
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[i];
     shard.sip_key = &sip_key_;
-    shard.budget = budget_ / shard_count_;
+    shard.budget = hashed_budget_;
     shard.small_target = shard.budget / kSmallShare;
     shard.fixed_bytes = sizeof(Shard);
   }
   shards_[0].fixed_bytes += sizeof(Store);
 }
 
-Store::~Store() {
+void Store::LargeChanged() {
+  Shard& large = LargeShard();
+  large_objects_.store(large.index.size(), std::memory_order_relaxed);
+  const size_t held = large.Charged() - large.fixed_bytes;
+  const size_t share = (held + shard_count_ - 1) / shard_count_;
+  if (share == lent_share_) return;
+  lent_share_ = share;
   for (size_t i = 0; i < shard_count_; ++i) {
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mu);
+    shard.budget = hashed_budget_ - share;
+    while (shard.Charged() > shard.budget && shard.EvictOne()) {
+    }
+  }
+}
+
+Store::~Store() {
+  for (size_t i = 0; i <= shard_count_; ++i) {
     Shard& shard = shards_[i];
     // Objects in M are referenced by the index alone, objects in S by the ring (and, unless dead,
     // the index too). Release each once: M first, while S's objects can still be told apart.
@@ -243,39 +292,39 @@ Store::Shard& Store::ShardFor(uint64_t hash) const {
   return shards_[((hash >> 32) * shard_count_) >> 32];
 }
 
+Store::Shard& Store::LargeShard() const { return shards_[shard_count_]; }
+
 size_t Store::max_object_bytes() const {
-  return budget_ / shard_count_ / kMaxObjectShare;
+  return budget_ / kLargeShare / kMaxLargeShare;
+}
+
+size_t Store::max_hashed_object_bytes() const {
+  return hashed_budget_ / kMaxObjectShare;
 }
 
 LookupResult Store::Lookup(std::string_view key, std::chrono::sys_seconds now) {
   const uint64_t hash = Hash(key);
   Shard& shard = ShardFor(hash);
-  std::lock_guard lock(shard.mu);
-  size_t slot = shard.index.Find(key, hash);
-  if (slot == ObjectIndex::kNotFound) {
-    ++shard.misses;
-    return {};
+  {
+    std::lock_guard lock(shard.mu);
+    size_t slot = shard.index.Find(key, hash);
+    if (slot != ObjectIndex::kNotFound) return shard.Found(slot, now);
+    // Large objects live apart (see store.h): look there too while it holds any.
+    if (large_objects_.load(std::memory_order_relaxed) == 0) {
+      ++shard.misses;
+      return {};
+    }
   }
-  const Object* object = shard.index.At(slot);
-  Freshness freshness = object->FreshnessAt(now);
-  if (freshness == Freshness::kExpired) {
-    shard.Remove(slot);
-    ++shard.expired;
-    ++shard.misses;
-    return {};
-  }
-  uint8_t bits = Bits(object);
-  if ((bits & ObjectAccess::kFrequency) < kMaxFrequency)
-    SetBits(object, static_cast<uint8_t>(bits + 1));
+  Shard& large = LargeShard();
+  std::lock_guard lock(large.mu);
+  size_t slot = large.index.Find(key, hash);
   LookupResult result;
-  if (freshness == Freshness::kFresh) {
-    ++shard.hits;
-    result.state = LookupState::kFresh;
+  if (slot == ObjectIndex::kNotFound) {
+    ++large.misses;
   } else {
-    ++shard.stale_hits;
-    result.state = LookupState::kStale;
+    result = large.Found(slot, now);
+    if (!result.object) LargeChanged();  // it expired
   }
-  result.object = ObjectAccess::NewRef(object);
   return result;
 }
 
@@ -287,12 +336,23 @@ Status Store::Insert(ObjectRef ref) {
   }
   const uint64_t hash = Hash(object->key());
   const size_t charge = object->charge();
-  Shard& shard = ShardFor(hash);
+  const bool large = charge > max_hashed_object_bytes();
+  Shard& shard = large ? LargeShard() : ShardFor(hash);
+  // The key may be held by the other shard (a smaller or larger version): drop that one first.
+  if (large || large_objects_.load(std::memory_order_relaxed) != 0) {
+    Shard& other = large ? ShardFor(hash) : LargeShard();
+    std::lock_guard lock(other.mu);
+    if (size_t slot = other.index.Find(object->key(), hash); slot != ObjectIndex::kNotFound) {
+      other.Remove(slot);
+      ++other.replaced;
+      if (!large) LargeChanged();
+    }
+  }
   std::lock_guard lock(shard.mu);
   if (charge > max_object_bytes()) {
     ++shard.refused;
     return Status::Error("object of " + std::to_string(charge) + " bytes exceeds the limit of " +
-                         std::to_string(max_object_bytes()) + " (cache-size / shards / 8)");
+                         std::to_string(max_object_bytes()) + " (cache-size / 8)");
   }
   if (ObjectAccess::bits(object).fetch_or(ObjectAccess::kClaimed, std::memory_order_relaxed) &
       ObjectAccess::kClaimed) {
@@ -343,24 +403,29 @@ Status Store::Insert(ObjectRef ref) {
       ++shard.main_count;
     }
   }
+  if (large) LargeChanged();
   ObjectAccess::Release(std::move(ref));  // the store's reference, held as the raw pointer
   return Status::Ok();
 }
 
 bool Store::Purge(std::string_view key) {
   const uint64_t hash = Hash(key);
-  Shard& shard = ShardFor(hash);
-  std::lock_guard lock(shard.mu);
-  size_t slot = shard.index.Find(key, hash);
-  if (slot == ObjectIndex::kNotFound) return false;
-  shard.Remove(slot, /*now=*/true);
-  ++shard.purged;
-  return true;
+  bool removed = false;
+  for (Shard* shard : {&ShardFor(hash), &LargeShard()}) {
+    std::lock_guard lock(shard->mu);
+    size_t slot = shard->index.Find(key, hash);
+    if (slot == ObjectIndex::kNotFound) continue;
+    shard->Remove(slot, /*now=*/true);
+    ++shard->purged;
+    removed = true;
+    if (shard == &LargeShard()) LargeChanged();
+  }
+  return removed;
 }
 
 size_t Store::Ban(std::string_view prefix) {
   size_t removed = 0;
-  for (size_t i = 0; i < shard_count_; ++i) {
+  for (size_t i = 0; i <= shard_count_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mu);
     for (size_t slot = 0; slot < shard.index.capacity();) {
@@ -380,6 +445,7 @@ size_t Store::Ban(std::string_view prefix) {
       return true;
     });
     if (shard.index.ShrinkToFit()) shard.hand = 0;
+    if (i == shard_count_) LargeChanged();
   }
   return removed;
 }
@@ -387,7 +453,7 @@ size_t Store::Ban(std::string_view prefix) {
 StoreStats Store::Stats() const {
   StoreStats stats;
   stats.budget = budget_;
-  for (size_t i = 0; i < shard_count_; ++i) {
+  for (size_t i = 0; i <= shard_count_; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mu);
     stats.bytes += shard.Charged();

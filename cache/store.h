@@ -4,8 +4,17 @@
 // own mutex, index, queues and a 1/N slice of the budget. Every worker thread looks up and inserts
 // concurrently; two requests contend only when their keys share a shard, and nothing takes a global
 // lock. (A per-shard budget makes the bound exact without cross-shard coordination; with uniform
-// hashing the slices fill evenly. The price: one object may take at most max_object_bytes(), 1/8 of
-// a slice; bigger responses are for the proxy to pass through.)
+// hashing the slices fill evenly.)
+//
+// Large objects. An object above 1/8 of a slice (1 MiB of the default 256 MiB) goes to the large
+// shard instead, one more shard that is not picked by hash. It may hold up to a quarter of the
+// budget, evicting among large objects by the same S3-FIFO rules, and one object may take half of
+// that: max_object_bytes() (32 MiB of 256 MiB); bigger responses are for the proxy to pass through.
+// What the large shard holds it borrows from the hashed shards, an equal share from each (each
+// evicts to fit its lowered slice), and gives back as large objects leave; so the budget still
+// bounds everything, and without large objects the hashed shards have all of it. A lookup that
+// misses its own shard looks in the large shard too, while that holds anything. Lock order: the
+// large shard, then a hashed one.
 //
 // Budget. Everything the store holds is charged: each object's heap chunk as the allocator sizes it
 // (key, headers, segment table, deflate bytes, fixed part), ESI templates, index slot arrays,
@@ -41,6 +50,7 @@
 // the object is evicted, purged or replaced.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -55,7 +65,8 @@ namespace shellac::cache {
 
 struct StoreOptions {
   size_t budget = 256 << 20;  // bytes; cache-size
-  // Shard count; halved until each shard's slice is at least 1 MiB, capped at 256.
+  // Hashed shard count; halved until each shard's slice (of 3/4 of the budget: the large-object
+  // shard has the rest) is at least 1 MiB, capped at 256.
   size_t shards = 32;
 };
 
@@ -105,7 +116,8 @@ class Store {
   LookupResult Lookup(std::string_view key, std::chrono::sys_seconds now);
 
   // Stores `object` under its key, replacing any object with that key. Fails (and stores nothing)
-  // when the object exceeds max_object_bytes() or was inserted before.
+  // when the object exceeds max_object_bytes() or was inserted before. (Two concurrent inserts of
+  // one key, one large and one not, may both stay; lookups then find the smaller.)
   Status Insert(ObjectRef object);
 
   // Removes the object with `key`. Returns whether there was one.
@@ -118,19 +130,26 @@ class Store {
   StoreStats Stats() const;
 
   size_t budget() const { return budget_; }
-  size_t shard_count() const { return shard_count_; }
-  size_t max_object_bytes() const;
+  size_t shard_count() const { return shard_count_; }  // hashed shards (the large one apart)
+  size_t max_object_bytes() const;         // the largest object Insert() takes
+  size_t max_hashed_object_bytes() const;  // larger ones go to the large shard
 
  private:
   struct Shard;
 
   uint64_t Hash(std::string_view key) const { return SipHash13(sip_key_, key); }
   Shard& ShardFor(uint64_t hash) const;
+  Shard& LargeShard() const;
+  // With the large shard's lock held: lends the hashed shards' budget to what it now holds.
+  void LargeChanged();
 
   const SipKey sip_key_;
   size_t budget_;
   size_t shard_count_;
-  std::unique_ptr<Shard[]> shards_;
+  size_t hashed_budget_ = 0;  // a hashed shard's slice while nothing is lent to the large shard
+  size_t lent_share_ = 0;     // lent by each hashed shard; guarded by the large shard's lock
+  std::unique_ptr<Shard[]> shards_;  // shard_count_ hashed ones, then the large one
+  std::atomic<size_t> large_objects_{0};  // the large shard's object count, read without its lock
 };
 
 }  // namespace shellac::cache

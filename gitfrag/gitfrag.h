@@ -87,6 +87,9 @@ struct Page {
   std::string reason;  // for status != 200: one line saying why (also in the body)
   bool esi = false;    // body contains <esi:include> tags the proxy must resolve
   std::vector<std::pair<std::string, std::string>> headers;  // extra (Content-Disposition, ...)
+  // [begin, end) byte ranges of body that other pages repeat exactly (the chrome around a frame's
+  // commit: head, branch list, option panel, footer), in order: the proxy compresses each once.
+  std::vector<std::pair<uint64_t, uint64_t>> shared;
 };
 
 class Registry;

@@ -253,6 +253,7 @@ Page Site::Render(const Route& route) const {
         break;
     }
     out.Flush();
+    if (page.status == 200 && page.esi) page.shared = out.TakeShared();
   }
   if (page.status == 200) page.body = std::move(body);
   return page;

@@ -13,6 +13,7 @@ void WriteOptionsPanel(const PageContext& ctx, std::string_view id) {
   out.Raw("<input type='hidden' name='id' value='").Text(id).Raw("'/>");
   if (!ctx.route.id2.empty())
     out.Raw("<input type='hidden' name='id2' value='").Text(ctx.route.id2).Raw("'/>");
+  out.BeginShared();  // the rest depends on the options alone
   out.Raw(
       "<table><tr><td colspan='2'/></tr><tr><td class='label'>context:</td><td class='ctrl'>"
       "<select name='context' onchange='this.form.submit();'>");
@@ -41,6 +42,7 @@ void WriteOptionsPanel(const PageContext& ctx, std::string_view id) {
   out.Raw(
       "</select></td></tr><tr><td/><td class='ctrl'><noscript><input type='submit' value='reload'/>"
       "</noscript></td></tr></table></form></div>");
+  out.EndShared();
 }
 
 namespace {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace shellac::gitfrag {
 
@@ -33,6 +35,15 @@ class Writer {
   Writer& UrlPart(std::string_view s, bool keep_slash);
   Writer& Number(uint64_t n);
 
+  // Marks where a run of bytes that other pages repeat byte for byte (page chrome: the head, the
+  // branch list, the option panels, the footer) begins and ends. The proxy compresses such a run
+  // once and reuses it. Only hints: a wrong mark costs speed, never correctness.
+  void BeginShared() { shared_begin_ = size(); }
+  void EndShared() {
+    if (size() > shared_begin_) shared_.emplace_back(shared_begin_, size());
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> TakeShared() { return std::move(shared_); }
+
   // Moves buffered bytes to the sink.
   void Flush();
   // Bytes written so far (buffered + flushed).
@@ -48,6 +59,8 @@ class Writer {
   std::unique_ptr<char[]> buffer_;
   size_t used_ = 0;
   uint64_t flushed_ = 0;
+  uint64_t shared_begin_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> shared_;
 };
 
 }  // namespace shellac::gitfrag

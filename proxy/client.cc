@@ -391,9 +391,10 @@ void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
                 /*keep_alive=*/false, "Retry-After: 5\r\n");
 }
 
-bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache) {
+bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache,
+                               std::shared_ptr<const std::string> text) {
   if (object->esi_template() != nullptr) {
-    StartEsi(object, x_cache);
+    StartEsi(object, x_cache, std::move(text));
     return true;
   }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
@@ -428,7 +429,7 @@ void ClientConnection::StartRender(std::string fill_key) {
   state_ =
       State::kWaiting;  // as for a single-flight wait: the client's EOF is noticed, not acted on
   std::weak_ptr<int> alive = alive_;
-  RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
+  RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive, AcceptsGzip(request_),
                  [this](Rendered rendered) { OnRendered(std::move(rendered)); });
 }
 
@@ -441,19 +442,21 @@ void ClientConnection::OnRendered(Rendered rendered) {
             /*keep_alive=*/false, "Retry-After: 2\r\n");
     return;
   }
-  if (!rendered.object || !Deliver(rendered.object, rendered.stored ? "miss" : "pass")) {
+  if (!rendered.object ||
+      !Deliver(rendered.object, rendered.stored ? "miss" : "pass", std::move(rendered.text))) {
     state_ = State::kReadingHead;
     RespondError(rendered.status == 200 ? 500 : rendered.status, rendered.reason);
   }
 }
 
-void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache) {
+void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache,
+                                std::shared_ptr<const std::string> text) {
   cache_status_ = CacheStatus(x_cache);
   state_ = State::kBusy;
   ApplyIoTimeouts(false);
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
   esi_ = std::make_unique<EsiResponse>(*this, runtime_, request_, std::move(page), x_cache,
-                                       keep_alive);
+                                       keep_alive, std::move(text));
   esi_->Start();
 }
 

@@ -92,9 +92,12 @@ class ClientConnection : public ExchangeClient {
   void StartExchange(std::string fill_key);
   void OnFillDone(const FillResult& result);
   // Answers from a stored object; false when the object failed its integrity check.
-  bool Deliver(const cache::ObjectRef& object, std::string_view x_cache);
+  // `text`: the object's identity body when at hand (a frame rendered for this request).
+  bool Deliver(const cache::ObjectRef& object, std::string_view x_cache,
+               std::shared_ptr<const std::string> text = {});
   // Answers with the ESI page `page` assembled for this request.
-  void StartEsi(cache::ObjectRef page, std::string_view x_cache);
+  void StartEsi(cache::ObjectRef page, std::string_view x_cache,
+                std::shared_ptr<const std::string> text = {});
   static void OnWaitTimeout(evutil_socket_t, short, void* arg);
   void ServeAdmin();
   void ServeInvalidation(bool ban, bool keep);

@@ -166,7 +166,7 @@ class IncludeFetch : public ExchangeClient {
     StopWaiting();
     if (resident_) {
       RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
-                     [this](Rendered r) { Done(std::move(r.object), r.reason); });
+                     /*gzip=*/true, [this](Rendered r) { Done(std::move(r.object), r.reason); });
       return;
     }
     if (!input_) {
@@ -213,7 +213,8 @@ class EsiResponse::Sink : public cache::ByteSink {
 
 EsiResponse::EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
                          const http::RequestHead& request, cache::ObjectRef page,
-                         std::string_view x_cache, bool keep_alive)
+                         std::string_view x_cache, bool keep_alive,
+                         std::shared_ptr<const std::string> text)
     : client_(client),
       runtime_(std::move(runtime)),
       request_(request),
@@ -222,6 +223,7 @@ EsiResponse::EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> 
       pending_(evbuffer_new()),
       sink_(std::make_unique<Sink>(pending_.get())) {
   AddBody(std::move(page));
+  if (text && text->size() == bodies_[0].object->body_length()) bodies_[0].text = std::move(text);
 }
 
 EsiResponse::~EsiResponse() = default;
@@ -382,6 +384,11 @@ bool EsiResponse::Emit(const esi::Piece& piece) {
     return stitcher_->AddLiteral(piece.text, *literal_encoder_).ok();
   }
   const Body& body = bodies_[piece.body];
+  if (!gzip_ && body.text) {
+    if (piece.offset + piece.length > body.text->size()) return false;
+    evbuffer_add(pending_.get(), body.text->data() + piece.offset, piece.length);
+    return true;
+  }
   const auto it = std::lower_bound(body.starts.begin(), body.starts.end(), piece.offset);
   if (it == body.starts.end() || *it != piece.offset) return piece.length == 0;
   uint64_t left = piece.length;

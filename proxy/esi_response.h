@@ -43,10 +43,11 @@ class IncludeFetch;
 class EsiResponse {
  public:
   // `page` holds an ESI template. `request` is the client's request in progress: it must outlive
-  // this. `x_cache` is the page's own cache status.
+  // this. `x_cache` is the page's own cache status. `text`, when given, is the page's identity
+  // body: an identity client is answered from it instead of inflating the page's segments.
   EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
               const http::RequestHead& request, cache::ObjectRef page, std::string_view x_cache,
-              bool keep_alive);
+              bool keep_alive, std::shared_ptr<const std::string> text = {});
   ~EsiResponse();
   EsiResponse(const EsiResponse&) = delete;
   EsiResponse& operator=(const EsiResponse&) = delete;
@@ -70,6 +71,7 @@ class EsiResponse {
     cache::ObjectRef object;
     std::vector<cache::SegmentView> segments;
     std::vector<uint64_t> starts;  // identity offset of each segment
+    std::shared_ptr<const std::string> text;  // the identity bytes, when known
   };
   class Sink;
 

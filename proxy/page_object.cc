@@ -2,16 +2,138 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "deflate.h"
 #include "http1.h"
 
 namespace shellac::proxy {
+namespace {
+
+// Segments of text that many frames repeat, compressed once (level 6) and kept per render thread,
+// keyed by the text itself. Bounded: cleared when it passes kMaxEntries or kMaxBytes.
+class SegmentMemo {
+ public:
+  const cache::Segment* Find(std::string_view text) {
+    auto it = memo_.find(text);
+    return it == memo_.end() ? nullptr : &it->second;
+  }
+  const cache::Segment* Add(std::string_view text, cache::Status* status) {
+    cache::SegmentEncoder encoder({.level = 6, .segment_size = 0});
+    *status = encoder.Write(text);
+    if (status->ok()) *status = encoder.Finish();
+    if (!status->ok()) return nullptr;
+    std::vector<cache::Segment> segments = encoder.TakeSegments();
+    if (segments.size() != 1) {
+      *status = cache::Status::Error("memo: one segment expected");
+      return nullptr;
+    }
+    if (memo_.size() >= kMaxEntries || bytes_ >= kMaxBytes) {
+      memo_.clear();
+      bytes_ = 0;
+    }
+    bytes_ += text.size() + segments[0].deflate.size();
+    return &memo_.emplace(std::string(text), std::move(segments[0])).first->second;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  static constexpr size_t kMaxBytes = 8 << 20;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, cache::Segment, Hash, std::equal_to<>> memo_;
+  size_t bytes_ = 0;
+};
+
+// A transient frame: each literal span cut at the shared ranges. A shared piece comes from the
+// memo; the others of a literal span are compressed in one chain (ChainEncoder) that knows the
+// memo pieces' text, so they refer back across them as one stream would. Each literal span starts
+// a fresh chain: an include (or a skipped span) may come between spans. Markup between literals is
+// never sent: stored, not compressed.
+cache::Status EncodeFrame(std::string_view body, const PageSpec& spec,
+                          std::vector<cache::Segment>* owned,
+                          std::vector<cache::SegmentView>* views) {
+  thread_local SegmentMemo memo;
+  thread_local cache::ChainEncoder chain(1);
+  std::vector<uint64_t> cuts{0, body.size()};
+  std::vector<std::pair<uint64_t, uint64_t>> literals;
+  for (const esi::Instruction& in : spec.esi_template->instructions()) {
+    if (in.op != esi::Op::kLiteral || in.length == 0) continue;
+    literals.emplace_back(in.offset, in.offset + in.length);
+    cuts.push_back(in.offset);
+    cuts.push_back(in.offset + in.length);
+  }
+  for (const auto& [begin, end] : spec.shared) {
+    if (end > body.size() || begin >= end) continue;
+    cuts.push_back(begin);
+    cuts.push_back(end);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  owned->reserve(cuts.size());
+  auto inside = [](const auto& ranges, uint64_t begin, uint64_t end) {
+    for (const auto& [b, e] : ranges) {
+      if (b <= begin && end <= e) return true;
+    }
+    return false;
+  };
+  cache::Status s;
+  for (size_t i = 0; i + 1 < cuts.size() && s.ok(); ++i) {
+    const uint64_t begin = cuts[i], end = cuts[i + 1];
+    const std::string_view text = body.substr(begin, end - begin);
+    const bool sent = spec.compress && inside(literals, begin, end);
+    if (sent && std::any_of(literals.begin(), literals.end(),
+                            [begin](const auto& l) { return l.first == begin; })) {
+      s = chain.Begin();
+      if (!s.ok()) return s;
+    }
+    if (sent && inside(spec.shared, begin, end)) {
+      const cache::Segment* segment = memo.Find(text);
+      if (segment == nullptr) segment = memo.Add(text, &s);
+      if (segment == nullptr) return s;
+      views->push_back(segment->view());  // Object::Create copies it
+      s = chain.Known(text);
+      continue;
+    }
+    cache::Segment& segment = owned->emplace_back();
+    s = sent ? chain.Add(text, &segment) : cache::EncodeStored(text, &segment);
+    views->push_back(segment.view());
+  }
+  return s;
+}
+
+}  // namespace
 
 cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,
                                 cache::Status* status) {
   const bool esi = spec.esi_template && spec.esi_template->esi();
+  if (esi && spec.transient) {
+    // Object::Create copies every segment's bytes into the object, so views into the memo and
+    // into `owned` need only last until it returns.
+    std::vector<cache::Segment> owned;
+    std::vector<cache::SegmentView> views;
+    cache::Status s = EncodeFrame(body, spec, &owned, &views);
+    if (!s.ok()) {
+      *status = s;
+      return {};
+    }
+    cache::ObjectSpec object;
+    object.status = spec.status;
+    object.headers = spec.headers;
+    object.stored_at = spec.stored_at;
+    object.ttl = spec.ttl;
+    object.grace = spec.grace;
+    object.body = views;
+    object.esi_template = spec.esi_template;
+    object.esi_template_bytes = spec.esi_template->memory_bytes();
+    return cache::Object::Create(key, object, status);
+  }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
   if (esi) options.flush = cache::FlushMode::kFull;

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "object.h"
 #include "template.h"
@@ -27,6 +28,13 @@ struct PageSpec {
   std::chrono::seconds grace{0};
   std::shared_ptr<const esi::Template> esi_template;  // null, or a template with esi() true
   int level = 6;  // zlib level: 6 for what is stored, 1 for a page made for one request
+  // A frame made for one request (not stored), with an ESI template: its literal spans are cut
+  // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
+  // compressed once per thread and reused, the rest compressed small and fast; with `compress`
+  // false (an identity client, who reads the text, not the segments) nothing is compressed.
+  bool transient = false;
+  bool compress = true;
+  std::span<const std::pair<uint64_t, uint64_t>> shared;
 };
 
 // Builds the object for `body` under `key`. Null with *status set on failure.

@@ -27,7 +27,7 @@ namespace {
 
 // Pool thread: the page as an object, stored and announced when this render fills the store.
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
-                std::string_view kind, gitfrag::Page page) {
+                std::string_view kind, bool gzip, gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false};
   if (page.status == 200) {
     std::vector<cache::Header> headers;
@@ -49,9 +49,13 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
                    : cache::Object::kForever;
     spec.esi_template = frame;
     spec.level = fill_key.empty() ? 1 : 6;  // a frame made for one request is compressed fast
+    spec.transient = fill_key.empty() && frame != nullptr;
+    spec.compress = gzip;
+    spec.shared = page.shared;
     cache::Status status;
     r.object = MakePageObject(fill_key.empty() ? kind : std::string_view(fill_key), page.body, spec,
                               &status);
+    if (r.object && spec.transient) r.text = std::make_shared<const std::string>(std::move(page.body));
     if (!r.object) {
       r.status = 500;
       r.reason = "the rendered page cannot be kept: " + status.message();
@@ -78,12 +82,12 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
 
 void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    std::function<void(Rendered)> done) {
+                    bool gzip, std::function<void(Rendered)> done) {
   Worker* owner = &worker;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);
-  auto finish = [owner, runtime, fill_key, kind, alive, done](gitfrag::Page&& page) {
-    Rendered r = Finish(*owner, *runtime, fill_key, kind, std::move(page));
+  auto finish = [owner, runtime, fill_key, kind, alive, gzip, done](gitfrag::Page&& page) {
+    Rendered r = Finish(*owner, *runtime, fill_key, kind, gzip, std::move(page));
     owner->Post([alive, done, r = std::move(r)]() mutable {
       if (!alive.expired()) done(std::move(r));
     });

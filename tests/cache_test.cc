@@ -348,6 +348,71 @@ TEST(Deflate, StitchingProperty) {
   EXPECT_EQ(gzip_checked, 30);
 }
 
+// A frame as page_object makes it: pieces known from elsewhere (compressed alone, level 6), pieces
+// of a chain that refers back across them, stored blocks; stitched with foreign segments between
+// chains, it decodes (zlib, gzip -t and the Inflater) to exactly the text.
+TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
+  std::mt19937_64 rng(77);
+  ChainEncoder chain(1);
+  Inflater inflater;
+  for (int iteration = 0; iteration < 100; ++iteration) {
+    std::string want;
+    std::vector<Segment> parts;
+    const int runs = 1 + static_cast<int>(rng() % 3);
+    for (int run = 0; run < runs; ++run) {
+      ASSERT_TRUE(chain.Begin().ok());
+      const int pieces = 1 + static_cast<int>(rng() % 6);
+      for (int p = 0; p < pieces; ++p) {
+        const std::string text = DiffLikeText(rng, 1 + rng() % 5000);
+        want += text;
+        switch (rng() % 3) {
+          case 0: {  // known: made by another compressor, told to the chain
+            std::vector<Segment> alone = Encode(text, {.level = 6, .segment_size = 0});
+            ASSERT_EQ(alone.size(), 1u);
+            parts.push_back(alone[0]);
+            ASSERT_TRUE(chain.Known(text).ok());
+            break;
+          }
+          case 1: {
+            Segment segment;
+            ASSERT_TRUE(chain.Add(text, &segment).ok());
+            parts.push_back(std::move(segment));
+            break;
+          }
+          default: {  // stored blocks (as long as 70,000 bytes: two blocks)
+            const std::string big = text + std::string(rng() % 2 ? 70'000 : 0, 'x');
+            want.resize(want.size() - text.size());
+            want += big;
+            Segment segment;
+            ASSERT_TRUE(EncodeStored(big, &segment).ok());
+            parts.push_back(std::move(segment));
+            ASSERT_TRUE(chain.Known(big).ok());
+            break;
+          }
+        }
+      }
+      // A foreign body between runs (an include), from a fresh compressor.
+      const std::string foreign = DiffLikeText(rng, 1 + rng() % 3000);
+      want += foreign;
+      for (Segment& segment : Encode(foreign, {})) parts.push_back(std::move(segment));
+    }
+    StringSink sink;
+    GzipStitcher stitcher(sink);
+    for (const Segment& segment : parts) stitcher.AddStored(segment.view());
+    stitcher.Finish();
+    ASSERT_EQ(Gunzip(sink.out), want) << "iteration " << iteration;
+    if (iteration % 20 == 0) {
+      EXPECT_TRUE(GzipTestPasses(sink.out));
+    }
+    StringSink identity;
+    std::vector<SegmentView> views;
+    for (const Segment& segment : parts) views.push_back(segment.view());
+    inflater.Reset();
+    ASSERT_TRUE(inflater.InflateAll(views, identity).ok());
+    ASSERT_EQ(identity.out, want);
+  }
+}
+
 TEST(Deflate, StoredBytesAreBorrowedNotCopied) {
   std::vector<Segment> segments = Encode(std::string(200'000, 'x'), {.segment_size = 50'000});
   StringSink sink;
@@ -727,9 +792,9 @@ TEST(Store, FreshStaleExpired) {
 TEST(Store, RefusesObjectsOverTheLimit) {
   Store store({.budget = 2 << 20, .shards = 2});
   std::mt19937_64 rng(10);
-  std::vector<Segment> body = Encode(RandomBinary(rng, 200'000), {});
+  std::vector<Segment> body = Encode(RandomBinary(rng, 400'000), {});
   std::vector<SegmentView> views = Views(body);
-  ASSERT_GT(200'000u, store.max_object_bytes());
+  ASSERT_GT(400'000u, store.max_object_bytes());
   Status s = store.Insert(Fragment("big", views));
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("exceeds"), std::string::npos) << s.message();
@@ -762,6 +827,68 @@ std::string ShaKey(std::mt19937_64& rng) {
 size_t HeapInUse() {
   struct mallinfo2 info = mallinfo2();
   return info.uordblks + info.hblkhd;
+}
+
+// Objects above a hashed shard's share go to the large shard: found, replaced, purged, evicted
+// among themselves, and what they hold is taken from the other shards so the budget still holds.
+TEST(Store, LargeObjectsAreStoredWithinTheBudget) {
+  const size_t budget = 96 << 20;  // large objects: up to 24 MiB in all, 12 MiB each
+  Store store({.budget = budget, .shards = 16});
+  ASSERT_LT(store.max_hashed_object_bytes(), 1u << 20) << "1/8 of a hashed slice";
+  ASSERT_GE(store.max_object_bytes(), 8u << 20);
+  std::mt19937_64 rng(12);
+  // Fill the hashed shards first with small objects.
+  BodyPool small_pool(rng, 16, 500, 40'000);
+  std::vector<std::string> small_keys;
+  while (store.Stats().bytes < budget * 95 / 100) {
+    small_keys.push_back(ShaKey(rng));
+    ASSERT_TRUE(store.Insert(Fragment(small_keys.back(), small_pool.Pick(rng))).ok());
+  }
+  const uint64_t small_objects = store.Stats().objects;
+
+  std::vector<Segment> big = Encode(RandomBinary(rng, 9 << 20), {});
+  std::vector<SegmentView> big_views = Views(big);
+  ObjectRef first = Fragment("big/1", big_views);
+  ASSERT_GT(first->charge(), 8u << 20);
+  ASSERT_GT(first->charge(), store.max_hashed_object_bytes());
+  ASSERT_TRUE(store.Insert(first).ok());
+  StoreStats stats = store.Stats();
+  EXPECT_LE(stats.bytes, budget) << "hashed shards evicted to make room for the large object";
+  EXPECT_LT(stats.objects, small_objects + 1) << "small objects made room for it";
+  LookupResult hit = store.Lookup("big/1", kNow);
+  ASSERT_EQ(hit.state, LookupState::kFresh);
+  EXPECT_EQ(hit.object.get(), first.get());
+  EXPECT_EQ(store.Lookup("big/2", kNow).state, LookupState::kMiss);
+  EXPECT_EQ(store.Lookup(small_keys.back(), kNow).state, LookupState::kFresh)
+      << "small objects are still found while large ones are held";
+
+  // A small object under the same key replaces the large one, and the other way round.
+  std::vector<Segment> tiny = Encode("tiny", {});
+  ASSERT_TRUE(store.Insert(Fragment("big/1", Views(tiny))).ok());
+  EXPECT_NE(store.Lookup("big/1", kNow).object.get(), first.get());
+  EXPECT_LT(store.Lookup("big/1", kNow).object->charge(), 4096u);
+  ASSERT_TRUE(store.Insert(Fragment("big/1", big_views)).ok());
+  EXPECT_GT(store.Lookup("big/1", kNow).object->charge(), 8u << 20);
+
+  // The large shard holds a quarter of the budget: the oldest large objects are evicted.
+  for (int i = 2; i <= 6; ++i) {
+    ASSERT_TRUE(store.Insert(Fragment("big/" + std::to_string(i), big_views)).ok());
+    ASSERT_LE(store.Stats().bytes, budget);
+  }
+  EXPECT_EQ(store.Lookup("big/6", kNow).state, LookupState::kFresh);
+  size_t held = 0;
+  for (int i = 1; i <= 6; ++i) held += static_cast<bool>(store.Lookup("big/" + std::to_string(i), kNow).object);
+  EXPECT_LT(held, 6u);
+  EXPECT_GE(held, 1u);
+
+  // Purging them gives the budget back to the hashed shards.
+  for (int i = 1; i <= 6; ++i) store.Purge("big/" + std::to_string(i));
+  const uint64_t before = store.Stats().objects;
+  for (int i = 0; i < 4000; ++i) ASSERT_TRUE(store.Insert(Fragment(ShaKey(rng), small_pool.Pick(rng))).ok());
+  stats = store.Stats();
+  EXPECT_LE(stats.bytes, budget);
+  EXPECT_GT(stats.bytes, budget * 9 / 10) << "the hashed shards use the whole budget again";
+  EXPECT_GT(stats.objects, before);
 }
 
 TEST(Store, BudgetHoldsAndMatchesTheHeap) {

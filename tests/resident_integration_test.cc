@@ -163,6 +163,45 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
 }
 
+// A diff whose fragment is over 8 MiB even compressed (random base64 text): stored like any other
+// (the store's large-object shard), so the second fork's page is a hit, not a second render.
+TEST(Resident, FragmentsOverEightMiBAreStored) {
+  TempDir dir;
+  Shell("cd " + ShellQuote(dir.path()) +
+        " && export HOME=$PWD GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@x"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@x && git init -q -b master work && cd work"
+        " && echo small > a.txt && git add . && git commit -q -m first"
+        " && head -c 10500000 /dev/urandom | base64 -w 2000 > big.txt && git add . &&"
+        " git commit -q -m 'big random text' && cd .. && git clone -q --bare work base.git"
+        " && git clone -q --bare -s base.git fork.git 2>&1");
+  const std::string id =
+      Shell("git -C " + ShellQuote(dir.File("base.git")) + " rev-parse master").substr(0, 40);
+  WriteFile(dir.File("cgitrc"), "virtual-root=/\nrepo.url=base\nrepo.path=" +
+                                    dir.File("base.git") + "\nrepo.url=fork\nrepo.path=" +
+                                    dir.File("fork.git") + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(
+      proxy.Start(BaseConfig(0, "cache=on\ncache-size=256M\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  const Millis slow(60'000);  // a debug or sanitizer build renders 14 MB of diff slowly
+  Response first = HttpGet(proxy.Port(), "/base/commit/?id=" + id, "Accept-Encoding: gzip\r\n", slow);
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  const std::string page = Gunzip(first.body);
+  EXPECT_GT(page.size(), 13u << 20);
+  EXPECT_NE(page.find("big random text"), std::string::npos);
+  const std::string metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_GT(MetricSum(metrics, "shellac_cache_body_bytes", {}), 8.0 * (1 << 20))
+      << "the fragment is stored, and over 8 MiB compressed";
+  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1);
+
+  Response fork = HttpGet(proxy.Port(), "/fork/commit/?id=" + id, "Accept-Encoding: gzip\r\n", slow);
+  ASSERT_EQ(fork.status, 200) << fork.Describe();
+  EXPECT_EQ(Gunzip(fork.body).size(), page.size());
+  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1) << "the second fork's page found it in the store";
+  Response identity = HttpGet(proxy.Port(), "/base/commit/?id=" + id, "", slow);
+  EXPECT_EQ(identity.body, page);
+  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1);
+}
+
 TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
   Repos repos;
   ShellacProcess proxy;
