@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "gitfrag.h"
 #include "render_queue.h"
+#include "resident.h"
 
 namespace shellac::gitfrag {
 namespace {
@@ -185,6 +187,25 @@ TEST(RenderQueue, AJobWaitingPastItsDeadlineIsRefused) {
   EXPECT_EQ(q.Snapshot(t0).wait_us[1], 150'000u);
 }
 
+TEST(RenderQueue, APausedClassKeepsItsJobsWaitingAndTheirDeadlines) {
+  RenderQueue q(100, 0);
+  std::vector<std::string> log;
+  std::vector<RenderQueue::Job> refused;
+  const auto t0 = Clock::now();
+  q.Push(Named("a", RenderClass::kPart, "part", &log, milliseconds(50)), t0, &refused);
+  q.Push(Named("warm", RenderClass::kBackground, "bg", &log), t0, &refused);
+  q.Pause(RenderClass::kPart, true);
+  ASSERT_TRUE(RunOne(q, t0)) << "background runs: nothing else may run";
+  EXPECT_EQ(log, (std::vector<std::string>{"bg"}));
+  EXPECT_FALSE(q.Pop(t0));
+  q.Expire(t0 + milliseconds(50), &refused);
+  EXPECT_EQ(refused.size(), 1u) << "a paused job still times out";
+  q.Push(Named("a", RenderClass::kPart, "part2", &log), t0, &refused);
+  q.Pause(RenderClass::kPart, false);
+  ASSERT_TRUE(RunOne(q, t0));
+  EXPECT_EQ(log.back(), "part2");
+}
+
 // Holds every render thread of a pool until Release().
 class Gate {
  public:
@@ -295,3 +316,54 @@ TEST(RenderPoolQueue, APageRefusedAfterQueueingIsA503WithTheReason) {
 
 }  // namespace
 }  // namespace shellac::gitfrag
+
+namespace shellac::proxy {
+namespace {
+
+std::shared_ptr<const conf::Config> Config(const conf::Overrides& overrides) {
+  std::string error;
+  auto c = conf::Load("", overrides, &error);
+  EXPECT_NE(c, nullptr) << error;
+  return c;
+}
+
+http::RequestHead WithForwardedFor(std::vector<std::string> values) {
+  http::RequestHead r;
+  for (auto& v : values) r.headers.push_back({"X-Forwarded-For", std::move(v)});
+  return r;
+}
+
+TEST(ClientKey, AddressPrefixAndForwardedFor) {
+  auto plain = Config({});
+  EXPECT_EQ(ClientKey(*plain, "192.0.2.77", {}), "192.0.2.77");
+  EXPECT_EQ(ClientKey(*plain, "2001:db8::1", {}), "2001:db8::1");
+  // Nobody is trusted: X-Forwarded-For is whatever the client says, so it is not read.
+  EXPECT_EQ(ClientKey(*plain, "192.0.2.77", WithForwardedFor({"203.0.113.5"})), "192.0.2.77");
+
+  auto prefixed = Config({{"client-prefix-v4", "24"}, {"client-prefix-v6", "56"}});
+  EXPECT_EQ(ClientKey(*prefixed, "192.0.2.77", {}), "192.0.2.0/24");
+  EXPECT_EQ(ClientKey(*prefixed, "2001:db8:aa:bbff:1::1", {}), "2001:db8:aa:bb00::/56");
+  EXPECT_EQ(ClientKey(*prefixed, "::ffff:192.0.2.77", {}), "192.0.2.0/24") << "a v4-mapped peer";
+
+  auto proxied = Config({{"trusted-proxy", "10.0.0.0/8 ::1"}, {"client-prefix-v4", "24"}});
+  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"198.51.100.7"})), "198.51.100.0/24");
+  // The nearest untrusted hop; what lies beyond it is the client's own word.
+  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"1.2.3.4, 198.51.100.7", "10.9.9.9"})),
+            "198.51.100.0/24");
+  EXPECT_EQ(ClientKey(*proxied, "::1", WithForwardedFor({" 203.0.113.9 "})), "203.0.113.0/24");
+  // Every hop trusted: the farthest one.
+  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"10.0.0.5"})), "10.0.0.0/24");
+  // Garbage stops the walk at the last address that could be trusted.
+  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"evil, 10.0.0.5"})), "10.0.0.0/24");
+  // No header: the proxy itself.
+  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", {}), "10.1.2.0/24");
+}
+
+TEST(ClientKey, RetryAfterIsTheTimeoutInSeconds) {
+  EXPECT_EQ(RetryAfterSeconds(*Config({{"render-queue-timeout", "30s"}})), 30u);
+  EXPECT_EQ(RetryAfterSeconds(*Config({{"render-queue-timeout", "1500ms"}})), 2u);
+  EXPECT_EQ(RetryAfterSeconds(*Config({{"render-queue-timeout", "10ms"}})), 1u);
+}
+
+}  // namespace
+}  // namespace shellac::proxy
