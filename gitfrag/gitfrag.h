@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -125,6 +126,12 @@ class Site {
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };
 
+// Upper bounds (seconds) of the render time histogram's buckets; a last, unbounded bucket follows.
+inline constexpr double kRenderBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                            0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                            1,      2.5,     5,      10};
+inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
+
 // Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
 struct PoolMetrics {
   uint64_t threads = 0;
@@ -136,6 +143,7 @@ struct PoolMetrics {
     uint64_t renders = 0;
     uint64_t errors = 0;  // status != 200
     uint64_t render_us = 0;
+    uint64_t buckets[kRenderBucketCount] = {};  // renders by time, not cumulative
   } kinds[kPageKinds];
 };
 
@@ -171,6 +179,7 @@ class RenderPool {
   std::atomic<uint64_t> running_{0}, rejected_{0};
   struct KindCounters {
     std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};
+    std::atomic<uint64_t> buckets[kRenderBucketCount] = {};
   } kinds_[kPageKinds];
 };
 

@@ -617,6 +617,7 @@ void ClientConnection::FreeRetired() {
 void ClientConnection::FinishRequest(int status, bool keep_alive) {
   const auto now = std::chrono::steady_clock::now();
   worker_.metrics().CountRequest(route_, status);
+  worker_.metrics().CountOutcome(route_, cache_status_);
   if (in_request_) {
     in_request_ = false;
     WorkerMetrics::Add(worker_.metrics().in_flight, -1);

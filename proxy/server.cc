@@ -190,6 +190,30 @@ std::string Shared::RenderMetrics() const {
               std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.render_us) / 1e6);
               return std::string(text);
             });
+    out += "# HELP shellac_render_duration_seconds Render time on a render thread, by page kind.\n"
+           "# TYPE shellac_render_duration_seconds histogram\n";
+    for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
+      const auto& kind = m.kinds[k];
+      const std::string label = gitfrag::PageKindName(static_cast<gitfrag::PageKind>(k));
+      uint64_t cumulative = 0;
+      char text[160];
+      for (size_t b = 0; b < gitfrag::kRenderBucketCount; ++b) {
+        cumulative += kind.buckets[b];
+        char le[24] = "+Inf";
+        if (b < std::size(gitfrag::kRenderBuckets))
+          std::snprintf(le, sizeof le, "%g", gitfrag::kRenderBuckets[b]);
+        std::snprintf(text, sizeof text,
+                      "shellac_render_duration_seconds_bucket{kind=\"%s\",le=\"%s\"} %llu\n",
+                      label.c_str(), le, static_cast<unsigned long long>(cumulative));
+        out += text;
+      }
+      std::snprintf(text, sizeof text,
+                    "shellac_render_duration_seconds_sum{kind=\"%s\"} %.6f\n"
+                    "shellac_render_duration_seconds_count{kind=\"%s\"} %llu\n",
+                    label.c_str(), static_cast<double>(kind.render_us) / 1e6, label.c_str(),
+                    static_cast<unsigned long long>(cumulative));
+      out += text;
+    }
   }
   return out;
 }
