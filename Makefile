@@ -1,27 +1,37 @@
 # Two commands matter: `make run` and `make test`. Both install what is missing (Debian 12 packages),
 # configure build/ and compile; neither downloads anything but Debian packages. (varnish is the
 # reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
-# openssl the CLI the TLS tests make their certificates with.)
+# openssl the CLI the TLS tests make their certificates with, chromium the browser the status page
+# test loads the page in, systemd for systemd-analyze verify on the packaged unit.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
-           libre2-dev libgtest-dev libgmock-dev varnish cgit openssl
+           libre2-dev libsystemd-dev libgtest-dev libgmock-dev varnish cgit openssl \
+           systemd chromium
+# What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
+DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
+            libgit2-dev libre2-dev libsystemd-dev
 ARGS    ?=
 
-.PHONY: all deps build run test asan release tidy format clean
-
-all: build
-
-deps:
-	@missing=$$(for p in $(DEPS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# Installs the Debian packages named in $(1) that are missing.
+define install-missing
+	@missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+.PHONY: all deps build run test asan release tidy format clean deb deb-test
+
+all: build
+
+deps:
+	$(call install-missing,$(DEPS))
 
 $(BUILD)/build.ninja: | deps
 	$(MESON) setup $(BUILD) -Dwerror=$(WERROR)
@@ -47,6 +57,19 @@ release: deps
 	[ -f build-release/build.ninja ] || $(MESON) setup build-release --buildtype=release -Db_lto=true -Dtests=false
 	ninja -C build-release
 
+# The Debian package: build-deb/shellac_VERSION_ARCH.deb, built by dpkg-buildpackage from a copy of
+# this checkout's files (tracked and new, not ignored ones), so nothing is written beside it.
+deb:
+	$(call install-missing,$(DEB_DEPS))
+	rm -rf build-deb && mkdir -p build-deb/shellac
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t build-deb/shellac
+	cd build-deb/shellac && dpkg-buildpackage -us -uc -b
+	@ls build-deb/*.deb
+
+# Builds the package and checks what it holds (slow: a full optimised build; not part of `make test`).
+deb-test: deb
+	tests/deb_test.sh build-deb/shellac_*.deb
+
 tidy: build
 	run-clang-tidy -p $(BUILD) -quiet '(conf|proxy|cache|esi|gitfrag)/.*\.cc$$'
 
@@ -54,4 +77,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan build-release
+	rm -rf $(BUILD) build-asan build-release build-deb

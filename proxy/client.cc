@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <optional>
 
 #include "background.h"
@@ -510,9 +511,20 @@ void ClientConnection::ServeAdmin() {
   } else if (path == "/metrics") {
     Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(),
             keep);
+  } else if (path == "/") {
+    Respond(200, "text/html; charset=utf-8", StatusPage(), keep, "Cache-Control: no-store\r\n");
+  } else if (path == "/status.json" && worker_.shared().status) {
+    const auto q = request_.target.find('?');
+    const auto since = QueryParameter(
+        q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1),
+        "since");
+    Respond(200, "application/json", worker_.shared().status->Json(since ? std::atoll(since->c_str()) : 0),
+            keep, "Cache-Control: no-store\r\n");
   } else {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: admin endpoints are /health, /metrics, /purge and /ban\n", keep);
+            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge and "
+            "/ban\n",
+            keep);
   }
 }
 
