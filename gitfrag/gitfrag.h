@@ -114,6 +114,21 @@ class Site {
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
+  // The index of the repository whose URL (repo.url) is `url`, if any.
+  std::optional<size_t> RepositoryByUrl(std::string_view url) const;
+
+  // What pre-rendering (`shellac warm`) walks: the commits reachable from HEAD, or from every
+  // branch and tag with `all_refs`, newest committer date first; those committed before `since`
+  // (Unix seconds) left out, at most `limit` of them (0: no limit).
+  struct HistoryQuery {
+    int64_t since = 0;
+    size_t limit = 0;
+    bool all_refs = false;
+  };
+  // Runs git I/O: call it on a pool thread. Full SHAs into *shas; false with *error when the
+  // repository cannot be opened or walked.
+  bool History(size_t repo, const HistoryQuery& query, std::vector<std::string>* shas,
+               std::string* error) const;
 
   // Test helper: renders `route` and, for a frame, replaces each include with the rendered
   // fragment (what a client of the proxy receives, without the cache).

@@ -13,6 +13,7 @@
 #include "deliver.h"
 #include "exchange.h"
 #include "tls.h"
+#include "warm.h"
 
 namespace shellac::proxy {
 namespace {
@@ -499,6 +500,8 @@ void ClientConnection::ServeAdmin() {
   const std::string_view path = PathOf(request_.target);
   if (path == "/purge" || path == "/ban") {
     ServeInvalidation(path == "/ban", keep);
+  } else if (path.starts_with("/warm/")) {
+    ServeWarm(path, keep);
   } else if (request_.method != "GET" && request_.method != "HEAD") {
     Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n",
             keep, "Allow: GET, HEAD\r\n");
@@ -522,10 +525,55 @@ void ClientConnection::ServeAdmin() {
             keep, "Cache-Control: no-store\r\n");
   } else {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge and "
-            "/ban\n",
+            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge, /ban "
+            "and /warm/\n",
             keep);
   }
+}
+
+// /warm/repos, /warm/commits, /warm/render: see warm.h.
+void ClientConnection::ServeWarm(std::string_view path, bool keep) {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  const bool render = path == "/warm/render";
+  if (!render && path != "/warm/repos" && path != "/warm/commits") {
+    Respond(404, kText, "404 Not Found: warm endpoints are /warm/repos, /warm/commits and /warm/render\n",
+            keep);
+    return;
+  }
+  if (request_.method != (render ? "POST" : "GET")) {
+    Respond(405, kText, render ? "405 Method Not Allowed: use POST\n" : "405 Method Not Allowed: use GET\n",
+            keep, render ? "Allow: POST\r\n" : "Allow: GET\r\n");
+    return;
+  }
+  const auto q = request_.target.find('?');
+  const std::string_view query =
+      q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
+  WarmRequest warm;
+  warm.repo = QueryParameter(query, "repo").value_or("");
+  warm.id = QueryParameter(query, "id").value_or("");
+  warm.since = std::atoll(QueryParameter(query, "since").value_or("0").c_str());
+  warm.limit = static_cast<size_t>(std::atoll(QueryParameter(query, "limit").value_or("0").c_str()));
+  warm.all_refs = QueryParameter(query, "all-refs").value_or("0") == "1";
+  auto answer = [this, keep](WarmAnswer a) {
+    if (state_ != State::kWaiting) return;
+    state_ = State::kBusy;
+    Respond(a.status, "text/plain; charset=utf-8", a.body, keep && a.status < 500);
+  };
+  if (path == "/warm/repos") {
+    state_ = State::kWaiting;
+    WarmRepositories(*runtime_, answer);
+    return;
+  }
+  if (warm.repo.empty()) {
+    Respond(400, kText, "400 Bad Request: ?repo=URL is needed\n", false);
+    return;
+  }
+  state_ = State::kWaiting;  // as for a render: the client's EOF is noticed, not acted on
+  std::weak_ptr<int> alive = alive_;
+  if (render)
+    WarmRender(worker_, runtime_, warm, alive, answer);
+  else
+    WarmCommits(worker_, runtime_, warm, alive, answer);
 }
 
 // POST (or PURGE/BAN) /purge?key=KEY, /purge?url=TARGET (the key made by the cache-key rules for

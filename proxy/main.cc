@@ -22,7 +22,9 @@ constexpr const char* kUsage =
     "               [--cgitrc FILE] [--cache-size SIZE] [--threads N] [--admin-listen "
     "ADDR:PORT|off]\n"
     "               [--access-log FILE|stderr|off] [--check] [--version] [--help]\n"
-    "       shellac stat [--admin ADDR:PORT] [-1] [-j] [-i SECONDS]\n";
+    "       shellac stat [--admin ADDR:PORT] [-1] [-j] [-i SECONDS]\n"
+    "       shellac warm [--admin ADDR:PORT] [--since WHEN] [--limit N] [--all-refs]\n"
+    "                    [REPO...]\n";
 
 void PrintHelp() {
   std::fputs(kUsage, stdout);
@@ -42,7 +44,8 @@ void PrintHelp() {
       "      --version             print the version\n"
       "  -h, --help                this text\n\n"
       "Commands (see shellac(8)); they read a running shellac's admin listener:\n"
-      "  stat                  live view of the metrics (shellac stat --help)\n\n"
+      "  stat                  live view of the metrics (shellac stat --help)\n"
+      "  warm                  fill the store with the history's diffs (shellac warm --help)\n\n"
       "Configuration keys and their defaults (see shellac.conf(5)):\n",
       stdout);
   for (const auto& [key, value] : shellac::conf::KnownKeys())
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   // The operator's commands are words, never options, so they cannot be mistaken for a server
   // start (which takes no arguments besides options).
   if (argc > 1 && std::string_view(argv[1]) == "stat") return shellac::ctl::RunStat(argc - 1, argv + 1);
+  if (argc > 1 && std::string_view(argv[1]) == "warm") return shellac::ctl::RunWarm(argc - 1, argv + 1);
   enum Flag {
     kListen = 256,
     kBackend,

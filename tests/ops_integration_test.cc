@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -376,6 +377,182 @@ TEST(StatusPage, ChartsRenderDataInChromium) {
   // Requests/s and the store's fill have a point for every sample the page received.
   const auto rps = dom.find("id=\"c-rps\"");
   EXPECT_GE(std::atof(dom.c_str() + dom.find("data-samples=\"", rps) + 14), 2);
+}
+
+// `shellac warm` fills a fresh instance's store with every commit's fragment; a commit page is then
+// a hit for its diff, and a rerun renders nothing.
+TEST(Warm, FillsTheStoreAndARerunRendersNothing) {
+  HistoryRepo repo(12);
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config()));
+  CommandResult warm = RunShellac({"warm", "--admin", Admin(proxy)}, "", Millis(60'000));
+  ASSERT_EQ(warm.status, 0) << warm.out << warm.err;
+  EXPECT_NE(warm.out.find("warm: repo: 12 commits\n"), std::string::npos) << warm.out;
+  EXPECT_NE(warm.out.find("warm: done: 12 commits in "), std::string::npos) << warm.out;
+  EXPECT_NE(warm.out.find(": 12 rendered, 0 already stored, 0 failed\n"), std::string::npos) << warm.out;
+  EXPECT_EQ(warm.out.find("\x1b["), std::string::npos) << "no terminal codes when not on a terminal";
+  std::string metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_EQ(MetricSum(metrics, "shellac_renders_total", {{"kind", "diff-fragment"}}), 12);
+  EXPECT_EQ(MetricSum(metrics, "shellac_cache_objects"), 12);
+  // Warm's "is it stored?" asks leave the store's hit and miss counts alone.
+  EXPECT_EQ(MetricSum(metrics, "shellac_cache_hits_total"), 0);
+
+  // A commit page now finds its diff in the store: no fragment render.
+  const double hits = MetricSum(metrics, "shellac_esi_includes_hit_total");
+  Response page = HttpGet(proxy.Port(), "/repo/commit/?id=" + repo.head());
+  ASSERT_EQ(page.status, 200) << page.Describe();
+  EXPECT_NE(page.body.find("commit 12"), std::string::npos);
+  metrics = WaitForMetric(proxy.AdminPort(), "shellac_esi_includes_hit_total", {}, hits + 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_hit_total"), hits + 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_renders_total", {{"kind", "diff-fragment"}}), 12);
+
+  CommandResult again = RunShellac({"warm", "repo", "--admin", Admin(proxy)}, "", Millis(60'000));
+  ASSERT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find(": 0 rendered, 12 already stored, 0 failed\n"), std::string::npos) << again.out;
+  EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", "diff-fragment"}}), 12)
+      << "the rerun rendered nothing";
+}
+
+TEST(Warm, SinceAndLimitPickTheNewestCommits) {
+  HistoryRepo repo(12);  // one commit a day, 2021-01-01 to 2021-01-12
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config()));
+  CommandResult limited = RunShellac({"warm", "--limit", "4", "--admin", Admin(proxy), "repo"}, "");
+  ASSERT_EQ(limited.status, 0) << limited.out << limited.err;
+  EXPECT_NE(limited.out.find("warm: repo: 4 commits\n"), std::string::npos) << limited.out;
+  EXPECT_NE(limited.out.find(": 4 rendered, 0 already stored"), std::string::npos) << limited.out;
+  // The newest four: the head's fragment is among them.
+  Response listed = HttpGet(proxy.AdminPort(), "/warm/commits?repo=repo&limit=4");
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_TRUE(listed.body.starts_with(repo.head() + "\n")) << listed.body;
+  CommandResult since = RunShellac({"warm", "--since", "2021-01-07", "--admin", Admin(proxy)}, "");
+  ASSERT_EQ(since.status, 0) << since.out << since.err;
+  EXPECT_NE(since.out.find("warm: repo: 6 commits\n"), std::string::npos) << since.out;
+  EXPECT_NE(since.out.find(": 2 rendered, 4 already stored"), std::string::npos) << since.out;
+  EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", "diff-fragment"}}), 6);
+  CommandResult all_refs = RunShellac({"warm", "--all-refs", "--admin", Admin(proxy)}, "");
+  EXPECT_NE(all_refs.out.find(": 6 rendered, 6 already stored"), std::string::npos) << all_refs.out;
+}
+
+TEST(Warm, ClearErrors) {
+  HistoryRepo repo(1);
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config()));
+  CommandResult unknown = RunShellac({"warm", "nope", "--admin", Admin(proxy)}, "");
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("no repository with the URL 'nope'"), std::string::npos) << unknown.err;
+  CommandResult bad_since = RunShellac({"warm", "--since", "yesterday-ish", "--admin", Admin(proxy)}, "");
+  EXPECT_EQ(bad_since.status, 2);
+  EXPECT_NE(bad_since.err.find("--since 'yesterday-ish'"), std::string::npos) << bad_since.err;
+  RefusingPort refusing;
+  CommandResult nobody = RunShellac({"warm", "--admin", "127.0.0.1:" + std::to_string(refusing.port())}, "");
+  EXPECT_EQ(nobody.status, 1);
+  EXPECT_NE(nobody.err.find("nothing listens on"), std::string::npos) << nobody.err;
+
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.AdminPort()));
+  Response short_id = c.RoundTrip("POST /warm/render?repo=repo&id=abc123 HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(short_id.status, 400) << short_id.Describe();
+  EXPECT_EQ(HttpGet(proxy.AdminPort(), "/warm/render?repo=repo&id=" + repo.head()).status, 405);
+  EXPECT_EQ(HttpGet(proxy.AdminPort(), "/warm/commits").status, 400);
+  EXPECT_EQ(HttpGet(proxy.Port(), "/warm/repos").status, 404) << "not on the public listener";
+  RawClient d;
+  ASSERT_TRUE(d.Connect(proxy.AdminPort()));
+  Response unknown_id = d.RoundTrip("POST /warm/render?repo=repo&id=" + std::string(40, 'e') +
+                                    " HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(unknown_id.status, 404) << unknown_id.Describe();
+}
+
+// A child process with its standard output on a pipe, for commands a test signals mid-run.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args) {
+    int out[2];
+    EXPECT_EQ(::pipe(out), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      std::vector<std::string> storage{ShellacBinary()};
+      storage.insert(storage.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : storage) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    fd_ = out[0];
+  }
+  ~Child() {
+    if (fd_ >= 0) ::close(fd_);
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // Reads until `needle` has been seen (true) or `timeout` passes / the output ends (false).
+  bool WaitFor(const std::string& needle, Millis timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (out_.find(needle) == std::string::npos) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) != 1) return false;
+      char buf[4096];
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return false;
+      out_.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // Reads the rest and reaps the child; its exit status (128+signal when killed).
+  int Finish(Millis timeout) {
+    WaitFor(std::string("\0never", 6), timeout);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    reaped_ = true;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  }
+  const std::string& out() const { return out_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool reaped_ = false;
+  std::string out_;
+};
+
+// Ctrl-C stops warm after the commit in flight, with a summary; a rerun does the rest and renders
+// nothing twice. The client is stopped (SIGSTOP) right after it has listed the commits, so the
+// interrupt lands with most of them still to do.
+TEST(Warm, InterruptStopsCleanlyAndARerunGoesOn) {
+  HistoryRepo repo(150);
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config()));
+  Child warm({"warm", "--admin", Admin(proxy)});
+  ASSERT_TRUE(warm.WaitFor("warm: repo: 150 commits\n", Millis(30'000))) << warm.out();
+  ::kill(warm.pid(), SIGSTOP);
+  ::kill(warm.pid(), SIGINT);  // pending until it runs again
+  ::kill(warm.pid(), SIGCONT);
+  EXPECT_EQ(warm.Finish(Millis(30'000)), 130) << warm.out();
+  const auto stopped = warm.out().find("warm: stopped after ");
+  ASSERT_NE(stopped, std::string::npos) << warm.out();
+  const long done = std::atol(warm.out().c_str() + stopped + 20);
+  EXPECT_LT(done, 150) << warm.out();
+  EXPECT_NE(warm.out().find(" of 150 commits in "), std::string::npos) << warm.out();
+  EXPECT_NE(warm.out().find("run it again to go on"), std::string::npos) << warm.out();
+  const double rendered =
+      MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", "diff-fragment"}});
+  EXPECT_EQ(rendered, done) << "each commit it got through was rendered once";
+
+  CommandResult rest = RunShellac({"warm", "--admin", Admin(proxy)}, "", Millis(60'000));
+  ASSERT_EQ(rest.status, 0) << rest.out << rest.err;
+  EXPECT_NE(rest.out.find(": " + std::to_string(150 - done) + " rendered, " + std::to_string(done) +
+                          " already stored"),
+            std::string::npos)
+      << rest.out;
+  EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", "diff-fragment"}}), 150);
 }
 
 // The packaged unit passes `systemd-analyze verify` (with ExecStart= pointing at the binary under
