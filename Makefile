@@ -1,20 +1,25 @@
 # Two commands matter: `make run` and `make test`. Both install what is missing (Debian 12 packages),
 # configure build/ and compile; neither downloads anything but Debian packages. (varnish is the
 # reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
-# openssl the CLI the TLS tests make their certificates with.)
+# openssl the CLI the TLS tests make their certificates with, chromium the browser the status page
+# test loads the page in, systemd for systemd-analyze verify on the packaged unit.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
-           libre2-dev libgtest-dev libgmock-dev varnish cgit openssl
+           libre2-dev libsystemd-dev libgtest-dev libgmock-dev varnish cgit openssl \
+           systemd chromium
+# What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
+DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
+            libgit2-dev libre2-dev libsystemd-dev
 # `make fuzz` only: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_DEPS := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 ARGS    ?=
 
-.PHONY: all deps fuzz-deps build run test asan fuzz release tidy format clean
+.PHONY: all deps fuzz-deps build run test asan fuzz release tidy format clean deb deb-test
 
 all: build
 
@@ -75,5 +80,18 @@ tidy: build
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
+# The Debian package: build-deb/shellac_VERSION_ARCH.deb, built by dpkg-buildpackage from a copy of
+# this checkout's files (tracked and new, not ignored ones), so nothing is written beside it.
+deb:
+	$(call install_missing,$(DEB_DEPS))
+	rm -rf build-deb && mkdir -p build-deb/shellac
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t build-deb/shellac
+	cd build-deb/shellac && dpkg-buildpackage -us -uc -b
+	@ls build-deb/*.deb
+
+# Builds the package and checks what it holds (slow: a full optimised build; not part of `make test`).
+deb-test: deb
+	tests/deb_test.sh build-deb/shellac_*.deb
+
 clean:
-	rm -rf $(BUILD) build-asan build-release build-fuzz
+	rm -rf $(BUILD) build-asan build-release build-fuzz build-deb

@@ -328,6 +328,15 @@ LookupResult Store::Lookup(std::string_view key, std::chrono::sys_seconds now) {
   return result;
 }
 
+bool Store::HasFresh(std::string_view key, std::chrono::sys_seconds now) const {
+  const uint64_t hash = Hash(key);
+  Shard& shard = ShardFor(hash);
+  std::lock_guard lock(shard.mu);
+  const size_t slot = shard.index.Find(key, hash);
+  return slot != ObjectIndex::kNotFound &&
+         shard.index.At(slot)->FreshnessAt(now) == Freshness::kFresh;
+}
+
 Status Store::Insert(ObjectRef ref) {
   if (!ref) return Status::Error("cannot store a null object");
   const Object* object = ref.get();

@@ -114,6 +114,9 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   LookupResult Lookup(std::string_view key, std::chrono::sys_seconds now);
+  // Whether a fresh object is stored under `key`, without counting a hit or a miss and without
+  // marking it used (eviction order unchanged): for pre-rendering, which asks about every commit.
+  bool HasFresh(std::string_view key, std::chrono::sys_seconds now) const;
 
   // Stores `object` under its key, replacing any object with that key. Fails (and stores nothing)
   // when the object exceeds max_object_bytes() or was inserted before. (Two concurrent inserts of

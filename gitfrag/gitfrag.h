@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -126,6 +127,21 @@ class Site {
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
+  // The index of the repository whose URL (repo.url) is `url`, if any.
+  std::optional<size_t> RepositoryByUrl(std::string_view url) const;
+
+  // What pre-rendering (`shellac warm`) walks: the commits reachable from HEAD, or from every
+  // branch and tag with `all_refs`, newest committer date first; those committed before `since`
+  // (Unix seconds) left out, at most `limit` of them (0: no limit).
+  struct HistoryQuery {
+    int64_t since = 0;
+    size_t limit = 0;
+    bool all_refs = false;
+  };
+  // Runs git I/O: call it on a pool thread. Full SHAs into *shas; false with *error when the
+  // repository cannot be opened or walked.
+  bool History(size_t repo, const HistoryQuery& query, std::vector<std::string>* shas,
+               std::string* error) const;
 
   // Test helper: renders `route` and, for a frame, replaces each include with the rendered
   // fragment (what a client of the proxy receives, without the cache).
@@ -137,6 +153,12 @@ class Site {
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };
+
+// Upper bounds (seconds) of the render time histogram's buckets; a last, unbounded bucket follows.
+inline constexpr double kRenderBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                            0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                            1,      2.5,     5,      10};
+inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
 
 // Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
 struct PoolMetrics {
@@ -152,6 +174,7 @@ struct PoolMetrics {
     uint64_t renders = 0;
     uint64_t errors = 0;  // status != 200
     uint64_t render_us = 0;
+    uint64_t buckets[kRenderBucketCount] = {};  // renders by time, not cumulative
   } kinds[kPageKinds];
 };
 
@@ -222,6 +245,7 @@ class RenderPool {
   std::atomic<uint64_t> running_{0}, rejected_{0};
   struct KindCounters {
     std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};
+    std::atomic<uint64_t> buckets[kRenderBucketCount] = {};
   } kinds_[kPageKinds];
 };
 

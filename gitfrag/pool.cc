@@ -157,6 +157,11 @@ RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route
         ++k.renders;
         if (page.status != 200) ++k.errors;
         k.render_us += static_cast<uint64_t>(us.count());
+        size_t bucket = 0;
+        while (bucket < std::size(kRenderBuckets) &&
+               static_cast<double>(us.count()) > kRenderBuckets[bucket] * 1e6)
+          ++bucket;
+        ++k.buckets[bucket];
         (*shared_done)(std::move(page));
       },
       std::move(refused));
@@ -187,6 +192,7 @@ PoolMetrics RenderPool::Metrics() const {
     m.kinds[i].renders = kinds_[i].renders.load();
     m.kinds[i].errors = kinds_[i].errors.load();
     m.kinds[i].render_us = kinds_[i].render_us.load();
+    for (size_t b = 0; b < kRenderBucketCount; ++b) m.kinds[i].buckets[b] = kinds_[i].buckets[b].load();
   }
   return m;
 }

@@ -98,6 +98,48 @@ const std::vector<conf::Config::Repository>& Site::repositories() const {
   return registry_->repos();
 }
 
+std::optional<size_t> Site::RepositoryByUrl(std::string_view url) const {
+  const auto it = by_url_.find(std::string(url));
+  if (it == by_url_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Site::History(size_t repo, const HistoryQuery& query, std::vector<std::string>* shas,
+                   std::string* error) const {
+  Registry::Lease lease = registry_->Acquire(repo, error);
+  if (!lease) return false;
+  git_revwalk* raw = nullptr;
+  if (git_revwalk_new(&raw, lease.repo()) != 0) {
+    *error = "cannot walk the history";
+    return false;
+  }
+  RevwalkPtr walk(raw);
+  git_revwalk_sorting(walk.get(), GIT_SORT_TIME);
+  // push_glob skips references that do not lead to a commit (a tag of a tree, say).
+  const int pushed = query.all_refs ? (git_revwalk_push_glob(walk.get(), "refs/heads/*") |
+                                       git_revwalk_push_glob(walk.get(), "refs/tags/*"))
+                                    : git_revwalk_push_head(walk.get());
+  if (pushed != 0) {
+    const git_error* e = git_error_last();
+    *error = std::string("no history to walk: ") + (e != nullptr ? e->message : "HEAD is unborn");
+    return false;
+  }
+  git_oid oid;
+  while (git_revwalk_next(&oid, walk.get()) == 0) {
+    if (query.since > 0) {
+      git_commit* commit = nullptr;
+      if (git_commit_lookup(&commit, lease.repo(), &oid) != 0) continue;
+      const CommitPtr owned(commit);
+      if (git_commit_time(commit) < query.since) continue;
+    }
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, &oid);
+    shas->emplace_back(hex);
+    if (query.limit != 0 && shas->size() >= query.limit) break;
+  }
+  return true;
+}
+
 std::optional<Route> Site::Match(std::string_view raw_path, std::string_view query) const {
   if (!raw_path.starts_with(virtual_root_)) return std::nullopt;
   std::string rest;

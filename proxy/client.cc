@@ -6,12 +6,14 @@
 #include <netinet/tcp.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <optional>
 
 #include "background.h"
 #include "deliver.h"
 #include "exchange.h"
 #include "tls.h"
+#include "warm.h"
 
 namespace shellac::proxy {
 namespace {
@@ -507,6 +509,8 @@ void ClientConnection::ServeAdmin() {
     ServeInvalidation(path == "/ban", keep);
   } else if (path == "/render-pause" || path == "/render-resume") {
     ServeRenderPause(path == "/render-pause", keep);
+  } else if (path.starts_with("/warm/")) {
+    ServeWarm(path, keep);
   } else if (request_.method != "GET" && request_.method != "HEAD") {
     Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n",
             keep, "Allow: GET, HEAD\r\n");
@@ -519,12 +523,66 @@ void ClientConnection::ServeAdmin() {
   } else if (path == "/metrics") {
     Respond(200, "text/plain; version=0.0.4; charset=utf-8", worker_.shared().RenderMetrics(),
             keep);
+  } else if (path == "/") {
+    Respond(200, "text/html; charset=utf-8", StatusPage(), keep, "Cache-Control: no-store\r\n");
+  } else if (path == "/status.json" && worker_.shared().status) {
+    const auto q = request_.target.find('?');
+    const auto since = QueryParameter(
+        q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1),
+        "since");
+    Respond(200, "application/json", worker_.shared().status->Json(since ? std::atoll(since->c_str()) : 0),
+            keep, "Cache-Control: no-store\r\n");
   } else {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: admin endpoints are /health, /metrics, /purge, /ban, /render-pause "
-            "and /render-resume\n",
+            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge, /ban, "
+            "/warm/, /render-pause and /render-resume\n",
             keep);
   }
+}
+
+// /warm/repos, /warm/commits, /warm/render: see warm.h.
+void ClientConnection::ServeWarm(std::string_view path, bool keep) {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  const bool render = path == "/warm/render";
+  if (!render && path != "/warm/repos" && path != "/warm/commits") {
+    Respond(404, kText, "404 Not Found: warm endpoints are /warm/repos, /warm/commits and /warm/render\n",
+            keep);
+    return;
+  }
+  if (request_.method != (render ? "POST" : "GET")) {
+    Respond(405, kText, render ? "405 Method Not Allowed: use POST\n" : "405 Method Not Allowed: use GET\n",
+            keep, render ? "Allow: POST\r\n" : "Allow: GET\r\n");
+    return;
+  }
+  const auto q = request_.target.find('?');
+  const std::string_view query =
+      q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
+  WarmRequest warm;
+  warm.repo = QueryParameter(query, "repo").value_or("");
+  warm.id = QueryParameter(query, "id").value_or("");
+  warm.since = std::atoll(QueryParameter(query, "since").value_or("0").c_str());
+  warm.limit = static_cast<size_t>(std::atoll(QueryParameter(query, "limit").value_or("0").c_str()));
+  warm.all_refs = QueryParameter(query, "all-refs").value_or("0") == "1";
+  auto answer = [this, keep](WarmAnswer a) {
+    if (state_ != State::kWaiting) return;
+    state_ = State::kBusy;
+    Respond(a.status, "text/plain; charset=utf-8", a.body, keep && a.status < 500);
+  };
+  if (path == "/warm/repos") {
+    state_ = State::kWaiting;
+    WarmRepositories(*runtime_, answer);
+    return;
+  }
+  if (warm.repo.empty()) {
+    Respond(400, kText, "400 Bad Request: ?repo=URL is needed\n", false);
+    return;
+  }
+  state_ = State::kWaiting;  // as for a render: the client's EOF is noticed, not acted on
+  std::weak_ptr<int> alive = alive_;
+  if (render)
+    WarmRender(worker_, runtime_, warm, alive, answer);
+  else
+    WarmCommits(worker_, runtime_, warm, alive, answer);
 }
 
 // POST (or PURGE/BAN) /purge?key=KEY, /purge?url=TARGET (the key made by the cache-key rules for
@@ -660,6 +718,7 @@ void ClientConnection::FreeRetired() {
 void ClientConnection::FinishRequest(int status, bool keep_alive) {
   const auto now = std::chrono::steady_clock::now();
   worker_.metrics().CountRequest(route_, status);
+  worker_.metrics().CountOutcome(route_, cache_status_);
   if (in_request_) {
     in_request_ = false;
     WorkerMetrics::Add(worker_.metrics().in_flight, -1);

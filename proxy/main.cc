@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "config.h"
+#include "ctl.h"
 #include "server.h"
 #include "worker.h"
 
@@ -19,7 +21,10 @@ constexpr const char* kUsage =
     "usage: shellac [-c FILE] [--listen ADDR:PORT]... [--backend HOST:PORT] [--repo PATH]...\n"
     "               [--cgitrc FILE] [--cache-size SIZE] [--threads N] [--admin-listen "
     "ADDR:PORT|off]\n"
-    "               [--access-log FILE|stderr|off] [--check] [--version] [--help]\n";
+    "               [--access-log FILE|stderr|off] [--check] [--version] [--help]\n"
+    "       shellac stat [--admin ADDR:PORT] [-1] [-j] [-i SECONDS]\n"
+    "       shellac warm [--admin ADDR:PORT] [--since WHEN] [--limit N] [--all-refs]\n"
+    "                    [REPO...]\n";
 
 void PrintHelp() {
   std::fputs(kUsage, stdout);
@@ -38,6 +43,9 @@ void PrintHelp() {
       "      --check               validate the configuration and exit (0 ok, 1 error)\n"
       "      --version             print the version\n"
       "  -h, --help                this text\n\n"
+      "Commands (see shellac(8)); they read a running shellac's admin listener:\n"
+      "  stat                  live view of the metrics (shellac stat --help)\n"
+      "  warm                  fill the store with the history's diffs (shellac warm --help)\n\n"
       "Configuration keys and their defaults (see shellac.conf(5)):\n",
       stdout);
   for (const auto& [key, value] : shellac::conf::KnownKeys())
@@ -47,6 +55,10 @@ void PrintHelp() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The operator's commands are words, never options, so they cannot be mistaken for a server
+  // start (which takes no arguments besides options).
+  if (argc > 1 && std::string_view(argv[1]) == "stat") return shellac::ctl::RunStat(argc - 1, argv + 1);
+  if (argc > 1 && std::string_view(argv[1]) == "warm") return shellac::ctl::RunWarm(argc - 1, argv + 1);
   enum Flag {
     kListen = 256,
     kBackend,

@@ -30,6 +30,14 @@ void WorkerMetrics::CountRequest(Route route, int status) {
   Add(requests[static_cast<int>(route)][klass]);
 }
 
+void WorkerMetrics::CountOutcome(Route route, std::string_view cache) {
+  size_t outcome = kCacheOutcomeNames.size() - 1;
+  for (size_t i = 0; i < kCacheOutcomeNames.size(); ++i) {
+    if (cache == kCacheOutcomeNames[i]) outcome = i;
+  }
+  Add(responses[static_cast<int>(route)][outcome]);
+}
+
 bool WorkerMetrics::CountReject(int status) {
   for (size_t i = 0; i < kRejectStatuses.size(); ++i) {
     if (kRejectStatuses[i] == status) {
@@ -61,6 +69,16 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
     for (int k = 0; k < 5; ++k) {
       Line(&out, "shellac_requests_total{route=\"%s\",class=\"%dxx\"} %llu\n", kRouteNames[r], k + 1,
            static_cast<unsigned long long>(Sum(shards, [&](const WorkerMetrics& m) -> auto& { return m.requests[r][k]; })));
+    }
+  }
+  out += "# HELP shellac_responses_total Responses, by route and cache outcome (the access log's "
+         "cache field).\n"
+         "# TYPE shellac_responses_total counter\n";
+  for (int r = 0; r < 3; ++r) {
+    for (size_t c = 0; c < kCacheOutcomeNames.size(); ++c) {
+      Line(&out, "shellac_responses_total{route=\"%s\",cache=\"%s\"} %llu\n", kRouteNames[r],
+           kCacheOutcomeNames[c],
+           static_cast<unsigned long long>(Sum(shards, [&](const WorkerMetrics& m) -> auto& { return m.responses[r][c]; })));
     }
   }
   auto scalar = [&](const char* name, const char* type, const char* help, uint64_t value) {

@@ -8,11 +8,15 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shellac::proxy {
 
 enum class Route { kProxy, kLocal, kAdmin };
+// How a response was answered, as the access log's cache field says it.
+enum class CacheOutcome { kHit, kMiss, kPass, kLocal };
+inline constexpr std::array<const char*, 4> kCacheOutcomeNames = {"hit", "miss", "pass", "local"};
 enum class UpstreamError { kRefused, kTimeout, kReset, kInvalid };
 // Why a TLS handshake on a listen-tls= port did not finish.
 enum class TlsFailure { kPlainHttp, kTimeout, kAborted, kProtocol };
@@ -28,6 +32,7 @@ struct WorkerMetrics {
   using Gauge = std::atomic<int64_t>;
 
   std::array<std::array<Counter, 5>, 3> requests{};  // [route][status class 1xx..5xx]
+  std::array<std::array<Counter, 4>, 3> responses{};  // [route][CacheOutcome]
   Gauge in_flight{0};
   Gauge connections_open{0};
   Counter connections_accepted{0};
@@ -64,6 +69,8 @@ struct WorkerMetrics {
   static void Add(Gauge& g, int64_t n) { g.store(g.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
 
   void CountRequest(Route route, int status);
+  // `cache` is the access log's field: "hit", "miss", "pass" or "local".
+  void CountOutcome(Route route, std::string_view cache);
   // Counts a refusal when `status` is one the front gives itself (kRejectStatuses); false otherwise.
   bool CountReject(int status);
   void CountUpstreamError(UpstreamError e) { Add(upstream_errors[static_cast<int>(e)]); }

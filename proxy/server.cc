@@ -4,6 +4,7 @@
 #include <event2/thread.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+#include <ctime>
 
 #include "tls.h"
 #include "worker.h"
@@ -250,6 +252,30 @@ std::string Shared::RenderMetrics() const {
               std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.render_us) / 1e6);
               return std::string(text);
             });
+    out += "# HELP shellac_render_duration_seconds Render time on a render thread, by page kind.\n"
+           "# TYPE shellac_render_duration_seconds histogram\n";
+    for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
+      const auto& kind = m.kinds[k];
+      const std::string label = gitfrag::PageKindName(static_cast<gitfrag::PageKind>(k));
+      uint64_t cumulative = 0;
+      char text[160];
+      for (size_t b = 0; b < gitfrag::kRenderBucketCount; ++b) {
+        cumulative += kind.buckets[b];
+        char le[24] = "+Inf";
+        if (b < std::size(gitfrag::kRenderBuckets))
+          std::snprintf(le, sizeof le, "%g", gitfrag::kRenderBuckets[b]);
+        std::snprintf(text, sizeof text,
+                      "shellac_render_duration_seconds_bucket{kind=\"%s\",le=\"%s\"} %llu\n",
+                      label.c_str(), le, static_cast<unsigned long long>(cumulative));
+        out += text;
+      }
+      std::snprintf(text, sizeof text,
+                    "shellac_render_duration_seconds_sum{kind=\"%s\"} %.6f\n"
+                    "shellac_render_duration_seconds_count{kind=\"%s\"} %llu\n",
+                    label.c_str(), static_cast<double>(kind.render_us) / 1e6, label.c_str(),
+                    static_cast<unsigned long long>(cumulative));
+      out += text;
+    }
   }
   return out;
 }
@@ -340,6 +366,7 @@ struct Server::State {
   std::vector<EventPtr> signals;
   EventPtr drain_poll;
   EventPtr drain_deadline;
+  EventPtr status_tick;  // one status-page sample a second
   bool draining = false;
   std::atomic<size_t> listeners_open{0};  // workers that have not closed their listeners yet
 
@@ -376,6 +403,22 @@ struct Server::State {
                  static_cast<unsigned long long>(generation));
   }
 
+  // SIGUSR1: the access log opened again (after logrotate moved it), the configuration unchanged.
+  // A path that cannot be opened keeps the old destination and says so.
+  void ReopenLog() {
+    const auto current = shared.runtime();
+    std::string error;
+    auto log = AccessLogFile::Open(current->config->access_log, &error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "shellac: access log not reopened: %s\n", error.c_str());
+      return;
+    }
+    auto runtime = std::make_shared<Runtime>(*current);
+    runtime->access_log = std::move(log);
+    shared.Publish(std::move(runtime));
+    std::fprintf(stderr, "shellac: reopened the access log\n");
+  }
+
   void BeginShutdown() {
     if (draining) {
       // A second signal: stop waiting for in-flight requests.
@@ -384,6 +427,7 @@ struct Server::State {
     }
     draining = true;
     shared.global.draining = true;
+    sd_notify(0, "STOPPING=1");
     std::fprintf(stderr, "shellac: draining\n");
     // Each worker closes its own listeners; the last one to do so says so, which is the moment
     // from which a new connection is certain to be refused.
@@ -403,10 +447,26 @@ struct Server::State {
 
   static void OnSignal(evutil_socket_t signal, short, void* arg) {
     auto* self = static_cast<State*>(arg);
-    if (signal == SIGHUP)
+    if (signal == SIGHUP) {
+      // Under systemd (Type=notify) `systemctl reload` waits for READY=1 after RELOADING=1.
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+                 static_cast<unsigned long long>(now.tv_sec) * 1'000'000ull +
+                     static_cast<unsigned long long>(now.tv_nsec / 1000));
       self->Reload();
-    else
+      sd_notifyf(0, "READY=1\nSTATUS=serving (configuration generation %llu)",
+                 static_cast<unsigned long long>(self->shared.generation()));
+    } else if (signal == SIGUSR1) {
+      self->ReopenLog();
+    } else {
       self->BeginShutdown();
+    }
+  }
+
+  static void OnStatusTick(evutil_socket_t, short, void* arg) {
+    auto* self = static_cast<State*>(arg);
+    self->shared.status->Sample(self->shared, time(nullptr));
   }
 
   static void OnDrainPoll(evutil_socket_t, short, void* arg) {
@@ -498,10 +558,15 @@ int Server::Run() {
   s.shared.shards.push_back(&s.main->metrics());
   if (!s.Bind(config)) return 1;
 
-  for (int sig : {SIGHUP, SIGTERM, SIGINT}) {
+  for (int sig : {SIGHUP, SIGTERM, SIGINT, SIGUSR1}) {
     s.signals.emplace_back(evsignal_new(s.main->base(), sig, State::OnSignal, &s));
     event_add(s.signals.back().get(), nullptr);
   }
+  s.shared.status = std::make_unique<StatusHistory>();
+  s.shared.status->Sample(s.shared, time(nullptr));  // the baseline
+  s.status_tick.reset(event_new(s.main->base(), -1, EV_PERSIST, State::OnStatusTick, &s));
+  constexpr timeval kSecond = {1, 0};
+  event_add(s.status_tick.get(), &kSecond);
   s.running = static_cast<int>(s.workers.size());
   for (auto& w : s.workers) {
     s.threads.emplace_back([&s, w = w.get()] {
@@ -510,6 +575,9 @@ int Server::Run() {
     });
   }
   std::fprintf(stderr, "shellac: ready\n");
+  // Every listener is bound and listening: a service manager (systemd, Type=notify) may start what
+  // depends on this one. Without NOTIFY_SOCKET in the environment this does nothing.
+  sd_notify(0, "READY=1\nSTATUS=serving (configuration generation 1)");
   s.main->Run();
   for (auto& t : s.threads) t.join();
   // Renders still queued finish and post to loops that no longer run; the workers must outlive
@@ -519,6 +587,7 @@ int Server::Run() {
   s.signals.clear();
   s.drain_poll.reset();
   s.drain_deadline.reset();
+  s.status_tick.reset();
   s.main.reset();
   std::fprintf(stderr, "shellac: stopped\n");
   return 0;

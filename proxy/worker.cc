@@ -107,6 +107,7 @@ Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
   tick_.reset(event_new(base_.get(), -1, EV_PERSIST, OnTick, this));
   event_add(tick_.get(), &kTick);
   posted_event_.reset(event_new(base_.get(), -1, 0, OnPosted, this));
+  serial_seen_ = shared_.serial();
   runtime_ = shared_.runtime();
 }
 
@@ -210,7 +211,12 @@ void Worker::Stop() {
 }
 
 const std::shared_ptr<const Runtime>& Worker::runtime() {
-  if (shared_.generation() != runtime_->generation) runtime_ = shared_.runtime();
+  // The serial is read before the runtime: a Publish in between leaves an older serial, so the
+  // next call takes the runtime again (harmless), never a stale runtime with a current serial.
+  if (const uint64_t serial = shared_.serial(); serial != serial_seen_) {
+    serial_seen_ = serial;
+    runtime_ = shared_.runtime();
+  }
   return runtime_;
 }
 

@@ -19,6 +19,7 @@
 #include "key.h"
 #include "metrics.h"
 #include "single_flight.h"
+#include "status.h"
 #include "store.h"
 #include "upstream.h"
 
@@ -106,6 +107,9 @@ class Shared {
     return runtime_;
   }
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // Grows with every Publish, also one that keeps the generation (a log reopened on SIGUSR1):
+  // workers compare it to pick up the new runtime.
+  uint64_t serial() const { return serial_.load(std::memory_order_acquire); }
   void Publish(std::shared_ptr<const Runtime> runtime) {
     const uint64_t g = runtime->generation;
     {
@@ -113,6 +117,7 @@ class Shared {
       runtime_ = std::move(runtime);
     }
     generation_.store(g, std::memory_order_release);
+    serial_.fetch_add(1, std::memory_order_acq_rel);
     global.config_generation.store(g);
   }
   std::string RenderMetrics() const;
@@ -124,11 +129,14 @@ class Shared {
   std::unique_ptr<gitfrag::RenderPool> render_pool;
   SingleFlight flights;
   std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
+  // The status page's history: sampled and read on the main thread only (the admin listener's).
+  std::unique_ptr<StatusHistory> status;
 
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const Runtime> runtime_;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> serial_{0};
 };
 
 enum class Site { kPublic, kAdmin };
@@ -211,6 +219,7 @@ class Worker {
   time_t date_second_ = -1;
   time_t esi_issue_logged_at_ = 0;
   std::string date_;
+  uint64_t serial_seen_ = 0;  // Shared::serial() when runtime_ was taken
 };
 
 }  // namespace shellac::proxy

@@ -211,6 +211,43 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
   }
 }
 
+// The example configuration the Debian package installs as /etc/shellac/shellac.conf names every
+// key as a commented "#key=" line, and those lines, uncommented, are a valid configuration (the
+// ones that name files or repositories that do not exist here left out).
+TEST_F(ConfTest, ExampleConfigurationListsEveryKeyAndParses) {
+  const char* path = std::getenv("SHELLAC_CONF_EXAMPLE");
+  ASSERT_NE(path, nullptr) << "SHELLAC_CONF_EXAMPLE is not set";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::set<std::string> listed;
+  std::string line, uncommented;
+  int active = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '#') ++active;
+    if (line.size() < 2 || line[0] != '#' || line[1] < 'a' || line[1] > 'z') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(1, eq - 1);
+    listed.insert(key);
+    static const std::set<std::string> kNeedFiles = {
+        "include", "listen-tls", "tls-cert",  "backend-ca", "cgitrc",    "repo",
+        "scan-path", "repo.path", "access-log", "section", "repo.url", "repo.name",
+        "repo.desc", "repo.owner"};
+    if (!kNeedFiles.count(key)) uncommented += line.substr(1) + "\n";
+  }
+  EXPECT_EQ(active, 0) << "every key is commented out";
+  for (const auto& [key, value] : KnownKeys()) EXPECT_TRUE(listed.count(key)) << key << " is not in " << path;
+  for (const auto& key : listed) {
+    bool known = false;
+    for (const auto& [k, v] : KnownKeys()) known = known || k == key;
+    EXPECT_TRUE(known) << key << " in " << path << " is not a key";
+  }
+  const std::string file = dir_ + "/all.conf";
+  std::ofstream(file) << uncommented;
+  std::string error;
+  EXPECT_NE(Load(file, {}, &error), nullptr) << error << "\n" << uncommented;
+}
+
 // ---------------------------------------------------------------------------------------------
 // A full, valid file
 
