@@ -89,7 +89,10 @@ void WarmRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
           done({200, "hit " + key + "\n"});
       });
   if (!leader) return;
-  RenderResident(worker, runtime, *route, key, alive, [done, key](Rendered rendered) {
+  // Background class: rendered only while no request's render waits.
+  RenderResident(worker, runtime, *route, key, alive,
+                 gitfrag::Admission{"warm", gitfrag::RenderClass::kBackground, {}}, /*gzip=*/true,
+                 [done, key](Rendered rendered) {
     if (rendered.status != 200) {
       done({rendered.status, std::to_string(rendered.status) + " " + rendered.reason + "\n"});
     } else {

@@ -191,15 +191,15 @@ TEST(Resident, FragmentsOverEightMiBAreStored) {
   const std::string metrics = FetchMetrics(proxy.AdminPort());
   EXPECT_GT(MetricSum(metrics, "shellac_cache_body_bytes", {}), 8.0 * (1 << 20))
       << "the fragment is stored, and over 8 MiB compressed";
-  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1);
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1);
 
   Response fork = HttpGet(proxy.Port(), "/fork/commit/?id=" + id, "Accept-Encoding: gzip\r\n", slow);
   ASSERT_EQ(fork.status, 200) << fork.Describe();
   EXPECT_EQ(Gunzip(fork.body).size(), page.size());
-  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1) << "the second fork's page found it in the store";
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1) << "the second fork's page found it in the store";
   Response identity = HttpGet(proxy.Port(), "/base/commit/?id=" + id, "", slow);
   EXPECT_EQ(identity.body, page);
-  EXPECT_EQ(Renders(proxy, "diff-fragment"), 1);
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1);
 }
 
 TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
