@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -143,8 +144,11 @@ TEST(Cache, ConcurrentMissesFetchOnce) {
   rlimit limit;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
   limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  const int kClients = limit.rlim_cur >= 2200 ? 1000 : 200;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << std::strerror(errno);
+  ASSERT_GE(limit.rlim_cur, 2200u)
+      << "1000 clients need 2200 descriptors but the hard limit is " << limit.rlim_max
+      << ": raise it (ulimit -Hn) to run this test";
+  constexpr int kClients = 1000;
   std::vector<std::thread> clients;
   std::vector<Response> responses(kClients);
   for (int i = 0; i < kClients; ++i) {
