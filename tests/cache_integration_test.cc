@@ -402,5 +402,81 @@ TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
   EXPECT_NE(r.err.find(conf + ":3: ttl: "), std::string::npos) << r.err;
 }
 
+// Several ranges in one header, or several Range headers: the whole body (200), as documented.
+TEST(Cache, SeveralRangesGetTheWholeBody) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, PageBody(req.target), {{"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  ASSERT_EQ(HttpGet(proxy.Port(), "/r").status, 200);
+  for (const std::string ranges :
+       {"Range: bytes=0-1,4-5\r\n", "Range: bytes=0-1\r\nRange: bytes=4-5\r\n"}) {
+    SCOPED_TRACE(ranges);
+    Response r = HttpGet(proxy.Port(), "/r", ranges);
+    ASSERT_TRUE(r.ok) << r.Describe();
+    EXPECT_EQ(r.status, 200) << r.Describe();
+    EXPECT_EQ(r.body, PageBody("/r"));
+    EXPECT_FALSE(r.Header("Content-Range")) << r.Describe();
+    EXPECT_EQ(r.Header("X-Cache"), "hit");
+  }
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+// A response with no freshness of its own is fresh for default-ttl, then fetched again.
+TEST(Cache, DefaultTtlAppliesToResponsesWithoutFreshness) {
+  std::atomic<int> version{0};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    c.SendFixed(200, "v" + std::to_string(++version));
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "default-ttl=3s\ngrace=0s\n")));
+  const auto stored = Clock::now();
+  Response first = HttpGet(proxy.Port(), "/plain");
+  EXPECT_EQ(first.body, "v1");
+  Response hit = HttpGet(proxy.Port(), "/plain");
+  EXPECT_EQ(hit.body, "v1");
+  EXPECT_EQ(hit.Header("X-Cache"), "hit") << hit.Describe();
+  // Poll until the copy expires: it must not be before default-ttl, and must be soon after.
+  Response later;
+  const auto deadline = Clock::now() + Millis(15'000);
+  do {
+    std::this_thread::sleep_for(Millis(50));
+    later = HttpGet(proxy.Port(), "/plain");
+  } while (later.body == "v1" && Clock::now() < deadline);
+  EXPECT_EQ(later.body, "v2") << "still the first copy long after default-ttl=3s";
+  // An object's age is counted from its Date, which has whole seconds: it may look up to a
+  // second older than it is.
+  EXPECT_GE(Clock::now() - stored, Millis(2'000)) << "expired well before default-ttl";
+}
+
+// A plain request waiting on another request's fetch gives up after single-flight-timeout with
+// 503 and Retry-After: 5.
+TEST(Cache, SingleFlightTimeoutIs503WithRetryAfter) {
+  std::atomic<bool> release{false};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    const auto limit = Clock::now() + Millis(20'000);
+    while (!release && Clock::now() < limit && c.Sleep(Millis(5))) {
+    }
+    c.SendFixed(200, "late", {{"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "single-flight-timeout=300ms\n")));
+  std::thread first([&] {
+    Response r = HttpGet(proxy.Port(), "/held", "", Millis(30'000));
+    EXPECT_EQ(r.body, "late") << r.Describe();
+  });
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(10'000)));
+  Response waiter = HttpGet(proxy.Port(), "/held", "", Millis(10'000));
+  ASSERT_TRUE(waiter.ok) << waiter.Describe();
+  EXPECT_EQ(waiter.status, 503) << waiter.Describe();
+  EXPECT_EQ(waiter.Header("Retry-After"), "5") << waiter.Describe();
+  EXPECT_NE(waiter.body.find("waited 300 ms for another request's fetch"), std::string::npos)
+      << waiter.body;
+  release = true;
+  first.join();
+  EXPECT_EQ(origin.RequestCount(), 1u) << "the waiter did not fetch on its own";
+}
+
 }  // namespace
 }  // namespace shellac::test
