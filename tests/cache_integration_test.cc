@@ -253,7 +253,9 @@ TEST(Cache, StaleObjectStandsInWhenTheOriginFails) {
 TEST(Cache, StaleObjectIsServedWhileOneBackgroundFetchRefreshesIt) {
   std::atomic<int> version{0};
   Origin origin([&](const OriginRequest&, OriginConnection& c) {
-    c.SendFixed(200, "version " + std::to_string(++version), {{"Cache-Control", "max-age=1"}});
+    // max-age=2: stored times are whole seconds, so the refreshed copy stays fresh for at least
+    // a second, long enough for the check below not to start a second refresh.
+    c.SendFixed(200, "version " + std::to_string(++version), {{"Cache-Control", "max-age=2"}});
   });
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "grace=30s\n")));
@@ -262,12 +264,14 @@ TEST(Cache, StaleObjectIsServedWhileOneBackgroundFetchRefreshesIt) {
   Response stale = HttpGet(proxy.Port(), "/v");
   EXPECT_EQ(stale.body, "version 1") << "a stale request waited for the refresh";
   EXPECT_EQ(stale.Header("X-Cache").value_or(""), "hit");
-  ASSERT_TRUE(origin.WaitForRequests(2, 3000ms)) << "no background refresh";
+  ASSERT_TRUE(origin.WaitForRequests(2, 10'000ms)) << "no background refresh";
   Response fresh;
-  for (int i = 0; i < 50; ++i) {  // the refresh lands a moment after the origin answered
+  // The refresh lands a moment after the origin answered: polled until it has, not slept on.
+  const auto deadline = Clock::now() + 10'000ms;
+  for (;;) {
     fresh = HttpGet(proxy.Port(), "/v");
-    if (fresh.body == "version 2") break;
-    std::this_thread::sleep_for(20ms);
+    if (fresh.body == "version 2" || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(fresh.body, "version 2");
   EXPECT_EQ(origin.RequestCount(), 2u) << "more than one refresh";
@@ -326,15 +330,17 @@ TEST(Cache, TtlRulesOverrideTheResponsesFreshness) {
   Origin origin(Cacheable("max-age=600"));
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(
-      CacheConfig(origin.port(), "grace=0\nttl = ^/short => 1s\nttl = ^/never => 0\n")));
+      CacheConfig(origin.port(), "grace=0\nttl = ^/short => 2s\nttl = ^/never => 0\n")));
   HttpGet(proxy.Port(), "/never");
   HttpGet(proxy.Port(), "/never");
   EXPECT_EQ(origin.RequestCount(), 2u) << "ttl 0 must keep it out of the store";
   HttpGet(proxy.Port(), "/short");
   EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "hit");
+  // Stored times are whole seconds, so a 2 s ttl is fresh for between 1 and 2 s: a hit just after
+  // the store, a miss once 2 s have passed (the passing of time is what is tested).
   std::this_thread::sleep_for(2100ms);
   EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "miss")
-      << "the rule's 1s did not apply";
+      << "the rule's 2s did not apply";
   HttpGet(proxy.Port(), "/other");
   EXPECT_EQ(HttpGet(proxy.Port(), "/other").Header("X-Cache").value_or(""), "hit")
       << "max-age=600 applies elsewhere";

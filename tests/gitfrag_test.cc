@@ -890,11 +890,18 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
     EXPECT_EQ(l.refs().For(oid), nullptr);
   }
   fx.Git("branch fresh " + tip);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  Registry::Lease l = registry.Acquire(3, &error);
+  // Polled (the refs are looked at once a second at most), not slept on.
   git_oid oid;
   git_oid_fromstr(&oid, tip.c_str());
-  ASSERT_NE(l.refs().For(oid), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    Registry::Lease poll = registry.Acquire(3, &error);
+    ASSERT_TRUE(poll) << error;
+    if (poll.refs().For(oid) != nullptr || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Registry::Lease l = registry.Acquire(3, &error);
+  ASSERT_NE(l.refs().For(oid), nullptr) << "the new branch never showed up";
   EXPECT_EQ(l.refs().For(oid)->front().name, "refs/heads/fresh");
 
   std::string bad_error;
