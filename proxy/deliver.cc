@@ -55,10 +55,14 @@ bool NoneMatch(const http::RequestHead& request, std::string_view etag, bool* pr
 }
 
 // A single "bytes=" range over `length` bytes: [*first, *last]. nullopt: no usable Range header
-// (absent, several ranges, other units: the whole body is sent). false: unsatisfiable.
+// (absent, several ranges, in one header or several, other units: the whole body is sent).
+// false: unsatisfiable.
 std::optional<bool> SingleRange(const http::RequestHead& request, uint64_t length, uint64_t* first, uint64_t* last) {
   const http::Header* range = request.Find("range");
   if (range == nullptr) return std::nullopt;
+  const auto ranges = std::count_if(request.headers.begin(), request.headers.end(),
+                                    [](const http::Header& h) { return EqualsIgnoreCase(h.name, "range"); });
+  if (ranges > 1) return std::nullopt;
   std::string_view spec = TrimOws(range->value);
   if (!spec.starts_with("bytes=") || spec.find(',') != std::string_view::npos) return std::nullopt;
   spec.remove_prefix(6);

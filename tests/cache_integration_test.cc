@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -143,8 +144,11 @@ TEST(Cache, ConcurrentMissesFetchOnce) {
   rlimit limit;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
   limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  const int kClients = limit.rlim_cur >= 2200 ? 1000 : 200;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << std::strerror(errno);
+  ASSERT_GE(limit.rlim_cur, 2200u)
+      << "1000 clients need 2200 descriptors but the hard limit is " << limit.rlim_max
+      << ": raise it (ulimit -Hn) to run this test";
+  constexpr int kClients = 1000;
   std::vector<std::thread> clients;
   std::vector<Response> responses(kClients);
   for (int i = 0; i < kClients; ++i) {
@@ -249,7 +253,9 @@ TEST(Cache, StaleObjectStandsInWhenTheOriginFails) {
 TEST(Cache, StaleObjectIsServedWhileOneBackgroundFetchRefreshesIt) {
   std::atomic<int> version{0};
   Origin origin([&](const OriginRequest&, OriginConnection& c) {
-    c.SendFixed(200, "version " + std::to_string(++version), {{"Cache-Control", "max-age=1"}});
+    // max-age=2: stored times are whole seconds, so the refreshed copy stays fresh for at least
+    // a second, long enough for the check below not to start a second refresh.
+    c.SendFixed(200, "version " + std::to_string(++version), {{"Cache-Control", "max-age=2"}});
   });
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "grace=30s\n")));
@@ -258,12 +264,14 @@ TEST(Cache, StaleObjectIsServedWhileOneBackgroundFetchRefreshesIt) {
   Response stale = HttpGet(proxy.Port(), "/v");
   EXPECT_EQ(stale.body, "version 1") << "a stale request waited for the refresh";
   EXPECT_EQ(stale.Header("X-Cache").value_or(""), "hit");
-  ASSERT_TRUE(origin.WaitForRequests(2, 3000ms)) << "no background refresh";
+  ASSERT_TRUE(origin.WaitForRequests(2, 10'000ms)) << "no background refresh";
   Response fresh;
-  for (int i = 0; i < 50; ++i) {  // the refresh lands a moment after the origin answered
+  // The refresh lands a moment after the origin answered: polled until it has, not slept on.
+  const auto deadline = Clock::now() + 10'000ms;
+  for (;;) {
     fresh = HttpGet(proxy.Port(), "/v");
-    if (fresh.body == "version 2") break;
-    std::this_thread::sleep_for(20ms);
+    if (fresh.body == "version 2" || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(fresh.body, "version 2");
   EXPECT_EQ(origin.RequestCount(), 2u) << "more than one refresh";
@@ -322,15 +330,17 @@ TEST(Cache, TtlRulesOverrideTheResponsesFreshness) {
   Origin origin(Cacheable("max-age=600"));
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(
-      CacheConfig(origin.port(), "grace=0\nttl = ^/short => 1s\nttl = ^/never => 0\n")));
+      CacheConfig(origin.port(), "grace=0\nttl = ^/short => 2s\nttl = ^/never => 0\n")));
   HttpGet(proxy.Port(), "/never");
   HttpGet(proxy.Port(), "/never");
   EXPECT_EQ(origin.RequestCount(), 2u) << "ttl 0 must keep it out of the store";
   HttpGet(proxy.Port(), "/short");
   EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "hit");
+  // Stored times are whole seconds, so a 2 s ttl is fresh for between 1 and 2 s: a hit just after
+  // the store, a miss once 2 s have passed (the passing of time is what is tested).
   std::this_thread::sleep_for(2100ms);
   EXPECT_EQ(HttpGet(proxy.Port(), "/short").Header("X-Cache").value_or(""), "miss")
-      << "the rule's 1s did not apply";
+      << "the rule's 2s did not apply";
   HttpGet(proxy.Port(), "/other");
   EXPECT_EQ(HttpGet(proxy.Port(), "/other").Header("X-Cache").value_or(""), "hit")
       << "max-age=600 applies elsewhere";
@@ -396,6 +406,82 @@ TEST(Cache, BadKeyRuleIsAConfigErrorWithFileAndLine) {
   r = RunShellac({"-c", conf, "--check"}, dir.path(), Millis(10000));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find(conf + ":3: ttl: "), std::string::npos) << r.err;
+}
+
+// Several ranges in one header, or several Range headers: the whole body (200), as documented.
+TEST(Cache, SeveralRangesGetTheWholeBody) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, PageBody(req.target), {{"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port())));
+  ASSERT_EQ(HttpGet(proxy.Port(), "/r").status, 200);
+  for (const std::string ranges :
+       {"Range: bytes=0-1,4-5\r\n", "Range: bytes=0-1\r\nRange: bytes=4-5\r\n"}) {
+    SCOPED_TRACE(ranges);
+    Response r = HttpGet(proxy.Port(), "/r", ranges);
+    ASSERT_TRUE(r.ok) << r.Describe();
+    EXPECT_EQ(r.status, 200) << r.Describe();
+    EXPECT_EQ(r.body, PageBody("/r"));
+    EXPECT_FALSE(r.Header("Content-Range")) << r.Describe();
+    EXPECT_EQ(r.Header("X-Cache"), "hit");
+  }
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+// A response with no freshness of its own is fresh for default-ttl, then fetched again.
+TEST(Cache, DefaultTtlAppliesToResponsesWithoutFreshness) {
+  std::atomic<int> version{0};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    c.SendFixed(200, "v" + std::to_string(++version));
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "default-ttl=3s\ngrace=0s\n")));
+  const auto stored = Clock::now();
+  Response first = HttpGet(proxy.Port(), "/plain");
+  EXPECT_EQ(first.body, "v1");
+  Response hit = HttpGet(proxy.Port(), "/plain");
+  EXPECT_EQ(hit.body, "v1");
+  EXPECT_EQ(hit.Header("X-Cache"), "hit") << hit.Describe();
+  // Poll until the copy expires: it must not be before default-ttl, and must be soon after.
+  Response later;
+  const auto deadline = Clock::now() + Millis(15'000);
+  do {
+    std::this_thread::sleep_for(Millis(50));
+    later = HttpGet(proxy.Port(), "/plain");
+  } while (later.body == "v1" && Clock::now() < deadline);
+  EXPECT_EQ(later.body, "v2") << "still the first copy long after default-ttl=3s";
+  // An object's age is counted from its Date, which has whole seconds: it may look up to a
+  // second older than it is.
+  EXPECT_GE(Clock::now() - stored, Millis(2'000)) << "expired well before default-ttl";
+}
+
+// A plain request waiting on another request's fetch gives up after single-flight-timeout with
+// 503 and Retry-After: 5.
+TEST(Cache, SingleFlightTimeoutIs503WithRetryAfter) {
+  std::atomic<bool> release{false};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    const auto limit = Clock::now() + Millis(20'000);
+    while (!release && Clock::now() < limit && c.Sleep(Millis(5))) {
+    }
+    c.SendFixed(200, "late", {{"Cache-Control", "max-age=60"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(CacheConfig(origin.port(), "single-flight-timeout=300ms\n")));
+  std::thread first([&] {
+    Response r = HttpGet(proxy.Port(), "/held", "", Millis(30'000));
+    EXPECT_EQ(r.body, "late") << r.Describe();
+  });
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(10'000)));
+  Response waiter = HttpGet(proxy.Port(), "/held", "", Millis(10'000));
+  ASSERT_TRUE(waiter.ok) << waiter.Describe();
+  EXPECT_EQ(waiter.status, 503) << waiter.Describe();
+  EXPECT_EQ(waiter.Header("Retry-After"), "5") << waiter.Describe();
+  EXPECT_NE(waiter.body.find("waited 300 ms for another request's fetch"), std::string::npos)
+      << waiter.body;
+  release = true;
+  first.join();
+  EXPECT_EQ(origin.RequestCount(), 1u) << "the waiter did not fetch on its own";
 }
 
 }  // namespace

@@ -1052,7 +1052,8 @@ TEST(Store, ScanResistance) {
   }
 }
 
-// Four threads look up, insert, purge and ban for a second; every object read is intact.
+// Four threads look up, insert, purge and ban until enough has happened (counted, not timed: a
+// busy machine only makes it slower); every object read is intact.
 TEST(Store, ConcurrencySmoke) {
   std::mt19937_64 seed_rng(14);
   BodyPool pool(seed_rng, 16, 100, 30'000);
@@ -1061,6 +1062,8 @@ TEST(Store, ConcurrencySmoke) {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> operations{0};
   std::atomic<uint64_t> verified{0};
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> done{0};  // operations so far, all threads
   auto worker = [&](uint64_t seed) {
     std::mt19937_64 rng(seed);
     Inflater inflater;
@@ -1072,6 +1075,7 @@ TEST(Store, ConcurrencySmoke) {
       if (op < 70) {
         LookupResult r = store.Lookup(key, kNow);
         if (r.object) {
+          hits.fetch_add(1, std::memory_order_relaxed);
           // Read the whole object while others may evict it.
           EXPECT_EQ(r.object->key(), key);
           if (rng() % 8 == 0) {
@@ -1091,22 +1095,30 @@ TEST(Store, ConcurrencySmoke) {
         store.Ban("k" + std::to_string(rng() % 4) + "/" + std::to_string(rng() % 10));
       }
       ++n;
+      done.fetch_add(1, std::memory_order_relaxed);
     }
     operations.fetch_add(n);
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) threads.emplace_back(worker, 100 + t);
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Until enough bodies were inflated concurrently with the writers (60 s at most).
+  constexpr uint64_t kVerify = 500, kOperations = 20'000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((verified.load() < kVerify || done.load() < kOperations) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   stop = true;
   for (auto& t : threads) t.join();
   StoreStats stats = store.Stats();
   std::printf(
-      "[ threads  ] %lu operations in 1 s on 4 threads, %lu bodies inflated and checked; %lu "
-      "objects, "
-      "%lu evictions\n",
-      operations.load(), verified.load(), stats.objects, stats.evictions);
+      "[ threads  ] %lu operations on 4 threads, %lu hits, %lu bodies inflated and checked; %lu "
+      "objects, %lu evictions\n",
+      operations.load(), hits.load(), verified.load(), stats.objects, stats.evictions);
   EXPECT_LE(stats.bytes, stats.budget);
-  EXPECT_GT(operations.load(), 1000u);
+  EXPECT_GE(operations.load(), kOperations);
+  EXPECT_GE(verified.load(), kVerify) << "too few objects were read back to call this checked";
+  EXPECT_GT(stats.evictions, 0u) << "the budget was never under pressure";
 }
 
 // ---- freshness ---------------------------------------------------------------------------------

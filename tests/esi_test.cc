@@ -1221,9 +1221,23 @@ TEST(EsiFuzzRegressions, Inputs) {
       "<esi:try><esi:attempt><esi:try><esi:attempt></esi:try></esi:try></esi:try>",
       "<\0esi:include src=\"\0\"/>"s,
   };
-  for (const std::string& body : inputs) {
+  // What each must still do: parse whole and byte by byte to the same template and output, cover
+  // every byte of the body, and report the three malformed ones as errors (the NUL before "esi"
+  // makes the last one not a tag at all: verbatim text).
+  const bool malformed[] = {true, true, true, false};
+  for (size_t i = 0; i < std::size(inputs); ++i) {
+    const std::string& body = inputs[i];
+    SCOPED_TRACE("input " + std::to_string(i) + ": " + body.substr(0, 80));
     Template t = ParseTemplate(body);
-    Output(body, t);
+    EXPECT_EQ(t.body_length(), body.size());
+    EXPECT_EQ(t.error_count() > 0, malformed[i]) << Fingerprint(t);
+    std::vector<size_t> bytes;
+    for (size_t cut = 1; cut < body.size(); ++cut) bytes.push_back(cut);
+    Template split = ParseChunks(body, bytes);
+    EXPECT_EQ(Fingerprint(split), Fingerprint(t));
+    const std::string out = Output(body, t);
+    EXPECT_EQ(Output(body, split), out);
+    if (!malformed[i]) EXPECT_EQ(out, body) << "verbatim text is delivered as it is";
   }
 }
 

@@ -154,6 +154,146 @@ git checkout -q master
   std::string bare_;
 };
 
+// Resolves `href` as a browser would on a page at path `base` (no scheme or host involved):
+// "../log/?h=x" on "/fix/commit/" is "/fix/log/?h=x". shellac writes relative links where cgit
+// writes absolute ones; both must lead to the same place.
+std::string ResolveHref(const std::string& base, const std::string& href) {
+  if (href.empty() || href[0] == '#' || href.starts_with("http:") || href.starts_with("https:") ||
+      href.starts_with("mailto:") || href[0] == '/')
+    return href;
+  if (href[0] == '?') return base.substr(0, base.find('?')) + href;
+  std::string path = base.substr(0, base.find('?'));
+  path.erase(path.rfind('/') + 1);  // the page's folder
+  std::string rest = href, query;
+  if (const size_t q = rest.find('?'); q != std::string::npos) {
+    query = rest.substr(q);
+    rest.erase(q);
+  }
+  std::vector<std::string> parts;
+  auto push = [&](const std::string& segment, bool last) {
+    if (segment == "..") {
+      if (!parts.empty()) parts.pop_back();
+      if (last) parts.push_back("");
+    } else if (segment == ".") {
+      if (last) parts.push_back("");
+    } else {
+      parts.push_back(segment);
+    }
+  };
+  std::string all = path.substr(1) + rest;
+  size_t from = 0;
+  for (;;) {
+    const size_t slash = all.find('/', from);
+    if (slash == std::string::npos) {
+      push(all.substr(from), true);
+      break;
+    }
+    push(all.substr(from, slash - from), false);
+    from = slash + 1;
+  }
+  std::string out;
+  for (const auto& part : parts) out += "/" + part;
+  return (out.empty() ? "/" : out) + query;
+}
+
+// The markup a reader acts on besides the text: every link's target (resolved against the page's
+// path `base`) and every class attribute, in document order, one per line, with the generator
+// footer left out as in VisibleText.
+//
+// Known differences from cgit 1.2.3, left out here on purpose (each is a renderer difference to
+// fix, not an equivalence):
+//  1. cgit carries the page's diff options (dt=, context=, ignorews=) into the commit-info links
+//     (the commit itself, its parents, the parent diff); shellac does not. These parameters are
+//     removed from every link on both sides. (`drop_dt` is for side-by-side pages: their
+//     line-number cells are left out, as in VisibleText.)
+//  2. The "\ No newline at end of file" row of a unified diff: shellac gives it class='ctx', cgit
+//     no class. The class of an element whose text starts with that marker is skipped.
+// Percent-escapes are compared case-insensitively (%3C and %3c are the same URL, RFC 3986 2.1).
+std::string LinksAndClasses(std::string html, const std::string& base, bool drop_dt = false) {
+  const size_t footer = html.find("<div class='footer'>");
+  if (footer != std::string::npos) {
+    const size_t end = html.find("</div>", footer);
+    html.erase(footer, end + 6 - footer);
+  }
+  if (drop_dt) {  // the line-number cells, as VisibleText's drop_line_numbers (see the commit test)
+    static constexpr std::string_view kCell = "<td class='lineno'>";
+    for (size_t p = 0; (p = html.find(kCell, p)) != std::string::npos;) {
+      const size_t end = html.find("</td>", p);
+      html.erase(p, end + 5 - p);
+    }
+  }
+  std::string out;
+  for (size_t p = 0; (p = html.find('<', p)) != std::string::npos; ++p) {
+    const size_t end = html.find('>', p);
+    if (end == std::string::npos) break;
+    const std::string tag = html.substr(p, end - p);
+    const bool no_newline_row =
+        std::string_view(html).substr(end + 1).starts_with("\\ No newline at end of file");
+    for (const char* attribute : {" href='", " class='"}) {
+      const size_t at = tag.find(attribute);
+      if (at == std::string::npos) continue;
+      if (attribute[1] == 'c' && no_newline_row) continue;  // known difference 2
+      const size_t from = at + std::strlen(attribute);
+      std::string value = tag.substr(from, tag.find('\'', from) - from);
+      for (size_t a; (a = value.find("&amp;")) != std::string::npos;) value.replace(a, 5, "&");
+      if (attribute[1] == 'h') {
+        value = ResolveHref(base, value);
+        for (size_t a = 0; (a = value.find('%', a)) != std::string::npos; ++a) {
+          for (size_t k = a + 1; k < a + 3 && k < value.size(); ++k)
+            value[k] = static_cast<char>(std::toupper(static_cast<unsigned char>(value[k])));
+        }
+        // Known difference 1.
+        for (const char* option : {"&dt=", "&context=", "&ignorews="}) {
+          for (size_t a; (a = value.find(option)) != std::string::npos;) {
+            const size_t next = value.find('&', a + 1);
+            value.erase(a, next == std::string::npos ? std::string::npos : next - a);
+          }
+        }
+      }
+      out += std::string(attribute + 1, std::strlen(attribute) - 3) + "=" + value + "\n";
+    }
+  }
+  return out;
+}
+
+// First position where two long strings differ, with context, for readable failures.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const size_t from = i > 120 ? i - 120 : 0;
+  return "at " + std::to_string(i) + ":\n  shellac: ..." + a.substr(from, 300) +
+         "\n  cgit:    ..." + b.substr(from, 300);
+}
+
+// Pages whose links or classes are known to differ from cgit 1.2.3's, found when this comparison
+// was added and not fixed yet (renderer work, listed here so it stays visible): the reason, or ""
+// for a page that must match.
+std::string KnownLinkDifference(const std::string& path, const std::string& query) {
+  if (query.find("ofs=") != std::string::npos) return "log pager: the page links differ";
+  if (path == "/") return "repository index: the links of the repository rows differ";
+  if (query.find("id=") == std::string::npos)
+    return "without id= cgit's links name no commit; shellac's name the resolved one";
+  if (query.starts_with("h=")) return "with h=, cgit's patch link drops h=; shellac's keeps it";
+  if (query.find("dt=1") != std::string::npos)
+    return "side by side: the classes of changed rows differ";
+  const size_t page = path.find('/', 1);
+  if (page != std::string::npos && path.find('/', page + 1) + 1 < path.size())
+    return "path-limited: cgit keeps the path in the commit and patch links; shellac does not";
+  return "";
+}
+
+// Compares LinksAndClasses of two pages unless the page is on the known-difference list.
+void ExpectSameLinks(const std::string& ours, const std::string& theirs, const std::string& path,
+                     const std::string& query) {
+  if (ours == theirs) return;
+  const std::string known = KnownLinkDifference(path, query);
+  if (!known.empty()) {
+    std::cout << "[ known    ] " << path << "?" << query << ": " << known << "\n";
+    return;
+  }
+  ADD_FAILURE() << "links and classes differ " << FirstDifference(ours, theirs);
+}
+
 Route MustMatch(const Site& site, const std::string& path, const std::string& query) {
   auto r = site.Match(path, query);
   EXPECT_TRUE(r.has_value()) << path << "?" << query;
@@ -380,7 +520,7 @@ class GitfragPages : public ::testing::Test {
 // fixture (root, rename + binary, empty, merge, Latin-1 message, 10k-line diff, odd paths, tags on
 // tags), with and without diff options and h=.
 TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   const std::vector<std::string> commits = [&] {
     std::vector<std::string> v;
@@ -416,13 +556,16 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
       EXPECT_NE(page.body.find("class='ssdiff'"), std::string::npos);
     }
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    ExpectSameLinks(LinksAndClasses(page.body, "/fix/commit/", ssdiff),
+                    LinksAndClasses(fx.Cgit("/fix/commit/", q), "/fix/commit/", ssdiff),
+                    "/fix/commit/", q);
   }
 }
 
 // The diff page (with and without id2 and options), the log (with h=, ofs= and the pager) and the
 // repository index show the same text as cgit's.
 TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   const std::string extra = "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() +
                             "\nrepo.desc=second <d>\nrepo.owner=Own <er>\n";
   conf::Config c = fx.Config();
@@ -455,13 +598,15 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
     const std::string ours = VisibleText(page.body);
     const std::string theirs = VisibleText(fx.Cgit(path, query, extra));
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    ExpectSameLinks(LinksAndClasses(page.body, path),
+                    LinksAndClasses(fx.Cgit(path, query, extra), path), path, query);
   }
 }
 
 // Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
 // folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
 TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   const std::string a = fx.Rev("master~6"), head = fx.Rev("master");
   struct Case {
@@ -485,9 +630,13 @@ TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
     const std::string url = frame.body.substr(s, frame.body.find('"', s) - s);
     Route fragment = MustMatch(site, url.substr(0, url.find('?')), url.substr(url.find('?') + 1));
     EXPECT_NE(fragment.cache_key.find("&path="), std::string::npos) << fragment.cache_key;
-    const std::string ours = VisibleText(site.RenderAssembled(route).body);
-    const std::string theirs = VisibleText(fx.Cgit(c.theirs, c.query));
+    const std::string our_page = site.RenderAssembled(route).body;
+    const std::string their_page = fx.Cgit(c.theirs, c.query);
+    const std::string ours = VisibleText(our_page);
+    const std::string theirs = VisibleText(their_page);
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    ExpectSameLinks(LinksAndClasses(our_page, c.ours), LinksAndClasses(their_page, c.ours), c.ours,
+                    c.query);
   }
   // A page two folders deep (commit/DIR/FILE): links climb two folders to reach the repository.
   const Page deep =
@@ -503,7 +652,7 @@ TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
 // (cgit names its version there).
 TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   // Each mail's signature names the program: made equal before comparing.
   auto without_signature = [](std::string s) {
@@ -719,11 +868,18 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
     EXPECT_EQ(l.refs().For(oid), nullptr);
   }
   fx.Git("branch fresh " + tip);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  Registry::Lease l = registry.Acquire(3, &error);
+  // Polled (the refs are looked at once a second at most), not slept on.
   git_oid oid;
   git_oid_fromstr(&oid, tip.c_str());
-  ASSERT_NE(l.refs().For(oid), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    Registry::Lease poll = registry.Acquire(3, &error);
+    ASSERT_TRUE(poll) << error;
+    if (poll.refs().For(oid) != nullptr || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Registry::Lease l = registry.Acquire(3, &error);
+  ASSERT_NE(l.refs().For(oid), nullptr) << "the new branch never showed up";
   EXPECT_EQ(l.refs().For(oid)->front().name, "refs/heads/fresh");
 
   std::string bad_error;

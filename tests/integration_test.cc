@@ -1342,3 +1342,163 @@ TEST(NoBackend, BuiltInPageAnd404) {
 
 }  // namespace
 }  // namespace shellac::test
+
+// ==============================================================================================
+// 14. Documented settings, each through the binary
+
+namespace shellac::test {
+namespace {
+
+// A client that stops reading: once the proxy's writes stall for send-timeout, it closes the
+// connection (and with it the upstream one, which the origin sees as a failed write).
+TEST(Timeouts, SendTimeoutClosesAClientThatStopsReading) {
+  std::atomic<bool> origin_write_failed{false};
+  Origin origin([&](const OriginRequest&, OriginConnection& c) {
+    constexpr uint64_t kTotal = 1ull << 30;  // far more than any socket buffers hold
+    if (!c.Write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kTotal) + "\r\n\r\n")) {
+      origin_write_failed = true;
+      return;
+    }
+    for (uint64_t off = 0; off < kTotal; off += kPatternPeriod) {
+      if (!c.Write(PatternSlice(off, kPatternPeriod))) {
+        origin_write_failed = true;
+        break;
+      }
+    }
+    c.CloseAfter();
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "send-timeout=300ms\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port(), /*rcvbuf=*/4096));
+  ASSERT_TRUE(c.Send(SimpleGet("/huge")));
+  // The condition: the proxy gave up on this client and dropped the upstream connection.
+  const auto deadline = Clock::now() + Millis(20'000);
+  while (!origin_write_failed && Clock::now() < deadline) std::this_thread::sleep_for(Millis(10));
+  ASSERT_TRUE(origin_write_failed) << "the proxy kept the stalled client's response going";
+  Response r = c.Read({.timeout = Millis(20'000), .store_limit = 0});
+  EXPECT_FALSE(r.ok) << "the response must end cut short";
+  EXPECT_EQ(r.status, 200);
+  EXPECT_LT(r.body_bytes, 1ull << 30);
+  EXPECT_NE(r.error.find("EOF"), std::string::npos) << r.error;
+}
+
+TEST(Timeouts, ClientBodyTimeoutAnswers408) {
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "client-body-timeout=300ms\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  // Ten of the hundred body bytes, then nothing.
+  ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789"));
+  const auto t0 = Clock::now();
+  Response r = c.Read({.timeout = Millis(10'000)});
+  ExpectLocalError(r, 408);
+  EXPECT_NE(r.body.find("request body not received within 300 ms"), std::string::npos) << r.body;
+  EXPECT_GE(ElapsedMs(t0), 250) << "408 before client-body-timeout=300ms";
+  ExpectConnectionClosed(c, Millis(5'000));
+  EXPECT_EQ(origin.RequestCount(), 0u) << "the incomplete request was not completed upstream";
+}
+
+TEST(ExpectContinue, ShellacAnswers100ContinueAndTheBodyIsForwarded) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, "got " + req.body);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "max-body-size=1K\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  ASSERT_TRUE(c.Send("POST /form HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                     "Content-Length: 5\r\n\r\n"));
+  // The body is sent only after the interim answer, as a client that waits for it does.
+  ASSERT_TRUE(c.WaitForBytes("\r\n\r\n", Millis(10'000))) << Printable(c.Pending());
+  EXPECT_TRUE(c.Pending().starts_with("HTTP/1.1 100 Continue\r\n")) << Printable(c.Pending());
+  ASSERT_TRUE(c.Send("hello"));
+  Response r = c.Read({.timeout = Millis(10'000)});
+  ASSERT_TRUE(r.ok) << r.Describe();
+  EXPECT_EQ(r.interim_statuses, std::vector<int>{100});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "got hello");
+  ASSERT_EQ(origin.RequestCount(), 1u);
+  EXPECT_EQ(origin.Requests()[0].HeaderCount("expect"), 0) << "Expect is not forwarded";
+
+  // Over max-body-size: 413 at once, no 100 Continue, nothing forwarded.
+  RawClient big;
+  ASSERT_TRUE(big.Connect(proxy.Port()));
+  Response refused = big.RoundTrip(
+      "POST /form HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n",
+      {.timeout = Millis(10'000)});
+  ExpectLocalError(refused, 413);
+  EXPECT_TRUE(refused.interim_statuses.empty());
+  EXPECT_EQ(origin.RequestCount(), 1u);
+}
+
+TEST(UpstreamPool, IdleConnectionsCloseAfterUpstreamIdleTimeout) {
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "upstream-idle-timeout=200ms\n")));
+  RawClient c;  // one client connection: one worker, one pool
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  ASSERT_EQ(c.RoundTrip(SimpleGet("/1")).status, 200);
+  ASSERT_EQ(c.RoundTrip(SimpleGet("/2")).status, 200);
+  EXPECT_EQ(origin.ConnectionsAccepted(), 1) << "reused while fresh";
+  // Idle past the timeout (the stimulus is the passing of time itself): the next request opens a
+  // new connection.
+  std::this_thread::sleep_for(Millis(1'000));
+  ASSERT_EQ(c.RoundTrip(SimpleGet("/3")).status, 200);
+  EXPECT_EQ(origin.ConnectionsAccepted(), 2) << "the idle connection should have been closed";
+}
+
+TEST(UpstreamPool, UpstreamMaxIdleZeroKeepsNoConnection) {
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "upstream-max-idle=0\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(c.RoundTrip(SimpleGet("/n")).status, 200);
+  EXPECT_EQ(origin.ConnectionsAccepted(), 3) << "no idle connection may be kept for reuse";
+  EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_upstream_connections_reused_total"),
+            0);
+}
+
+// A request that never finishes: shutdown-timeout cuts it, and the process still exits 0.
+TEST(Drain, ShutdownTimeoutCutsWhatIsStillInFlight) {
+  Origin origin([](const OriginRequest&, OriginConnection& c) { c.NeverRespond(); });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "shutdown-timeout=300ms\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  ASSERT_TRUE(c.Send(SimpleGet("/held")));
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(5'000)));
+  proxy.Signal(SIGTERM);
+  EXPECT_TRUE(proxy.WaitForLine("shellac: shutdown-timeout reached", Millis(10'000)))
+      << proxy.StderrText();
+  const auto status = proxy.WaitExit(Millis(10'000));
+  ASSERT_TRUE(status.has_value()) << proxy.StderrText();
+  EXPECT_EQ(*status, 0);
+  EXPECT_TRUE(ClosedOrReset(c.WaitClosed(Millis(5'000))));
+}
+
+// A second SIGTERM during the drain cuts at once, long before shutdown-timeout.
+TEST(Drain, SecondSignalCutsAtOnce) {
+  Origin origin([](const OriginRequest&, OriginConnection& c) { c.NeverRespond(); });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "shutdown-timeout=60s\n")));
+  RawClient c;
+  ASSERT_TRUE(c.Connect(proxy.Port()));
+  ASSERT_TRUE(c.Send(SimpleGet("/held")));
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(5'000)));
+  proxy.Signal(SIGTERM);
+  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(10'000)))
+      << proxy.StderrText();
+  EXPECT_TRUE(proxy.Running()) << "the held request keeps the drain going";
+  proxy.Signal(SIGTERM);
+  const auto status = proxy.WaitExit(Millis(20'000));  // far below shutdown-timeout=60s
+  ASSERT_TRUE(status.has_value()) << proxy.StderrText();
+  EXPECT_EQ(*status, 0);
+  EXPECT_EQ(proxy.CountLines("shutdown-timeout reached"), 0u);
+  EXPECT_TRUE(ClosedOrReset(c.WaitClosed(Millis(5'000))));
+}
+
+}  // namespace
+}  // namespace shellac::test

@@ -77,6 +77,7 @@ struct ClientOptions {
   std::string alpn;  // wire format, e.g. "\x02h2\x08http/1.1"
   SSL_SESSION* session = nullptr;
   bool want_ocsp = false;
+  std::string ciphersuites;  // TLS 1.3 suites offered; "" = OpenSSL's default
 };
 
 // One TLS client connection (verification is not the point here: the tests look at the
@@ -111,6 +112,8 @@ class TlsClient : public RawClient {
     }
     if (o.session) SSL_set_session(ssl_.get(), o.session);
     if (o.want_ocsp) SSL_set_tlsext_status_type(ssl_.get(), TLSEXT_STATUSTYPE_ocsp);
+    if (!o.ciphersuites.empty() && SSL_set_ciphersuites(ssl_.get(), o.ciphersuites.c_str()) != 1)
+      return false;
     const auto deadline = Clock::now() + Millis(5'000);
     for (;;) {
       ERR_clear_error();
@@ -271,6 +274,22 @@ TEST_F(TlsTest, ConnectionCloseEndsWithCloseNotify) {
   EXPECT_EQ(client.WaitClosed(Millis(5'000)), PeerState::kClosed);
   // A clean TLS end, not a truncation: the client can tell the response is complete.
   EXPECT_TRUE(client.close_notify());
+}
+
+TEST_F(TlsTest, TlsCiphersuitesLimitsTheTls13Suites) {
+  ASSERT_TRUE(
+      shellac_.Start(BaseConfig(0, Listener() + "tls-ciphersuites=TLS_AES_256_GCM_SHA384\n")));
+  TlsClient client;  // offers OpenSSL's default TLS 1.3 suites, AES-128 first
+  ASSERT_TRUE(client.Connect(TlsPort(), {.max_version = TLS1_3_VERSION}));
+  EXPECT_STREQ(SSL_CIPHER_get_name(SSL_get_current_cipher(client.ssl())), "TLS_AES_256_GCM_SHA384");
+  EXPECT_EQ(StatusOf(client.Get("/")), 200);
+  // A client that offers only a suite the list leaves out gets no handshake.
+  TlsClient other;
+  EXPECT_FALSE(other.Connect(TlsPort(), {.max_version = TLS1_3_VERSION,
+                                         .ciphersuites = "TLS_CHACHA20_POLY1305_SHA256"}));
+  WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total",
+                {{"reason", "protocol"}}, 1);
+  EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "protocol"}}), 1);
 }
 
 TEST_F(TlsTest, OlderProtocolsAreRefused) {
