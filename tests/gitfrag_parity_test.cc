@@ -277,6 +277,10 @@ class ParityFixture {
              {}, "", "Ren\xc3\xa9 \xc3\x9cnicode <r@example.org>");
     s.Blob(26, "empty message\n");
     s.Commit("master", 112, t0 + 7800, "+0000", "", {"M 100644 :26 e.txt"}, ":111");
+    // Empty files added (patch and rawdiff: no "---"/"+++" lines without a hunk), a mode change.
+    s.Blob(27, "");
+    s.Commit("master", 113, t0 + 7900, "+0000", "empty files\n",
+             {"M 100644 :27 empty1", "M 100644 :27 dir/empty2", "M 100755 :26 e.txt"}, ":112");
     s.Tag("v1.0", ":103", t0 + 9000, "version one\n");
     s.Reset("refs/tags/light", ":105");
     // Refs cgit does not decorate with (a pull request's, a remote-tracking branch) and one it
