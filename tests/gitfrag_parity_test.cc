@@ -53,6 +53,24 @@ std::vector<std::string> Lines(const std::string& s) {
   return out;
 }
 
+// The diffstat graph's widths, in order: "width='N%'" and "width: N%;" values.
+std::string Widths(const std::string& html) {
+  std::string out;
+  for (size_t p = 0; (p = html.find("width", p)) != std::string::npos; p += 5) {
+    size_t v = p + 5;
+    if (html.compare(v, 2, "='") == 0)
+      v += 2;
+    else if (html.compare(v, 2, ": ") == 0)
+      v += 2;
+    else
+      continue;
+    const size_t end = html.find('%', v);
+    if (end == std::string::npos || end - v > 8) continue;
+    out += html.substr(v, end - v) + " ";
+  }
+  return out;
+}
+
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
@@ -99,8 +117,9 @@ class Peers {
     } else {
       // cgit leaves line numbers out of some side-by-side rows (see gitfrag/README.md).
       const bool ssdiff = query.find("dt=1") != std::string::npos;
-      ours = VisibleText(page.body, ssdiff);
-      theirs = VisibleText(theirs, ssdiff);
+      // The diffstat's graph is in attributes: its widths are compared too.
+      ours = VisibleText(page.body, ssdiff) + "\nwidths:" + Widths(page.body);
+      theirs = VisibleText(theirs, ssdiff) + "\nwidths:" + Widths(theirs);
     }
     return ours == theirs ? std::string() : FirstDifference(ours, theirs);
   }
