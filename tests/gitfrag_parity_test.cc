@@ -9,8 +9,9 @@
 // rawdiff (bytes, apart from the signature line naming the program).
 //
 // With SHELLAC_PARITY_REPO=/path/to/repo.git the SampleOfRepository test compares the same pages
-// for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1)
-// and writes a summary to SHELLAC_PARITY_OUT when set (bench/parity.sh runs it on git/git).
+// for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1),
+// or for the commits in SHELLAC_PARITY_IDS, and writes a summary to SHELLAC_PARITY_OUT when set
+// (bench/parity.sh runs it on git/git).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -387,6 +388,12 @@ TEST(GitfragParity, SampleOfRepository) {
   std::mt19937 rng(seed);
   std::shuffle(all.begin(), all.end(), rng);
   all.resize(std::min<size_t>(all.size(), static_cast<size_t>(n)));
+  // SHELLAC_PARITY_IDS: these commits (full ids, space-separated) instead of a sample.
+  if (const char* ids = std::getenv("SHELLAC_PARITY_IDS"); ids != nullptr && *ids != '\0') {
+    all.clear();
+    std::istringstream in(ids);
+    for (std::string id; in >> id;) all.push_back(id);
+  }
   std::map<std::string, std::pair<int, int>> by_kind;  // page -> equal, compared
   int commits_equal = 0;
   std::ostringstream failures;
