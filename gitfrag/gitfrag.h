@@ -75,9 +75,8 @@ struct Route {
   unsigned ofs = 0;  // log: commits to skip
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
   // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
-  // abbrev=N". Empty for frames, whenever an id is not a full SHA (a branch name moves, so that
-  // output is rendered per request), and while the repository's abbreviation length is unknown
-  // (no render of it yet) and the URL does not name one.
+  // abbrev=N". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
+  // output is rendered per request).
   std::string cache_key;
 };
 
@@ -103,7 +102,8 @@ class Site {
   Site(const Site&) = delete;
   Site& operator=(const Site&) = delete;
 
-  // Cheap, no git I/O: whether `path` (URL path, percent-encoded as received) with `query`
+  // Cheap, no git I/O (only, once per repository, the headers of its pack indexes for the
+  // abbreviation length in neutral keys): whether `path` (URL path, percent-encoded as received) with `query`
   // (without '?') is a gitfrag page. Routing picks the longest repository URL that prefixes the
   // path. An unknown repository below virtual-root is not matched (nullopt) so other routes or a
   // 404 apply; use Render on a kIndex route for the repository list.

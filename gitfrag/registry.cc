@@ -48,8 +48,20 @@ Registry::Lease::~Lease() {
   if (registry_ != nullptr && repo_) registry_->Release(index_, std::move(repo_));
 }
 
-int Registry::KnownAbbrev(size_t index) const {
-  return index < entries_.size() ? entries_[index]->abbrev.load(std::memory_order_relaxed) : 0;
+int Registry::Abbrev(size_t index) const {
+  if (index >= entries_.size()) return 0;
+  Entry& entry = *entries_[index];
+  int abbrev = entry.abbrev.load(std::memory_order_relaxed);
+  if (abbrev != 0) return abbrev;
+  // A bare repository, or a work tree's .git folder.
+  std::string git_dir = repos_[index].path;
+  struct stat st;
+  if (stat((git_dir + "/objects").c_str(), &st) != 0) git_dir += "/.git";
+  abbrev = AbbrevLength(PackedObjectCount(git_dir));
+  int unknown = 0;
+  // A render that computed it meanwhile wins: it also recorded objects/pack's fingerprint.
+  if (!entry.abbrev.compare_exchange_strong(unknown, abbrev)) return unknown;
+  return abbrev;
 }
 
 size_t Registry::open_count() const {

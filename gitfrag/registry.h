@@ -53,9 +53,10 @@ class Registry {
   Lease Acquire(size_t index, std::string* error);
 
   const std::vector<conf::Config::Repository>& repos() const { return repos_; }
-  // The abbreviation length last computed for a repository, 0 before it was first opened.
-  // Lock-free: routing (no git I/O) puts it in cache keys.
-  int KnownAbbrev(size_t index) const;
+  // The abbreviation length of a repository (abbrev.h), for routing to put in cache keys: the one
+  // last computed (lock-free), or, before the repository's first render, counted from its pack
+  // indexes' headers once (a directory read and 1 KiB per pack; no libgit2).
+  int Abbrev(size_t index) const;
   size_t open_count() const;  // repositories holding at least one handle (tests)
 
  private:

@@ -189,10 +189,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
   }
 
   // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
-  // names it (the frame knows its repository's); otherwise it is the repository's known one.
+  // names it (the frame knows its repository's); otherwise it is the repository's.
   const bool neutral = route.kind == PageKind::kDiffFragment || route.kind == PageKind::kPatch ||
                        route.kind == PageKind::kRawDiff;
-  if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->KnownAbbrev(route.repo);
+  if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->Abbrev(route.repo);
   const bool id_full = IsFullSha(route.id) && (route.id2.empty() || IsFullSha(route.id2));
   if (id_full && route.diff.abbrev != 0) {
     if (route.kind == PageKind::kDiffFragment) {

@@ -51,7 +51,8 @@ Page RenderLog(const PageContext& ctx) {
     if (subject.size() > 80) {
       out.Raw("'>").Text(subject.substr(0, 77)).Raw("...</a>");
     } else {
-      out.Raw("'>").Text(subject).Raw("</a>");
+      // An empty subject gets cgit's placeholder.
+      out.Raw("'>").Text(subject.empty() ? "(no commit message)" : subject).Raw("</a>");
     }
     WriteDecorations(ctx, oid);
     out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");

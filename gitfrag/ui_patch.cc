@@ -253,9 +253,10 @@ void AppendFrom(std::string* out, std::string_view name, std::string_view email)
   *out += line;
 }
 
+// As git's non_ascii(): bytes >= 0x80 and ESC.
 bool IsAscii(std::string_view s) {
   for (unsigned char c : s) {
-    if (c >= 0x80) return false;
+    if (c >= 0x80 || c == 0x1b) return false;
   }
   return true;
 }
@@ -315,8 +316,13 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
   *out += "From " + OidHex(*git_commit_id(commit)) + " Mon Sep 17 00:00:00 2001\n";
   AppendFrom(out, name, ToUtf8(author->email, encoding));
   *out += "Date: " + FormatMailDate(author->when) + "\n";
-  AppendWrapped(out, "Subject: ", subject);
-  if (!IsAscii(message) || !IsAscii(name)) {
+  if (subject.empty())
+    *out += "Subject:\n";  // git writes no blank after the colon of an empty subject
+  else
+    AppendWrapped(out, "Subject: ", subject);
+  // git marks the mail 8-bit when the message (not the author's name) has a byte git counts as
+  // non-ASCII.
+  if (!IsAscii(message)) {
     *out +=
         "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: "
         "8bit\n";

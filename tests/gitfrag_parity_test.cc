@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "abbrev.h"
 #include "config.h"
 #include "gitfrag.h"
 #include "harness.h"
@@ -118,6 +119,17 @@ std::vector<std::pair<std::string, std::string>> PagesOf(const std::string& id) 
           {"/repo/patch/", "id=" + id},
           {"/repo/rawdiff/", "id=" + id},
           {"/repo/log/", "id=" + id}};
+}
+
+// git's automatic abbreviation length: ceil((msb(N) + 1) / 2), at least 7.
+TEST(GitfragAbbrev, LengthGrowsWithTheObjectCountAsGits) {
+  EXPECT_EQ(AbbrevLength(0), 7);
+  EXPECT_EQ(AbbrevLength(16383), 7);
+  EXPECT_EQ(AbbrevLength(16384), 8);
+  EXPECT_EQ(AbbrevLength(65535), 8);
+  EXPECT_EQ(AbbrevLength(65536), 9);
+  EXPECT_EQ(AbbrevLength(849000), 10);  // git/git
+  EXPECT_EQ(AbbrevLength(10'000'000), 12);  // linux.git
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,6 +271,12 @@ class ParityFixture {
     while (subject.size() < 76) subject += '.';
     subject += "ééé tail\n";
     s.Commit("master", 110, t0 + 7600, "-0230", subject, {"M 100644 :24 src/funcs.c"}, ":109");
+    // A UTF-8 author name with an ASCII message (no MIME headers in the patch), an empty message.
+    s.Blob(25, "utf-8 author\n");
+    s.Commit("master", 111, t0 + 7700, "+0000", "ascii message\n", {"M 100644 :25 u.txt"}, ":110",
+             {}, "", "Ren\xc3\xa9 \xc3\x9cnicode <r@example.org>");
+    s.Blob(26, "empty message\n");
+    s.Commit("master", 112, t0 + 7800, "+0000", "", {"M 100644 :26 e.txt"}, ":111");
     s.Tag("v1.0", ":103", t0 + 9000, "version one\n");
     s.Reset("refs/tags/light", ":105");
     // Refs cgit does not decorate with (a pull request's, a remote-tracking branch) and one it
@@ -293,19 +311,20 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
   EXPECT_EQ(fx.Git("rev-parse --short master:README").size(), 8u);
   EXPECT_EQ(fx.Git("rev-parse --short master:collide.txt"), collide.substr(0, 9));
   // git's minimal diff of the catalogue differs from its default one.
-  EXPECT_NE(fx.Git("diff --shortstat master~10 master~9"),
-            fx.Git("diff --minimal --shortstat master~10 master~9"));
+  const std::string po = fx.Git("rev-parse ':/po: update the catalogue'");
+  EXPECT_NE(fx.Git("diff --shortstat " + po + "^ " + po),
+            fx.Git("diff --minimal --shortstat " + po + "^ " + po));
 
   Peers peers(fx.bare(), fx.dir().path());
   std::vector<std::pair<std::string, std::string>> pages;
   for (const std::string& id : Lines(fx.Git("rev-list --all"))) {
     for (auto& p : PagesOf(id)) pages.push_back(std::move(p));
   }
-  const std::string po = fx.Git("rev-parse master~9"), funcs = fx.Git("rev-parse master~8");
-  const std::string octopus = fx.Git("rev-parse master~1");
+  const std::string funcs = fx.Git("rev-parse ':/funcs and latin-1'");
+  const std::string octopus = fx.Git("rev-parse ':/Merge branches'");
   for (const std::string& q :
        {"id=" + po + "&dt=1", "id=" + funcs + "&dt=1", "id=" + funcs + "&context=1",
-        "id=" + fx.Git("rev-parse master") + "&ignorews=1", "id=" + po + "&dt=2",
+        "id=" + fx.Git("rev-parse ':/a subject that is longer'") + "&ignorews=1", "id=" + po + "&dt=2",
         "id=" + octopus + "&dt=1"})
     pages.push_back({"/repo/commit/", q});
   // h= is any revision: branch, tag (annotated or not), full or short id.
