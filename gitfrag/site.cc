@@ -15,8 +15,8 @@ void EnsureLibgit2() {
     // every object it inflates again, which was half of a cold diff's time on git/git.
     git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
     // Keep trees and blobs just read (libgit2 caches only objects under 4 KiB by default, so the
-    // root tree of a large repository, read by every diff, was inflated each time). The cache is
-    // per repository handle and bounded by GIT_OPT_SET_CACHE_MAX_SIZE (256 MiB by default).
+    // root tree of a large repository, read by every diff, was inflated each time). All caches
+    // together stay within GIT_OPT_SET_CACHE_MAX_SIZE (256 MiB by default).
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, size_t{1} << 20);
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, size_t{256} << 10);
     return true;
