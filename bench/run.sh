@@ -2,7 +2,7 @@
 # bench/run.sh: shellac against its peers on a forge-shaped corpus, side by side, in one run.
 #
 # Usage: bench/run.sh SCENARIO [options]
-#   SCENARIO   crawler | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | all
+#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | all
 #
 # crawler, hot and fork-spread load three targets back to back at each concurrency level of the sweep:
 # cgit direct (CGI under lighttpd), shellac -> that lighttpd+cgit, Varnish 7 -> the same lighttpd+cgit
@@ -253,9 +253,18 @@ make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ 
     python3 "$BENCH_DIR/wrk/urls.py" "$k" --cgitrc "$CGITRC" --commits "$COMMITS_FILE" --branch "$HEAD_BRANCH" \
       --seed "$SEED" >"$l/$k.txt" || bench_die "urls.py $k failed"
   done
+  if [ "${WORKLOAD:-}" = cold ]; then
+    # cold: every non-merge commit of the base, once, in a seeded order; the sampled commits (which
+    # the checks and the probe ask for) left out, so that no measured URL is one a target saw.
+    local base
+    base=$(sed -n 's/^repo\.url=//p' "$CGITRC" | head -n1)
+    git -C "$BASE_REPO" rev-list --no-merges --all |
+      grep -v -F -f <(cut -c1-40 "$COMMITS_FILE") |
+      shuf --random-source=<(yes "$SEED") | sed "s|^|/$base/commit/?id=|" >"$l/cold.txt"
+  fi
   # The warm-ups get URLs of their own (the last 15% of the shuffled list), so that every target's
   # measured run at a level starts at the same line and asks for the same pages as the others.
-  for k in crawler forkspread; do
+  for k in crawler forkspread $([ "${WORKLOAD:-}" = cold ] && echo cold); do
     n=$(wc -l <"$l/$k.txt")
     w=$((n * 15 / 100 > 0 ? n * 15 / 100 : 1))
     tail -n "$w" "$l/$k.txt" >"$l/$k-warmup.txt"
@@ -402,8 +411,8 @@ WORKLOAD=""            # crawler | forkspread | hot
 workload_env() {  # TARGET [warmup]  exports what the wrk script of $WORKLOAD reads for TARGET
   local t=$1
   case $WORKLOAD in
-    crawler | forkspread)
-      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/$WORKLOAD.lua CRAWL_LANES=2
+    crawler | forkspread | cold)
+      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/$([ "$WORKLOAD" = cold ] && echo crawler || echo "$WORKLOAD").lua CRAWL_LANES=2
       if [ "${2:-}" = warmup ]; then
         export CRAWL_URLS=$BENCH_TMP/lists/$WORKLOAD-warmup.txt CRAWL_START=${WARM[$t]:-0}
       else
@@ -439,7 +448,7 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
   # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
   # does not push the next level's start, which keeps the list from wrapping for the caching peers
-  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && return 0
+  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && [ "$WORKLOAD" != cold ] && return 0
   [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
   return 0
 }
@@ -642,7 +651,7 @@ repeats_note() {  # URLs asked for a second time (the lists are finite)
     REPEATS_NOTE="no measured request repeated a URL for its target (measured list: $urls URLs, walked to line $NEXT; every target starts a level at the same line)"
   fi
   [ "$wtotal" -gt 0 ] && REPEATS_NOTE+="; warm-ups (a list of their own, $wurls URLs) repeated $wtotal"
-  if [ "$SHELLAC_RENDER" = 1 ] && [ "$total" = 0 ]; then
+  if [ "$SHELLAC_RENDER" = 1 ] && [ "$WORKLOAD" != cold ] && [ "$total" = 0 ]; then
     REPEATS_NOTE+=". shellac's run at a level starts where the others' does and goes on much further, over URLs it was asked at earlier levels (it does not move the levels' start, see bench/README.md): it keeps no page, so those cost it what new URLs do"
   fi
   return 0
@@ -678,7 +687,13 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
   fi
   for t in "${TARGETS[@]}"; do [ "$t" = nginx ] || check_target "$t" "$check"; done
   probe_shellac "$(head -n1 "$BENCH_TMP/lists/hot.txt")"
-  [ "$SHELLAC_RENDER" = 1 ] && warm_fragments
+  if [ "$WORKLOAD" = cold ]; then
+    WARM_NOTE="empty: nothing rendered before the sweep but the check and probe pages (sampled commits, left out of the list)"
+    POINT_FN=cold_point
+    : >"$BENCH_TMP/cold-renders.tsv"
+  elif [ "$SHELLAC_RENDER" = 1 ]; then
+    warm_fragments
+  fi
   quiet_wait || true
   local renders0
   renders0=$(render_counts)
@@ -687,6 +702,7 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
   [ "$WORKLOAD" = hot ] || repeats_note
   stop_targets
   add_origin_column
+  [ "$WORKLOAD" = cold ] && cold_floor
   local md=$OUT/$name.md png=$OUT/$name.png
   {
     report_head "$title" "$@"
@@ -696,8 +712,9 @@ three_target_scenario() {  # NAME WORKLOAD LUA TITLE DESCRIPTION...
     echo "## Summary"
     echo
     report_summary
-    [ "$SHELLAC_RENDER" = 1 ] && render_targets
+    if [ "$WORKLOAD" = cold ]; then cold_summary; elif [ "$SHELLAC_RENDER" = 1 ]; then render_targets; fi
     echo
+    [ "$WORKLOAD" = cold ] && cold_tables
     report_tables "$name"
   } >"$md"
   # targets 20x apart or more (a cache vs cgit): req/s on a log scale, or cgit's line lies on the axis
@@ -743,6 +760,67 @@ scenario_crawler() {
     "options, \"fragments cached\"), which serves every fork and h=. Each target walks the same list from" \
     "its start, so all three see the same pages. Targets (issue 6): shellac >= 5,000 pages/s on 2 cores" \
     "shared with wrk, and >= 50x cgit direct."
+}
+
+# cold: the crawler's first pass. shellac's render time per level, from its /metrics around its run.
+cold_point() {  # TARGET C
+  local before
+  [ "$1" = shellac ] && before=$(render_counts)
+  point "$@"
+  [ "$1" = shellac ] || return 0
+  join -a2 -e0 -o '0,1.2,1.3,2.2,2.3' <(echo "$before") <(render_counts) |
+    awk -v c="$2" '$4 > $2 { printf "%s\t%s\t%d\t%.6f\n", c, $1, $4 - $2, $5 - $3 }' >>"$BENCH_TMP/cold-renders.tsv"
+}
+
+cold_floor() {  # -> FLOOR_N FLOOR_MS: git log -p --stat --minimal over the first commits of the measured list
+  local n
+  n=$((NEXT < 2000 ? NEXT : 2000))
+  [ "$n" -ge 100 ] || n=$(wc -l <"$BENCH_TMP/lists/cold.txt")
+  [ "$n" -le 2000 ] || n=2000
+  head -n "$n" "$BENCH_TMP/lists/cold.txt" | sed 's/.*id=//' >"$BENCH_TMP/floor-commits.txt"
+  FLOOR_N=$n
+  # one core, as a render thread: the same commits, the same diff work (cgit's minimal diff, stat)
+  local t0 t1
+  git -C "$BASE_REPO" log --no-walk --stdin -p --stat --minimal <"$BENCH_TMP/floor-commits.txt" >/dev/null  # page cache
+  t0=$(date +%s.%N)
+  git -C "$BASE_REPO" log --no-walk --stdin -p --stat --minimal <"$BENCH_TMP/floor-commits.txt" >/dev/null
+  t1=$(date +%s.%N)
+  FLOOR_MS=$(awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.3f", (b - a) * 1000 / n }')
+}
+
+cold_summary() {
+  local p frag
+  p=$(bench_peak shellac)
+  frag=$(awk -F'\t' '$2 == "diff-fragment" { n += $3; s += $4 } END { if (n) printf "%.3f", s / n * 1000 }' "$BENCH_TMP/cold-renders.tsv")
+  echo "- git's floor: \`git log --no-walk --stdin -p --stat --minimal\` over the first $FLOOR_N commits of the measured list (those every target was asked for at the first levels), one process, one core: **$FLOOR_MS ms a commit** ($(awk -v m="$FLOOR_MS" 'BEGIN { printf "%.0f", 2000 / m }') commits/s on $(nproc) cores at that rate)"
+  echo "- shellac's render time as its /metrics count it, over the whole sweep: diff fragment mean **${frag:-n/a} ms**, $(awk -F'\t' '$2 == "commit" { n += $3; s += $4 } END { if (n) printf "commit frame mean %.3f ms", s / n * 1000 }' "$BENCH_TMP/cold-renders.tsv"); fragment / git's floor: **$(awk -v f="${frag:-0}" -v g="$FLOOR_MS" 'BEGIN { if (f > 0 && g > 0) printf "%.2fx", f / g; else print "n/a" }')** (target <= 1)"
+  [ -n "$p" ] && echo "- shellac peak ${p%% *} pages/s: target >= 800 pages/s on $(nproc) cores shared with wrk: $(awk -v r="${p%% *}" 'BEGIN { print (r >= 800 ? "**met**" : "**not met**") }'); shellac's peak / git's floor on $(nproc) cores: $(awk -v r="${p%% *}" -v m="$FLOOR_MS" 'BEGIN { printf "%.2fx", r / (2000 / m) }')"
+}
+
+cold_tables() {
+  echo "## shellac's render time per level"
+  echo
+  echo "From its /metrics before and after its measured run at each level (warm-ups not counted)."
+  echo
+  echo "| c | diff fragments | mean ms | commit frames | mean ms | fragment / git floor |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  awk -F'\t' -v g="$FLOOR_MS" '{ n[$1 FS $2] = $3; s[$1 FS $2] = $4; if (!($1 in seen)) { seen[$1] = 1; order[++k] = $1 } }
+    END { for (i = 1; i <= k; i++) { c = order[i]; fn = n[c FS "diff-fragment"]; cn = n[c FS "commit"]
+      fm = fn ? s[c FS "diff-fragment"] / fn * 1000 : 0; cm = cn ? s[c FS "commit"] / cn * 1000 : 0
+      printf "| %s | %d | %.3f | %d | %.3f | %.2fx |\n", c, fn, fm, cn, cm, (g > 0 ? fm / g : 0) } }' "$BENCH_TMP/cold-renders.tsv"
+  echo
+}
+
+scenario_cold() {
+  SHELLAC_RENDER=1
+  three_target_scenario cold cold crawler.lua "cold: a crawler's first pass, every page a commit no target saw" \
+    "Every request asks for the commit page of a commit no target was asked for before in this run (every" \
+    "non-merge commit of the base repository once, seeded order, the sampled commits left out): the store" \
+    "starts empty and every page costs shellac a frame and a diff fragment render (each stored, never asked" \
+    "for again), Varnish a fetch from cgit. Each target walks the same list from its start at each level;" \
+    "the next level starts past the furthest any target got. The floor is git's own diff work on the same" \
+    "commits: \`git log --no-walk --stdin -p --stat --minimal\`. Targets (issue 12): shellac's mean fragment" \
+    "render <= git's time a commit, and >= 800 pages/s on 2 cores."
 }
 
 scenario_hot() {
@@ -1778,7 +1856,7 @@ scenario_flood() {
   [ -z "$SHELLAC_DIED" ]
 }
 
-ALL=(crawler hot fork-spread burst passthrough cached esi render tls flood)
+ALL=(crawler cold hot fork-spread burst passthrough cached esi render tls flood)
 
 scenario_all() {
   local t0 s rc status=() start
@@ -1857,7 +1935,7 @@ scenario_corpus() {  # makes (or finds) the corpus and says what it is; no load
 
 ARGS0=("${ARGS[@]}")
 case $SCENARIO in
-  crawler | hot | burst | passthrough | cached | esi | render | tls | flood | all | corpus) "scenario_$SCENARIO" ;;
+  crawler | cold | hot | burst | passthrough | cached | esi | render | tls | flood | all | corpus) "scenario_$SCENARIO" ;;
   fork-spread) scenario_fork_spread ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac

@@ -11,6 +11,14 @@ namespace shellac::gitfrag {
 void EnsureLibgit2() {
   static const bool initialised = [] {
     git_libgit2_init();
+    // git checks an object's id when it writes it, not on every read; libgit2 by default hashes
+    // every object it inflates again, which was half of a cold diff's time on git/git.
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    // Keep trees and blobs just read (libgit2 caches only objects under 4 KiB by default, so the
+    // root tree of a large repository, read by every diff, was inflated each time). All caches
+    // together stay within GIT_OPT_SET_CACHE_MAX_SIZE (256 MiB by default).
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, size_t{1} << 20);
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, size_t{256} << 10);
     return true;
   }();
   (void)initialised;
