@@ -253,6 +253,32 @@ TEST(RenderQueueIntegration, AnIncludeWhoseRenderWasRefusedLeavesTheFrameANotice
   EXPECT_EQ(again.body.find("not rendered"), std::string::npos);
 }
 
+TEST(RenderQueueIntegration, AWaiterForARefusedRenderRendersItself) {
+  Repo repo;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config("render-queue-timeout=1500ms\n")));
+  Pause(proxy, "part");
+  RawClient first, second;
+  ASSERT_TRUE(first.Connect(proxy.Port()));
+  ASSERT_TRUE(first.Send(Get(repo.Patch())));
+  ASSERT_TRUE(WaitQueued(proxy, "part", 1));
+  // Another client asks for the same patch: it waits for the first one's render (single flight).
+  ASSERT_TRUE(second.Connect(proxy.Port(), 0, "127.0.0.3"));
+  ASSERT_TRUE(second.Send(Get(repo.Patch())));
+  WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waiting", {}, 1, Millis(20'000));
+  ReadOptions o;
+  o.timeout = Millis(20'000);
+  Response refused = first.Read(o);
+  EXPECT_EQ(refused.status, 503) << refused.Describe();
+  // The first render's refusal is not the second request's: it queues a render of its own.
+  ASSERT_TRUE(WaitQueued(proxy, "part", 1));
+  Resume(proxy, "part");
+  Response served = second.Read(o);
+  EXPECT_EQ(served.status, 200) << served.Describe();
+  EXPECT_NE(served.body.find("\nSubject: second"), std::string::npos) << served.body.substr(0, 400);
+  EXPECT_NE(served.body.find("five"), std::string::npos) << "the diff";
+}
+
 TEST(RenderQueueIntegration, ClientsAreTheirForwardedForAddressAndItsPrefix) {
   Repo repo;
   ShellacProcess proxy;
