@@ -1636,10 +1636,10 @@ flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TA
   echo "load_before=$(cut -d' ' -f1 /proc/loadavg)" >"$f.facts"
   if [ "$phase" = flood ]; then
     secs=$FLOOD_SECS
-    # wrk stops itself after -d; under cgit's flood it can be starved of CPU for long past it, so
-    # timeout(1) sends SIGINT (wrk then prints what it has) 60 s later, and KILL 10 s after that
+    # wrk stops itself after -d; under cgit's flood it can be starved of CPU for long past it (wrk
+    # ignores SIGINT), so timeout(1) ends it 60 s later, and the row says it has no report
     CRAWL_URLS=$BENCH_TMP/flood-crawler.txt CRAWL_START=0 CRAWL_LANES=2 WRK_HEADERS=${FLOOD_HEADERS:-} \
-      timeout -s INT -k 10 $((secs + 60)) wrk -t2 -c"$FLOOD_CONNS" -d"${secs}s" --timeout 60s \
+      timeout -k 10 $((secs + 60)) wrk -t2 -c"$FLOOD_CONNS" -d"${secs}s" --timeout 60s \
       -s "$BENCH_DIR/wrk/flood.lua" "http://127.0.0.1:$port" >"$f.wrk" 2>&1 &
     wpid=$!
     sleep 2   # the crawler's connections are open and its queue is full when the person starts
@@ -1673,7 +1673,9 @@ flood_row() {  # TARGET PHASE  one row of the report's table
   p99=$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$person")
   max=$(sed -n 's/.* max_ms=\([^ ]*\).*/\1/p' <<<"$person")
   local crawl="-" cst="-" c200="-" renders="-" refused="-"
-  if [ -f "$f.wrk" ]; then
+  if [ -f "$f.wrk" ] && ! grep -q '^BENCH ' "$f.wrk"; then
+    crawl="no report: wrk, starved of CPU, had not ended 60 s past -d and was killed"
+  elif [ -f "$f.wrk" ]; then
     local rps req dur n200
     rps=$(sed -n 's/^BENCH .*rps=\([0-9.]*\).*/\1/p' "$f.wrk")
     req=$(sed -n 's/^BENCH requests=\([0-9]*\).*/\1/p' "$f.wrk")
@@ -1764,7 +1766,7 @@ scenario_flood() {
       "$FLOOD_CONNS crawler connections (wrk from 127.0.0.1) ask for cold commit pages of the base repository while" \
       "one person (bench/wrk/person.py, bound to 127.0.0.3) opens a new cold commit page every 200 ms; the same person" \
       "alone first (quiet). Each target in turn: shellac rendering, cgit direct, Varnish -> cgit."
-    echo "- crawler: wrk -t2 -c$FLOOD_CONNS -d${FLOOD_SECS}s --timeout 60s (SIGINT 60 s past -d if it is starved of CPU: then it reports what it has), bench/wrk/flood.lua (crawler.lua's walk + statuses), $(wc -l <"$BENCH_TMP/flood-crawler.txt") URLs \`/$base/commit/?id=SHA\` in a seeded order$([ "$IDENTITY" = 1 ] || echo ", Accept-Encoding: gzip")"
+    echo "- crawler: wrk -t2 -c$FLOOD_CONNS -d${FLOOD_SECS}s --timeout 60s (ended 60 s past -d if it is starved of CPU: then it has no report), bench/wrk/flood.lua (crawler.lua's walk + statuses), $(wc -l <"$BENCH_TMP/flood-crawler.txt") URLs \`/$base/commit/?id=SHA\` in a seeded order$([ "$IDENTITY" = 1 ] || echo ", Accept-Encoding: gzip")"
     echo "- person: one page at a time on a new connection, the next 200 ms after the previous started (or when it ended); ${PERSON_SECS}s alone, then from 2 s into the flood for $((FLOOD_SECS - 3)) s; 400 URLs per phase, disjoint from the crawler's"
     echo "- shellac: threads=2, ${RENDER_LINES[*]}${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default (render-threads = cores, render-queue=1024, render-queue-timeout=30s); backend = that lighttpd"
     echo "- cgit: cgit.cgi as CGI under lighttpd (one process per request); Varnish 7 in front of the same lighttpd, default VCL"
