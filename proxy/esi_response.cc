@@ -167,16 +167,16 @@ class IncludeFetch : public ExchangeClient {
     StopWaiting();
     if (resident_) {
       const conf::Config& config = *page_.runtime()->config;
-      RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
-                     AdmissionFor(config, *resident_,
-                                  ClientKey(config, page_.peer_ip(), page_.request())),
-                     [this](Rendered r) {
-                       if (r.refusal != gitfrag::Refusal::kNone) {
-                         Refused(r.reason);
-                       } else {
-                         Done(std::move(r.object), r.reason);
-                       }
-                     });
+      RenderResident(
+          page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
+          AdmissionFor(config, *resident_, ClientKey(config, page_.peer_ip(), page_.request())),
+          [this](Rendered r) {
+            if (r.refusal != gitfrag::Refusal::kNone) {
+              Refused(r.reason);
+            } else {
+              Done(std::move(r.object), r.reason);
+            }
+          });
       return;
     }
     if (!input_) {
@@ -200,10 +200,14 @@ class IncludeFetch : public ExchangeClient {
         "<div class='error shellac-busy'>This part of the page was not rendered: the server is "
         "busy (";
     for (char c : reason) {  // our own text, escaped all the same
-      if (c == '<') notice.append("&lt;");
-      else if (c == '>') notice.append("&gt;");
-      else if (c == '&') notice.append("&amp;");
-      else notice.push_back(c);
+      if (c == '<')
+        notice.append("&lt;");
+      else if (c == '>')
+        notice.append("&gt;");
+      else if (c == '&')
+        notice.append("&amp;");
+      else
+        notice.push_back(c);
     }
     notice.append("). Reload the page in " + std::to_string(retry) + " s to see it.</div>\n");
     const cache::Header type{"Content-Type", "text/html; charset=UTF-8"};

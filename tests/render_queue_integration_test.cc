@@ -22,7 +22,8 @@ namespace {
 
 // A repository with two commits; its commit page has many spellings (context=1..40,
 // ignorews=0/1), each with its own diff fragment to render. The diff (2,223 changed lines) takes
-// a render a few milliseconds, longer than delivering a page, so pages end in the order they render.
+// a render a few milliseconds, longer than delivering a page, so pages end in the order they
+// render.
 class Repo {
  public:
   Repo() {
@@ -35,8 +36,7 @@ git add . && git commit -q -m 'first'
 seq 1 20010 | sed 's/^5/five/' > numbers
 git add . && git commit -q -m 'second'
 )SH";
-    Shell("cd " + ShellQuote(dir_.path()) +
-          " && env HOME=" + ShellQuote(dir_.path()) +
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
           " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
           " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
     head_ = Shell("git -C " + ShellQuote(dir_.File("work")) + " rev-parse HEAD").substr(0, 40);
@@ -188,7 +188,8 @@ TEST(RenderQueueIntegration, AnotherClientsPageGetsThroughAFlood) {
   ASSERT_TRUE(WaitQueued(proxy, "part", kFlood));
   // The person, from another address, arrives last.
   clients.push_back(std::make_unique<RawClient>());
-  ASSERT_TRUE(clients.back()->Connect(proxy.Port(), 0, "127.0.0.3")) << clients.back()->last_errno();
+  ASSERT_TRUE(clients.back()->Connect(proxy.Port(), 0, "127.0.0.3"))
+      << clients.back()->last_errno();
   ASSERT_TRUE(clients.back()->Send(Get(repo.Page(kFlood))));
   ASSERT_TRUE(WaitQueued(proxy, "part", kFlood + 1));
   EXPECT_EQ(Metric(proxy, "shellac_render_clients"), 2);
@@ -282,8 +283,7 @@ TEST(RenderQueueIntegration, AWaiterForARefusedRenderRendersItself) {
 TEST(RenderQueueIntegration, ClientsAreTheirForwardedForAddressAndItsPrefix) {
   Repo repo;
   ShellacProcess proxy;
-  ASSERT_TRUE(
-      proxy.Start(repo.Config("trusted-proxy=127.0.0.1\nclient-prefix-v4=24\n")));
+  ASSERT_TRUE(proxy.Start(repo.Config("trusted-proxy=127.0.0.1\nclient-prefix-v4=24\n")));
   Pause(proxy, "all");
   const std::vector<std::pair<std::string, std::string>> requests = {
       {"", "198.51.100.7"},
