@@ -56,6 +56,8 @@
 #                     --small: 2000)
 #   SHELLAC_BIN=PATH  use this binary instead of `make -C REPO release` -> build-release/proxy/shellac
 #   SHELLAC_CONF='k=v k=v'  extra lines for shellac's generated config (e.g. 'cache=off')
+#   FLOOD_BASELINE_BIN=PATH flood: the same phases once more with this shellac (e.g. a build from
+#                     before the render queue), as a fourth target
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/peers.sh"
@@ -1698,9 +1700,11 @@ flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TA
   local t=$1 phase=$2 urls=$3 port=${FLOOD_PORT[$1]} f=$BENCH_TMP/flood-$1-$2 wpid="" secs
   local hdr=()
   [ "$IDENTITY" = 1 ] || hdr=(--gzip)
-  [ "$t" = shellac ] || peer_origin_idle 180 || bench_log "flood: cgit still busy after 180 s"
+  local shellac=0
+  [ "$t" = shellac ] || [ "$t" = baseline ] && shellac=1
+  [ "$shellac" = 1 ] || peer_origin_idle 180 || bench_log "flood: cgit still busy after 180 s"
   local r0=0 f0=0 full0=0 to0=0 busy0=0
-  if [ "$t" = shellac ]; then
+  if [ "$shellac" = 1 ]; then
     r0=$(flood_metric shellac_renders_total 'kind="diff-fragment"')
     f0=$(flood_metric shellac_renders_total 'kind="commit"')
     full0=$(flood_metric shellac_render_refused_total 'reason="full"')
@@ -1710,9 +1714,11 @@ flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TA
   echo "load_before=$(cut -d' ' -f1 /proc/loadavg)" >"$f.facts"
   if [ "$phase" = flood ]; then
     secs=$FLOOD_SECS
+    # wrk stops itself after -d; under cgit's flood it can be starved of CPU for long past it (wrk
+    # ignores SIGINT), so timeout(1) ends it 60 s later, and the row says it has no report
     CRAWL_URLS=$BENCH_TMP/flood-crawler.txt CRAWL_START=0 CRAWL_LANES=2 WRK_HEADERS=${FLOOD_HEADERS:-} \
-      BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/flood.lua BENCH_WRK_TIMEOUT=60s \
-      bench_wrk_raw "$f.wrk" "$FLOOD_CONNS" "$secs" "http://127.0.0.1:$port" &
+      timeout -k 10 $((secs + 60)) wrk -t2 -c"$FLOOD_CONNS" -d"${secs}s" --timeout 60s \
+      -s "$BENCH_DIR/wrk/flood.lua" "http://127.0.0.1:$port" >"$f.wrk" 2>&1 &
     wpid=$!
     sleep 2   # the crawler's connections are open and its queue is full when the person starts
     secs=$((FLOOD_SECS - 3))
@@ -1723,7 +1729,7 @@ flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TA
     --duration "$secs" --timeout 60 "${hdr[@]}" >"$f.person" 2>&1 || bench_log "person.py failed: $(tail -n1 "$f.person")"
   [ -z "$wpid" ] || wait "$wpid" || bench_log "flood: wrk against $t ended with status $?"
   echo "load_after=$(cut -d' ' -f1 /proc/loadavg)" >>"$f.facts"
-  if [ "$t" = shellac ]; then
+  if [ "$shellac" = 1 ]; then
     {
       echo "fragments=$(awk -v a="$r0" -v b="$(flood_metric shellac_renders_total 'kind="diff-fragment"')" 'BEGIN { print b - a }')"
       echo "frames=$(awk -v a="$f0" -v b="$(flood_metric shellac_renders_total 'kind="commit"')" 'BEGIN { print b - a }')"
@@ -1732,7 +1738,7 @@ flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TA
       echo "includes_busy=$(awk -v a="$busy0" -v b="$(flood_metric shellac_esi_includes_busy_total)" 'BEGIN { print b - a }')"
     } >>"$f.facts"
   fi
-  bench_log "flood: $t $phase: $(grep '^PERSON' "$f.person" || echo 'no person line')${wpid:+; crawler $(grep -o 'rps=[0-9.]*' "$f.wrk" | head -n1) $(grep '^BENCH_STATUS' "$f.wrk" || true)}"
+  bench_log "flood: $t $phase: $(grep '^PERSON' "$f.person" || echo 'no person line')${wpid:+; crawler $({ grep -o 'rps=[0-9.]*' "$f.wrk" || true; } | head -n1) $(grep '^BENCH_STATUS' "$f.wrk" || true)}"
 }
 
 flood_row() {  # TARGET PHASE  one row of the report's table
@@ -1745,18 +1751,20 @@ flood_row() {  # TARGET PHASE  one row of the report's table
   p99=$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$person")
   max=$(sed -n 's/.* max_ms=\([^ ]*\).*/\1/p' <<<"$person")
   local crawl="-" cst="-" c200="-" renders="-" refused="-"
-  if [ -f "$f.wrk" ]; then
+  if [ -f "$f.wrk" ] && ! grep -q '^BENCH ' "$f.wrk"; then
+    crawl="no report: wrk, starved of CPU, had not ended 60 s past -d and was killed"
+  elif [ -f "$f.wrk" ]; then
     local rps req dur n200
     rps=$(sed -n 's/^BENCH .*rps=\([0-9.]*\).*/\1/p' "$f.wrk")
     req=$(sed -n 's/^BENCH requests=\([0-9]*\).*/\1/p' "$f.wrk")
     dur=$(sed -n 's/^BENCH .*duration_us=\([0-9]*\).*/\1/p' "$f.wrk")
     cst=$(sed -n 's/^BENCH_STATUS //p' "$f.wrk")
-    n200=$(grep -o '\b200=[0-9]*' <<<"$cst" | cut -d= -f2)
+    n200=$({ grep -o '\b200=[0-9]*' <<<"$cst" || true; } | cut -d= -f2)
     crawl="${rps:-?} ($(sed -n 's/^BENCH .*err_timeout=\([0-9]*\).*/\1/p' "$f.wrk") timeouts, $(sed -n 's/^BENCH .*err_connect=\([0-9]*\) err_read=\([0-9]*\).*/\1+\2/p' "$f.wrk") connect+read errors)"
     c200=$(awk -v n="${n200:-0}" -v d="${dur:-0}" 'BEGIN { if (d > 0) printf "%.1f", n / (d / 1e6); else print "-" }')
     cst=${cst:--}
   fi
-  if [ "$t" = shellac ] && grep -q '^fragments=' "$f.facts"; then
+  if grep -q '^fragments=' "$f.facts"; then
     local fr secs
     fr=$(sed -n 's/^fragments=//p' "$f.facts")
     secs=$([ "$phase" = flood ] && echo "$FLOOD_SECS" || echo "$PERSON_SECS")
@@ -1772,7 +1780,6 @@ scenario_flood() {
   corpus_prepare
   shellac_binary
   : "${FLOOD_SECS:=$([ "$SMALL" = 1 ] && echo 8 || echo 20)}" "${PERSON_SECS:=$([ "$SMALL" = 1 ] && echo 4 || echo 10)}"
-  ip addr show lo 2>/dev/null | grep -q '127.0.0.1/8' || bench_log "flood: lo has no 127.0.0.0/8? person.py binds 127.0.0.3"
   peer_cgit_start "$CGITRC"
   SHELLAC_RENDER=1
   render_lines
@@ -1804,14 +1811,29 @@ scenario_flood() {
     check_target "$t" "/$base/commit/?id=$head"
   done
   quiet_wait || true
-  for t in shellac cgit varnish; do
+  local targets=(shellac cgit varnish) metrics=$BENCH_TMP/flood-metrics.txt
+  for t in "${targets[@]}"; do
     flood_phase "$t" quiet "$BENCH_TMP/flood-person-quiet.txt"
     flood_phase "$t" flood "$BENCH_TMP/flood-person-flood.txt"
-    [ "$t" != shellac ] || bench_alive "$SHELLAC_PID" || SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"
+    if [ "$t" = shellac ]; then
+      bench_alive "$SHELLAC_PID" || SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"
+      curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null |
+        grep -E '^shellac_render_(queue|refused|clients|largest|threads)' >"$metrics" || true
+      [ -z "$SHELLAC_DIED" ] && bench_stop "$SHELLAC_PID" 35
+    fi
   done
-  local metrics=$BENCH_TMP/flood-metrics.txt
-  curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null | grep -E '^shellac_render_(queue|refused|clients|largest|threads)' >"$metrics" || true
-  [ -z "$SHELLAC_DIED" ] && bench_stop "$SHELLAC_PID" 35
+  # The same two phases with another shellac binary (FLOOD_BASELINE_BIN: e.g. a build from before the
+  # render queue), for the throughput it had; its own port, after the others.
+  if [ -n "${FLOOD_BASELINE_BIN:-}" ]; then
+    PEER_SHELLAC_ADMIN=1 peer_shellac_start "$FLOOD_BASELINE_BIN" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+    FLOOD_PORT[baseline]=$SHELLAC_PORT
+    BENCH_LABEL[baseline]="shellac baseline ($("$FLOOD_BASELINE_BIN" --version 2>&1 | head -n1), FLOOD_BASELINE_BIN)"
+    TARGET_URL[baseline]="http://127.0.0.1:$SHELLAC_PORT"
+    flood_phase baseline quiet "$BENCH_TMP/flood-person-quiet.txt"
+    flood_phase baseline flood "$BENCH_TMP/flood-person-flood.txt"
+    bench_stop "$SHELLAC_PID" 35
+    targets+=(baseline)
+  fi
   bench_stop "$VARNISH_PID" 15
   peer_origin_idle 180 || true
   bench_stop "$CGIT_PID" 15
@@ -1822,7 +1844,7 @@ scenario_flood() {
       "$FLOOD_CONNS crawler connections (wrk from 127.0.0.1) ask for cold commit pages of the base repository while" \
       "one person (bench/wrk/person.py, bound to 127.0.0.3) opens a new cold commit page every 200 ms; the same person" \
       "alone first (quiet). Each target in turn: shellac rendering, cgit direct, Varnish -> cgit."
-    echo "- crawler: wrk -t2 -c$FLOOD_CONNS -d${FLOOD_SECS}s --timeout 60s, bench/wrk/flood.lua (crawler.lua's walk + statuses), $(wc -l <"$BENCH_TMP/flood-crawler.txt") URLs \`/$base/commit/?id=SHA\` in a seeded order$([ "$IDENTITY" = 1 ] || echo ", Accept-Encoding: gzip")"
+    echo "- crawler: wrk -t2 -c$FLOOD_CONNS -d${FLOOD_SECS}s --timeout 60s (ended 60 s past -d if it is starved of CPU: then it has no report), bench/wrk/flood.lua (crawler.lua's walk + statuses), $(wc -l <"$BENCH_TMP/flood-crawler.txt") URLs \`/$base/commit/?id=SHA\` in a seeded order$([ "$IDENTITY" = 1 ] || echo ", Accept-Encoding: gzip")"
     echo "- person: one page at a time on a new connection, the next 200 ms after the previous started (or when it ended); ${PERSON_SECS}s alone, then from 2 s into the flood for $((FLOOD_SECS - 3)) s; 400 URLs per phase, disjoint from the crawler's"
     echo "- shellac: threads=2, ${RENDER_LINES[*]}${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default (render-threads = cores, render-queue=1024, render-queue-timeout=30s); backend = that lighttpd"
     echo "- cgit: cgit.cgi as CGI under lighttpd (one process per request); Varnish 7 in front of the same lighttpd, default VCL"
@@ -1834,12 +1856,17 @@ scenario_flood() {
     local fr
     fr=$(sed -n 's/^fragments=//p' "$BENCH_TMP/flood-shellac-flood.facts" 2>/dev/null || echo 0)
     echo "- targets (issue 15): person 100% 200: $(grep -q ' ok=\([0-9]*\) ' <<<"$sp" && awk -v s="$sp" 'BEGIN { match(s, /pages=[0-9]+/); p = substr(s, RSTART + 6, RLENGTH - 6); match(s, /ok=[0-9]+/); o = substr(s, RSTART + 3, RLENGTH - 3); print (p > 0 && p == o ? "**met**" : "**not met**") " (" o " of " p ")" }'); person p99 <= 50 ms: $(awk -v s="$sp" 'BEGIN { match(s, /p99_ms=[0-9.]+/); v = substr(s, RSTART + 7, RLENGTH - 7); print (v != "" && v + 0 <= 50 ? "**met**" : "**not met**") " (" v " ms)" }'); crawler's renders/s >= 230 (git/git): $(awk -v n="$fr" -v s="$FLOOD_SECS" 'BEGIN { printf "%.1f/s", n / s }'); no 503 before render-queue-timeout: $(awk -v v="$(sed -n 's/^refused_full=//p' "$BENCH_TMP/flood-shellac-flood.facts")" 'BEGIN { print (v + 0 == 0 ? "**met**" : "**not met**") " (" v + 0 " refused for a full queue)" }')"
+    if [ -f "$BENCH_TMP/flood-baseline-flood.facts" ]; then
+      local bf
+      bf=$(sed -n 's/^fragments=//p' "$BENCH_TMP/flood-baseline-flood.facts")
+      echo "- against the baseline binary in the same run (${BENCH_LABEL[baseline]}): diff renders under the flood $fr vs $bf ($(awk -v a="$fr" -v b="$bf" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')); the baseline's person: $(grep '^PERSON' "$BENCH_TMP/flood-baseline-flood.person" || echo -)"
+    fi
     echo
     echo "## Results"
     echo
     echo "| target | phase | person pages | person statuses | person p50 ms | p99 ms | max ms | crawler req/s | crawler statuses | crawler 200/s | shellac diff renders/s | shellac refusals | load |"
     echo "|---|---|---:|---|---:|---:|---:|---|---|---:|---|---|---|"
-    for t in shellac cgit varnish; do
+    for t in "${targets[@]}"; do
       flood_row "$t" quiet
       flood_row "$t" flood
     done

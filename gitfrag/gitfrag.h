@@ -165,9 +165,9 @@ struct PoolMetrics {
   uint64_t threads = 0;
   uint64_t queue_limit = 0;
   uint64_t client_max_renders = 0;  // 0: no cap
-  uint64_t queue_depth = 0;  // waiting now, every class
-  uint64_t running = 0;      // rendering now
-  uint64_t rejected = 0;     // Submit() answered kBusy
+  uint64_t queue_depth = 0;         // waiting now, every class
+  uint64_t running = 0;             // rendering now
+  uint64_t rejected = 0;            // Submit() answered kBusy
   bool paused[kRenderClasses] = {};
   RenderQueue::Stats queue;  // by class and by reason
   struct Kind {

@@ -184,7 +184,8 @@ PoolMetrics RenderPool::Metrics() const {
     std::lock_guard lock(mu_);
     m.queue = queue_.Snapshot(RenderQueue::Clock::now());
     m.queue_depth = queue_.waiting();
-    for (size_t i = 0; i < kRenderClasses; ++i) m.paused[i] = queue_.paused(static_cast<RenderClass>(i));
+    for (size_t i = 0; i < kRenderClasses; ++i)
+      m.paused[i] = queue_.paused(static_cast<RenderClass>(i));
   }
   m.running = running_.load();
   m.rejected = rejected_.load();

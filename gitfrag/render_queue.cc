@@ -6,35 +6,43 @@ namespace shellac::gitfrag {
 
 const char* RenderClassName(RenderClass c) {
   switch (c) {
-    case RenderClass::kFrame: return "frame";
-    case RenderClass::kPart: return "part";
-    case RenderClass::kBackground: return "background";
+    case RenderClass::kFrame:
+      return "frame";
+    case RenderClass::kPart:
+      return "part";
+    case RenderClass::kBackground:
+      return "background";
   }
   return "?";
 }
 
 const char* RefusalName(Refusal r) {
   switch (r) {
-    case Refusal::kNone: return "none";
-    case Refusal::kFull: return "full";
-    case Refusal::kTimeout: return "timeout";
-    case Refusal::kStopping: return "stopping";
+    case Refusal::kNone:
+      return "none";
+    case Refusal::kFull:
+      return "full";
+    case Refusal::kTimeout:
+      return "timeout";
+    case Refusal::kStopping:
+      return "stopping";
   }
   return "?";
 }
 
 namespace {
 
-constexpr size_t Index(RenderClass c) { return static_cast<size_t>(c); }
+constexpr size_t Index(RenderClass c) {
+  return static_cast<size_t>(c);
+}
 constexpr size_t kFrame = Index(RenderClass::kFrame);
 constexpr size_t kPart = Index(RenderClass::kPart);
 constexpr size_t kBackground = Index(RenderClass::kBackground);
 
 uint64_t Micros(RenderQueue::Clock::duration d) {
-  return d.count() <= 0
-             ? 0
-             : static_cast<uint64_t>(
-                   std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+  return d.count() <= 0 ? 0
+                        : static_cast<uint64_t>(
+                              std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
 }  // namespace
@@ -107,8 +115,8 @@ bool RenderQueue::Push(Job job, Clock::time_point now, std::vector<Job>* refused
       Forget(c);
       return false;
     }
-    const RenderClass victim = largest->waiting[kPart].empty() ? RenderClass::kFrame
-                                                               : RenderClass::kPart;
+    const RenderClass victim =
+        largest->waiting[kPart].empty() ? RenderClass::kFrame : RenderClass::kPart;
     auto& list = largest->waiting[Index(victim)];
     Refuse(*largest, victim, std::prev(list.end()), Refusal::kFull, refused);
     Forget(*largest);
@@ -180,7 +188,9 @@ void RenderQueue::Drain(std::vector<Job>* refused) {
   }
 }
 
-size_t RenderQueue::waiting() const { return depth_[kFrame] + depth_[kPart] + depth_[kBackground]; }
+size_t RenderQueue::waiting() const {
+  return depth_[kFrame] + depth_[kPart] + depth_[kBackground];
+}
 
 RenderQueue::Stats RenderQueue::Snapshot(Clock::time_point now) const {
   Stats s;
@@ -195,13 +205,15 @@ RenderQueue::Stats RenderQueue::Snapshot(Clock::time_point now) const {
   for (const auto& [key, c] : clients_) {
     for (size_t i = 0; i < kRenderClasses; ++i) {
       if (!c.waiting[i].empty()) {
-        s.oldest_wait_us[i] = std::max(s.oldest_wait_us[i], Micros(now - c.waiting[i].front().job.enqueued));
+        s.oldest_wait_us[i] =
+            std::max(s.oldest_wait_us[i], Micros(now - c.waiting[i].front().job.enqueued));
       }
     }
     s.largest_waiting = std::max<uint64_t>(s.largest_waiting, c.Waiting());
   }
   const uint64_t all = depth_[kFrame] + depth_[kPart];
-  s.largest_share = all == 0 ? 0.0 : static_cast<double>(s.largest_waiting) / static_cast<double>(all);
+  s.largest_share =
+      all == 0 ? 0.0 : static_cast<double>(s.largest_waiting) / static_cast<double>(all);
   return s;
 }
 

@@ -72,7 +72,7 @@ class RenderQueue {
     uint64_t started[kRenderClasses] = {};         // jobs popped, ever
     uint64_t wait_us[kRenderClasses] = {};         // their waits summed, ever
     uint64_t refused[kRefusals] = {};              // jobs refused, ever, by reason
-    uint64_t clients = 0;          // clients with a job waiting or running now
+    uint64_t clients = 0;                          // clients with a job waiting or running now
     uint64_t clients_seen = 0;     // arrivals of a client with nothing waiting or running, ever
     double largest_share = 0;      // the largest client's fraction of the waiting jobs (0 if none)
     uint64_t largest_waiting = 0;  // that client's waiting jobs

@@ -629,7 +629,8 @@ void ClientConnection::ServeRenderPause(bool pause, bool keep) {
   }
   gitfrag::RenderPool* pool = worker_.shared().render_pool.get();
   if (pool == nullptr) {
-    Respond(404, kText, "404 Not Found: no repositories are configured, so nothing renders\n", keep);
+    Respond(404, kText, "404 Not Found: no repositories are configured, so nothing renders\n",
+            keep);
     return;
   }
   const auto q = request_.target.find('?');

@@ -201,10 +201,14 @@ class IncludeFetch : public ExchangeClient {
         "<div class='error shellac-busy'>This part of the page was not rendered: the server is "
         "busy (";
     for (char c : reason) {  // our own text, escaped all the same
-      if (c == '<') notice.append("&lt;");
-      else if (c == '>') notice.append("&gt;");
-      else if (c == '&') notice.append("&amp;");
-      else notice.push_back(c);
+      if (c == '<')
+        notice.append("&lt;");
+      else if (c == '>')
+        notice.append("&gt;");
+      else if (c == '&')
+        notice.append("&amp;");
+      else
+        notice.push_back(c);
     }
     notice.append("). Reload the page in " + std::to_string(retry) + " s to see it.</div>\n");
     const cache::Header type{"Content-Type", "text/html; charset=UTF-8"};

@@ -137,9 +137,9 @@ bool Trusted(const conf::Config& config, std::string_view ip) {
 std::string Masked(const conf::Config& config, std::string_view ip) {
   conf::Config::Network net;
   if (ip.find('/') != std::string_view::npos || !conf::ParseNetwork(ip, &net)) return {};
-  const bool v4 = net.prefix == 128 && net.address[10] == 0xff && net.address[11] == 0xff &&
-                  std::all_of(net.address.begin(), net.address.begin() + 10,
-                              [](uint8_t b) { return b == 0; });
+  const bool v4 =
+      net.prefix == 128 && net.address[10] == 0xff && net.address[11] == 0xff &&
+      std::all_of(net.address.begin(), net.address.begin() + 10, [](uint8_t b) { return b == 0; });
   const unsigned bits = v4 ? config.client_prefix_v4 + 96 : config.client_prefix_v6;
   for (unsigned bit = bits; bit < 128; ++bit) {
     net.address[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));

@@ -197,10 +197,12 @@ std::string Shared::RenderMetrics() const {
              [&](size_t i) { return std::to_string(q.depth[i]); });
     labelled("shellac_render_queue_oldest_wait_seconds", "gauge",
              "How long the oldest render waiting in each class has waited.", "class",
-             gitfrag::kRenderClasses, class_name, [&](size_t i) { return seconds(q.oldest_wait_us[i]); });
+             gitfrag::kRenderClasses, class_name,
+             [&](size_t i) { return seconds(q.oldest_wait_us[i]); });
     labelled("shellac_render_queue_started_total", "counter",
-             "Renders taken from the queue by a thread, by class.", "class", gitfrag::kRenderClasses,
-             class_name, [&](size_t i) { return std::to_string(q.started[i]); });
+             "Renders taken from the queue by a thread, by class.", "class",
+             gitfrag::kRenderClasses, class_name,
+             [&](size_t i) { return std::to_string(q.started[i]); });
     labelled("shellac_render_queue_wait_seconds_total", "counter",
              "Time the started renders waited in the queue, by class (divide by started_total).",
              "class", gitfrag::kRenderClasses, class_name,
@@ -208,12 +210,13 @@ std::string Shared::RenderMetrics() const {
     labelled("shellac_render_queue_paused", "gauge", "1 while a class is paused (/render-pause).",
              "class", gitfrag::kRenderClasses, class_name,
              [&](size_t i) { return std::string(m.paused[i] ? "1" : "0"); });
-    labelled("shellac_render_refused_total", "counter",
-             "Renders refused with 503, by reason: full (the client had the most waiting in a full "
-             "queue), timeout (waited render-queue-timeout), stopping.",
-             "reason", gitfrag::kRefusals - 1,
-             [](size_t i) { return gitfrag::RefusalName(static_cast<gitfrag::Refusal>(i + 1)); },
-             [&](size_t i) { return std::to_string(q.refused[i + 1]); });
+    labelled(
+        "shellac_render_refused_total", "counter",
+        "Renders refused with 503, by reason: full (the client had the most waiting in a full "
+        "queue), timeout (waited render-queue-timeout), stopping.",
+        "reason", gitfrag::kRefusals - 1,
+        [](size_t i) { return gitfrag::RefusalName(static_cast<gitfrag::Refusal>(i + 1)); },
+        [&](size_t i) { return std::to_string(q.refused[i + 1]); });
     line("shellac_render_clients", "gauge", "Clients with a render waiting or running now.",
          q.clients);
     line("shellac_render_clients_seen_total", "counter",
@@ -223,10 +226,11 @@ std::string Shared::RenderMetrics() const {
     {
       char share[32];
       std::snprintf(share, sizeof share, "%.4f", q.largest_share);
-      out.append("# HELP shellac_render_largest_client_share That client's fraction of the frame "
-                 "and part renders waiting (0 when none wait).\n"
-                 "# TYPE shellac_render_largest_client_share gauge\n"
-                 "shellac_render_largest_client_share ")
+      out.append(
+             "# HELP shellac_render_largest_client_share That client's fraction of the frame "
+             "and part renders waiting (0 when none wait).\n"
+             "# TYPE shellac_render_largest_client_share gauge\n"
+             "shellac_render_largest_client_share ")
           .append(share)
           .append("\n");
     }
@@ -541,9 +545,8 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   const conf::Config& loaded = *runtime->config;
   state_->shared.store =
       std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
-  state_->shared.render_pool =
-      std::make_unique<gitfrag::RenderPool>(loaded.render_threads, loaded.render_queue,
-                                            loaded.client_max_renders);
+  state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
+      loaded.render_threads, loaded.render_queue, loaded.client_max_renders);
 }
 
 Server::~Server() = default;

@@ -22,7 +22,8 @@ namespace {
 
 // A repository with two commits; its commit page has many spellings (context=1..40,
 // ignorews=0/1), each with its own diff fragment to render. The diff (2,223 changed lines) takes
-// a render a few milliseconds, longer than delivering a page, so pages end in the order they render.
+// a render a few milliseconds, longer than delivering a page, so pages end in the order they
+// render.
 class Repo {
  public:
   Repo() {
@@ -35,8 +36,7 @@ git add . && git commit -q -m 'first'
 seq 1 20010 | sed 's/^5/five/' > numbers
 git add . && git commit -q -m 'second'
 )SH";
-    Shell("cd " + ShellQuote(dir_.path()) +
-          " && env HOME=" + ShellQuote(dir_.path()) +
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
           " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
           " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
     head_ = Shell("git -C " + ShellQuote(dir_.File("work")) + " rev-parse HEAD").substr(0, 40);
@@ -188,7 +188,8 @@ TEST(RenderQueueIntegration, AnotherClientsPageGetsThroughAFlood) {
   ASSERT_TRUE(WaitQueued(proxy, "part", kFlood));
   // The person, from another address, arrives last.
   clients.push_back(std::make_unique<RawClient>());
-  ASSERT_TRUE(clients.back()->Connect(proxy.Port(), 0, "127.0.0.3")) << clients.back()->last_errno();
+  ASSERT_TRUE(clients.back()->Connect(proxy.Port(), 0, "127.0.0.3"))
+      << clients.back()->last_errno();
   ASSERT_TRUE(clients.back()->Send(Get(repo.Page(kFlood))));
   ASSERT_TRUE(WaitQueued(proxy, "part", kFlood + 1));
   EXPECT_EQ(Metric(proxy, "shellac_render_clients"), 2);
@@ -253,11 +254,36 @@ TEST(RenderQueueIntegration, AnIncludeWhoseRenderWasRefusedLeavesTheFrameANotice
   EXPECT_EQ(again.body.find("not rendered"), std::string::npos);
 }
 
+TEST(RenderQueueIntegration, AWaiterForARefusedRenderRendersItself) {
+  Repo repo;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config("render-queue-timeout=1500ms\n")));
+  Pause(proxy, "part");
+  RawClient first, second;
+  ASSERT_TRUE(first.Connect(proxy.Port()));
+  ASSERT_TRUE(first.Send(Get(repo.Patch())));
+  ASSERT_TRUE(WaitQueued(proxy, "part", 1));
+  // Another client asks for the same patch: it waits for the first one's render (single flight).
+  ASSERT_TRUE(second.Connect(proxy.Port(), 0, "127.0.0.3"));
+  ASSERT_TRUE(second.Send(Get(repo.Patch())));
+  WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waiting", {}, 1, Millis(20'000));
+  ReadOptions o;
+  o.timeout = Millis(20'000);
+  Response refused = first.Read(o);
+  EXPECT_EQ(refused.status, 503) << refused.Describe();
+  // The first render's refusal is not the second request's: it queues a render of its own.
+  ASSERT_TRUE(WaitQueued(proxy, "part", 1));
+  Resume(proxy, "part");
+  Response served = second.Read(o);
+  EXPECT_EQ(served.status, 200) << served.Describe();
+  EXPECT_NE(served.body.find("\nSubject: second"), std::string::npos) << served.body.substr(0, 400);
+  EXPECT_NE(served.body.find("five"), std::string::npos) << "the diff";
+}
+
 TEST(RenderQueueIntegration, ClientsAreTheirForwardedForAddressAndItsPrefix) {
   Repo repo;
   ShellacProcess proxy;
-  ASSERT_TRUE(
-      proxy.Start(repo.Config("trusted-proxy=127.0.0.1\nclient-prefix-v4=24\n")));
+  ASSERT_TRUE(proxy.Start(repo.Config("trusted-proxy=127.0.0.1\nclient-prefix-v4=24\n")));
   Pause(proxy, "all");
   const std::vector<std::pair<std::string, std::string>> requests = {
       {"", "198.51.100.7"},

@@ -81,8 +81,10 @@ TEST(RenderQueue, ClientsTakeTurnsInsideAClass) {
   std::vector<std::string> log;
   std::vector<RenderQueue::Job> refused;
   const auto now = Clock::now();
-  for (int i = 0; i < 3; ++i) q.Push(Named("a", RenderClass::kPart, "a" + std::to_string(i), &log), now, &refused);
-  for (int i = 0; i < 2; ++i) q.Push(Named("b", RenderClass::kPart, "b" + std::to_string(i), &log), now, &refused);
+  for (int i = 0; i < 3; ++i)
+    q.Push(Named("a", RenderClass::kPart, "a" + std::to_string(i), &log), now, &refused);
+  for (int i = 0; i < 2; ++i)
+    q.Push(Named("b", RenderClass::kPart, "b" + std::to_string(i), &log), now, &refused);
   q.Push(Named("c", RenderClass::kPart, "c0", &log), now, &refused);
   while (RunOne(q, now)) {
   }
@@ -118,7 +120,8 @@ TEST(RenderQueue, OverTheClientCapWaitsAndIsNotRefused) {
   std::vector<std::string> log;
   std::vector<RenderQueue::Job> refused;
   const auto now = Clock::now();
-  for (int i = 0; i < 3; ++i) q.Push(Named("a", RenderClass::kPart, "a" + std::to_string(i), &log), now, &refused);
+  for (int i = 0; i < 3; ++i)
+    q.Push(Named("a", RenderClass::kPart, "a" + std::to_string(i), &log), now, &refused);
   q.Push(Named("b", RenderClass::kPart, "b0", &log), now, &refused);
   q.Push(Named("warm", RenderClass::kBackground, "bg", &log), now, &refused);
   ASSERT_TRUE(RunOne(q, now, /*hold=*/true));  // a0 runs and keeps running
@@ -140,7 +143,8 @@ TEST(RenderQueue, AFullQueueRefusesTheLargestClientsNewestJob) {
   std::vector<RenderQueue::Job> refused;
   const auto now = Clock::now();
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(q.Push(Named("crawler", RenderClass::kPart, "c" + std::to_string(i), &log), now, &refused));
+    ASSERT_TRUE(
+        q.Push(Named("crawler", RenderClass::kPart, "c" + std::to_string(i), &log), now, &refused));
   }
   // The crawler pays for the person's place.
   ASSERT_TRUE(q.Push(Named("person", RenderClass::kPart, "p0", &log), now, &refused));
@@ -151,7 +155,8 @@ TEST(RenderQueue, AFullQueueRefusesTheLargestClientsNewestJob) {
   EXPECT_FALSE(q.Push(Named("crawler", RenderClass::kPart, "c3", &log), now, &refused));
   EXPECT_EQ(refused.size(), 1u);
   // Background work has its own room and never displaces anything.
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(q.Push(Named("warm", RenderClass::kBackground, "w", &log), now, &refused));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(q.Push(Named("warm", RenderClass::kBackground, "w", &log), now, &refused));
   EXPECT_FALSE(q.Push(Named("warm", RenderClass::kBackground, "w", &log), now, &refused));
   const auto stats = q.Snapshot(now);
   EXPECT_EQ(stats.refused[static_cast<size_t>(Refusal::kFull)], 3u);
@@ -273,8 +278,9 @@ TEST(RenderPoolQueue, AQueuedRenderIsRefusedOnlyPastItsTimeout) {
   gate.WaitInside(1);
   std::promise<Refusal> refused;
   const auto start = Clock::now();
-  ASSERT_EQ(pool.SubmitJob({"a", RenderClass::kPart, milliseconds(150)}, [] { ADD_FAILURE(); },
-                           [&](Refusal why) { refused.set_value(why); }),
+  ASSERT_EQ(pool.SubmitJob(
+                {"a", RenderClass::kPart, milliseconds(150)}, [] { ADD_FAILURE(); },
+                [&](Refusal why) { refused.set_value(why); }),
             RenderPool::Submitted::kQueued);
   EXPECT_EQ(refused.get_future().get(), Refusal::kTimeout);
   EXPECT_GE(Clock::now() - start, milliseconds(150));
@@ -348,8 +354,9 @@ TEST(ClientKey, AddressPrefixAndForwardedFor) {
   auto proxied = Config({{"trusted-proxy", "10.0.0.0/8 ::1"}, {"client-prefix-v4", "24"}});
   EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"198.51.100.7"})), "198.51.100.0/24");
   // The nearest untrusted hop; what lies beyond it is the client's own word.
-  EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"1.2.3.4, 198.51.100.7", "10.9.9.9"})),
-            "198.51.100.0/24");
+  EXPECT_EQ(
+      ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"1.2.3.4, 198.51.100.7", "10.9.9.9"})),
+      "198.51.100.0/24");
   EXPECT_EQ(ClientKey(*proxied, "::1", WithForwardedFor({" 203.0.113.9 "})), "203.0.113.0/24");
   // Every hop trusted: the farthest one.
   EXPECT_EQ(ClientKey(*proxied, "10.1.2.3", WithForwardedFor({"10.0.0.5"})), "10.0.0.0/24");
