@@ -2,7 +2,7 @@
 # bench/run.sh: shellac against its peers on a forge-shaped corpus, side by side, in one run.
 #
 # Usage: bench/run.sh SCENARIO [options]
-#   SCENARIO   crawler | hot | fork-spread | burst | passthrough | cached | esi | render | tls | all
+#   SCENARIO   crawler | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | all
 #
 # crawler, hot and fork-spread load three targets back to back at each concurrency level of the sweep:
 # cgit direct (CGI under lighttpd), shellac -> that lighttpd+cgit, Varnish 7 -> the same lighttpd+cgit
@@ -20,7 +20,10 @@
 # wrong body is reported as failed and not measured. render: shellac's resident renderer vs cgit, one
 # request at a time (bench/wrk/render.py): per sampled commit the cold commit page (frame + diff
 # fragment), the page again in another fork (frame only), the stored fragment alone, cgit's page; then
-# every 10k+ line diff; latencies and shellac's own render time per request. all runs every scenario,
+# every 10k+ line diff; latencies and shellac's own render time per request. flood: 400 crawler
+# connections (wrk, 127.0.0.1) ask for cold commit pages while one person (bench/wrk/person.py from
+# 127.0.0.3) opens a new cold commit page every 200 ms, against shellac rendering, cgit direct and
+# Varnish -> cgit, and the person alone (bench/wrk/flood.lua counts the crawler's statuses). all runs every scenario,
 # one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png), bench/results/all.md for `all`.
 #
 # Options:
@@ -47,7 +50,7 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
-#   --report NAME     render: write the report to OUT/NAME.md instead of OUT/render.md (e.g. render-git
+#   --report NAME     render, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md (e.g. render-git
 #                     for a run --from a clone of git/git)
 #   --mem-objects N   cached: distinct fragment URLs loaded for the memory table (default 20000;
 #                     --small: 2000)
@@ -1603,7 +1606,179 @@ render_report() {  # RENDER.PY-OUTPUT SAMPLES BIG-FACTS MACHINE-BUSY-% REJECTED
   cat "$md"
 }
 
-ALL=(crawler hot fork-spread burst passthrough cached esi render tls)
+# ---------------------------------------------------------------------------------------------
+# flood: a crawler flood and one person (issue 15)
+
+FLOOD_CONNS=400
+
+flood_metric() {  # NAME [LABEL-MATCH]  the sum of a metric's samples at shellac's /metrics (0 when none)
+  { curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null || true; } |
+    awk -v n="$1" -v l="${2:-}" '$1 == n || (index($1, n "{") == 1 && index($1, l) > 0) { t += $2 } END { printf "%.6f\n", t + 0 }'
+}
+
+flood_phase() {  # TARGET PHASE(quiet|flood) PERSON-URLS  -> $BENCH_TMP/flood-TARGET-PHASE.{person,wrk,facts}
+  local t=$1 phase=$2 urls=$3 port=${FLOOD_PORT[$1]} f=$BENCH_TMP/flood-$1-$2 wpid="" secs
+  local hdr=()
+  [ "$IDENTITY" = 1 ] || hdr=(--gzip)
+  [ "$t" = shellac ] || peer_origin_idle 180 || bench_log "flood: cgit still busy after 180 s"
+  local r0=0 f0=0 full0=0 to0=0 busy0=0
+  if [ "$t" = shellac ]; then
+    r0=$(flood_metric shellac_renders_total 'kind="diff-fragment"')
+    f0=$(flood_metric shellac_renders_total 'kind="commit"')
+    full0=$(flood_metric shellac_render_refused_total 'reason="full"')
+    to0=$(flood_metric shellac_render_refused_total 'reason="timeout"')
+    busy0=$(flood_metric shellac_esi_includes_busy_total)
+  fi
+  echo "load_before=$(cut -d' ' -f1 /proc/loadavg)" >"$f.facts"
+  if [ "$phase" = flood ]; then
+    secs=$FLOOD_SECS
+    CRAWL_URLS=$BENCH_TMP/flood-crawler.txt CRAWL_START=0 CRAWL_LANES=2 WRK_HEADERS=${FLOOD_HEADERS:-} \
+      BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/flood.lua BENCH_WRK_TIMEOUT=60s \
+      bench_wrk_raw "$f.wrk" "$FLOOD_CONNS" "$secs" "http://127.0.0.1:$port" &
+    wpid=$!
+    sleep 2   # the crawler's connections are open and its queue is full when the person starts
+    secs=$((FLOOD_SECS - 3))
+  else
+    secs=$PERSON_SECS
+  fi
+  python3 "$BENCH_DIR/wrk/person.py" --port "$port" --source 127.0.0.3 --urls "$urls" --interval 0.2 \
+    --duration "$secs" --timeout 60 "${hdr[@]}" >"$f.person" 2>&1 || bench_log "person.py failed: $(tail -n1 "$f.person")"
+  [ -z "$wpid" ] || wait "$wpid" || bench_log "flood: wrk against $t ended with status $?"
+  echo "load_after=$(cut -d' ' -f1 /proc/loadavg)" >>"$f.facts"
+  if [ "$t" = shellac ]; then
+    {
+      echo "fragments=$(awk -v a="$r0" -v b="$(flood_metric shellac_renders_total 'kind="diff-fragment"')" 'BEGIN { print b - a }')"
+      echo "frames=$(awk -v a="$f0" -v b="$(flood_metric shellac_renders_total 'kind="commit"')" 'BEGIN { print b - a }')"
+      echo "refused_full=$(awk -v a="$full0" -v b="$(flood_metric shellac_render_refused_total 'reason="full"')" 'BEGIN { print b - a }')"
+      echo "refused_timeout=$(awk -v a="$to0" -v b="$(flood_metric shellac_render_refused_total 'reason="timeout"')" 'BEGIN { print b - a }')"
+      echo "includes_busy=$(awk -v a="$busy0" -v b="$(flood_metric shellac_esi_includes_busy_total)" 'BEGIN { print b - a }')"
+    } >>"$f.facts"
+  fi
+  bench_log "flood: $t $phase: $(grep '^PERSON' "$f.person" || echo 'no person line')${wpid:+; crawler $(grep -o 'rps=[0-9.]*' "$f.wrk" | head -n1) $(grep '^BENCH_STATUS' "$f.wrk" || true)}"
+}
+
+flood_row() {  # TARGET PHASE  one row of the report's table
+  local t=$1 phase=$2 f=$BENCH_TMP/flood-$1-$2 person pages ok st p50 p99 max
+  person=$(grep '^PERSON' "$f.person" || echo "PERSON pages=0 ok=0 statuses=- p50_ms=- p99_ms=- max_ms=-")
+  pages=$(sed -n 's/.* pages=\([0-9]*\).*/\1/p' <<<"$person")
+  ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$person")
+  st=$(sed -n 's/.* statuses=\([^ ]*\).*/\1/p' <<<"$person" | tr ',' ' ')
+  p50=$(sed -n 's/.* p50_ms=\([^ ]*\).*/\1/p' <<<"$person")
+  p99=$(sed -n 's/.* p99_ms=\([^ ]*\).*/\1/p' <<<"$person")
+  max=$(sed -n 's/.* max_ms=\([^ ]*\).*/\1/p' <<<"$person")
+  local crawl="-" cst="-" c200="-" renders="-" refused="-"
+  if [ -f "$f.wrk" ]; then
+    local rps req dur n200
+    rps=$(sed -n 's/^BENCH .*rps=\([0-9.]*\).*/\1/p' "$f.wrk")
+    req=$(sed -n 's/^BENCH requests=\([0-9]*\).*/\1/p' "$f.wrk")
+    dur=$(sed -n 's/^BENCH .*duration_us=\([0-9]*\).*/\1/p' "$f.wrk")
+    cst=$(sed -n 's/^BENCH_STATUS //p' "$f.wrk")
+    n200=$(grep -o '\b200=[0-9]*' <<<"$cst" | cut -d= -f2)
+    crawl="${rps:-?} ($(sed -n 's/^BENCH .*err_timeout=\([0-9]*\).*/\1/p' "$f.wrk") timeouts, $(sed -n 's/^BENCH .*err_connect=\([0-9]*\) err_read=\([0-9]*\).*/\1+\2/p' "$f.wrk") connect+read errors)"
+    c200=$(awk -v n="${n200:-0}" -v d="${dur:-0}" 'BEGIN { if (d > 0) printf "%.1f", n / (d / 1e6); else print "-" }')
+    cst=${cst:--}
+  fi
+  if [ "$t" = shellac ] && grep -q '^fragments=' "$f.facts"; then
+    local fr secs
+    fr=$(sed -n 's/^fragments=//p' "$f.facts")
+    secs=$([ "$phase" = flood ] && echo "$FLOOD_SECS" || echo "$PERSON_SECS")
+    renders="$(awk -v n="$fr" -v s="$secs" 'BEGIN { printf "%.1f", n / s }') ($(sed -n 's/^frames=//p' "$f.facts") frames)"
+    refused="full $(sed -n 's/^refused_full=//p' "$f.facts"), timeout $(sed -n 's/^refused_timeout=//p' "$f.facts"), includes with a notice $(sed -n 's/^includes_busy=//p' "$f.facts")"
+  fi
+  echo "| ${BENCH_LABEL[$t]} | $phase | $pages | $st | $p50 | $p99 | $max | $crawl | $cst | $c200 | $renders | $refused | $(sed -n 's/^load_before=//p' "$f.facts") / $(sed -n 's/^load_after=//p' "$f.facts") |"
+}
+
+scenario_flood() {
+  begin flood
+  peers_need
+  corpus_prepare
+  shellac_binary
+  : "${FLOOD_SECS:=$([ "$SMALL" = 1 ] && echo 8 || echo 20)}" "${PERSON_SECS:=$([ "$SMALL" = 1 ] && echo 4 || echo 10)}"
+  ip addr show lo 2>/dev/null | grep -q '127.0.0.1/8' || bench_log "flood: lo has no 127.0.0.0/8? person.py binds 127.0.0.3"
+  peer_cgit_start "$CGITRC"
+  SHELLAC_RENDER=1
+  render_lines
+  local extra=()
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+  peer_varnish_start "$CGIT_PORT"
+  BENCH_LABEL[cgit]="cgit direct" BENCH_LABEL[shellac]="shellac (renders)" BENCH_LABEL[varnish]="varnish -> cgit"
+  declare -gA FLOOD_PORT=([cgit]=$CGIT_PORT [shellac]=$SHELLAC_PORT [varnish]=$VARNISH_PORT)
+  SHELLAC_DIED=""
+  # Cold commit pages of the base repository, seeded order: the person's pages (two lists: alone and
+  # under the flood) and the crawler's are disjoint; every target gets the same lists (each server
+  # is cold for them: shellac's and Varnish's stores are their own).
+  local base
+  base=$(sed -n 's/^repo\.url=//p' "$CGITRC" | head -n1)
+  git -C "$BASE_REPO" rev-list --all | awk -v seed="$SEED" 'BEGIN { srand(seed) } { print rand() "\t" $0 }' |
+    sort -k1,1 | cut -f2 | sed "s|^|/$base/commit/?id=|" >"$BENCH_TMP/flood-all.txt"
+  head -n 400 "$BENCH_TMP/flood-all.txt" >"$BENCH_TMP/flood-person-quiet.txt"
+  sed -n '401,800p' "$BENCH_TMP/flood-all.txt" >"$BENCH_TMP/flood-person-flood.txt"
+  tail -n +801 "$BENCH_TMP/flood-all.txt" >"$BENCH_TMP/flood-crawler.txt"
+  [ -s "$BENCH_TMP/flood-crawler.txt" ] || bench_die "flood: the base repository has too few commits"
+  FLOOD_HEADERS=""
+  if [ "$IDENTITY" != 1 ]; then FLOOD_HEADERS=$BENCH_TMP/flood-headers.txt; echo "Accept-Encoding: gzip" >"$FLOOD_HEADERS"; fi
+  local head t
+  head=$(git -C "$BASE_REPO" rev-parse HEAD)
+  declare -gA TARGET_URL=()
+  for t in cgit shellac varnish; do
+    TARGET_URL[$t]="http://127.0.0.1:${FLOOD_PORT[$t]}"
+    check_target "$t" "/$base/commit/?id=$head"
+  done
+  quiet_wait || true
+  for t in shellac cgit varnish; do
+    flood_phase "$t" quiet "$BENCH_TMP/flood-person-quiet.txt"
+    flood_phase "$t" flood "$BENCH_TMP/flood-person-flood.txt"
+    [ "$t" != shellac ] || bench_alive "$SHELLAC_PID" || SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the run"
+  done
+  local metrics=$BENCH_TMP/flood-metrics.txt
+  curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null | grep -E '^shellac_render_(queue|refused|clients|largest|threads)' >"$metrics" || true
+  [ -z "$SHELLAC_DIED" ] && bench_stop "$SHELLAC_PID" 35
+  bench_stop "$VARNISH_PID" 15
+  peer_origin_idle 180 || true
+  bench_stop "$CGIT_PID" 15
+  local md=$OUT/${REPORT:-flood}.md sp sf
+  sp=$(grep '^PERSON' "$BENCH_TMP/flood-shellac-flood.person" || true)
+  {
+    report_head "flood: a crawler flood and one person" \
+      "$FLOOD_CONNS crawler connections (wrk from 127.0.0.1) ask for cold commit pages of the base repository while" \
+      "one person (bench/wrk/person.py, bound to 127.0.0.3) opens a new cold commit page every 200 ms; the same person" \
+      "alone first (quiet). Each target in turn: shellac rendering, cgit direct, Varnish -> cgit."
+    echo "- crawler: wrk -t2 -c$FLOOD_CONNS -d${FLOOD_SECS}s --timeout 60s, bench/wrk/flood.lua (crawler.lua's walk + statuses), $(wc -l <"$BENCH_TMP/flood-crawler.txt") URLs \`/$base/commit/?id=SHA\` in a seeded order$([ "$IDENTITY" = 1 ] || echo ", Accept-Encoding: gzip")"
+    echo "- person: one page at a time on a new connection, the next 200 ms after the previous started (or when it ended); ${PERSON_SECS}s alone, then from 2 s into the flood for $((FLOOD_SECS - 3)) s; 400 URLs per phase, disjoint from the crawler's"
+    echo "- shellac: threads=2, ${RENDER_LINES[*]}${SHELLAC_CONF:+, $SHELLAC_CONF}, everything else default (render-threads = cores, render-queue=1024, render-queue-timeout=30s); backend = that lighttpd"
+    echo "- cgit: cgit.cgi as CGI under lighttpd (one process per request); Varnish 7 in front of the same lighttpd, default VCL"
+    echo "- the machine is shared with other work (the load columns are the 1-minute load average before and after each phase)"
+    echo
+    echo "## Summary"
+    echo
+    echo "- the person under the flood, shellac: ${sp:-not measured}"
+    local fr
+    fr=$(sed -n 's/^fragments=//p' "$BENCH_TMP/flood-shellac-flood.facts" 2>/dev/null || echo 0)
+    echo "- targets (issue 15): person 100% 200: $(grep -q ' ok=\([0-9]*\) ' <<<"$sp" && awk -v s="$sp" 'BEGIN { match(s, /pages=[0-9]+/); p = substr(s, RSTART + 6, RLENGTH - 6); match(s, /ok=[0-9]+/); o = substr(s, RSTART + 3, RLENGTH - 3); print (p > 0 && p == o ? "**met**" : "**not met**") " (" o " of " p ")" }'); person p99 <= 50 ms: $(awk -v s="$sp" 'BEGIN { match(s, /p99_ms=[0-9.]+/); v = substr(s, RSTART + 7, RLENGTH - 7); print (v != "" && v + 0 <= 50 ? "**met**" : "**not met**") " (" v " ms)" }'); crawler's renders/s >= 230 (git/git): $(awk -v n="$fr" -v s="$FLOOD_SECS" 'BEGIN { printf "%.1f/s", n / s }'); no 503 before render-queue-timeout: $(awk -v v="$(sed -n 's/^refused_full=//p' "$BENCH_TMP/flood-shellac-flood.facts")" 'BEGIN { print (v + 0 == 0 ? "**met**" : "**not met**") " (" v + 0 " refused for a full queue)" }')"
+    echo
+    echo "## Results"
+    echo
+    echo "| target | phase | person pages | person statuses | person p50 ms | p99 ms | max ms | crawler req/s | crawler statuses | crawler 200/s | shellac diff renders/s | shellac refusals | load |"
+    echo "|---|---|---:|---|---:|---:|---:|---|---|---:|---|---|---|"
+    for t in shellac cgit varnish; do
+      flood_row "$t" quiet
+      flood_row "$t" flood
+    done
+    echo
+    echo "shellac's render queue at the end (its /metrics):"
+    echo
+    echo '```'
+    cat "$metrics"
+    echo '```'
+    [ -z "$SHELLAC_DIED" ] || { echo; echo "**$SHELLAC_DIED**"; }
+  } >"$md"
+  bench_log "wrote $md"
+  cat "$md"
+  [ -z "$SHELLAC_DIED" ]
+}
+
+ALL=(crawler hot fork-spread burst passthrough cached esi render tls flood)
 
 scenario_all() {
   local t0 s rc status=() start
@@ -1682,7 +1857,7 @@ scenario_corpus() {  # makes (or finds) the corpus and says what it is; no load
 
 ARGS0=("${ARGS[@]}")
 case $SCENARIO in
-  crawler | hot | burst | passthrough | cached | esi | render | tls | all | corpus) "scenario_$SCENARIO" ;;
+  crawler | hot | burst | passthrough | cached | esi | render | tls | flood | all | corpus) "scenario_$SCENARIO" ;;
   fork-spread) scenario_fork_spread ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac

@@ -276,6 +276,32 @@ class Builder {
       config_->render_threads = static_cast<unsigned>(count(1, 256));
     } else if (key == "render-queue") {
       config_->render_queue = static_cast<unsigned>(count(1, 1000000));
+    } else if (key == "render-queue-timeout") {
+      duration(&config_->render_queue_timeout);
+      if (config_->render_queue_timeout.count() == 0) fail("must be more than 0");
+    } else if (key == "client-max-renders") {
+      config_->client_max_renders = static_cast<unsigned>(count(0, 256));
+    } else if (key == "client-prefix-v4") {
+      config_->client_prefix_v4 = static_cast<unsigned>(count(8, 32));
+    } else if (key == "client-prefix-v6") {
+      config_->client_prefix_v6 = static_cast<unsigned>(count(16, 128));
+    } else if (key == "trusted-proxy") {
+      replace_once(config_->trusted_proxies);
+      std::string_view rest = value;
+      bool any = false;
+      while (!(rest = Trim(rest)).empty()) {
+        const auto end = rest.find_first_of(" \t,");
+        const std::string_view word = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        if (word.empty()) continue;
+        Config::Network net;
+        if (!ParseNetwork(word, &net)) {
+          fail("bad address '" + std::string(word) + "' (expected ADDR or ADDR/BITS, IPv4 or IPv6)");
+        }
+        config_->trusted_proxies.push_back(net);
+        any = true;
+      }
+      if (!any) fail("expected one or more addresses");
     } else if (key == "cgitrc") {
       std::string path(value);
       readable(path);
@@ -661,6 +687,45 @@ bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why) {
   return true;
 }
 
+bool ParseNetwork(std::string_view text, Config::Network* out) {
+  text = Trim(text);
+  const auto slash = text.find('/');
+  const std::string host(text.substr(0, slash));
+  Config::Network net;
+  net.text = std::string(text);
+  unsigned max_bits;
+  in_addr v4{};
+  in6_addr v6{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    net.address[10] = net.address[11] = 0xff;
+    std::memcpy(&net.address[12], &v4, 4);
+    max_bits = 32;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    std::memcpy(net.address.data(), &v6, 16);
+    max_bits = 128;
+  } else {
+    return false;
+  }
+  uint64_t bits = max_bits;
+  if (slash != std::string_view::npos && (!ParseUnsigned(text.substr(slash + 1), &bits) || bits > max_bits)) {
+    return false;
+  }
+  net.prefix = static_cast<unsigned>(bits) + (128 - max_bits);
+  *out = net;
+  return true;
+}
+
+bool InNetwork(const Config::Network& net, std::string_view ip) {
+  Config::Network addr;
+  if (ip.find('/') != std::string_view::npos || !ParseNetwork(ip, &addr)) return false;
+  for (unsigned bit = 0; bit < net.prefix; bit += 8) {
+    const unsigned n = std::min(8u, net.prefix - bit);
+    const uint8_t mask = static_cast<uint8_t>(0xff00u >> n);
+    if ((addr.address[bit / 8] & mask) != (net.address[bit / 8] & mask)) return false;
+  }
+  return true;
+}
+
 std::shared_ptr<const Config> Load(const std::string& config_file, const Overrides& overrides,
                                    std::string* error) {
   auto config = std::make_shared<Config>();
@@ -716,7 +781,12 @@ const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
       {"virtual-root", "/"},
       {"max-open-repos", "64"},
       {"render-threads", "number of cores"},
-      {"render-queue", "256"},
+      {"render-queue", "1024"},
+      {"render-queue-timeout", "30s"},
+      {"client-max-renders", "0"},
+      {"client-prefix-v4", "32"},
+      {"client-prefix-v6", "128"},
+      {"trusted-proxy", "none"},
       {"access-log", "stderr"},
       {"client-header-timeout", "10s"},
       {"client-idle-timeout", "60s"},

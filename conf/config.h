@@ -11,6 +11,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -86,7 +87,20 @@ struct Config {
   std::string virtual_root = "/";        // URL prefix of every rendered page; always ends with '/'
   unsigned max_open_repos = 64;          // repositories kept open at once (least recently used closed)
   unsigned render_threads = 0;           // 0 means "number of cores", resolved by Load()
-  unsigned render_queue = 256;           // renders waiting for a thread; more -> busy (503)
+  // Admission to the render pool (gitfrag/render_queue.h): frames ahead of parts, clients served
+  // round-robin, a wait bounded by count and by time.
+  unsigned render_queue = 1024;          // frame and part renders waiting; full: the largest client's newest refused
+  Millis render_queue_timeout{30'000};   // a render still waiting after this is refused: 503 + Retry-After
+  unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
+  unsigned client_prefix_v4 = 32;        // a client is its IPv4 address masked to this many bits
+  unsigned client_prefix_v6 = 128;       // ... and its IPv6 address to this many
+  // trusted-proxy=ADDR[/BITS]: requests from these peers name their client in X-Forwarded-For.
+  struct Network {
+    std::array<uint8_t, 16> address{};  // IPv6; an IPv4 network as ::ffff:a.b.c.d
+    unsigned prefix = 128;              // bits of `address` that must match (IPv4 /N is N + 96)
+    std::string text;                   // as configured
+  };
+  std::vector<Network> trusted_proxies;
   // Page chrome, as cgit's keys of the same name (taken from the cgitrc when one is imported).
   std::string css = "/cgit.css";
   std::string logo = "/cgit.png";
@@ -159,6 +173,10 @@ bool ParseSize(std::string_view text, uint64_t* out);
 // Parses "HOST:PORT", "[V6]:PORT", "http://HOST:PORT[/]" or "https://HOST:PORT[/]" (sets tls) and
 // resolves HOST. False with *why set.
 bool ParseAddress(std::string_view text, SocketAddress* out, std::string* why);
+// Parses "ADDR" or "ADDR/BITS" (IPv4 or IPv6, numeric). False on bad input.
+bool ParseNetwork(std::string_view text, Config::Network* out);
+// Whether the numeric address `ip` ("192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1") is in `net`.
+bool InNetwork(const Config::Network& net, std::string_view ip);
 
 // Every key Load() accepts, with its default as text, for --help and the tests.
 const std::vector<std::pair<std::string, std::string>>& KnownKeys();

@@ -9,8 +9,10 @@
 //   3. If `route.cache_key` is not empty the output is repository-neutral and immutable: look it
 //      up in the store under that key; on a miss render and store it forever. Frames (commit and
 //      diff pages, log, index) have an empty key: render them per request.
-//   4. Render on the pool: `pool.Submit(site, route, done)`. kBusy -> answer 503 + Retry-After.
-//      `done(Page)` runs on a pool thread; marshal it back to the event loop yourself.
+//   4. Render on the pool: `pool.Submit(site, route, admission, done)` (render_queue.h says who
+//      renders next). kBusy -> refused at once: answer 503 + Retry-After. `done(Page)` runs on a
+//      pool thread, or, for a job refused after it was queued (Page::refusal set, status 503), on
+//      the thread that refused it; marshal it back to the event loop yourself.
 //   5. A Page with `esi` set carries `<esi:include src="URL"/>` tags. Each URL is a gitfrag URL
 //      (the diff fragment, "{virtual-root}{repo}/esi-diff/?id=SHA&...") that Match() routes back
 //      to the fragment with its repository-neutral key: resolve it through step 3.
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "config.h"
+#include "render_queue.h"
 
 namespace shellac::gitfrag {
 
@@ -83,6 +86,7 @@ struct Page {
   std::string reason;  // for status != 200: one line saying why (also in the body)
   bool esi = false;    // body contains <esi:include> tags the proxy must resolve
   std::vector<std::pair<std::string, std::string>> headers;  // extra (Content-Disposition, ...)
+  Refusal refusal = Refusal::kNone;  // not rendered: the render queue refused it (status 503)
 };
 
 class Registry;
@@ -151,9 +155,12 @@ inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
 struct PoolMetrics {
   uint64_t threads = 0;
   uint64_t queue_limit = 0;
-  uint64_t queue_depth = 0;  // waiting now
+  uint64_t client_max_renders = 0;  // 0: no cap
+  uint64_t queue_depth = 0;  // waiting now, every class
   uint64_t running = 0;      // rendering now
   uint64_t rejected = 0;     // Submit() answered kBusy
+  bool paused[kRenderClasses] = {};
+  RenderQueue::Stats queue;  // by class and by reason
   struct Kind {
     uint64_t renders = 0;
     uint64_t errors = 0;  // status != 200
@@ -162,35 +169,70 @@ struct PoolMetrics {
   } kinds[kPageKinds];
 };
 
-// A fixed set of render threads with a bounded FIFO queue. Completion callbacks run on the pool
-// thread that rendered. Destruction finishes the queued renders, then joins.
+// The class a page's render waits in: frames (commit, diff, index) ahead of the renders of new
+// parts and of history (fragment, patch, rawdiff, log).
+RenderClass ClassOf(PageKind kind);
+
+// A fixed set of render threads fed by a RenderQueue (render_queue.h: classes, fair shares across
+// clients, bounds by count and time). Completion callbacks run on the pool thread that rendered.
+//
+// Pre-rendering (`shellac warm`, through an admin endpoint) submits at the lowest class:
+//   pool.Submit(site, route, {.client = "warm", .render_class = RenderClass::kBackground}, done)
+// which runs only while no request's render waits. Background jobs have their own count limit
+// (render-queue): keep a window of them in flight and submit the next from `done`; kBusy means the
+// window is too wide. Such a job has no time limit unless its Admission names one.
+//
+// Destruction refuses what still waits (Refusal::kStopping), lets running renders finish, joins.
 class RenderPool {
  public:
   enum class Submitted { kQueued, kBusy };
   using Done = std::function<void(Page&&)>;
 
-  RenderPool(unsigned threads, size_t queue_limit);
+  // `client_max_renders`: renders one client may have running at once (0: no cap); more wait.
+  RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders = 0);
   ~RenderPool();
   RenderPool(const RenderPool&) = delete;
   RenderPool& operator=(const RenderPool&) = delete;
 
-  // kBusy when `queue_limit` renders already wait: nothing runs and `done` is never called.
+  // kBusy when the queue is full and this client has the most waiting (or the pool is stopping):
+  // nothing runs and `done` is never called. Otherwise `done` is called exactly once: with the
+  // rendered page, or with a 503 Page whose `refusal` says why it never ran (pushed out of a full
+  // queue by another client's job, waited past admission.timeout, pool destroyed).
   // `site` is kept alive until the render finishes (a reload may swap the proxy's pointer).
-  Submitted Submit(std::shared_ptr<const Site> site, Route route, Done done);
-  // Any work (tests, and jobs that are not page renders); counted under no page kind.
-  Submitted SubmitJob(std::function<void()> job);
+  Submitted Submit(std::shared_ptr<const Site> site, Route route, Admission admission, Done done);
+  Submitted Submit(std::shared_ptr<const Site> site, Route route, Done done) {
+    return Submit(std::move(site), std::move(route), Admission{}, std::move(done));
+  }
+  // Any work (tests, and jobs that are not page renders); counted under no page kind. `refused`
+  // (may be empty) is called instead of `job` when a queued job is refused.
+  Submitted SubmitJob(Admission admission, std::function<void()> job,
+                      std::function<void(Refusal)> refused = {});
+  Submitted SubmitJob(std::function<void()> job) { return SubmitJob(Admission{}, std::move(job)); }
+
+  // Runs on the render thread before each job, once set (set it before the first Submit). For
+  // tests that need every thread held at a known point.
+  void SetGate(std::function<void()> gate) { gate_ = std::move(gate); }
+
+  // Holds back (paused) or lets run again the renders of one class: operators pausing background
+  // work, tests that need renders waiting at a known point. Waiting jobs keep their deadlines.
+  void Pause(RenderClass cls, bool paused);
 
   PoolMetrics Metrics() const;
 
  private:
   void Loop();
+  void Reap();  // refuses jobs past their deadline, as they pass it
 
   const size_t queue_limit_;
+  const size_t client_max_renders_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  std::condition_variable cv_;         // a job may run
+  std::condition_variable reaper_cv_;  // an earlier deadline, or stopping
+  RenderQueue queue_;
   bool stopping_ = false;
+  std::function<void()> gate_;
   std::vector<std::thread> threads_;
+  std::thread reaper_;
   std::atomic<uint64_t> running_{0}, rejected_{0};
   struct KindCounters {
     std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};

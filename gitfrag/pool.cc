@@ -4,53 +4,151 @@
 
 namespace shellac::gitfrag {
 
-RenderPool::RenderPool(unsigned threads, size_t queue_limit)
-    : queue_limit_(std::max<size_t>(1, queue_limit)) {
+RenderClass ClassOf(PageKind kind) {
+  switch (kind) {
+    case PageKind::kIndex:
+    case PageKind::kCommit:
+    case PageKind::kDiff:
+      return RenderClass::kFrame;
+    case PageKind::kLog:
+    case PageKind::kDiffFragment:
+    case PageKind::kPatch:
+    case PageKind::kRawDiff:
+      return RenderClass::kPart;
+  }
+  return RenderClass::kPart;
+}
+
+RenderPool::RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders)
+    : queue_limit_(std::max<size_t>(1, queue_limit)),
+      client_max_renders_(client_max_renders),
+      queue_(queue_limit_, client_max_renders) {
   threads = std::max(1u, threads);
   for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  reaper_ = std::thread([this] { Reap(); });
 }
 
 RenderPool::~RenderPool() {
+  std::vector<RenderQueue::Job> refused;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    queue_.Drain(&refused);
   }
   cv_.notify_all();
+  reaper_cv_.notify_all();
+  for (auto& job : refused)
+    if (job.refuse) job.refuse(Refusal::kStopping);
   for (auto& t : threads_) t.join();
+  reaper_.join();
 }
 
 void RenderPool::Loop() {
   for (;;) {
-    std::function<void()> job;
+    std::optional<RenderQueue::Job> job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every queued render has run
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      cv_.wait(lock, [&] {
+        if (stopping_) return true;
+        job = queue_.Pop(RenderQueue::Clock::now());
+        return job.has_value();
+      });
+      if (!job) return;  // stopping: what waited was refused, what runs finishes
       ++running_;
     }
-    job();
+    if (gate_) gate_();
+    job->run();
+    {
+      std::lock_guard lock(mu_);
+      // A capped client may now run again: this thread looks for it on its next turn.
+      queue_.Finished(job->admission.client);
+    }
     --running_;
   }
 }
 
-RenderPool::Submitted RenderPool::SubmitJob(std::function<void()> job) {
+void RenderPool::Reap() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (auto next = queue_.NextDeadline()) {
+      reaper_cv_.wait_until(lock, *next);
+    } else {
+      reaper_cv_.wait(lock);
+    }
+    std::vector<RenderQueue::Job> refused;
+    queue_.Expire(RenderQueue::Clock::now(), &refused);
+    if (refused.empty()) continue;
+    lock.unlock();
+    for (auto& job : refused)
+      if (job.refuse) job.refuse(Refusal::kTimeout);
+    refused.clear();  // the callbacks' captures go before the lock is taken again
+    lock.lock();
+  }
+}
+
+RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<void()> job,
+                                            std::function<void(Refusal)> refused_callback) {
+  std::vector<RenderQueue::Job> refused;
+  bool queued = false;
+  bool earlier_deadline = false;
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= queue_limit_ || stopping_) {
-      ++rejected_;
-      return Submitted::kBusy;
+    if (!stopping_) {
+      const auto now = RenderQueue::Clock::now();
+      const auto before = queue_.NextDeadline();
+      const auto timeout = admission.timeout;
+      queued = queue_.Push(
+          RenderQueue::Job{std::move(job), std::move(refused_callback), std::move(admission), {}},
+          now, &refused);
+      earlier_deadline = queued && timeout.count() > 0 && (!before || now + timeout < *before);
     }
-    queue_.push_back(std::move(job));
   }
-  cv_.notify_one();
+  if (queued) cv_.notify_one();
+  if (earlier_deadline) reaper_cv_.notify_one();
+  for (auto& r : refused)
+    if (r.refuse) r.refuse(Refusal::kFull);
+  if (!queued) {
+    ++rejected_;
+    return Submitted::kBusy;
+  }
   return Submitted::kQueued;
 }
 
-RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route route, Done done) {
+namespace {
+
+Page RefusedPage(Refusal why, std::chrono::milliseconds timeout) {
+  Page page;
+  page.status = 503;
+  page.refusal = why;
+  switch (why) {
+    case Refusal::kTimeout:
+      page.reason = "waited " + std::to_string(timeout.count()) +
+                    " ms for a render thread (render-queue-timeout)";
+      break;
+    case Refusal::kFull:
+      page.reason =
+          "the render queue is full and this client has the most renders waiting (render-queue)";
+      break;
+    default:
+      page.reason = "shellac is shutting down";
+      break;
+  }
+  page.content_type = "text/plain; charset=utf-8";
+  page.body = "503 Service Unavailable: " + page.reason + "\n";
+  return page;
+}
+
+}  // namespace
+
+RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route route,
+                                         Admission admission, Done done) {
+  // `done` is called by exactly one of the two callbacks; both hold it, so share it.
+  auto shared_done = std::make_shared<Done>(std::move(done));
+  const auto timeout = admission.timeout;
+  auto refused = [shared_done, timeout](Refusal why) { (*shared_done)(RefusedPage(why, timeout)); };
   return SubmitJob(
-      [this, site = std::move(site), route = std::move(route), done = std::move(done)] {
+      std::move(admission),
+      [this, site = std::move(site), route = std::move(route), shared_done] {
         const auto start = std::chrono::steady_clock::now();
         Page page = site->Render(route);
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -64,17 +162,29 @@ RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route
                static_cast<double>(us.count()) > kRenderBuckets[bucket] * 1e6)
           ++bucket;
         ++k.buckets[bucket];
-        done(std::move(page));
-      });
+        (*shared_done)(std::move(page));
+      },
+      std::move(refused));
+}
+
+void RenderPool::Pause(RenderClass cls, bool paused) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.Pause(cls, paused);
+  }
+  if (!paused) cv_.notify_all();
 }
 
 PoolMetrics RenderPool::Metrics() const {
   PoolMetrics m;
   m.threads = threads_.size();
   m.queue_limit = queue_limit_;
+  m.client_max_renders = client_max_renders_;
   {
     std::lock_guard lock(mu_);
-    m.queue_depth = queue_.size();
+    m.queue = queue_.Snapshot(RenderQueue::Clock::now());
+    m.queue_depth = queue_.waiting();
+    for (size_t i = 0; i < kRenderClasses; ++i) m.paused[i] = queue_.paused(static_cast<RenderClass>(i));
   }
   m.running = running_.load();
   m.rejected = rejected_.load();

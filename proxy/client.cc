@@ -430,17 +430,20 @@ void ClientConnection::StartRender(std::string fill_key) {
   state_ =
       State::kWaiting;  // as for a single-flight wait: the client's EOF is noticed, not acted on
   std::weak_ptr<int> alive = alive_;
+  const conf::Config& config = *runtime_->config;
   RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
+                 AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)),
                  [this](Rendered rendered) { OnRendered(std::move(rendered)); });
 }
 
 void ClientConnection::OnRendered(Rendered rendered) {
   if (state_ != State::kWaiting) return;
   state_ = State::kBusy;
-  if (rendered.status == 503) {
+  if (rendered.refusal != gitfrag::Refusal::kNone) {
     state_ = State::kReadingHead;
     Respond(503, "text/plain; charset=utf-8", "503 Service Unavailable: " + rendered.reason + "\n",
-            /*keep_alive=*/false, "Retry-After: 2\r\n");
+            /*keep_alive=*/false,
+            "Retry-After: " + std::to_string(RetryAfterSeconds(*runtime_->config)) + "\r\n");
     return;
   }
   if (!rendered.object || !Deliver(rendered.object, rendered.stored ? "miss" : "pass")) {
@@ -502,6 +505,8 @@ void ClientConnection::ServeAdmin() {
     ServeInvalidation(path == "/ban", keep);
   } else if (path.starts_with("/warm/")) {
     ServeWarm(path, keep);
+  } else if (path == "/render-pause" || path == "/render-resume") {
+    ServeRenderPause(path == "/render-pause", keep);
   } else if (request_.method != "GET" && request_.method != "HEAD") {
     Respond(405, "text/plain; charset=utf-8", "405 Method Not Allowed: admin endpoints take GET\n",
             keep, "Allow: GET, HEAD\r\n");
@@ -525,8 +530,8 @@ void ClientConnection::ServeAdmin() {
             keep, "Cache-Control: no-store\r\n");
   } else {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge, /ban "
-            "and /warm/\n",
+            "404 Not Found: admin endpoints are /, /status.json, /health, /metrics, /purge, /ban, "
+            "/render-pause, /render-resume and /warm/\n",
             keep);
   }
 }
@@ -608,6 +613,38 @@ void ClientConnection::ServeInvalidation(bool ban, bool keep) {
     return;
   }
   Respond(200, kText, std::string(store.Purge(key) ? "purged " : "not stored ") + key + "\n", keep);
+}
+
+// POST /render-pause?class=CLASS, /render-resume?class=CLASS (frame, part, background or all):
+// renders of that class wait in the queue (deadlines still running) until resumed.
+void ClientConnection::ServeRenderPause(bool pause, bool keep) {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  if (request_.method != "POST") {
+    Respond(405, kText, "405 Method Not Allowed: use POST\n", keep, "Allow: POST\r\n");
+    return;
+  }
+  gitfrag::RenderPool* pool = worker_.shared().render_pool.get();
+  if (pool == nullptr) {
+    Respond(404, kText, "404 Not Found: no repositories are configured, so nothing renders\n", keep);
+    return;
+  }
+  const auto q = request_.target.find('?');
+  const std::string_view query =
+      q == std::string::npos ? std::string_view() : std::string_view(request_.target).substr(q + 1);
+  const std::string which = QueryParameter(query, "class").value_or("");
+  bool any = false;
+  for (size_t i = 0; i < gitfrag::kRenderClasses; ++i) {
+    const auto cls = static_cast<gitfrag::RenderClass>(i);
+    if (which == "all" || which == gitfrag::RenderClassName(cls)) {
+      pool->Pause(cls, pause);
+      any = true;
+    }
+  }
+  if (!any) {
+    Respond(400, kText, "400 Bad Request: ?class= must be frame, part, background or all\n", false);
+    return;
+  }
+  Respond(200, kText, std::string(pause ? "paused " : "resumed ") + which + "\n", keep);
 }
 
 void ClientConnection::Respond(int status, std::string_view content_type, std::string_view body,

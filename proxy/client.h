@@ -99,6 +99,7 @@ class ClientConnection : public ExchangeClient {
   void ServeAdmin();
   void ServeInvalidation(bool ban, bool keep);
   void ServeWarm(std::string_view path, bool keep);
+  void ServeRenderPause(bool pause, bool keep);
   // Queues a complete locally made response and finishes the request.
   void Respond(int status, std::string_view content_type, std::string_view body, bool keep_alive,
                std::string_view extra_headers = {});

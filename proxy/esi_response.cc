@@ -7,6 +7,7 @@
 
 #include "background.h"
 #include "deliver.h"
+#include "page_object.h"
 #include "resident.h"
 
 namespace shellac::proxy {
@@ -165,8 +166,17 @@ class IncludeFetch : public ExchangeClient {
     WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
     StopWaiting();
     if (resident_) {
+      const conf::Config& config = *page_.runtime()->config;
       RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
-                     [this](Rendered r) { Done(std::move(r.object), r.reason); });
+                     AdmissionFor(config, *resident_,
+                                  ClientKey(config, page_.peer_ip(), page_.request())),
+                     [this](Rendered r) {
+                       if (r.refusal != gitfrag::Refusal::kNone) {
+                         Refused(r.reason);
+                       } else {
+                         Done(std::move(r.object), r.reason);
+                       }
+                     });
       return;
     }
     if (!input_) {
@@ -178,6 +188,32 @@ class IncludeFetch : public ExchangeClient {
         std::make_unique<ProxyExchange>(*this, page_.runtime(), request_, std::move(fill_key),
                                         /*collect=*/true);
     exchange_->Start();
+  }
+
+  // The render queue refused this include's render (too long a wait, or its client's share of a
+  // full queue). The page is not failed for it: the frame was ready, so the reader gets it with a
+  // short notice where the part goes (see shellac(8), OVERLOAD). Nothing of this is stored.
+  void Refused(const std::string& reason) {
+    WorkerMetrics::Add(page_.worker().metrics().esi_includes_busy);
+    const unsigned retry = RetryAfterSeconds(*page_.runtime()->config);
+    std::string notice =
+        "<div class='error shellac-busy'>This part of the page was not rendered: the server is "
+        "busy (";
+    for (char c : reason) {  // our own text, escaped all the same
+      if (c == '<') notice.append("&lt;");
+      else if (c == '>') notice.append("&gt;");
+      else if (c == '&') notice.append("&amp;");
+      else notice.push_back(c);
+    }
+    notice.append("). Reload the page in " + std::to_string(retry) + " s to see it.</div>\n");
+    const cache::Header type{"Content-Type", "text/html; charset=UTF-8"};
+    PageSpec spec;
+    spec.status = 200;
+    spec.headers = std::span<const cache::Header>(&type, 1);
+    spec.level = 1;
+    cache::Status status;
+    cache::ObjectRef object = MakePageObject("shellac/refused-include", notice, spec, &status);
+    Done(std::move(object), reason);
   }
 
   // Reports once. The exchange may be on the stack: it is kept until this fetch is destroyed.

@@ -145,6 +145,9 @@ std::string RenderPrometheus(const std::vector<const WorkerMetrics*>& shards, co
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_includes_fetched; }));
   scalar("shellac_esi_include_failures_total", "counter", "ESI include fetches that failed.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_include_failures; }));
+  scalar("shellac_esi_includes_busy_total", "counter",
+         "Resident includes whose render the render queue refused; the page got a notice instead.",
+         Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_includes_busy; }));
   scalar("shellac_esi_include_issues_total", "counter",
          "ESI includes dropped or refused: depth limit, host not allowed, bad URL, too many.",
          Sum(shards, [](const WorkerMetrics& m) -> auto& { return m.esi_include_issues; }));

@@ -54,6 +54,7 @@ struct WorkerMetrics {
   Counter esi_includes_fetched{0};  // includes fetched from the upstream (or waited for)
   Counter esi_include_failures{0};  // include fetches that failed (alt, onerror, except then apply)
   Counter esi_include_issues{0};    // includes dropped or refused (depth limit, host, URL, count)
+  Counter esi_includes_busy{0};     // resident includes the render queue refused: a notice instead
   Counter esi_parse_errors{0};      // problems found parsing templates (Varnish's ESI_xmlerror)
   Counter esi_parse_warnings{0};
   Counter tls_handshakes_12{0};  // finished handshakes, TLS 1.2

@@ -1,5 +1,8 @@
 #include "resident.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -28,7 +31,7 @@ namespace {
 // Pool thread: the page as an object, stored and announced when this render fills the store.
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
                 std::string_view kind, gitfrag::Page page) {
-  Rendered r{page.status, page.reason, {}, false};
+  Rendered r{page.status, page.reason, {}, false, page.refusal};
   if (page.status == 200) {
     std::vector<cache::Header> headers;
     headers.push_back({"Content-Type", page.content_type});
@@ -61,7 +64,9 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
   }
   if (!fill_key.empty()) {
     FillResult fill;
-    if (r.stored) {
+    if (page.refusal != gitfrag::Refusal::kNone) {
+      fill = FillResult{FillResult::kAbandoned, {}, 0, {}};  // each waiter tries in its own right
+    } else if (r.stored) {
       fill = FillResult{FillResult::kStored, r.object, 0, {}};
     } else if (r.object) {
       fill =
@@ -78,7 +83,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
 
 void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    std::function<void(Rendered)> done) {
+                    gitfrag::Admission admission, std::function<void(Rendered)> done) {
   Worker* owner = &worker;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);
@@ -88,16 +93,96 @@ void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtim
       if (!alive.expired()) done(std::move(r));
     });
   };
-  if (worker.shared().render_pool->Submit(runtime->site, route, std::move(finish)) ==
+  if (worker.shared().render_pool->Submit(runtime->site, route, std::move(admission),
+                                          std::move(finish)) ==
       gitfrag::RenderPool::Submitted::kBusy) {
-    Rendered busy{
-        503, "all render threads are busy and the render queue is full (render-queue)", {}, false};
+    Rendered busy{503,
+                  "the render queue is full and this client has the most renders waiting "
+                  "(render-queue)",
+                  {},
+                  false,
+                  gitfrag::Refusal::kFull};
     if (!fill_key.empty()) {
-      worker.shared().flights.Complete(fill_key,
-                                       FillResult{FillResult::kFailed, {}, 503, busy.reason});
+      worker.shared().flights.Complete(fill_key, FillResult{FillResult::kAbandoned, {}, 0, {}});
     }
     done(std::move(busy));
   }
+}
+
+gitfrag::Admission AdmissionFor(const conf::Config& config, const gitfrag::Route& route,
+                                std::string client) {
+  return gitfrag::Admission{std::move(client), gitfrag::ClassOf(route.kind),
+                            config.render_queue_timeout};
+}
+
+namespace {
+
+std::string_view TrimSpaces(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool Trusted(const conf::Config& config, std::string_view ip) {
+  for (const auto& net : config.trusted_proxies)
+    if (conf::InNetwork(net, ip)) return true;
+  return false;
+}
+
+// `ip` masked to the configured prefix, as text; "" when it is not an address.
+std::string Masked(const conf::Config& config, std::string_view ip) {
+  conf::Config::Network net;
+  if (ip.find('/') != std::string_view::npos || !conf::ParseNetwork(ip, &net)) return {};
+  const bool v4 = net.prefix == 128 && net.address[10] == 0xff && net.address[11] == 0xff &&
+                  std::all_of(net.address.begin(), net.address.begin() + 10,
+                              [](uint8_t b) { return b == 0; });
+  const unsigned bits = v4 ? config.client_prefix_v4 + 96 : config.client_prefix_v6;
+  for (unsigned bit = bits; bit < 128; ++bit) {
+    net.address[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
+  }
+  char text[INET6_ADDRSTRLEN] = "";
+  if (v4) {
+    inet_ntop(AF_INET, &net.address[12], text, sizeof text);
+  } else {
+    inet_ntop(AF_INET6, net.address.data(), text, sizeof text);
+  }
+  std::string key(text);
+  if (bits < 128) key.append("/").append(std::to_string(v4 ? bits - 96 : bits));
+  return key;
+}
+
+}  // namespace
+
+std::string ClientKey(const conf::Config& config, std::string_view peer_ip,
+                      const http::RequestHead& request) {
+  std::string_view client = peer_ip;
+  std::string forwarded;
+  if (!config.trusted_proxies.empty() && Trusted(config, peer_ip)) {
+    for (const auto& h : request.headers) {
+      if (!http::EqualsIgnoreCase(h.name, "x-forwarded-for")) continue;
+      if (!forwarded.empty()) forwarded.push_back(',');
+      forwarded.append(h.value);
+    }
+    // From the nearest hop outwards: the first address that is not a trusted proxy is the client
+    // (addresses further out are whatever that client chose to send).
+    std::string_view rest = forwarded;
+    while (!rest.empty()) {
+      const auto comma = rest.rfind(',');
+      const std::string_view hop =
+          TrimSpaces(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
+      if (Masked(config, hop).empty()) break;  // not an address: trust nothing further out
+      client = hop;
+      if (!Trusted(config, hop)) break;
+    }
+  }
+  std::string key = Masked(config, client);
+  return key.empty() ? std::string(client) : key;
+}
+
+unsigned RetryAfterSeconds(const conf::Config& config) {
+  const auto ms = config.render_queue_timeout.count();
+  return static_cast<unsigned>(std::max<long long>(1, (ms + 999) / 1000));
 }
 
 }  // namespace shellac::proxy

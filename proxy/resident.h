@@ -12,25 +12,48 @@
 #include <string>
 
 #include "gitfrag.h"
+#include "http1.h"
 #include "object.h"
 #include "worker.h"
 
 namespace shellac::proxy {
 
 struct Rendered {
-  int status = 0;           // the page's status; 503 when the render queue was full
+  int status = 0;           // the page's status; 503 when the render queue refused it
   std::string reason;       // one line, for status != 200
   cache::ObjectRef object;  // status 200: the page (with its template when it is a frame)
   bool stored = false;      // the object is in the store under the fill key
+  gitfrag::Refusal refusal = gitfrag::Refusal::kNone;  // why the queue refused it (status 503)
 };
 
 // Renders `route` with runtime->site and calls `done` on `worker`'s thread unless `alive` has
 // expired by then. A non-empty `fill_key` means the caller leads single-flight for it: the page is
-// stored under it and the waiters are told (also of a failure). When the pool's queue is full,
-// `done` runs before this returns, with status 503.
+// stored under it and the waiters are told (of a failure too; when the queue refused the render
+// they are told the leader is gone, so each tries for itself). `admission` places the render in
+// the render queue (AdmissionFor). When the queue refuses it at once, `done` runs before this
+// returns, with status 503.
+//
+// Pre-rendering at the lowest priority (an admin endpoint, `shellac warm`): with a route whose
+// cache_key is not empty and that key as `fill_key` (after SingleFlight::TryLead on it), and
+//   gitfrag::Admission{.client = "warm", .render_class = gitfrag::RenderClass::kBackground}
+// the part is rendered only while no request's render waits, and stored as a request's would be.
 void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    std::function<void(Rendered)> done);
+                    gitfrag::Admission admission, std::function<void(Rendered)> done);
+
+// A request's place in the render queue: its class from the page kind (gitfrag::ClassOf), its
+// client, and render-queue-timeout.
+gitfrag::Admission AdmissionFor(const conf::Config& config, const gitfrag::Route& route,
+                                std::string client);
+
+// Whose request this is, for fair shares: the peer's address, or, when the peer is a
+// trusted-proxy=, the nearest address in X-Forwarded-For that is not one; masked to
+// client-prefix-v4 / client-prefix-v6 bits ("192.0.2.0/24"; a whole address as itself).
+std::string ClientKey(const conf::Config& config, std::string_view peer_ip,
+                      const http::RequestHead& request);
+
+// Retry-After, in seconds, of a 503 for a refused render: render-queue-timeout, at least 1.
+unsigned RetryAfterSeconds(const conf::Config& config);
 
 // The resident route for `target` (path and query), if the configuration has repositories and
 // this URL is one of their pages.

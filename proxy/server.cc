@@ -166,10 +166,70 @@ std::string Shared::RenderMetrics() const {
     line("shellac_render_threads", "gauge", "Render threads (render-threads).", m.threads);
     line("shellac_render_queue_limit", "gauge",
          "Renders that may wait for a thread (render-queue).", m.queue_limit);
-    line("shellac_render_queue_depth", "gauge", "Renders waiting for a thread now.", m.queue_depth);
+    line("shellac_render_client_max_renders", "gauge",
+         "Renders one client may have running at once (client-max-renders; 0: no cap).",
+         m.client_max_renders);
     line("shellac_render_running", "gauge", "Renders running now.", m.running);
     line("shellac_render_rejected_total", "counter",
-         "Renders refused with 503: the queue was full.", m.rejected);
+         "Renders refused at once: the queue was full and the client had the most waiting.",
+         m.rejected);
+    // The render queue (gitfrag/render_queue.h), by class and by reason.
+    auto labelled = [&](const char* name, const char* type, const char* help, const char* label,
+                        size_t n, auto label_of, auto value) {
+      out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name);
+      out.append(" ").append(type).append("\n");
+      for (size_t i = 0; i < n; ++i) {
+        out.append(name).append("{").append(label).append("=\"").append(label_of(i));
+        out.append("\"} ").append(value(i)).append("\n");
+      }
+    };
+    auto class_name = [](size_t i) {
+      return gitfrag::RenderClassName(static_cast<gitfrag::RenderClass>(i));
+    };
+    auto seconds = [](uint64_t us) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6f", static_cast<double>(us) / 1e6);
+      return std::string(text);
+    };
+    const auto& q = m.queue;
+    labelled("shellac_render_queue_depth", "gauge", "Renders waiting for a thread now, by class.",
+             "class", gitfrag::kRenderClasses, class_name,
+             [&](size_t i) { return std::to_string(q.depth[i]); });
+    labelled("shellac_render_queue_oldest_wait_seconds", "gauge",
+             "How long the oldest render waiting in each class has waited.", "class",
+             gitfrag::kRenderClasses, class_name, [&](size_t i) { return seconds(q.oldest_wait_us[i]); });
+    labelled("shellac_render_queue_started_total", "counter",
+             "Renders taken from the queue by a thread, by class.", "class", gitfrag::kRenderClasses,
+             class_name, [&](size_t i) { return std::to_string(q.started[i]); });
+    labelled("shellac_render_queue_wait_seconds_total", "counter",
+             "Time the started renders waited in the queue, by class (divide by started_total).",
+             "class", gitfrag::kRenderClasses, class_name,
+             [&](size_t i) { return seconds(q.wait_us[i]); });
+    labelled("shellac_render_queue_paused", "gauge", "1 while a class is paused (/render-pause).",
+             "class", gitfrag::kRenderClasses, class_name,
+             [&](size_t i) { return std::string(m.paused[i] ? "1" : "0"); });
+    labelled("shellac_render_refused_total", "counter",
+             "Renders refused with 503, by reason: full (the client had the most waiting in a full "
+             "queue), timeout (waited render-queue-timeout), stopping.",
+             "reason", gitfrag::kRefusals - 1,
+             [](size_t i) { return gitfrag::RefusalName(static_cast<gitfrag::Refusal>(i + 1)); },
+             [&](size_t i) { return std::to_string(q.refused[i + 1]); });
+    line("shellac_render_clients", "gauge", "Clients with a render waiting or running now.",
+         q.clients);
+    line("shellac_render_clients_seen_total", "counter",
+         "Arrivals of a client with no render waiting or running.", q.clients_seen);
+    line("shellac_render_largest_client_waiting", "gauge",
+         "Frame and part renders waiting for the client with the most.", q.largest_waiting);
+    {
+      char share[32];
+      std::snprintf(share, sizeof share, "%.4f", q.largest_share);
+      out.append("# HELP shellac_render_largest_client_share That client's fraction of the frame "
+                 "and part renders waiting (0 when none wait).\n"
+                 "# TYPE shellac_render_largest_client_share gauge\n"
+                 "shellac_render_largest_client_share ")
+          .append(share)
+          .append("\n");
+    }
     auto by_kind = [&](const char* name, const char* type, const char* help, auto value) {
       out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name);
       out.append(" ").append(type).append("\n");
@@ -328,11 +388,13 @@ struct Server::State {
         admin_text(old) != admin_text(*config) || old.threads != config->threads ||
         old.cache_size != config->cache_size ||
         AddressTexts(old.listen_tls) != AddressTexts(config->listen_tls) ||
-        old.render_threads != config->render_threads || old.render_queue != config->render_queue) {
+        old.render_threads != config->render_threads || old.render_queue != config->render_queue ||
+        old.client_max_renders != config->client_max_renders) {
       std::fprintf(
           stderr,
           "shellac: warning: listen, listen-tls addresses, admin-listen, threads, cache-size, "
-          "render-threads and render-queue keep their old values until a restart\n");
+          "render-threads, render-queue and client-max-renders keep their old values until a "
+          "restart\n");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;
@@ -471,7 +533,8 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   state_->shared.store =
       std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
   state_->shared.render_pool =
-      std::make_unique<gitfrag::RenderPool>(loaded.render_threads, loaded.render_queue);
+      std::make_unique<gitfrag::RenderPool>(loaded.render_threads, loaded.render_queue,
+                                            loaded.client_max_renders);
 }
 
 Server::~Server() = default;

@@ -141,7 +141,7 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     seen.insert(key);
     if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
         key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
-        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key.starts_with("repo.") || key == "section" || key == "listen-tls" ||
+        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key == "trusted-proxy" || key.starts_with("repo.") || key == "section" || key == "listen-tls" ||
         key == "tls-cert") {
       continue;
     }
@@ -820,7 +820,12 @@ TEST_F(ConfTest, RenderDefaultsAndErrors) {
   EXPECT_EQ(c->virtual_root, "/");
   EXPECT_EQ(c->max_open_repos, 64u);
   EXPECT_GE(c->render_threads, 1u);
-  EXPECT_EQ(c->render_queue, 256u);
+  EXPECT_EQ(c->render_queue, 1024u);
+  EXPECT_EQ(c->render_queue_timeout, 30s);
+  EXPECT_EQ(c->client_max_renders, 0u);
+  EXPECT_EQ(c->client_prefix_v4, 32u);
+  EXPECT_EQ(c->client_prefix_v6, 128u);
+  EXPECT_TRUE(c->trusted_proxies.empty());
   EXPECT_TRUE(c->repositories.empty());
   const std::string a = Write("a.conf", "render-threads = 0\n");
   EXPECT_TRUE(StartsWith(LoadError(a), a + ":1: render-threads: expected a whole number from 1"));
@@ -830,6 +835,47 @@ TEST_F(ConfTest, RenderDefaultsAndErrors) {
   const std::string r1 = Mkdir("one/x.git"), r2 = Mkdir("two/x.git");
   const std::string d = Write("d.conf", "repo = " + r1 + "\nrepo = " + r2 + "\n");
   EXPECT_TRUE(StartsWith(LoadError(d), d + ":2: repository url 'x.git' is already taken")) << LoadError(d);
+}
+
+TEST_F(ConfTest, RenderQueueKeys) {
+  auto c = LoadOk(Write("q.conf",
+                        "render-queue = 50\nrender-queue-timeout = 1500ms\nclient-max-renders = 2\n"
+                        "client-prefix-v4 = 24\nclient-prefix-v6 = 56\n"
+                        "trusted-proxy = 10.0.0.1, 192.168.0.0/16\ntrusted-proxy = 2001:db8::/32\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->render_queue, 50u);
+  EXPECT_EQ(c->render_queue_timeout, 1500ms);
+  EXPECT_EQ(c->client_max_renders, 2u);
+  EXPECT_EQ(c->client_prefix_v4, 24u);
+  EXPECT_EQ(c->client_prefix_v6, 56u);
+  ASSERT_EQ(c->trusted_proxies.size(), 3u);
+  EXPECT_EQ(c->trusted_proxies[1].text, "192.168.0.0/16");
+  EXPECT_TRUE(InNetwork(c->trusted_proxies[0], "10.0.0.1"));
+  EXPECT_TRUE(InNetwork(c->trusted_proxies[0], "::ffff:10.0.0.1")) << "a v4-mapped peer";
+  EXPECT_FALSE(InNetwork(c->trusted_proxies[0], "10.0.0.2"));
+  EXPECT_TRUE(InNetwork(c->trusted_proxies[1], "192.168.200.7"));
+  EXPECT_FALSE(InNetwork(c->trusted_proxies[1], "192.169.0.1"));
+  EXPECT_TRUE(InNetwork(c->trusted_proxies[2], "2001:db8:ffff::1"));
+  EXPECT_FALSE(InNetwork(c->trusted_proxies[2], "2001:db9::1"));
+  EXPECT_FALSE(InNetwork(c->trusted_proxies[2], "not an address"));
+  // The command line replaces the file's list.
+  auto d = LoadOk(Write("r.conf", "trusted-proxy = 10.0.0.1\n"), {{"trusted-proxy", "127.0.0.1"}});
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(d->trusted_proxies.size(), 1u);
+  EXPECT_EQ(d->trusted_proxies[0].text, "127.0.0.1");
+
+  const std::string a = Write("a.conf", "render-queue-timeout = soon\n");
+  EXPECT_TRUE(StartsWith(LoadError(a), a + ":1: render-queue-timeout: bad duration 'soon'")) << LoadError(a);
+  const std::string b = Write("b.conf", "# comment\nrender-queue-timeout = 0\n");
+  EXPECT_TRUE(StartsWith(LoadError(b), b + ":2: render-queue-timeout: must be more than 0")) << LoadError(b);
+  const std::string e = Write("e.conf", "trusted-proxy = 10.0.0.1 10.0.0.300\n");
+  EXPECT_TRUE(StartsWith(LoadError(e), e + ":1: trusted-proxy: bad address '10.0.0.300'")) << LoadError(e);
+  const std::string f = Write("f.conf", "trusted-proxy = 10.0.0.0/33\n");
+  EXPECT_TRUE(StartsWith(LoadError(f), f + ":1: trusted-proxy: bad address")) << LoadError(f);
+  const std::string g = Write("g.conf", "client-prefix-v4 = 33\n");
+  EXPECT_TRUE(StartsWith(LoadError(g), g + ":1: client-prefix-v4: expected a whole number from 8 to 32")) << LoadError(g);
+  const std::string h = Write("h.conf", "client-max-renders = -1\n");
+  EXPECT_TRUE(StartsWith(LoadError(h), h + ":1: client-max-renders: expected a whole number")) << LoadError(h);
 }
 
 TEST_F(ConfTest, CgitKeysInShellacFileAreStillErrors) {

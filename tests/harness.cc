@@ -685,7 +685,7 @@ void RawClient::Close() {
   eof_ = false;
 }
 
-bool RawClient::Connect(int port, int rcvbuf) {
+bool RawClient::Connect(int port, int rcvbuf, const std::string& source) {
   Close();
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
@@ -695,6 +695,16 @@ bool RawClient::Connect(int port, int rcvbuf) {
   if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+      last_errno_ = errno == 0 ? EINVAL : errno;
+      ::close(fd);
+      return false;
+    }
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));

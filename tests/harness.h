@@ -245,9 +245,10 @@ class RawClient {
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
-  // Connects to 127.0.0.1:port (2 s at most). rcvbuf > 0 sets SO_RCVBUF before connecting.
+  // Connects to 127.0.0.1:port (2 s at most). rcvbuf > 0 sets SO_RCVBUF before connecting;
+  // `source` (an IPv4 loopback address such as "127.0.0.3") is the address to connect from.
   // On failure returns false and remembers errno in last_errno().
-  bool Connect(int port, int rcvbuf = 0);
+  bool Connect(int port, int rcvbuf = 0, const std::string& source = "");
   bool connected() const { return fd_ >= 0; }
   int last_errno() const { return last_errno_; }
   int fd() const { return fd_; }
