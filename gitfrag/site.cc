@@ -11,6 +11,11 @@ namespace shellac::gitfrag {
 void EnsureLibgit2() {
   static const bool initialised = [] {
     git_libgit2_init();
+    // Repositories are the ones the operator configured, and they are only read (no hooks, no
+    // filters run). A forge's repositories belong to its git user while shellac runs as its own
+    // (the Debian package's `shellac`): libgit2's ownership check (git's safe.directory) would
+    // refuse every one of them, where cgit reads them.
+    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
     return true;
   }();
   (void)initialised;
