@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "admin_client.h"
@@ -72,6 +73,7 @@ std::string Duration(double seconds) {
 
 struct Progress {
   size_t total = 0, done = 0, rendered = 0, hits = 0, failed = 0;
+  size_t deferred = 0;  // times the instance was too busy with live renders: asked again later
   Clock::time_point started = Clock::now();
   Clock::time_point shown = started;
   bool tty = false;
@@ -81,8 +83,10 @@ struct Progress {
     return s > 0 ? static_cast<double>(done) / s : 0;
   }
   std::string Counts() const {
-    return std::to_string(rendered) + " rendered, " + std::to_string(hits) + " already stored, " +
-           std::to_string(failed) + " failed";
+    std::string text = std::to_string(rendered) + " rendered, " + std::to_string(hits) +
+                       " already stored, " + std::to_string(failed) + " failed";
+    if (deferred > 0) text += " (gave way to live renders " + std::to_string(deferred) + " times)";
+    return text;
   }
   // A bar redrawn in place on a terminal (at most ten times a second), a plain line every five
   // seconds otherwise.
@@ -222,8 +226,8 @@ int RunWarm(int argc, char** argv) {
   progress.total = work.size();
   progress.tty = isatty(STDOUT_FILENO);
   int status = 0;
-  for (const auto& [repo, sha] : work) {
-    if (g_interrupted) break;
+  for (size_t i = 0; i < work.size() && !g_interrupted;) {
+    const auto& [repo, sha] = work[i];
     const AdminResponse r = client.Request(
         "POST", "/warm/render?repo=" + Encode(repo) + "&id=" + sha, std::chrono::minutes(5));
     if (r.status == 0) {
@@ -232,6 +236,16 @@ int RunWarm(int argc, char** argv) {
       status = 1;
       break;
     }
+    if (r.status == 503) {
+      // Live requests' renders kept this one waiting (warm runs in the render queue's lowest
+      // class): give way for a second, then ask again.
+      ++progress.deferred;
+      progress.Show();
+      for (int step = 0; step < 10 && !g_interrupted; ++step)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    ++i;
     ++progress.done;
     if (r.status == 200 && r.body.starts_with("hit ")) {
       ++progress.hits;

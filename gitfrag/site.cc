@@ -19,6 +19,11 @@ void EnsureLibgit2() {
     // together stay within GIT_OPT_SET_CACHE_MAX_SIZE (256 MiB by default).
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, size_t{1} << 20);
     git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, size_t{256} << 10);
+    // Repositories are the ones the operator configured, and they are only read (no hooks, no
+    // filters run). A forge's repositories belong to its git user while shellac runs as its own
+    // (the Debian package's `shellac`): libgit2's ownership check (git's safe.directory) would
+    // refuse every one of them, where cgit reads them.
+    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
     return true;
   }();
   (void)initialised;

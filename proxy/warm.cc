@@ -7,6 +7,16 @@
 namespace shellac::proxy {
 namespace {
 
+// Pre-rendering waits in the render queue's lowest class: it runs only while no request's render
+// waits. A render still waiting after kWarmWait is refused (503) and `shellac warm` asks again
+// later, so a request for the same commit, which waits behind warm's single-flight lead, is held
+// up at most this long.
+constexpr std::chrono::milliseconds kWarmWait{2000};
+
+gitfrag::Admission WarmAdmission(std::chrono::milliseconds timeout) {
+  return gitfrag::Admission{"warm", gitfrag::RenderClass::kBackground, timeout};
+}
+
 std::chrono::sys_seconds Now() {
   return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
 }
@@ -54,7 +64,13 @@ void WarmCommits(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
       if (!alive.expired()) done(std::move(answer));
     });
   };
-  if (worker.shared().render_pool->SubmitJob(std::move(job)) ==
+  auto refused = [owner, alive, done](gitfrag::Refusal) {
+    owner->Post([alive, done] {
+      if (!alive.expired()) done({503, "503 Service Unavailable: the render queue refused the walk\n"});
+    });
+  };
+  if (worker.shared().render_pool->SubmitJob(WarmAdmission(std::chrono::milliseconds(0)),
+                                             std::move(job), std::move(refused)) ==
       gitfrag::RenderPool::Submitted::kBusy) {
     done({503, "503 Service Unavailable: the render queue is full (render-queue)\n"});
   }
@@ -83,15 +99,23 @@ void WarmRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
   // Another request rendering the same fragment now: wait for it rather than render it twice.
   const bool leader = worker.shared().flights.Join(
       key, &worker, alive, [done, key](const FillResult& result) {
-        if (result.kind == FillResult::kFailed)
-          done({result.status, std::to_string(result.status) + " " + result.detail + "\n"});
-        else
-          done({200, "hit " + key + "\n"});
+        switch (result.kind) {
+          case FillResult::kStored:
+            done({200, "hit " + key + "\n"});
+            break;
+          case FillResult::kNotStorable:
+            done({200, "rendered, too large to store " + key + "\n"});
+            break;
+          case FillResult::kAbandoned:
+            done({503, "503 Service Unavailable: the render of this commit was given up; ask again\n"});
+            break;
+          case FillResult::kFailed:
+            done({result.status, std::to_string(result.status) + " " + result.detail + "\n"});
+            break;
+        }
       });
   if (!leader) return;
-  // Background class: rendered only while no request's render waits.
-  RenderResident(worker, runtime, *route, key, alive,
-                 gitfrag::Admission{"warm", gitfrag::RenderClass::kBackground, {}}, /*gzip=*/true,
+  RenderResident(worker, runtime, *route, key, alive, WarmAdmission(kWarmWait), /*gzip=*/true,
                  [done, key](Rendered rendered) {
     if (rendered.status != 200) {
       done({rendered.status, std::to_string(rendered.status) + " " + rendered.reason + "\n"});

@@ -10,7 +10,10 @@
 //                                     this request rendered and stored it
 //
 // A render goes through the same single-flight and store path as a request's, so a crawler asking
-// for the same commit meanwhile waits for it instead of rendering it twice.
+// for the same commit meanwhile waits for it instead of rendering it twice. Renders and the walk
+// wait in the render queue's background class (client "warm"): they run only while no request's
+// render waits. A render that waited 2 s is refused with 503, and `shellac warm` asks again after
+// a pause: under load it yields, and a request that joined its single-flight waits 2 s at most.
 #pragma once
 
 #include <functional>

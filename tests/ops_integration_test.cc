@@ -555,6 +555,19 @@ TEST(Warm, InterruptStopsCleanlyAndARerunGoesOn) {
   EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_renders_total", {{"kind", "diff-fragment"}}), 150);
 }
 
+// The packaged service runs as its own user; a forge's repositories belong to another (git,
+// www-data). They must open as they do for cgit, whatever git's safe.directory says.
+TEST(Package, RepositoriesOwnedByAnotherUserAreServed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the fixture repository another owner";
+  HistoryRepo repo(2);
+  Shell("chown -R nobody " + ShellQuote(repo.dir().File("repo.git")));
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config()));
+  Response log = HttpGet(proxy.Port(), "/repo/log/");
+  EXPECT_EQ(log.status, 200) << log.Describe();
+  EXPECT_NE(log.body.find("commit 2"), std::string::npos);
+}
+
 // The packaged unit passes `systemd-analyze verify` (with ExecStart= pointing at the binary under
 // test; `make deb-test` verifies the installed file itself), and the packaged configuration, every
 // key commented out, is one the binary accepts.
