@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "check.h"
 #include "event_ptr.h"
@@ -90,9 +91,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(input.ends_with(whole.left));
   }
 
+  // Prefixes: four at random, and the ones ending just after a CR or LF (where a segment boundary
+  // is most likely to matter), up to eight.
   Choices choices(input);
-  for (int i = 0; i < 4 && !input.empty(); ++i) {
-    const Outcome prefix = Parse(input.substr(0, choices.Below(input.size())), limits);
+  std::vector<size_t> cuts;
+  for (int i = 0; i < 4 && !input.empty(); ++i) cuts.push_back(choices.Below(input.size()));
+  for (size_t at = 0; cuts.size() < 12 && at < input.size(); ++at) {
+    if (input[at] == '\r' || input[at] == '\n') cuts.push_back(at + 1);
+  }
+  for (const size_t cut : cuts) {
+    if (cut >= input.size()) continue;
+    const Outcome prefix = Parse(input.substr(0, cut), limits);
     FUZZ_CHECK(prefix.result.kind == ParseResult::kIncomplete || SameOutcome(prefix, whole));
   }
 

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "check.h"
 #include "event_ptr.h"
@@ -71,9 +72,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(whole.left.size() < input.size() && input.ends_with(whole.left));
       break;
   }
+  // Prefixes: four at random, and the ones ending just after a CR or LF, up to eight.
   Choices choices(input);
-  for (int i = 0; i < 4 && !input.empty(); ++i) {
-    const Outcome prefix = Parse(input.substr(0, choices.Below(input.size())), max_header_bytes, method);
+  std::vector<size_t> cuts;
+  for (int i = 0; i < 4 && !input.empty(); ++i) cuts.push_back(choices.Below(input.size()));
+  for (size_t at = 0; cuts.size() < 12 && at < input.size(); ++at) {
+    if (input[at] == '\r' || input[at] == '\n') cuts.push_back(at + 1);
+  }
+  for (const size_t cut : cuts) {
+    if (cut >= input.size()) continue;
+    const Outcome prefix = Parse(input.substr(0, cut), max_header_bytes, method);
     if (prefix.result.kind == ParseResult::kIncomplete) continue;
     FUZZ_CHECK(prefix.result.kind == whole.result.kind);
     if (prefix.result.kind == ParseResult::kDone) FUZZ_CHECK(SameHead(prefix.head, whole.head));

@@ -215,7 +215,8 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
   std::string_view line;
   switch (scanner.Next(&line)) {
     case LineScanner::kIncomplete:
-      if (buf.size() - line_start > limits.max_request_line) {
+      // A CR at the end may be the start of the line's CRLF, not part of the line.
+      if (buf.size() - line_start - (buf.ends_with('\r') ? 1 : 0) > limits.max_request_line) {
         return ParseResult::Error(414, "request line longer than " +
                                            std::to_string(limits.max_request_line) + " bytes");
       }

@@ -468,6 +468,21 @@ TEST(RequestHead, RequestLineTooLong) {
   EXPECT_EQ(p.result.kind, ParseResult::kIncomplete) << Kind(p.result);
 }
 
+// A request line of exactly the limit whose CR has arrived but not yet its LF is still incomplete,
+// not too long: the CR is not part of the line (it was refused with 414 when a segment ended
+// between CR and LF).
+TEST(RequestHead, LineOfTheLimitWithItsCrPendingIsIncomplete) {
+  Limits limits;
+  limits.max_request_line = 64;
+  const std::string line = "GET /" + std::string(64 - 4 - 1 - 9, 'b') + " HTTP/1.1";
+  ASSERT_EQ(line.size(), 64u);
+  auto o = ParseRequest(line + "\r", limits);
+  EXPECT_EQ(o.result.kind, ParseResult::kIncomplete) << Kind(o.result);
+  o = ParseRequest(line + "b\r", limits);
+  EXPECT_EQ(o.result.kind, ParseResult::kError) << Kind(o.result);
+  EXPECT_EQ(o.result.status, 414);
+}
+
 // A request line that cannot fit in the head limit must be refused as soon as more than
 // max_header_bytes are buffered, whatever max_request_line says (the config accepts
 // max-header-bytes below max-request-line). Otherwise the parser answers "incomplete" forever
