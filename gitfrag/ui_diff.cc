@@ -369,7 +369,16 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     }
     out.Raw("<td class='right'>").Number(s.added + s.removed).Raw("</td><td class='graph'>");
     char buf[256];
-    const double total = static_cast<double>(max_changes == 0 ? 1 : max_changes);
+    if (max_changes == 0) {
+      // Only files without changed lines (empty, mode change, -w): cgit divides by zero and
+      // prints what glibc prints for 0.0 / 0 (a width browsers ignore).
+      out.Raw(
+          "<table summary='file diffstat' width='0%'><tr><td class='add' style='width: -nan%;'/>"
+          "<td class='rem' style='width: -nan%;'/><td class='none' style='width: -nan%;'/></tr>"
+          "</table></td></tr>\n");
+      continue;
+    }
+    const double total = static_cast<double>(max_changes);
     const double add = 100.0 * static_cast<double>(s.added) / total;
     const double rem = 100.0 * static_cast<double>(s.removed) / total;
     std::snprintf(

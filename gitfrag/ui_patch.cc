@@ -155,10 +155,20 @@ void WriteSummary(std::string* out, git_diff* diff) {
 // header ("@@ -1,2 +1,2 @@ int f(a, "); git trims them, so headers are trimmed here. The ids on
 // each "index" line are abbreviated as git does (abbrev.h): `abbrev` digits or more.
 bool AppendDiffText(git_diff* diff, git_odb* odb, int abbrev, std::string* out) {
+  // git writes the "---"/"+++" lines with a file's first hunk: a file without hunks (an empty
+  // file added or deleted, a mode change) has none. libgit2 writes them with the header, so they
+  // are taken back out when no hunk or binary notice follows. [labels_start, labels_end) is where
+  // they are in *text.
   struct Output {
     std::string* text;
     git_odb* odb;
     int abbrev;
+    size_t labels_start = std::string::npos, labels_end = 0;
+    void DropUnusedLabels() {
+      if (labels_start != std::string::npos && labels_end == text->size())
+        text->erase(labels_start);
+      labels_start = std::string::npos;
+    }
   } output{out, odb, abbrev};
   auto line_cb = [](const git_diff_delta* delta, const git_diff_hunk*, const git_diff_line* line,
                     void* payload) -> int {
@@ -172,6 +182,7 @@ bool AppendDiffText(git_diff* diff, git_odb* odb, int abbrev, std::string* out) 
         text->push_back(line->origin);
         break;
       case GIT_DIFF_LINE_HUNK_HDR: {
+        o->labels_start = std::string::npos;
         const bool newline = content.ends_with('\n');
         if (newline) content.remove_suffix(1);
         while (content.ends_with(' ') || content.ends_with('\t')) content.remove_suffix(1);
@@ -180,25 +191,39 @@ bool AppendDiffText(git_diff* diff, git_odb* odb, int abbrev, std::string* out) 
         return 0;
       }
       case GIT_DIFF_LINE_FILE_HDR: {
+        o->DropUnusedLabels();
         // "index OLD..NEW[ MODE]": libgit2 cuts the ids to a fixed length.
         const size_t index = content.starts_with("index ") ? 0 : content.find("\nindex ");
-        if (index == std::string_view::npos) break;
-        const size_t ids = index == 0 ? 6 : index + 7;
-        const size_t end = content.find_first_of(" \n", ids);
-        text->append(content.substr(0, ids));
-        text->append(UniqueAbbrev(o->odb, delta->old_file.id, o->abbrev));
-        text->append("..");
-        text->append(UniqueAbbrev(o->odb, delta->new_file.id, o->abbrev));
-        text->append(content.substr(end == std::string_view::npos ? content.size() : end));
+        if (index != std::string_view::npos) {
+          const size_t ids = index == 0 ? 6 : index + 7;
+          const size_t end = content.find_first_of(" \n", ids);
+          text->append(content.substr(0, ids));
+          text->append(UniqueAbbrev(o->odb, delta->old_file.id, o->abbrev));
+          text->append("..");
+          text->append(UniqueAbbrev(o->odb, delta->new_file.id, o->abbrev));
+          content.remove_prefix(end == std::string_view::npos ? content.size() : end);
+        }
+        const size_t labels =
+            content.starts_with("--- ") ? 0 : content.find("\n--- ") + 1;  // npos + 1 == 0
+        if (labels != 0 || content.starts_with("--- ")) {
+          o->labels_start = text->size() + labels;
+          o->labels_end = text->size() + content.size();
+        }
+        text->append(content);
         return 0;
       }
+      case GIT_DIFF_LINE_BINARY:
+        o->labels_start = std::string::npos;
+        break;
       default:
         break;
     }
     text->append(content);
     return 0;
   };
-  return git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, &output) == 0;
+  if (git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, &output) != 0) return false;
+  output.DropUnusedLabels();
+  return true;
 }
 
 // A mail header value wrapped as git wraps a patch's Subject: words fill lines of at most 78

@@ -9,8 +9,9 @@
 // rawdiff (bytes, apart from the signature line naming the program).
 //
 // With SHELLAC_PARITY_REPO=/path/to/repo.git the SampleOfRepository test compares the same pages
-// for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1)
-// and writes a summary to SHELLAC_PARITY_OUT when set (bench/parity.sh runs it on git/git).
+// for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1),
+// or for the commits in SHELLAC_PARITY_IDS, and writes a summary to SHELLAC_PARITY_OUT when set
+// (bench/parity.sh runs it on git/git).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -50,6 +51,24 @@ std::vector<std::string> Lines(const std::string& s) {
   std::istringstream in(s);
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(line);
+  return out;
+}
+
+// The diffstat graph's widths, in order: "width='N%'" and "width: N%;" values.
+std::string Widths(const std::string& html) {
+  std::string out;
+  for (size_t p = 0; (p = html.find("width", p)) != std::string::npos; p += 5) {
+    size_t v = p + 5;
+    if (html.compare(v, 2, "='") == 0)
+      v += 2;
+    else if (html.compare(v, 2, ": ") == 0)
+      v += 2;
+    else
+      continue;
+    const size_t end = html.find('%', v);
+    if (end == std::string::npos || end - v > 8) continue;
+    out += html.substr(v, end - v) + " ";
+  }
   return out;
 }
 
@@ -99,8 +118,9 @@ class Peers {
     } else {
       // cgit leaves line numbers out of some side-by-side rows (see gitfrag/README.md).
       const bool ssdiff = query.find("dt=1") != std::string::npos;
-      ours = VisibleText(page.body, ssdiff);
-      theirs = VisibleText(theirs, ssdiff);
+      // The diffstat's graph is in attributes: its widths are compared too.
+      ours = VisibleText(page.body, ssdiff) + "\nwidths:" + Widths(page.body);
+      theirs = VisibleText(theirs, ssdiff) + "\nwidths:" + Widths(theirs);
     }
     return ours == theirs ? std::string() : FirstDifference(ours, theirs);
   }
@@ -277,6 +297,10 @@ class ParityFixture {
              {}, "", "Ren\xc3\xa9 \xc3\x9cnicode <r@example.org>");
     s.Blob(26, "empty message\n");
     s.Commit("master", 112, t0 + 7800, "+0000", "", {"M 100644 :26 e.txt"}, ":111");
+    // Empty files added (patch and rawdiff: no "---"/"+++" lines without a hunk), a mode change.
+    s.Blob(27, "");
+    s.Commit("master", 113, t0 + 7900, "+0000", "empty files\n",
+             {"M 100644 :27 empty1", "M 100644 :27 dir/empty2", "M 100755 :26 e.txt"}, ":112");
     s.Tag("v1.0", ":103", t0 + 9000, "version one\n");
     s.Reset("refs/tags/light", ":105");
     // Refs cgit does not decorate with (a pull request's, a remote-tracking branch) and one it
@@ -364,6 +388,12 @@ TEST(GitfragParity, SampleOfRepository) {
   std::mt19937 rng(seed);
   std::shuffle(all.begin(), all.end(), rng);
   all.resize(std::min<size_t>(all.size(), static_cast<size_t>(n)));
+  // SHELLAC_PARITY_IDS: these commits (full ids, space-separated) instead of a sample.
+  if (const char* ids = std::getenv("SHELLAC_PARITY_IDS"); ids != nullptr && *ids != '\0') {
+    all.clear();
+    std::istringstream in(ids);
+    for (std::string id; in >> id;) all.push_back(id);
+  }
   std::map<std::string, std::pair<int, int>> by_kind;  // page -> equal, compared
   int commits_equal = 0;
   std::ostringstream failures;
