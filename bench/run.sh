@@ -50,8 +50,8 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
-#   --report NAME     render, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md (e.g. render-git
-#                     for a run --from a clone of git/git)
+#   --report NAME     render, cold, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
+#                     (e.g. render-git, cold-git for a run --from a clone of git/git)
 #   --mem-objects N   cached: distinct fragment URLs loaded for the memory table (default 20000;
 #                     --small: 2000)
 #   SHELLAC_BIN=PATH  use this binary instead of `make -C REPO release` -> build-release/proxy/shellac
@@ -815,7 +815,7 @@ cold_tables() {
 
 scenario_cold() {
   SHELLAC_RENDER=1
-  three_target_scenario cold cold crawler.lua "cold: a crawler's first pass, every page a commit no target saw" \
+  three_target_scenario "${REPORT:-cold}" cold crawler.lua "cold: a crawler's first pass, every page a commit no target saw" \
     "Every request asks for the commit page of a commit no target was asked for before in this run (every" \
     "non-merge commit of the base repository once, seeded order, the sampled commits left out): the store" \
     "starts empty and every page costs shellac a frame and a diff fragment render (each stored, never asked" \
