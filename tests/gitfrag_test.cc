@@ -256,15 +256,6 @@ std::string LinksAndClasses(std::string html, const std::string& base, bool drop
   return out;
 }
 
-// First position where two long strings differ, with context, for readable failures.
-std::string FirstDifference(const std::string& a, const std::string& b) {
-  size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  const size_t from = i > 120 ? i - 120 : 0;
-  return "at " + std::to_string(i) + ":\n  shellac: ..." + a.substr(from, 300) +
-         "\n  cgit:    ..." + b.substr(from, 300);
-}
-
 // Pages whose links or classes are known to differ from cgit 1.2.3's, found when this comparison
 // was added and not fixed yet (renderer work, listed here so it stays visible): the reason, or ""
 // for a page that must match.
