@@ -6,8 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -145,9 +145,8 @@ TEST(Cache, ConcurrentMissesFetchOnce) {
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
   limit.rlim_cur = limit.rlim_max;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0) << std::strerror(errno);
-  ASSERT_GE(limit.rlim_cur, 2200u)
-      << "1000 clients need 2200 descriptors but the hard limit is " << limit.rlim_max
-      << ": raise it (ulimit -Hn) to run this test";
+  ASSERT_GE(limit.rlim_cur, 2200u) << "1000 clients need 2200 descriptors but the hard limit is "
+                                   << limit.rlim_max << ": raise it (ulimit -Hn) to run this test";
   constexpr int kClients = 1000;
   std::vector<std::thread> clients;
   std::vector<Response> responses(kClients);

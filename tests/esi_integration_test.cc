@@ -234,8 +234,7 @@ TEST(Esi, TheFirstBytesLeaveBeforeASlowIncludeCompletes) {
   ASSERT_TRUE(client.Connect(proxy.Port()));
   ASSERT_TRUE(client.Send("GET /page HTTP/1.1\r\nHost: t\r\n\r\n"));
   ASSERT_TRUE(client.WaitForBytes("head of the page", Millis(10'000)))
-      << "the first bytes did not come while the include was held: "
-      << Printable(client.Pending());
+      << "the first bytes did not come while the include was held: " << Printable(client.Pending());
   const std::string early = client.Pending();
   EXPECT_TRUE(early.starts_with("HTTP/1.1 200")) << Printable(early);
   EXPECT_EQ(early.find("held part"), std::string::npos);
@@ -529,8 +528,8 @@ TEST(Esi, AnIncludeThatWaitedTooLongForAnotherFetchFetchesItself) {
   gate->Open();
   first.join();
   EXPECT_EQ(fragments.load(), 2);
-  EXPECT_GE(MetricSum(WaitForMetric(proxy.AdminPort(),
-                                    "shellac_cache_single_flight_timeouts_total", {}, 1),
+  EXPECT_GE(MetricSum(WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_timeouts_total",
+                                    {}, 1),
                       "shellac_cache_single_flight_timeouts_total"),
             1);
 }

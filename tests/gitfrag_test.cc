@@ -511,7 +511,9 @@ class GitfragPages : public ::testing::Test {
 // fixture (root, rename + binary, empty, merge, Latin-1 message, 10k-line diff, odd paths, tags on
 // tags), with and without diff options and h=.
 TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   const std::vector<std::string> commits = [&] {
     std::vector<std::string> v;
@@ -556,7 +558,9 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
 // The diff page (with and without id2 and options), the log (with h=, ofs= and the pager) and the
 // repository index show the same text as cgit's.
 TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   const std::string extra = "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() +
                             "\nrepo.desc=second <d>\nrepo.owner=Own <er>\n";
   conf::Config c = fx.Config();
@@ -597,7 +601,9 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
 // Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
 // folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
 TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   const std::string a = fx.Rev("master~6"), head = fx.Rev("master");
   struct Case {
@@ -643,7 +649,9 @@ TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
 // (cgit names its version there).
 TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
   Site site(fx.Config());
   // Each mail's signature names the program: made equal before comparing.
   auto without_signature = [](std::string s) {

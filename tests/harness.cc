@@ -1043,9 +1043,8 @@ std::string RawClient::ReadUntilClose(Millis timeout) {
   }
   // A reset is a close too; only a peer still open at the deadline fails.
   if (n < 0 && last_errno_ != ECONNRESET && last_errno_ != EPIPE) {
-    ADD_FAILURE() << "ReadUntilClose: the peer did not close within " << timeout.count()
-                  << " ms (" << err << "); got " << buf_.size()
-                  << " bytes: " << Printable(buf_);
+    ADD_FAILURE() << "ReadUntilClose: the peer did not close within " << timeout.count() << " ms ("
+                  << err << "); got " << buf_.size() << " bytes: " << Printable(buf_);
   }
   std::string out;
   out.swap(buf_);

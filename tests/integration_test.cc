@@ -738,8 +738,8 @@ TEST_F(RequestLimits, ChunkedBodyOverMaxBodySizeIs413) {
   ExpectConnectionClosed(c);
   // The origin records a request only once its body is complete: none may be, and no more than
   // max-body-size of body bytes (plus the head and chunk framing) may have reached it.
-  EXPECT_EQ(origin_.RequestCount(), 0u) << "origin received a complete body over the limit: "
-                                        << origin_.Requests()[0].Describe();
+  EXPECT_EQ(origin_.RequestCount(), 0u)
+      << "origin received a complete body over the limit: " << origin_.Requests()[0].Describe();
   EXPECT_LT(origin_.BytesReceived(), 1800u) << "more than the limit was forwarded";
 }
 
@@ -1075,8 +1075,7 @@ TEST(Drain, SigtermFinishesInFlightRequestsAndExitsZero) {
       << proxy.StderrText();
   // The server says when every worker has closed its listeners; from then on a new connection is
   // refused outright (nothing listens on the port any more).
-  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(5'000)))
-      << proxy.StderrText();
+  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(5'000))) << proxy.StderrText();
   {
     RawClient late;
     EXPECT_FALSE(late.Connect(proxy.Port())) << "a connection made after the drain was accepted";
@@ -1401,15 +1400,15 @@ TEST(Timeouts, ClientBodyTimeoutAnswers408) {
 }
 
 TEST(ExpectContinue, ShellacAnswers100ContinueAndTheBodyIsForwarded) {
-  Origin origin([](const OriginRequest& req, OriginConnection& c) {
-    c.SendFixed(200, "got " + req.body);
-  });
+  Origin origin(
+      [](const OriginRequest& req, OriginConnection& c) { c.SendFixed(200, "got " + req.body); });
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "max-body-size=1K\n")));
   RawClient c;
   ASSERT_TRUE(c.Connect(proxy.Port()));
-  ASSERT_TRUE(c.Send("POST /form HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
-                     "Content-Length: 5\r\n\r\n"));
+  ASSERT_TRUE(
+      c.Send("POST /form HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+             "Content-Length: 5\r\n\r\n"));
   // The body is sent only after the interim answer, as a client that waits for it does.
   ASSERT_TRUE(c.WaitForBytes("\r\n\r\n", Millis(10'000))) << Printable(c.Pending());
   EXPECT_TRUE(c.Pending().starts_with("HTTP/1.1 100 Continue\r\n")) << Printable(c.Pending());
@@ -1489,8 +1488,7 @@ TEST(Drain, SecondSignalCutsAtOnce) {
   ASSERT_TRUE(c.Send(SimpleGet("/held")));
   ASSERT_TRUE(origin.WaitForRequests(1, Millis(5'000)));
   proxy.Signal(SIGTERM);
-  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(10'000)))
-      << proxy.StderrText();
+  ASSERT_TRUE(proxy.WaitForLine("shellac: listeners closed", Millis(10'000))) << proxy.StderrText();
   EXPECT_TRUE(proxy.Running()) << "the held request keeps the drain going";
   proxy.Signal(SIGTERM);
   const auto status = proxy.WaitExit(Millis(20'000));  // far below shutdown-timeout=60s

@@ -116,7 +116,8 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   EXPECT_EQ(fork.body, Assembled(proxy, "/pub/forks/fork/commit/?id=" + repos.second()));
   EXPECT_NE(fork.body, want);
   EXPECT_EQ(Renders(proxy, "commit", 3), 3);
-  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1) << "one render of the fragment serves every fork";
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 1), 1)
+      << "one render of the fragment serves every fork";
 
   // A commit only the fork has: the base repository does not show it.
   EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.fork_only()).status, 200);

@@ -267,8 +267,7 @@ TEST_F(TlsTest, ConnectionCloseEndsWithCloseNotify) {
   ASSERT_TRUE(shellac_.Start(BaseConfig(0, Listener())));
   TlsClient client;
   ASSERT_TRUE(client.Connect(TlsPort()));
-  const Response r =
-      client.RoundTrip("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const Response r = client.RoundTrip("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(StatusOf(r), 200) << r.Describe();
   EXPECT_EQ(r.Header("Connection"), "close") << r.Describe();
   EXPECT_EQ(client.WaitClosed(Millis(5'000)), PeerState::kClosed);
@@ -285,8 +284,8 @@ TEST_F(TlsTest, TlsCiphersuitesLimitsTheTls13Suites) {
   EXPECT_EQ(StatusOf(client.Get("/")), 200);
   // A client that offers only a suite the list leaves out gets no handshake.
   TlsClient other;
-  EXPECT_FALSE(other.Connect(TlsPort(), {.max_version = TLS1_3_VERSION,
-                                         .ciphersuites = "TLS_CHACHA20_POLY1305_SHA256"}));
+  EXPECT_FALSE(other.Connect(
+      TlsPort(), {.max_version = TLS1_3_VERSION, .ciphersuites = "TLS_CHACHA20_POLY1305_SHA256"}));
   WaitForMetric(shellac_.AdminPort(), "shellac_tls_handshake_failures_total",
                 {{"reason", "protocol"}}, 1);
   EXPECT_EQ(Metric("shellac_tls_handshake_failures_total", {{"reason", "protocol"}}), 1);
@@ -808,8 +807,8 @@ TEST_F(TlsTest, UpstreamTlsVerifiesTheOrigin) {
       EXPECT_EQ(r.body, "tls-origin:/again" + std::to_string(i) + " proto=http");
     }
     EXPECT_EQ(origin.handshakes() - handshakes_before, 1);
-    EXPECT_EQ(MetricSum(WaitForMetric(proxy.AdminPort(), "shellac_upstream_connections_reused_total",
-                                      {}, 2),
+    EXPECT_EQ(MetricSum(WaitForMetric(proxy.AdminPort(),
+                                      "shellac_upstream_connections_reused_total", {}, 2),
                         "shellac_upstream_connections_reused_total"),
               2);
   }
