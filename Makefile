@@ -1,16 +1,17 @@
 # Two commands matter: `make run` and `make test`. Both install what is missing (Debian 12 packages),
 # configure build/ and compile; neither downloads anything but Debian packages. (varnish is the
 # reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
-# openssl the CLI the TLS tests make their certificates with, chromium the browser the status page
-# test loads the page in, systemd for systemd-analyze verify on the packaged unit.)
+# openssl the CLI the TLS tests make their certificates with; `make test` alone also installs
+# TEST_DEPS: chromium, the browser the status page test loads the page in, and systemd for
+# systemd-analyze verify on the packaged unit.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
-           libre2-dev libsystemd-dev libgtest-dev libgmock-dev varnish cgit openssl \
-           systemd chromium
+           libre2-dev libsystemd-dev libgtest-dev libgmock-dev varnish cgit openssl
+TEST_DEPS := systemd chromium
 # What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
 DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
             libgit2-dev libre2-dev libsystemd-dev
@@ -19,7 +20,7 @@ FUZZ_DEPS := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
 ARGS    ?=
 
-.PHONY: all deps fuzz-deps build run test asan fuzz release tidy format clean deb deb-test
+.PHONY: all deps test-deps fuzz-deps build run test asan fuzz release tidy format clean deb deb-test
 
 all: build
 
@@ -36,6 +37,9 @@ endef
 deps:
 	$(call install_missing,$(DEPS))
 
+test-deps: deps
+	$(call install_missing,$(TEST_DEPS))
+
 fuzz-deps: deps
 	$(call install_missing,$(FUZZ_DEPS))
 
@@ -50,12 +54,12 @@ build: deps $(BUILD)/build.ninja
 run: build
 	./$(BUILD)/proxy/shellac $(ARGS)
 
-test: build
+test: build test-deps
 	$(MESON) test -C $(BUILD) --print-errorlogs --num-processes 2
 
 # ASan + UBSan build of everything, then the whole suite under it. A UBSan report ends the process
 # that made it, as an ASan one does (by default UBSan prints and goes on), so the test fails.
-asan: deps
+asan: test-deps
 	[ -f build-asan/build.ninja ] || $(MESON) setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan && \
 	  UBSAN_OPTIONS=$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
