@@ -3,6 +3,7 @@
 // stored by SHA, everything else passed to the backend. Fixture repositories are made with git.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -123,6 +124,32 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.fork_only()).status, 200);
   Response missing = HttpGet(proxy.Port(), "/base/commit/?id=" + repos.fork_only());
   EXPECT_EQ(missing.status, 404) << missing.Describe();
+}
+
+// fragment-ttl: a repository-neutral part is kept that long, then rendered again on the next
+// request. (Store times are whole seconds, so a part may go up to 1 s early: 3 s means 2-3 s.)
+TEST(Resident, FragmentTtlBoundsHowLongAPartIsKept) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config() + "fragment-ttl=3s\n"));
+  const std::string target = "/base/patch/?id=" + repos.second();
+  Response first = HttpGet(proxy.Port(), target);
+  const auto stored = std::chrono::steady_clock::now();
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  EXPECT_EQ(first.Header("x-cache"), "miss");
+  EXPECT_EQ(HttpGet(proxy.Port(), target).Header("x-cache"), "hit");
+  // Ask until the part is gone (each hit is cheap); it must not outlive the ttl by much.
+  Response again;
+  const auto deadline = stored + std::chrono::seconds(15);
+  do {
+    again = HttpGet(proxy.Port(), target);
+    ASSERT_EQ(again.status, 200) << again.Describe();
+  } while (again.Header("x-cache") == "hit" && std::chrono::steady_clock::now() < deadline);
+  const auto kept = std::chrono::steady_clock::now() - stored;
+  EXPECT_EQ(again.Header("x-cache"), "miss") << "still stored 15 s after a 3 s fragment-ttl";
+  EXPECT_GE(kept, std::chrono::milliseconds(1900)) << "gone before fragment-ttl (less 1 s rounding)";
+  EXPECT_EQ(again.body, first.body);
+  EXPECT_EQ(Renders(proxy, "patch", 2), 2) << "rendered again once it expired";
 }
 
 TEST(Resident, PatchesAreStoredBySha) {
