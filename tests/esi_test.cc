@@ -1237,7 +1237,9 @@ TEST(EsiFuzzRegressions, Inputs) {
     EXPECT_EQ(Fingerprint(split), Fingerprint(t));
     const std::string out = Output(body, t);
     EXPECT_EQ(Output(body, split), out);
-    if (!malformed[i]) EXPECT_EQ(out, body) << "verbatim text is delivered as it is";
+    if (!malformed[i]) {
+      EXPECT_EQ(out, body) << "verbatim text is delivered as it is";
+    }
   }
 }
 
