@@ -245,8 +245,13 @@ class Builder {
       config_->repos.push_back(path);
       // A work tree serves its .git folder.
       std::string git_dir = IsGitDir(env_, path + "/.git") ? path + "/.git" : path;
+      const std::string url = UrlForPath(path);
+      if (url.empty() || url == "." || url == "..") {
+        // "/", ".", "..": no folder name to serve it under (found by fuzzing).
+        fail("cannot name a repository after '" + path + "': give it repo.url= and repo.path=");
+      }
       if (!from_cli) repo_key_paths_.insert(git_dir);
-      AddRepository(UrlForPath(path), git_dir, origin, DescriptionFile(env_, git_dir));
+      AddRepository(url, git_dir, origin, DescriptionFile(env_, git_dir));
       cgit_open_stanza_ = false;
     } else if (key == "repo.url" || key == "repo.path" || key == "repo.name" || key == "repo.desc" ||
                key == "repo.owner" || key == "section") {

@@ -1204,5 +1204,19 @@ TEST(MemoryEnvironment, NothingOutsideItIsReadAndNoNameIsLookedUp) {
   EXPECT_EQ(error, "cannot read '/m': Is a directory");
 }
 
+// Fuzz finding: `repo=/` made a repository with an empty URL (and `repo=.` one called ".").
+TEST(MemoryEnvironment, RepoWithoutAFolderNameIsRefused) {
+  const MemoryEnvironment env({{"/m/a.conf", "repo=/\n"},
+                               {"/m/b.conf", "repo=.\n"},
+                               {"/r/x.git/HEAD", "ref: refs/heads/main\n"}});
+  std::string error;
+  EXPECT_EQ(LoadFrom(env, "/m/a.conf", {}, &error), nullptr);
+  EXPECT_EQ(error,
+            "/m/a.conf:1: repo: cannot name a repository after '/': give it repo.url= and "
+            "repo.path=");
+  EXPECT_EQ(LoadFrom(env, "/m/b.conf", {}, &error), nullptr);
+  EXPECT_TRUE(error.starts_with("/m/b.conf:1: repo: ")) << error;
+}
+
 }  // namespace
 }  // namespace shellac::conf
