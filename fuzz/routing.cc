@@ -75,9 +75,15 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
   FUZZ_CHECK(r.ofs <= 1u << 30);
   if (!r.cache_key.empty()) {
     FUZZ_CHECK(FullSha(r.id) && (r.id2.empty() || FullSha(r.id2)));
-    if (r.kind == PageKind::kPatch) FUZZ_CHECK(r.cache_key == "gitfrag/patch/" + r.id);
-    else if (r.kind == PageKind::kRawDiff) FUZZ_CHECK(r.cache_key == "gitfrag/rawdiff/" + r.id);
-    else FUZZ_CHECK(r.kind == PageKind::kDiffFragment && r.cache_key.starts_with("gitfrag/diff/" + r.id));
+    // Keys name the abbreviation length too ("?abbrev=N": ids in the output depend on it).
+    if (r.kind == PageKind::kPatch) {
+      FUZZ_CHECK(r.cache_key.starts_with("gitfrag/patch/" + r.id + "?abbrev="));
+    } else if (r.kind == PageKind::kRawDiff) {
+      FUZZ_CHECK(r.cache_key.starts_with("gitfrag/rawdiff/" + r.id + "?abbrev="));
+    } else {
+      FUZZ_CHECK(r.kind == PageKind::kDiffFragment &&
+                 r.cache_key.starts_with("gitfrag/diff/" + r.id));
+    }
   } else if (FullSha(r.id) && r.id2.empty()) {
     FUZZ_CHECK(r.kind != PageKind::kPatch && r.kind != PageKind::kRawDiff &&
                r.kind != PageKind::kDiffFragment);
