@@ -108,6 +108,24 @@ cache::Status EncodeFrame(std::string_view body, const PageSpec& spec,
   return s;
 }
 
+// The object for `spec` with the body `views` (and its ESI template when `esi`).
+cache::ObjectRef CreateObject(std::string_view key, const PageSpec& spec,
+                              std::span<const cache::SegmentView> views, bool esi,
+                              cache::Status* status) {
+  cache::ObjectSpec object;
+  object.status = spec.status;
+  object.headers = spec.headers;
+  object.stored_at = spec.stored_at;
+  object.ttl = spec.ttl;
+  object.grace = spec.grace;
+  object.body = views;
+  if (esi) {
+    object.esi_template = spec.esi_template;
+    object.esi_template_bytes = spec.esi_template->memory_bytes();
+  }
+  return cache::Object::Create(key, object, status);
+}
+
 }  // namespace
 
 cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,
@@ -123,16 +141,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
       *status = s;
       return {};
     }
-    cache::ObjectSpec object;
-    object.status = spec.status;
-    object.headers = spec.headers;
-    object.stored_at = spec.stored_at;
-    object.ttl = spec.ttl;
-    object.grace = spec.grace;
-    object.body = views;
-    object.esi_template = spec.esi_template;
-    object.esi_template_bytes = spec.esi_template->memory_bytes();
-    return cache::Object::Create(key, object, status);
+    return CreateObject(key, spec, views, /*esi=*/true, status);
   }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
@@ -165,18 +174,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
   std::vector<cache::SegmentView> views;
   views.reserve(segments.size());
   for (const auto& segment : segments) views.push_back(segment.view());
-  cache::ObjectSpec object;
-  object.status = spec.status;
-  object.headers = spec.headers;
-  object.stored_at = spec.stored_at;
-  object.ttl = spec.ttl;
-  object.grace = spec.grace;
-  object.body = views;
-  if (esi) {
-    object.esi_template = spec.esi_template;
-    object.esi_template_bytes = spec.esi_template->memory_bytes();
-  }
-  return cache::Object::Create(key, object, status);
+  return CreateObject(key, spec, views, esi, status);
 }
 
 bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std::string* why) {
