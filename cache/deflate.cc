@@ -1,4 +1,4 @@
-#include "deflate.h"
+#include "cache/deflate.h"
 
 #include <zlib.h>
 

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "status.h"
+#include "cache/status.h"
 
 struct z_stream_s;  // zlib's stream state; zlib.h stays out of this header
 

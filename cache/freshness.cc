@@ -1,4 +1,4 @@
-#include "freshness.h"
+#include "cache/freshness.h"
 
 #include <algorithm>
 #include <array>

@@ -23,7 +23,7 @@
 #include <span>
 #include <string_view>
 
-#include "object.h"
+#include "cache/object.h"
 
 namespace shellac::cache {
 

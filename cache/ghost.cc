@@ -1,6 +1,6 @@
-#include "ghost.h"
+#include "cache/ghost.h"
 
-#include "hash.h"
+#include "cache/hash.h"
 
 namespace shellac::cache {
 namespace {

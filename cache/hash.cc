@@ -1,4 +1,4 @@
-#include "hash.h"
+#include "cache/hash.h"
 
 #include <random>
 

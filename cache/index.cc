@@ -1,10 +1,10 @@
-#include "index.h"
+#include "cache/index.h"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
-#include "object.h"
+#include "cache/object.h"
 
 namespace shellac::cache {
 namespace {

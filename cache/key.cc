@@ -1,4 +1,4 @@
-#include "key.h"
+#include "cache/key.h"
 
 #include <re2/re2.h>
 

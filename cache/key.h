@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "status.h"
+#include "cache/status.h"
 
 namespace shellac::cache {
 

@@ -1,4 +1,4 @@
-#include "object.h"
+#include "cache/object.h"
 
 #include <malloc.h>
 #include <zlib.h>

@@ -33,8 +33,8 @@
 #include <string_view>
 #include <utility>
 
-#include "deflate.h"
-#include "status.h"
+#include "cache/deflate.h"
+#include "cache/status.h"
 
 namespace shellac::esi {
 class Template;  // a compiled ESI template; defined by esi/, opaque here

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "object.h"
+#include "cache/object.h"
 
 namespace shellac::cache::internal {
 

@@ -1,4 +1,4 @@
-#include "store.h"
+#include "cache/store.h"
 
 #include <algorithm>
 #include <mutex>
@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "ghost.h"
-#include "index.h"
-#include "object_access.h"
+#include "cache/ghost.h"
+#include "cache/index.h"
+#include "cache/object_access.h"
 
 namespace shellac::cache {
 namespace {

@@ -57,9 +57,9 @@
 #include <memory>
 #include <string_view>
 
-#include "hash.h"
-#include "object.h"
-#include "status.h"
+#include "cache/hash.h"
+#include "cache/object.h"
+#include "cache/status.h"
 
 namespace shellac::cache {
 

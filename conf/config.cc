@@ -1,4 +1,4 @@
-#include "config.h"
+#include "conf/config.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-#include "admin_client.h"
+#include "ctl/admin_client.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "prom.h"
+#include "ctl/prom.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "admin_client.h"
-#include "ctl.h"
-#include "prom.h"
+#include "ctl/admin_client.h"
+#include "ctl/ctl.h"
+#include "ctl/prom.h"
 
 namespace shellac::ctl {
 namespace {

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "admin_client.h"
-#include "ctl.h"
+#include "ctl/admin_client.h"
+#include "ctl/ctl.h"
 
 namespace shellac::ctl {
 namespace {

@@ -9,7 +9,7 @@
 // - TryState: which of its attempt and except gives the output, once known.
 // The cursor is a stack of step ranges: the page, then an include's fragment or a try's chosen
 // part, and so on.
-#include "assembly.h"
+#include "esi/assembly.h"
 
 #include <utility>
 

@@ -40,7 +40,7 @@
 #include <string_view>
 #include <vector>
 
-#include "evaluate.h"
+#include "esi/evaluate.h"
 
 namespace shellac::esi {
 

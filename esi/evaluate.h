@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "expr.h"
-#include "template.h"
+#include "esi/expr.h"
+#include "esi/template.h"
 
 namespace shellac::esi {
 

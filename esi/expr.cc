@@ -1,4 +1,4 @@
-#include "expr.h"
+#include "esi/expr.h"
 
 #include <charconv>
 #include <cstring>

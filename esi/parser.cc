@@ -15,7 +15,7 @@
 // - Table matches ("<!--esi" vs "<!--", element and attribute names) pick the first entry in table
 //   order that the input starts with. Bytes read past a shorter match while a longer entry was
 //   still possible are fed again to the state the match leads to.
-#include "parser.h"
+#include "esi/parser.h"
 
 #include <algorithm>
 #include <array>

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "template.h"
+#include "esi/template.h"
 
 namespace shellac::esi {
 

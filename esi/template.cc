@@ -1,4 +1,4 @@
-#include "template.h"
+#include "esi/template.h"
 
 namespace shellac::esi {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "expr.h"
+#include "esi/expr.h"
 
 namespace shellac::esi {
 

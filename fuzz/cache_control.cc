@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "check.h"
-#include "freshness.h"
+#include "fuzz/check.h"
+#include "cache/freshness.h"
 
 namespace {
 

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "check.h"
-#include "deflate.h"
-#include "page_object.h"
+#include "fuzz/check.h"
+#include "cache/deflate.h"
+#include "proxy/page_object.h"
 
 namespace {
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <string_view>
 
-#include "assembly.h"
-#include "check.h"
-#include "evaluate.h"
-#include "expr.h"
-#include "parser.h"
+#include "esi/assembly.h"
+#include "fuzz/check.h"
+#include "esi/evaluate.h"
+#include "esi/expr.h"
+#include "esi/parser.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "check.h"
-#include "event_ptr.h"
-#include "http1.h"
+#include "fuzz/check.h"
+#include "proxy/event_ptr.h"
+#include "proxy/http1.h"
 
 namespace {
 

@@ -15,11 +15,11 @@
 #include <string>
 #include <string_view>
 
-#include "check.h"
-#include "config.h"
-#include "gitfrag.h"
-#include "resident.h"
-#include "worker.h"
+#include "fuzz/check.h"
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "proxy/resident.h"
+#include "proxy/worker.h"
 
 namespace {
 

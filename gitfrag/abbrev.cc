@@ -1,4 +1,4 @@
-#include "abbrev.h"
+#include "gitfrag/abbrev.h"
 
 #include <dirent.h>
 

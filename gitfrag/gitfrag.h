@@ -38,8 +38,8 @@
 #include <utility>
 #include <vector>
 
-#include "config.h"
-#include "render_queue.h"
+#include "conf/config.h"
+#include "gitfrag/render_queue.h"
 
 namespace shellac::gitfrag {
 

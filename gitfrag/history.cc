@@ -1,4 +1,4 @@
-#include "history.h"
+#include "gitfrag/history.h"
 
 namespace shellac::gitfrag {
 

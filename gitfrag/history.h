@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "git.h"
+#include "gitfrag/git.h"
 
 namespace shellac::gitfrag {
 

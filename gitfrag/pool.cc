@@ -1,6 +1,6 @@
 #include <chrono>
 
-#include "gitfrag.h"
+#include "gitfrag/gitfrag.h"
 
 namespace shellac::gitfrag {
 

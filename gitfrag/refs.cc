@@ -1,4 +1,4 @@
-#include "refs.h"
+#include "gitfrag/refs.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-#include "registry.h"
+#include "gitfrag/registry.h"
 
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 
-#include "abbrev.h"
+#include "gitfrag/abbrev.h"
 
 namespace shellac::gitfrag {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "git.h"
-#include "refs.h"
+#include "conf/config.h"
+#include "gitfrag/git.h"
+#include "gitfrag/refs.h"
 
 namespace shellac::gitfrag {
 

@@ -1,4 +1,4 @@
-#include "render.h"
+#include "gitfrag/render.h"
 
 #include <iconv.h>
 #include <strings.h>

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "git.h"
-#include "gitfrag.h"
-#include "registry.h"
-#include "writer.h"
+#include "gitfrag/git.h"
+#include "gitfrag/gitfrag.h"
+#include "gitfrag/registry.h"
+#include "gitfrag/writer.h"
 
 namespace shellac::gitfrag {
 

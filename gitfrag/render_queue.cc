@@ -1,4 +1,4 @@
-#include "render_queue.h"
+#include "gitfrag/render_queue.h"
 
 #include <algorithm>
 

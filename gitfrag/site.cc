@@ -4,7 +4,7 @@
 #include <charconv>
 #include <unordered_map>
 
-#include "render.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 

@@ -1,7 +1,7 @@
 // The commit page frame: header, tabs, diff options, commit info with decorations, message, and
 // an ESI include where the diff goes (the fragment is rendered once per commit and options and
 // shared by every repository and branch that shows this commit).
-#include "render.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 void WriteOptionsPanel(const PageContext& ctx, std::string_view id) {

@@ -5,8 +5,8 @@
 // "../diff/..."), so the same bytes are right inside every fork's commit or diff page.
 #include <cstdio>
 
-#include "abbrev.h"
-#include "render.h"
+#include "gitfrag/abbrev.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 namespace {

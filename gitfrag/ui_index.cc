@@ -7,7 +7,7 @@
 #include <ctime>
 #include <fstream>
 
-#include "render.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 namespace {

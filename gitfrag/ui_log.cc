@@ -3,8 +3,8 @@
 #include <ctime>
 #include <string>
 
-#include "history.h"
-#include "render.h"
+#include "gitfrag/history.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "abbrev.h"
-#include "history.h"
-#include "render.h"
+#include "gitfrag/abbrev.h"
+#include "gitfrag/history.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 namespace {

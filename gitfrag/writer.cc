@@ -1,4 +1,4 @@
-#include "writer.h"
+#include "gitfrag/writer.h"
 
 #include <cstring>
 

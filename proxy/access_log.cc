@@ -1,4 +1,4 @@
-#include "access_log.h"
+#include "proxy/access_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "background.h"
+#include "proxy/background.h"
 
 namespace shellac::proxy {
 

@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "event_ptr.h"
-#include "exchange.h"
-#include "http1.h"
-#include "worker.h"
+#include "proxy/event_ptr.h"
+#include "proxy/exchange.h"
+#include "proxy/http1.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "client.h"
+#include "proxy/client.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <optional>
 
-#include "background.h"
-#include "deliver.h"
-#include "exchange.h"
-#include "tls.h"
-#include "warm.h"
+#include "proxy/background.h"
+#include "proxy/deliver.h"
+#include "proxy/exchange.h"
+#include "proxy/tls.h"
+#include "proxy/warm.h"
 
 namespace shellac::proxy {
 namespace {

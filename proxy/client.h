@@ -10,14 +10,14 @@
 #include <memory>
 #include <string>
 
-#include "esi_response.h"
-#include "event_ptr.h"
-#include "exchange.h"
-#include "http1.h"
-#include "object.h"
-#include "resident.h"
-#include "single_flight.h"
-#include "worker.h"
+#include "proxy/esi_response.h"
+#include "proxy/event_ptr.h"
+#include "proxy/exchange.h"
+#include "proxy/http1.h"
+#include "cache/object.h"
+#include "proxy/resident.h"
+#include "proxy/single_flight.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -1,11 +1,11 @@
-#include "deliver.h"
+#include "proxy/deliver.h"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "deflate.h"
-#include "freshness.h"
+#include "cache/deflate.h"
+#include "cache/freshness.h"
 
 namespace shellac::proxy {
 namespace {

@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "http1.h"
-#include "event_ptr.h"
-#include "object.h"
+#include "proxy/http1.h"
+#include "proxy/event_ptr.h"
+#include "cache/object.h"
 
 namespace shellac::proxy {
 

@@ -1,14 +1,14 @@
-#include "esi_response.h"
+#include "proxy/esi_response.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <span>
 
-#include "background.h"
-#include "deliver.h"
-#include "page_object.h"
-#include "resident.h"
+#include "proxy/background.h"
+#include "proxy/deliver.h"
+#include "proxy/page_object.h"
+#include "proxy/resident.h"
 
 namespace shellac::proxy {
 namespace {

@@ -27,14 +27,14 @@
 #include <string_view>
 #include <vector>
 
-#include "assembly.h"
-#include "deflate.h"
-#include "evaluate.h"
-#include "event_ptr.h"
-#include "exchange.h"
-#include "http1.h"
-#include "object.h"
-#include "worker.h"
+#include "esi/assembly.h"
+#include "cache/deflate.h"
+#include "esi/evaluate.h"
+#include "proxy/event_ptr.h"
+#include "proxy/exchange.h"
+#include "proxy/http1.h"
+#include "cache/object.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "exchange.h"
+#include "proxy/exchange.h"
 
 #include <event2/buffer.h>
 
@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "deflate.h"
-#include "freshness.h"
-#include "page_object.h"
-#include "parser.h"
-#include "tls.h"
+#include "cache/deflate.h"
+#include "cache/freshness.h"
+#include "proxy/page_object.h"
+#include "esi/parser.h"
+#include "proxy/tls.h"
 
 namespace shellac::proxy {
 namespace {

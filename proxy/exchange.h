@@ -11,10 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include "event_ptr.h"
-#include "http1.h"
-#include "single_flight.h"
-#include "worker.h"
+#include "proxy/event_ptr.h"
+#include "proxy/http1.h"
+#include "proxy/single_flight.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "http1.h"
+#include "proxy/http1.h"
 
 #include <event2/buffer.h>
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "config.h"
-#include "ctl.h"
-#include "server.h"
-#include "worker.h"
+#include "conf/config.h"
+#include "ctl/ctl.h"
+#include "proxy/server.h"
+#include "proxy/worker.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "proxy/metrics.h"
 
 #include <cstdio>
 

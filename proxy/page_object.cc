@@ -1,4 +1,4 @@
-#include "page_object.h"
+#include "proxy/page_object.h"
 
 #include <zlib.h>
 
@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "deflate.h"
-#include "http1.h"
+#include "cache/deflate.h"
+#include "proxy/http1.h"
 
 namespace shellac::proxy {
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <utility>
 
-#include "object.h"
-#include "template.h"
+#include "cache/object.h"
+#include "esi/template.h"
 
 namespace shellac::proxy {
 

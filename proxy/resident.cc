@@ -1,4 +1,4 @@
-#include "resident.h"
+#include "proxy/resident.h"
 
 #include <arpa/inet.h>
 
@@ -6,8 +6,8 @@
 #include <chrono>
 #include <vector>
 
-#include "page_object.h"
-#include "parser.h"
+#include "proxy/page_object.h"
+#include "esi/parser.h"
 
 namespace shellac::proxy {
 

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "gitfrag.h"
-#include "http1.h"
-#include "object.h"
-#include "worker.h"
+#include "gitfrag/gitfrag.h"
+#include "proxy/http1.h"
+#include "cache/object.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

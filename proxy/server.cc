@@ -1,4 +1,4 @@
-#include "server.h"
+#include "proxy/server.h"
 
 #include <arpa/inet.h>
 #include <event2/thread.h>
@@ -16,8 +16,8 @@
 #include <vector>
 #include <ctime>
 
-#include "tls.h"
-#include "worker.h"
+#include "proxy/tls.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "config.h"
-#include "key.h"
+#include "conf/config.h"
+#include "cache/key.h"
 
 namespace shellac::proxy {
 

@@ -1,6 +1,6 @@
-#include "single_flight.h"
+#include "proxy/single_flight.h"
 
-#include "worker.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

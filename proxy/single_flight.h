@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "object.h"
+#include "cache/object.h"
 
 namespace shellac::proxy {
 

@@ -1,8 +1,8 @@
-#include "status.h"
+#include "proxy/status.h"
 
 #include <cstdio>
 
-#include "worker.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

@@ -1,6 +1,6 @@
 // The status page served at GET / on the admin listener. Self-contained: inline style, script and
 // SVG, the system's own fonts; it polls /status.json every second.
-#include "status.h"
+#include "proxy/status.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "tls.h"
+#include "proxy/tls.h"
 
 #include <arpa/inet.h>
 #include <event2/bufferevent_ssl.h>
@@ -25,8 +25,8 @@
 #include <mutex>
 #include <optional>
 
-#include "client.h"
-#include "worker.h"
+#include "proxy/client.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

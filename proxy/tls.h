@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "event_ptr.h"
+#include "conf/config.h"
+#include "proxy/event_ptr.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "upstream.h"
+#include "proxy/upstream.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tls.h"
+#include "proxy/tls.h"
 
 namespace shellac::proxy {
 namespace {

@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "config.h"
-#include "event_ptr.h"
+#include "conf/config.h"
+#include "proxy/event_ptr.h"
 
 namespace shellac::proxy {
 

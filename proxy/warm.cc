@@ -1,8 +1,8 @@
-#include "warm.h"
+#include "proxy/warm.h"
 
 #include <chrono>
 
-#include "resident.h"
+#include "proxy/resident.h"
 
 namespace shellac::proxy {
 namespace {

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "worker.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -1,4 +1,4 @@
-#include "worker.h"
+#include "proxy/worker.h"
 
 #include <cctype>
 #include <cerrno>
@@ -8,9 +8,9 @@
 
 #include <re2/re2.h>
 
-#include "client.h"
-#include "exchange.h"
-#include "tls.h"
+#include "proxy/client.h"
+#include "proxy/exchange.h"
+#include "proxy/tls.h"
 
 namespace shellac::proxy {
 

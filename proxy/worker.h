@@ -12,16 +12,16 @@
 #include <unordered_set>
 #include <vector>
 
-#include "access_log.h"
-#include "config.h"
-#include "event_ptr.h"
-#include "gitfrag.h"
-#include "key.h"
-#include "metrics.h"
-#include "single_flight.h"
-#include "status.h"
-#include "store.h"
-#include "upstream.h"
+#include "proxy/access_log.h"
+#include "conf/config.h"
+#include "proxy/event_ptr.h"
+#include "gitfrag/gitfrag.h"
+#include "cache/key.h"
+#include "proxy/metrics.h"
+#include "proxy/single_flight.h"
+#include "proxy/status.h"
+#include "cache/store.h"
+#include "proxy/upstream.h"
 
 namespace shellac::proxy {
 

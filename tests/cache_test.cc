@@ -20,16 +20,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "harness.h"
+#include "tests/harness.h"
 
-#include "deflate.h"
-#include "freshness.h"
-#include "ghost.h"
-#include "hash.h"
-#include "index.h"
-#include "key.h"
-#include "object.h"
-#include "store.h"
+#include "cache/deflate.h"
+#include "cache/freshness.h"
+#include "cache/ghost.h"
+#include "cache/hash.h"
+#include "cache/index.h"
+#include "cache/key.h"
+#include "cache/object.h"
+#include "cache/store.h"
 
 namespace shellac::cache {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "conf/config.h"
 
 namespace shellac::conf {
 namespace {

@@ -41,9 +41,9 @@
 #include <thread>
 #include <vector>
 
-#include "assembly.h"
-#include "evaluate.h"
-#include "parser.h"
+#include "esi/assembly.h"
+#include "esi/evaluate.h"
+#include "esi/parser.h"
 
 namespace shellac::esi {
 namespace {

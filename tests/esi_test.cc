@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "assembly.h"
-#include "evaluate.h"
-#include "expr.h"
-#include "parser.h"
+#include "esi/assembly.h"
+#include "esi/evaluate.h"
+#include "esi/expr.h"
+#include "esi/parser.h"
 
 namespace shellac::esi {
 namespace {

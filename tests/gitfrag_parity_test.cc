@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "abbrev.h"
-#include "config.h"
-#include "gitfrag.h"
-#include "harness.h"
+#include "gitfrag/abbrev.h"
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "tests/harness.h"
 
 namespace shellac::gitfrag {
 namespace {

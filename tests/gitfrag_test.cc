@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "config.h"
-#include "gitfrag.h"
-#include "harness.h"
-#include "refs.h"
-#include "registry.h"
-#include "writer.h"
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "tests/harness.h"
+#include "gitfrag/refs.h"
+#include "gitfrag/registry.h"
+#include "gitfrag/writer.h"
 
 namespace shellac::gitfrag {
 namespace {

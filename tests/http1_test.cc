@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "http1.h"
-#include "page_object.h"
+#include "proxy/http1.h"
+#include "proxy/page_object.h"
 
 namespace shellac::http {
 namespace {

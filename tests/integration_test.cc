@@ -23,7 +23,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 namespace shellac::test {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 namespace shellac::test {
 namespace {

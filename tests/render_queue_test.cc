@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "gitfrag.h"
-#include "render_queue.h"
-#include "resident.h"
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "gitfrag/render_queue.h"
+#include "proxy/resident.h"
 
 namespace shellac::gitfrag {
 namespace {

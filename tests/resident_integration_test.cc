@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "config.h"
-#include "gitfrag.h"
-#include "harness.h"
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "tests/harness.h"
 
 namespace shellac::test {
 namespace {

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "harness.h"
+#include "tests/harness.h"
 
 namespace shellac::test {
 namespace {
