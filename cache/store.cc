@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cache/ghost.h"
+#include "cache/hash.h"
 #include "cache/index.h"
 #include "cache/object_access.h"
 
@@ -238,19 +239,21 @@ struct alignas(64) Store::Shard {
   }
 };
 
-Store::Store(StoreOptions options) : sip_key_(RandomSipKey()), budget_(options.budget) {
+uint64_t Store::Hash(std::string_view key) const { return SipHash13(*sip_key_, key); }
+
+Store::Store(StoreOptions options) : sip_key_(std::make_unique<const SipKey>(RandomSipKey())), budget_(options.budget) {
   shard_count_ = std::clamp<size_t>(options.shards, 1, kMaxShards);
   while (shard_count_ > 1 && budget_ / shard_count_ < kMinShardBudget) shard_count_ /= 2;
   shards_ = std::make_unique<Shard[]>(shard_count_ + 1);
   Shard& large = LargeShard();
-  large.sip_key = &sip_key_;
+  large.sip_key = sip_key_.get();
   large.fixed_bytes = sizeof(Shard);
   large.budget = budget_ / kLargeShare;
   large.small_target = large.budget / kSmallShare;
   hashed_budget_ = (budget_ - large.fixed_bytes) / shard_count_;
   for (size_t i = 0; i < shard_count_; ++i) {
     Shard& shard = shards_[i];
-    shard.sip_key = &sip_key_;
+    shard.sip_key = sip_key_.get();
     shard.budget = hashed_budget_;
     shard.small_target = shard.budget / kSmallShare;
     shard.fixed_bytes = sizeof(Shard);

@@ -57,11 +57,12 @@
 #include <memory>
 #include <string_view>
 
-#include "cache/hash.h"
 #include "cache/object.h"
 #include "cache/status.h"
 
 namespace shellac::cache {
+
+struct SipKey;  // cache/hash.h, internal
 
 struct StoreOptions {
   size_t budget = 256 << 20;  // bytes; cache-size
@@ -140,13 +141,13 @@ class Store {
  private:
   struct Shard;
 
-  uint64_t Hash(std::string_view key) const { return SipHash13(sip_key_, key); }
+  uint64_t Hash(std::string_view key) const;
   Shard& ShardFor(uint64_t hash) const;
   Shard& LargeShard() const;
   // With the large shard's lock held: lends the hashed shards' budget to what it now holds.
   void LargeChanged();
 
-  const SipKey sip_key_;
+  const std::unique_ptr<const SipKey> sip_key_;  // shared by the shards
   size_t budget_;
   size_t shard_count_;
   size_t hashed_budget_ = 0;  // a hashed shard's slice while nothing is lent to the large shard

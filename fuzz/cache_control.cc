@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz/check.h"
 #include "cache/freshness.h"
+#include "fuzz/check.h"
 
 namespace {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz/check.h"
 #include "conf/config.h"
+#include "fuzz/check.h"
 
 namespace {
 

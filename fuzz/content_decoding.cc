@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz/check.h"
 #include "cache/deflate.h"
+#include "fuzz/check.h"
 #include "proxy/page_object.h"
 
 namespace {

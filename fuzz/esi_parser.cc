@@ -15,10 +15,10 @@
 #include <string_view>
 
 #include "esi/assembly.h"
-#include "fuzz/check.h"
 #include "esi/evaluate.h"
 #include "esi/expr.h"
 #include "esi/parser.h"
+#include "fuzz/check.h"
 
 namespace {
 

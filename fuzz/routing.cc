@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz/check.h"
 #include "conf/config.h"
+#include "fuzz/check.h"
 #include "gitfrag/gitfrag.h"
 #include "proxy/resident.h"
 #include "proxy/worker.h"

@@ -10,11 +10,11 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache.h"
 #include "proxy/esi_response.h"
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
-#include "cache/object.h"
 #include "proxy/resident.h"
 #include "proxy/single_flight.h"
 #include "proxy/worker.h"

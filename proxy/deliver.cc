@@ -4,8 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "cache/deflate.h"
-#include "cache/freshness.h"
+#include "cache/cache.h"
 
 namespace shellac::proxy {
 namespace {

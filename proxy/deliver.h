@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/http1.h"
+#include "cache/cache.h"
 #include "proxy/event_ptr.h"
-#include "cache/object.h"
+#include "proxy/http1.h"
 
 namespace shellac::proxy {
 

@@ -27,13 +27,11 @@
 #include <string_view>
 #include <vector>
 
-#include "esi/assembly.h"
-#include "cache/deflate.h"
-#include "esi/evaluate.h"
+#include "cache/cache.h"
+#include "esi/esi.h"
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
-#include "cache/object.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {

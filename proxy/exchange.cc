@@ -6,10 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cache/deflate.h"
-#include "cache/freshness.h"
+#include "cache/cache.h"
+#include "esi/esi.h"
 #include "proxy/page_object.h"
-#include "esi/parser.h"
 #include "proxy/tls.h"
 
 namespace shellac::proxy {

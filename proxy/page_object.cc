@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache/deflate.h"
+#include "cache/cache.h"
 #include "proxy/http1.h"
 
 namespace shellac::proxy {

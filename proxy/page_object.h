@@ -15,8 +15,8 @@
 #include <string_view>
 #include <utility>
 
-#include "cache/object.h"
-#include "esi/template.h"
+#include "cache/cache.h"
+#include "esi/esi.h"
 
 namespace shellac::proxy {
 

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "esi/esi.h"
 #include "proxy/page_object.h"
-#include "esi/parser.h"
 
 namespace shellac::proxy {
 

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache.h"
 #include "gitfrag/gitfrag.h"
 #include "proxy/http1.h"
-#include "cache/object.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache.h"
 #include "conf/config.h"
-#include "cache/key.h"
 
 namespace shellac::proxy {
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache/object.h"
+#include "cache/cache.h"
 
 namespace shellac::proxy {
 

@@ -12,15 +12,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "proxy/access_log.h"
+#include "cache/cache.h"
 #include "conf/config.h"
-#include "proxy/event_ptr.h"
 #include "gitfrag/gitfrag.h"
-#include "cache/key.h"
+#include "proxy/access_log.h"
+#include "proxy/event_ptr.h"
 #include "proxy/metrics.h"
 #include "proxy/single_flight.h"
 #include "proxy/status.h"
-#include "cache/store.h"
 #include "proxy/upstream.h"
 
 namespace shellac::proxy {

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "gitfrag/abbrev.h"
 #include "conf/config.h"
+#include "gitfrag/abbrev.h"
 #include "gitfrag/gitfrag.h"
 #include "tests/harness.h"
 

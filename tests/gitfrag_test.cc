@@ -19,10 +19,10 @@
 
 #include "conf/config.h"
 #include "gitfrag/gitfrag.h"
-#include "tests/harness.h"
 #include "gitfrag/refs.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
+#include "tests/harness.h"
 
 namespace shellac::gitfrag {
 namespace {
