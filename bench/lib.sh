@@ -406,8 +406,12 @@ bench_row_cpu() {  # TARGET CONNS NAME -> the CPU % of NAME ("other", "wrk", a w
 
 bench_other_cpu() { bench_row_cpu "$1" "$2" other; }  # TARGET CONNS -> "other" CPU % of that row
 
-bench_drop_level() {  # CONNS  removes every row of that level (to measure it again)
-  awk -F'\t' -v c="$1" '$2 != c' "$BENCH_TSV" >"$BENCH_TSV.new" && mv "$BENCH_TSV.new" "$BENCH_TSV"
+bench_drop_level() {  # CONNS  removes every row of that level (to measure it again), also from $RAW/crawl.tsv
+  local f
+  for f in "$BENCH_TSV" "${RAW:-/nonexistent}/crawl.tsv"; do
+    [ -f "$f" ] || continue
+    awk -F'\t' -v c="$1" '$2 != c' "$f" >"$f.new" && mv "$f.new" "$f"
+  done
 }
 
 
@@ -881,7 +885,7 @@ sweep() {  # every level, every target back to back; a disturbed level again (--
         [ -n "${TARGET_FAILED[$t]:-}" ] && continue
         "$POINT_FN" "$t" "$c"
         [ "$(bench_other_cpu "$t" "$c")" -gt 20 ] && disturbed=1
-        if ! bench_alive "$SHELLAC_PID" && [ -z "$SHELLAC_DIED" ]; then
+        if [ -n "${SHELLAC_PID:-}" ] && ! bench_alive "$SHELLAC_PID" && [ -z "$SHELLAC_DIED" ]; then
           wait "$SHELLAC_PID" 2>/dev/null && rc=0 || rc=$?
           SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited with status $rc during the $t run at c=$c"
           bench_log "$SHELLAC_DIED"; tail -n 20 "$SHELLAC_DIR/stderr.log" >&2
@@ -1078,23 +1082,5 @@ esi_stop() {  # shellac first (its exit is part of the report); the EXIT trap st
     SHELLAC_EXIT="exit status $BENCH_STOP_RC after SIGTERM"
   fi
 }
-
-rss_kb() {  # PID -> resident KB of PID and its direct children
-  local p s=0 v
-  for p in $(bench_tree "$1"); do
-    v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) && s=$((s + ${v:-0}))
-  done
-  echo "$s"
-}
-
-mem_load() {  # BASE-URL FIRST COUNT  GET /mem/FIRST.html ... one after the other, keep-alive
-  local base=$1 first=$2 n=$3 cfg=$BENCH_TMP/mem-urls.cfg
-  awk -v b="$base" -v f="$first" -v n="$n" 'BEGIN { for (i = f; i < f + n; i++) printf "url = \"%s/mem/%d.html\"\noutput = \"/dev/null\"\n", b, i }' >"$cfg"
-  timeout -k 5 600 curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -K "$cfg" || bench_log "mem_load $base: curl exit $?"
-}
-
-# The memory table: COUNT distinct URLs of the ~1.4 KB (gzip) fragment through shellac and Varnish;
-# what each store says it holds before and after (shellac: /metrics shellac_cache_objects and
-# shellac_cache_bytes; Varnish: varnishstat MAIN.n_object, SMA.s0.g_bytes) and resident memory.
 
 source "$BENCH_DIR/peers.sh"

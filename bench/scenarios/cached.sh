@@ -6,6 +6,20 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 
+rss_kb() {  # PID -> resident KB of PID and its direct children
+  local p s=0 v
+  for p in $(bench_tree "$1"); do
+    v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) && s=$((s + ${v:-0}))
+  done
+  echo "$s"
+}
+
+mem_load() {  # BASE-URL FIRST COUNT  GET /mem/FIRST.html ... one after the other, keep-alive
+  local base=$1 first=$2 n=$3 cfg=$BENCH_TMP/mem-urls.cfg
+  awk -v b="$base" -v f="$first" -v n="$n" 'BEGIN { for (i = f; i < f + n; i++) printf "url = \"%s/mem/%d.html\"\noutput = \"/dev/null\"\n", b, i }' >"$cfg"
+  timeout -k 5 600 curl -sS --max-time 10 -H 'Accept-Encoding: gzip' -K "$cfg" || bench_log "mem_load $base: curl exit $?"
+}
+
 # The memory table: COUNT distinct URLs of the ~1.4 KB (gzip) fragment through shellac and Varnish;
 # what each store says it holds before and after (shellac: /metrics shellac_cache_objects,
 # shellac_cache_bytes, shellac_cache_body_bytes; Varnish: varnishstat MAIN.n_object, SMA.s0.g_bytes)
