@@ -458,7 +458,8 @@ bench_cmdline() {  # ARGV... -> the command as typed from the repository root, s
 
 # bench/run.sh exports the options: SWEEP DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE
 # SEED FROM CORPUS REPORT IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION
-# BENCH_KEEP_TMP, the command as typed (BENCH_COMMAND) and, within `all`, BENCH_QUIET_FILE.
+# BENCH_KEEP_TMP, the command as typed (BENCH_COMMAND), --note (BENCH_NOTE) and, within `all`,
+# BENCH_QUIET_FILE.
 
 begin() {  # SCENARIO [REPORT-NAME]  temp dir, an empty $RAW, the run's common metadata
   : "${BENCH_COMMAND:?scenario scripts run through bench/run.sh}" "${OUT:?}"
@@ -476,6 +477,7 @@ begin() {  # SCENARIO [REPORT-NAME]  temp dir, an empty $RAW, the run's common m
   bench_meta scenario "$1"
   bench_meta report "$BENCH_NAME"
   bench_meta command "$BENCH_COMMAND"
+  bench_meta note "${BENCH_NOTE:-}"
   bench_meta date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   bench_meta machine "$(bench_machine_line)"
   bench_meta nproc "$(nproc)"

@@ -230,6 +230,8 @@ def met(ok):
 def head(run, title, description):
     out = ["# " + title, ""] + description + [""]
     out.append("- command: `%s`" % run.m("command"))
+    if run.m("note"):
+        out.append("- note: " + run.m("note"))
     took = run.m("run_seconds")
     out.append("- date: %s%s" % (run.m("date"), " (run took %s s)" % took if took != "" else ""))
     out.append("- machine: %s; load average at start: %s" % (run.m("machine"), run.m("load_at_start")))
@@ -694,7 +696,8 @@ def passthrough_report(run):
              "One 6,600-byte commit-page-like HTML file served by nginx on loopback; wrk against nginx directly",
              "and against shellac (no caching: every request proxied) in front of the same nginx, same settings,",
              "back to back at each concurrency level, in one run. Target: shellac >= %gx nginx-direct req/s." % minimum,
-             "", "- command: `%s`" % run.m("command"), "- date: " + run.m("date"),
+             "", "- command: `%s`" % run.m("command")] + (["- note: " + run.m("note")] if run.m("note") else []) + [
+             "- date: " + run.m("date"),
              "- machine: %s; load average at start: %s" % (run.m("machine"), run.m("load_at_start"))]
     v = run.m("versions", {})
     lines.append("- versions: %s; %s; %s; git %s" % (v.get("nginx", ""), v.get("wrk", ""),

@@ -59,6 +59,8 @@
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
 #   --report NAME     render, cold, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
 #                     (e.g. render-git, cold-git for a run --from a clone of git/git)
+#   --note TEXT       a line for the report's head (e.g. "the machine was shared with ..."); kept in
+#                     meta.json, so it can also be added there later and the report made again
 #   --mem-objects N   cached: distinct fragment URLs loaded for the memory table (default 20000;
 #                     --small: 2000)
 #   SHELLAC_BIN=PATH  use this binary instead of `make -C REPO release` -> build-release/proxy/shellac
@@ -82,7 +84,7 @@ case $SCENARIO in
 esac
 
 SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1
-FROM="" CORPUS="" REPORT="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS="" SWEEP_GIVEN=0
+BENCH_NOTE=${BENCH_NOTE:-} FROM="" CORPUS="" REPORT="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS="" SWEEP_GIVEN=0
 BENCH_WARMUP=${BENCH_WARMUP:-1} BENCH_KEEP_TMP=${BENCH_KEEP_TMP:-0}
 PASS_ARGS=()   # options forwarded to the scenarios of `all`
 while [ $# -gt 0 ]; do
@@ -106,6 +108,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=${2:?--out needs a folder}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --keep-tmp) BENCH_KEEP_TMP=1; PASS_ARGS+=("$1"); shift ;;
     --report) REPORT=${2:?--report needs a name}; shift 2 ;;
+    --note) BENCH_NOTE=${2:?--note needs a text}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --mem-objects) MEM_OBJECTS=${2:?--mem-objects needs a count}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
@@ -142,7 +145,7 @@ done
 BENCH_PASS_ARGS=$(printf '%q ' "${PASS_ARGS[@]}")
 BENCH_DURATION=$DURATION
 export SWEEP SWEEP_GIVEN DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE SEED FROM CORPUS REPORT \
-  IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION BENCH_KEEP_TMP BENCH_COMMAND BENCH_PASS_ARGS
+  IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION BENCH_KEEP_TMP BENCH_COMMAND BENCH_PASS_ARGS BENCH_NOTE
 
 if [ "$SCENARIO" = passthrough ]; then   # its own script and options (it also runs alone)
   a=()

@@ -14,7 +14,7 @@ import report  # noqa: E402
 
 META = {
     "scenario": "cached", "report": "cached", "command": "bench/run.sh cached --sweep 1,2,4,8",
-    "date": "2026-12-01 10:00:00 UTC", "run_seconds": "42", "nproc": "2",
+    "note": "the machine was shared", "date": "2026-12-01 10:00:00 UTC", "run_seconds": "42", "nproc": "2",
     "machine": "nproc=2, CPU: Test CPU (x86_64), memory: 1.0 GiB", "load_at_start": "0.10 0.20 0.30",
     "versions": {"peers": "varnish-7.1.1; nginx/1.22.1", "wrk": "wrk 4.1.0", "shellac": "shellac 0.1.0",
                  "shellac_rev": "abc1234"},
@@ -96,7 +96,7 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(md, os.path.join(self.dir, "cached.md"))
         with open(md) as f:
             text = f.read()
-        self.assertIn("- command: `bench/run.sh cached --sweep 1,2,4,8`", text)
+        self.assertIn("- command: `bench/run.sh cached --sweep 1,2,4,8`\n- note: the machine was shared\n", text)
         self.assertIn("- date: 2026-12-01 10:00:00 UTC (run took 42 s)", text)
         self.assertIn("- machine: nproc=2, CPU: Test CPU (x86_64), memory: 1.0 GiB; load average at start: 0.10",
                       text)
