@@ -1100,8 +1100,6 @@ def render_report(run):
                      % run.m("overlap"))
     bad = sum(int(num(d.get("bad"))) for d in phases)
     total = sum(int(num(d.get("n"))) for d in phases)
-    eg = "".join("; e.g. " + line[len("BENCH_RENDER_BAD "):] for line in out.splitlines()
-                 if line.startswith("BENCH_RENDER_BAD "))
     eg = "".join(("; e.g. " + line[len("BENCH_RENDER_BAD "):]) for line in
                  [x for x in out.splitlines() if x.startswith("BENCH_RENDER_BAD ")][:3])
     lines.append("- failed checks: %d of %d pages%s; renders refused (queue full): %s" % (
