@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# bench/lib.sh: helpers shared by shellac's benchmark scenarios (bench/*.sh). Source it, don't run it.
+# bench/lib.sh: the machinery shared by shellac's benchmark scenarios (bench/scenarios/*.sh,
+# bench/run.sh). Source it, don't run it. Scenarios measure and check; they write raw results into
+# one run folder ($RAW: meta.json + TSV files) and bench/report.py makes the markdown and the plot.
 #
-# What a scenario gets from here:
+# Processes and load:
 #   bench_init NAME            temp dir ($BENCH_TMP) + EXIT/INT/TERM trap that stops every process
 #                              started with bench_start (by pid) and removes the temp dir
 #   bench_need CMD:PKG ...     installs the Debian packages whose command is missing (apt-get, sudo
@@ -15,12 +17,19 @@
 #   bench_point TARGET URL C   warm-up + measured wrk run; appends one row to $BENCH_TSV
 #   bench_cpu_begin/_end T     CPU % of T's watched processes, the driver and everyone else over a window
 #   bench_check_body URL FILE  one gzip GET, gunzipped, compared with FILE -> BENCH_CHECK_NOTE
-#   bench_handshakes H:P S new|reuse   TLS connections/s for S seconds (openssl s_time)
-#   bench_peak / bench_knee / bench_md_table / bench_plot   reading the rows back
-#   bench_machine_line, bench_git_rev, bench_versions_* , bench_cmdline
+#   bench_handshakes H:P S new|reuse   TLS connections in S seconds (openssl s_time)
+#   bench_machine_line, bench_git_rev, bench_version_*, bench_cmdline
+# Raw results (see bench/README.md, "Raw results"):
+#   begin NAME                 temp dir, $RAW = $OUT/raw/NAME (emptied), $BENCH_TSV = $RAW/points.tsv,
+#                              the common metadata (command, date, machine, options)
+#   bench_meta KEY VALUE...    one metadata value (KEY a.b: nested; KEY[]: appended to a list)
+#   bench_report               versions, shellac's end, meta.json; bench/report.py -> $OUT/NAME.md
+# The forge scenarios (cgit, shellac, varnish on a git corpus): corpus_prepare, make_lists,
+# start_targets, check_target, probe_shellac, sweep (POINT_FN per target and level), stop_targets.
+# The ESI scenarios (synthetic pages from an nginx origin): esi_setup, esi_add_target, esi_stop.
 #
-# Rows of $BENCH_TSV (tab separated, one per measured point):
-#   target conns rps p50_us p95_us p99_us max_us requests errors err_detail bytes_per_resp secs cpu
+# Rows of $BENCH_TSV (tab separated, one per measured point; bench/report.py POINT_COLUMNS):
+#   target conns rps p50_us p95_us p99_us max_us requests errors err_detail bytes_per_resp secs cpu [origin]
 # Latencies are wrk's (microseconds, closed loop: a connection sends its next request when the
 # previous answer arrived). errors = connect+read+write+status(>=400)+timeout.
 
@@ -233,20 +242,21 @@ bench_check_body() {  # URL EXPECTED-FILE [CURL-ARGS...]
   return 0
 }
 
-# New TLS connections per second, one after the other, for about SECONDS (openssl s_time, the CLI's
-# TLS client: handshake, no request; its CPU counts too). MODE new: a full TLS 1.3 handshake each
-# time; reuse: session resumption, over TLS 1.2 (s_time cannot resume TLS 1.3: it never reads the
-# session tickets). -> "CONNS_PER_S CONNS RESUMED" (connections over the wall time of the run,
-# resumed = those s_time marked 'r'); nothing when s_time failed (output in $BENCH_TMP/s_time-*.txt)
+# New TLS connections, one after the other, for about SECONDS (openssl s_time, the CLI's TLS client:
+# handshake, no request; its CPU counts too). MODE new: a full TLS 1.3 handshake each time; reuse:
+# session resumption, over TLS 1.2 (s_time cannot resume TLS 1.3: it never reads the session
+# tickets). -> "CONNS RESUMED WALL_NS" (resumed = those s_time marked 'r'; wall = the run's wall
+# time); nothing when s_time failed (output in $BENCH_TMP/s_time-*.txt)
 bench_handshakes() {  # HOST:PORT SECONDS new|reuse
-  local out=$BENCH_TMP/s_time-${1//[:.]/_}-$3.txt t0 t1 args=(-new)
+  local out=$BENCH_TMP/s_time-${1//[:.]/_}-$3.txt t0 t1 args=(-new) n marks
   [ "$3" = reuse ] && args=(-reuse -tls1_2)
   t0=$(date +%s%N)
   timeout -k 5 $(($2 + 30)) openssl s_time -connect "$1" "${args[@]}" -time "$2" </dev/null >"$out" 2>&1 || true
   t1=$(date +%s%N)
-  awk -v ns=$((t1 - t0)) '/^starting/ { getline marks; r = gsub(/r/, "", marks) }
-    /connections in [0-9.]+ real seconds/ { n = $1 }
-    END { if (n > 0 && ns > 0) printf "%.0f %d %d\n", n / (ns / 1e9), n, r }' "$out"
+  n=$(sed -n 's/^\([0-9]*\) connections in [0-9.]* real seconds.*/\1/p' "$out" | tail -n1)
+  marks=$(grep -A1 '^starting' "$out" | tail -n1 | tr -cd r)
+  [ -n "$n" ] && [ "$n" -gt 0 ] && echo "$n ${#marks} $((t1 - t0))"
+  return 0
 }
 
 bench_watch() {  # TARGET PID...  (their direct children are included when sampled)
@@ -368,7 +378,7 @@ bench_point() {  # TARGET URL CONNS  warm-up, measured run, one row appended to 
   local -A v=()
   local kv
   for kv in ${line#BENCH }; do v[${kv%%=*}]=${kv#*=}; done
-  secs=$(awk -v d="${v[duration_us]}" 'BEGIN { printf "%.3f", d / 1e6 }')
+  secs=$((v[duration_us] / 1000000)).$(printf '%03d' $((v[duration_us] % 1000000 / 1000)))
   local errs=$((v[err_connect] + v[err_read] + v[err_write] + v[err_status] + v[err_timeout]))
   local detail="" k
   for k in connect read write status timeout; do
@@ -376,7 +386,7 @@ bench_point() {  # TARGET URL CONNS  warm-up, measured run, one row appended to 
   done
   detail=${detail%, }
   local bpr
-  bpr=$(awk -v b="${v[bytes]}" -v r="${v[requests]}" 'BEGIN { printf "%.0f", r ? b / r : 0 }')
+  bpr=$((v[requests] > 0 ? (v[bytes] + v[requests] / 2) / v[requests] : 0))
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$c" "${v[rps]}" \
     "${v[p50_us]}" "${v[p95_us]}" "${v[p99_us]}" "${v[max_us]}" "${v[requests]}" "$errs" \
     "${detail:--}" "$bpr" "$secs" "${cpu:--}" >>"$BENCH_TSV"
@@ -385,33 +395,7 @@ bench_point() {  # TARGET URL CONNS  warm-up, measured run, one row appended to 
 }
 
 # ---------------------------------------------------------------------------------------------
-# Reading results back
-
-bench_peak() {  # TARGET -> "RPS CONNS" of the row with the highest req/s
-  awk -F'\t' -v t="$1" '$1 == t && $3 + 0 > best { best = $3 + 0; c = $2 }
-    END { if (c != "") printf "%.0f %s\n", best, c }' "$BENCH_TSV"
-}
-
-# -> "PEAK_RATIO LOWEST": TARGET's peak req/s / BASE's peak req/s, and the lowest per-level ratio
-#    as "0.63x at c=256".
-bench_ratios() {  # BASE TARGET
-  awk -F'\t' -v b="$1" -v t="$2" '
-    $1 == b { n[$2] = $3; if ($3 + 0 > bp) bp = $3 + 0 }
-    $1 == t { s[$2] = $3; if ($3 + 0 > tp) tp = $3 + 0 }
-    END {
-      low = ""
-      for (c in s) if (n[c] > 0) { r = s[c] / n[c]; if (low == "" || r < low) { low = r; lc = c } }
-      printf "%.2f %s\n", (bp > 0 ? tp / bp : 0), (low == "" ? "n/a" : sprintf("%.2fx at c=%s", low, lc))
-    }' "$BENCH_TSV"
-}
-
-# -> "N LIST": how many rows had more than PCT% of one core used by processes outside the benchmark
-#    ("other" in the cpu column), and which ("shellac c=16 (other 61%), ...")
-bench_disturbed() {  # PCT
-  awk -F'\t' -v lim="$1" '{ if (match($13, /other:[0-9]+/)) { o = substr($13, RSTART + 6, RLENGTH - 6) + 0
-      if (o > lim) { n++; l = l (l ? ", " : "") $1 " c=" $2 " (other " o "%)" } } }
-    END { printf "%d %s\n", n, l }' "$BENCH_TSV"
-}
+# Reading a measured row back (what the sweeps decide on: was the point disturbed?)
 
 bench_row_cpu() {  # TARGET CONNS NAME -> the CPU % of NAME ("other", "wrk", a watched process)
   #                  in that row (0 when unknown)
@@ -422,91 +406,14 @@ bench_row_cpu() {  # TARGET CONNS NAME -> the CPU % of NAME ("other", "wrk", a w
 
 bench_other_cpu() { bench_row_cpu "$1" "$2" other; }  # TARGET CONNS -> "other" CPU % of that row
 
-bench_drop_level() {  # CONNS  removes every row of that level (to measure it again)
-  awk -F'\t' -v c="$1" '$2 != c' "$BENCH_TSV" >"$BENCH_TSV.new" && mv "$BENCH_TSV.new" "$BENCH_TSV"
-}
-
-# -> "nginx 6840; shellac 6873" (each target's distinct bytes-per-response values, "/"-separated)
-bench_bytes_per_response() {  # TARGET...
-  local t out=""
-  for t in "$@"; do
-    out+="${BENCH_LABEL[$t]:-$t} $(awk -F'\t' -v t="$t" '$1 == t { print $11 }' "$BENCH_TSV" | sort -n -u | paste -sd/); "
-  done
-  echo "${out%; }"
-}
-
-bench_rps_at() {  # TARGET CONNS -> req/s
-  awk -F'\t' -v t="$1" -v c="$2" '$1 == t && $2 == c { print $3; exit }' "$BENCH_TSV"
-}
-
-# The knee: the lowest level where p99 grows faster than the load, i.e. p99(c_i) / p99(c_i-1) >
-# c_i / c_i-1 (with a doubling sweep: p99 more than doubles when the connections double).
-# -> "CONNS PREV_CONNS PREV_P99_US P99_US", or nothing when no level in the sweep qualifies.
-bench_knee() {  # TARGET
-  awk -F'\t' -v t="$1" '$1 == t { print $2, $6 }' "$BENCH_TSV" | sort -n -k1,1 |
-    awk 'NR > 1 && pp > 0 && $2 / pp > $1 / pc { print $1, pc, pp, $2; exit } { pc = $1; pp = $2 }'
-}
-
-bench_ms() { awk -v u="$1" 'BEGIN { if (u >= 10000) printf "%.1f", u / 1000; else printf "%.2f", u / 1000 }'; }
-
-# Markdown table of every row, levels ascending, targets in the given order; the ratio column is
-# target req/s / BASE req/s at the same level; MIN is the ratio the scenario must reach (or "").
-bench_md_table() {  # BASE MIN TARGET...
-  local base=$1 min=$2 c t
-  shift 2
-  echo '| conns | target | req/s | p50 ms | p95 ms | p99 ms | errors | req/s vs '"${BENCH_LABEL[$base]:-$base}"' | CPU % (servers, wrk, other) |'
-  echo '|---:|---|---:|---:|---:|---:|---|---:|---|'
-  for c in $(cut -f2 "$BENCH_TSV" | sort -n -u); do
-    for t in "$@"; do
-      awk -F'\t' -v t="$t" -v c="$c" -v base="$(bench_rps_at "$base" "$c")" -v isbase="$([ "$t" = "$base" ] && echo 1)" \
-        -v min="$min" -v label="${BENCH_LABEL[$t]:-$t}" '
-        function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.2f", u / 1000) }
-        $1 == t && $2 == c {
-          err = $9 == 0 ? "0" : $9 " (" $10 ")"
-          if (isbase) ratio = "baseline"
-          else if (base > 0) {
-            r = $3 / base; ratio = sprintf("%.2fx", r)
-            if (min != "") ratio = ratio (r >= min ? " (met)" : " **(below " min "x)**")
-          } else ratio = "n/a"
-          cpu = $13; gsub(/,/, ", ", cpu); gsub(/:/, " ", cpu)
-          printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", c, label, $3, ms($4), ms($5), ms($6), err, ratio, cpu
-        }' "$BENCH_TSV"
-    done
+bench_drop_level() {  # CONNS  removes every row of that level (to measure it again), also from $RAW/crawl.tsv
+  local f
+  for f in "$BENCH_TSV" "${RAW:-/nonexistent}/crawl.tsv"; do
+    [ -f "$f" ] || continue
+    awk -F'\t' -v c="$1" '$2 != c' "$f" >"$f.new" && mv "$f.new" "$f"
   done
 }
 
-# PNG: req/s (top) and p99 latency (bottom) against connections (log2 x axis), one line per target.
-# BENCH_PLOT_RPS_LOG=1: req/s on a log scale too (targets 100x apart).
-bench_plot() {  # PNG TITLE TARGET...
-  local png=$1 title=$2 t gp=$BENCH_TMP/plot.gp plots_rps="" plots_p99="" term yrps="set yrange [0:*]"
-  [ "${BENCH_PLOT_RPS_LOG:-0}" = 1 ] && yrps="set logscale y 10; set yrange [*:*]"
-  shift 2
-  for t in "$@"; do
-    awk -F'\t' -v t="$t" '$1 == t { print $2, $3, $6 / 1000 }' "$BENCH_TSV" | sort -n >"$BENCH_TMP/plot-$t.dat"
-    plots_rps+="'$BENCH_TMP/plot-$t.dat' using 1:2 with linespoints lw 2 pt 7 title '${BENCH_LABEL[$t]:-$t}', "
-    plots_p99+="'$BENCH_TMP/plot-$t.dat' using 1:3 with linespoints lw 2 pt 7 title '${BENCH_LABEL[$t]:-$t}', "
-  done
-  term="png size 1000,800 font ',11'"
-  gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo && term="pngcairo size 1000,800 font ',10'"
-  cat >"$gp" <<EOF
-set terminal $term
-set output '$png'
-set multiplot layout 2,1 title '$title'
-set logscale x 2
-set xlabel 'concurrent connections (wrk -c)'
-set grid
-set key top left
-set ylabel 'requests/s'
-$yrps
-plot ${plots_rps%, }
-set logscale y 10
-set yrange [*:*]
-set ylabel 'p99 latency (ms, log)'
-plot ${plots_p99%, }
-unset multiplot
-EOF
-  gnuplot "$gp" || bench_log "gnuplot failed (script $gp)"
-}
 
 # ---------------------------------------------------------------------------------------------
 # Describing the run
@@ -547,59 +454,635 @@ bench_cmdline() {  # ARGV... -> the command as typed from the repository root, s
 }
 
 # ---------------------------------------------------------------------------------------------
-# Added for bench/run.sh (crawler, hot, fork-spread, burst)
+# A scenario's run: options (from bench/run.sh's environment), raw results, the report
 
-# "0.91x-1.04x (c=1..32)": the lowest and highest per-level ratio TARGET req/s / BASE req/s.
-bench_ratio_range() {  # BASE TARGET
-  awk -F'\t' -v b="$1" -v t="$2" '
-    $1 == b { n[$2] = $3 } $1 == t { s[$2] = $3 }
-    END {
-      for (c in s) if (n[c] > 0) {
-        r = s[c] / n[c]
-        if (lo == "" || r < lo) { lo = r; lc = c }
-        if (hi == "" || r > hi) { hi = r; hc = c }
-      }
-      if (lo == "") print "n/a"; else printf "%.2fx (c=%s) to %.2fx (c=%s)\n", lo, lc, hi, hc
-    }' "$BENCH_TSV"
+# bench/run.sh exports the options: SWEEP DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE
+# SEED FROM CORPUS REPORT IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION
+# BENCH_KEEP_TMP, the command as typed (BENCH_COMMAND), --note (BENCH_NOTE) and, within `all`,
+# BENCH_QUIET_FILE.
+
+begin() {  # SCENARIO [REPORT-NAME]  temp dir, an empty $RAW, the run's common metadata
+  : "${BENCH_COMMAND:?scenario scripts run through bench/run.sh}" "${OUT:?}"
+  bench_init "$1"
+  BENCH_NAME=${2:-$1}
+  RAW=$OUT/raw/$BENCH_NAME
+  rm -rf -- "$RAW"
+  mkdir -p "$RAW"
+  BENCH_TSV=$RAW/points.tsv
+  : >"$BENCH_TSV"
+  T_START=$(date +%s)
+  QUIET_GIVEN=0   # --wait-quiet was given (WAIT_QUIET is what is left of it: 0 = used up, not "off")
+  [ "$WAIT_QUIET" -gt 0 ] && QUIET_GIVEN=1
+  SHELLAC_VERSION="" SHELLAC_DIED="" SHELLAC_EXIT="" REMEASURED=""
+  bench_meta scenario "$1"
+  bench_meta report "$BENCH_NAME"
+  bench_meta command "$BENCH_COMMAND"
+  bench_meta note "${BENCH_NOTE:-}"
+  bench_meta date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  bench_meta machine "$(bench_machine_line)"
+  bench_meta nproc "$(nproc)"
+  bench_meta load_at_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+  local k
+  for k in SWEEP DURATION BENCH_WARMUP BENCH_WRK_TIMEOUT BURST BURST_TIMEOUT SMALL IDENTITY SEED WAIT_QUIET RETRIES; do
+    bench_meta "options.$(tr 'A-Z' 'a-z' <<<"${k#BENCH_}")" "${!k:-}"
+  done
+  bench_meta options.shellac_conf "${SHELLAC_CONF:-}"
+  bench_log "raw results: $RAW"
 }
 
-# Markdown table of every row, levels ascending, targets in the given order, with the ratio
-# REF req/s / this target's req/s ("shellac / this") and, when rows have a 14th column (requests
-# that reached the origin during the point), origin / answered in %.
-bench_md_table_vs() {  # REF TARGET...
-  local ref=$1 c t
-  shift
-  echo "| conns | target | req/s | p50 ms | p95 ms | p99 ms | errors | origin | ${BENCH_LABEL[$ref]:-$ref} / this | CPU % (servers, wrk, other) |"
-  echo '|---:|---|---:|---:|---:|---:|---|---:|---:|---|'
-  for c in $(cut -f2 "$BENCH_TSV" | sort -n -u); do
-    for t in "$@"; do
-      awk -F'\t' -v t="$t" -v c="$c" -v ref="$(bench_rps_at "$ref" "$c")" -v isref="$([ "$t" = "$ref" ] && echo 1)" \
-        -v label="${BENCH_LABEL[$t]:-$t}" '
-        function ms(u) { return u >= 10000 ? sprintf("%.1f", u / 1000) : sprintf("%.2f", u / 1000) }
-        $1 == t && $2 == c {
-          err = $9 == 0 ? "0" : $9 " (" $10 ")"
-          if (isref) ratio = "-"
-          else if ($3 > 0 && ref != "") ratio = sprintf("**%.2fx**", ref / $3)
-          else ratio = "n/a"
-          origin = ($14 == "" || $14 == "-") ? "-" : ($8 > 0 ? sprintf("%.0f%%", $14 / $8 * 100) : $14)
-          cpu = $13; gsub(/,/, ", ", cpu); gsub(/:/, " ", cpu)
-          printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", c, label, $3, ms($4), ms($5), ms($6), err, origin, ratio, cpu
-        }' "$BENCH_TSV"
+bench_meta() {  # KEY VALUE...  one line of $RAW/meta.tsv (KEY a.b: nested; KEY[]: a list), for meta.json
+  [ -n "${RAW:-}" ] || return 0   # no run folder (corpus, all's preparations)
+  local v="${*:2}"
+  v=${v//$'\n'/ }
+  printf '%s\t%s\n' "$1" "${v//$'\t'/ }" >>"$RAW/meta.tsv"
+}
+
+bench_report() {  # the run's end: versions, how shellac ended, meta.json; bench/report.py -> $OUT/NAME.md
+  local md
+  bench_meta run_seconds "$(($(date +%s) - T_START))"
+  bench_meta versions.peers "$(peer_versions)"
+  bench_meta versions.wrk "$(bench_version_wrk)"
+  bench_meta versions.shellac "${SHELLAC_VERSION:-}"
+  bench_meta versions.shellac_rev "${SHELLAC_GIT_REV:-$(bench_git_rev "$BENCH_REPO")}"
+  bench_meta shellac_died "${SHELLAC_DIED:-}"
+  bench_meta shellac_exit "${SHELLAC_EXIT:-}"
+  bench_meta remeasured "${REMEASURED:-}"
+  local k
+  for k in "${!BENCH_LABEL[@]}"; do bench_meta "labels.$k" "${BENCH_LABEL[$k]}"; done
+  for k in "${!TARGET_FAILED[@]}"; do bench_meta "failed.$k" "${TARGET_FAILED[$k]}"; done
+  for k in "${!TARGET_CHECK[@]}"; do bench_meta "checks.$k" "${TARGET_CHECK[$k]}"; done
+  if [ -n "${SHELLAC_DIR:-}" ] && [ -s "$SHELLAC_DIR/stderr.log" ]; then
+    tail -n 20 "$SHELLAC_DIR/stderr.log" >"$RAW/shellac-stderr.txt"
+  fi
+  python3 "$BENCH_DIR/report.py" --finish-meta "$RAW" || bench_die "report.py --finish-meta $RAW failed"
+  md=$(python3 "$BENCH_DIR/report.py" "$RAW" --out "$OUT") || bench_die "bench/report.py $RAW failed"
+  bench_log "wrote $md (from $RAW)"
+  cat "$md"
+}
+
+# The --wait-quiet budget is shared by every scenario of one `all` run through a file.
+quiet_wait() {  # waits for an idle machine within what is left of the budget (1: budget used up)
+  [ "${QUIET_GIVEN:-0}" = 1 ] || return 0
+  local left t0 t1
+  left=$WAIT_QUIET
+  [ -n "${BENCH_QUIET_FILE:-}" ] && [ -s "$BENCH_QUIET_FILE" ] && left=$(cat "$BENCH_QUIET_FILE")
+  [ "$left" -gt 0 ] || { bench_log "wait-quiet budget used up; measuring anyway"; return 1; }
+  t0=$(date +%s)
+  local rc=0
+  bench_wait_quiet "$left" || rc=1
+  t1=$(date +%s)
+  left=$((left - (t1 - t0)))
+  [ "$left" -ge 0 ] || left=0
+  if [ -n "${BENCH_QUIET_FILE:-}" ]; then echo "$left" >"$BENCH_QUIET_FILE"; else WAIT_QUIET=$left; fi
+  [ "$rc" = 0 ] && bench_log "machine quiet (wait-quiet budget left: ${left}s)"
+  return $rc
+}
+
+# ---------------------------------------------------------------------------------------------
+# Corpus: generated (or --from a real repository) once, kept outside the tree, reused.
+
+corpus_hash() {  # the generator's version: a hash of every file of bench/corpus
+  (cd "$BENCH_DIR/corpus" && cat gen-repo.sh gen-forks.sh sample-commits.sh py/*.py) | sha1sum | cut -c1-12
+}
+
+corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CORPUS_DESC
+  local root key params stamp
+  root=${SHELLAC_BENCH_CORPUS:-${XDG_CACHE_HOME:-/tmp}/shellac-bench-corpus}
+  if [ -n "$FROM" ]; then
+    git -C "$FROM" rev-parse --git-dir >/dev/null 2>&1 || bench_die "--from $FROM: not a git repository"
+    BASE_REPO=$(realpath "$(git -C "$FROM" rev-parse --absolute-git-dir)")
+    local head
+    head=$(git -C "$BASE_REPO" rev-parse HEAD)
+    key="from-$(basename "$BASE_REPO" .git)-${head:0:12}-f$FORKS-m$SAMPLE-s$SEED"
+    params="from=$BASE_REPO head=$head forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)"
+  else
+    key="gen-c$COMMITS-t$TAGS-f$FORKS-m$SAMPLE-s$SEED"
+    params="commits=$COMMITS tags=$TAGS forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)"
+  fi
+  CORPUS_DIR=${CORPUS:-$root/$key}
+  [ -z "$FROM" ] && BASE_REPO=$CORPUS_DIR/base.git
+  stamp=$CORPUS_DIR/.shellac-bench-corpus
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$params" ] && [ -s "$CORPUS_DIR/commits.txt" ] &&
+    [ -f "$CORPUS_DIR/cgitrc" ]; then
+    bench_log "corpus: reusing $CORPUS_DIR"
+  else
+    if [ -e "$CORPUS_DIR" ] && [ -n "$(ls -A "$CORPUS_DIR" 2>/dev/null)" ]; then
+      [ -f "$stamp" ] || bench_die "$CORPUS_DIR exists and was not made by bench/run.sh; choose another --corpus"
+      bench_log "corpus: $CORPUS_DIR was made with other parameters or another generator; making it again"
+      rm -rf -- "$CORPUS_DIR/base.git" "$CORPUS_DIR/forks" "$CORPUS_DIR/cgitrc" "$CORPUS_DIR/commits.txt" "$stamp" \
+        "$CORPUS_DIR/big.txt" "$CORPUS_DIR"/*.log
+    fi
+    mkdir -p "$CORPUS_DIR"
+    local t0
+    t0=$(date +%s)
+    if [ -n "$FROM" ]; then
+      "$BENCH_DIR/corpus/gen-repo.sh" --from "$BASE_REPO" >"$CORPUS_DIR/gen-repo.log" 2>&1 ||
+        { cat "$CORPUS_DIR/gen-repo.log" >&2; bench_die "gen-repo.sh --from $BASE_REPO failed"; }
+    else
+      bench_log "corpus: generating a $COMMITS-commit repository in $BASE_REPO (20,000 commits: ~30-60 s)"
+      "$BENCH_DIR/corpus/gen-repo.sh" --out "$BASE_REPO" --commits "$COMMITS" --tags "$TAGS" --seed "$SEED" \
+        --force >"$CORPUS_DIR/gen-repo.log" 2>&1 ||
+        { tail -n 20 "$CORPUS_DIR/gen-repo.log" >&2; bench_die "gen-repo.sh failed (log: $CORPUS_DIR/gen-repo.log)"; }
+    fi
+    bench_log "corpus: $FORKS forks + cgitrc"
+    "$BENCH_DIR/corpus/gen-forks.sh" --base "$BASE_REPO" --out "$CORPUS_DIR" --forks "$FORKS" --seed "$SEED" \
+      --force >"$CORPUS_DIR/gen-forks.log" 2>&1 ||
+      { tail -n 20 "$CORPUS_DIR/gen-forks.log" >&2; bench_die "gen-forks.sh failed (log: $CORPUS_DIR/gen-forks.log)"; }
+    "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --count "$SAMPLE" --seed "$SEED" \
+      >"$CORPUS_DIR/commits.txt" 2>"$CORPUS_DIR/sample.log" ||
+      { cat "$CORPUS_DIR/sample.log" >&2; bench_die "sample-commits.sh failed"; }
+    echo "$params" >"$stamp"
+    bench_log "corpus: ready in $(($(date +%s) - t0)) s"
+  fi
+  chmod 755 "$CORPUS_DIR"
+  CGITRC=$CORPUS_DIR/cgitrc
+  COMMITS_FILE=$CORPUS_DIR/commits.txt
+  HEAD_BRANCH=$(git -C "$BASE_REPO" symbolic-ref --short -q HEAD || echo main)
+  local ncommits nrepos ntags
+  ncommits=$(git -C "$BASE_REPO" rev-list --all --count)
+  ntags=$(git -C "$BASE_REPO" for-each-ref --format=x refs/tags | wc -l)
+  nrepos=$(grep -c '^repo.url=' "$CGITRC")
+  CORPUS_DESC="$( [ -n "$FROM" ] && echo "real repository $BASE_REPO" || echo "generated by bench/corpus/gen-repo.sh (seed $SEED)"): $ncommits commits, $ntags tags, HEAD $HEAD_BRANCH $(git -C "$BASE_REPO" rev-parse --short HEAD); fork farm of $FORKS forks (gen-forks.sh, alternates) = $nrepos repositories in the cgitrc; $(wc -l <"$COMMITS_FILE") sampled commits (sample-commits.sh --seed $SEED); kept in $CORPUS_DIR"
+  bench_meta corpus "$CORPUS_DESC"
+}
+
+corpus_big() {  # -> BIG_FILE: the base's commits with 10k+ changed lines (sample-commits.sh --big), kept
+  # BIG_NOTE: what went wrong while listing them (e.g. a partial clone lacks blobs: git log stops there)
+  BIG_FILE=$CORPUS_DIR/big.txt BIG_NOTE=""
+  if ! [ -f "$BIG_FILE" ] || ! [ "$BIG_FILE" -nt "$CORPUS_DIR/.shellac-bench-corpus" ]; then
+    bench_log "corpus: listing the commits with 10k+ line diffs (sample-commits.sh --big)"
+    # a partial clone: git log fails at the first missing blob; the commits listed before it are kept
+    "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --big >"$BIG_FILE.tmp" 2>"$CORPUS_DIR/big.log" ||
+      grep -q '^fatal: unable to read [0-9a-f]*$' "$CORPUS_DIR/big.log" ||
+      { cat "$CORPUS_DIR/big.log" >&2; bench_die "sample-commits.sh --big failed"; }
+    mv "$BIG_FILE.tmp" "$BIG_FILE"
+  fi
+  if [ -s "$CORPUS_DIR/big.log" ]; then
+    BIG_NOTE="the list is partial ($(wc -l <"$BIG_FILE") commit(s) listed before git log stopped with \`$(head -n1 "$CORPUS_DIR/big.log")\`)"
+    ls "$BASE_REPO"/objects/pack/*.promisor >/dev/null 2>&1 &&
+      BIG_NOTE+=" (the repository is a partial clone, a promisor pack: some blobs are not there)"
+    bench_log "corpus: $BIG_NOTE"
+  fi
+}
+
+commit_facts() {  # SHA-FILE -> "SHA<TAB>changed lines<TAB>files<TAB>subject" a line, in the file's order
+  # lines = added + deleted against the first parent (renames detected), what cgit's diff shows. In
+  # a partial clone git cannot diff a commit whose blobs are missing: then each commit on its own, and
+  # such a commit gets lines -1 (unknown) and files 1 (its page is expected to show a diff).
+  local sha
+  commit_facts_git <"$1" 2>/dev/null && return
+  while read -r sha; do
+    commit_facts_git <<<"$sha" 2>/dev/null ||
+      printf '%s\t-1\t1\t%s\n' "$sha" "$(git -C "$BASE_REPO" log -1 --format=%s "$sha")"
+  done <"$1"
+}
+
+commit_facts_git() {  # SHAs on stdin -> commit_facts lines; fails when git cannot make a diff
+  local t
+  t=$(git -C "$BASE_REPO" log --no-walk=unsorted --stdin -M --numstat --diff-merges=first-parent \
+    --format='%x01%H%x09%s') || return 1
+  awk -F'\t' '
+      function out() { if (sha != "") printf "%s\t%d\t%d\t%s\n", sha, lines, files, subj }
+      /^\x01/ { out(); sha = substr($1, 2); subj = $2; lines = 0; files = 0; next }
+      NF >= 3 { files++; if ($1 != "-") lines += $1 + $2 }
+      END { out() }' <<<"$t"
+}
+
+make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ *-warmup.txt)
+  mkdir -p "$BENCH_TMP/lists"
+  local k n w l=$BENCH_TMP/lists
+  for k in crawler forkspread hot burst; do
+    python3 "$BENCH_DIR/wrk/urls.py" "$k" --cgitrc "$CGITRC" --commits "$COMMITS_FILE" --branch "$HEAD_BRANCH" \
+      --seed "$SEED" >"$l/$k.txt" || bench_die "urls.py $k failed"
+  done
+  if [ "${WORKLOAD:-}" = cold ]; then
+    # cold: every non-merge commit of the base, once, in a seeded order; the sampled commits (which
+    # the checks and the probe ask for) left out, so that no measured URL is one a target saw.
+    local base
+    base=$(sed -n 's/^repo\.url=//p' "$CGITRC" | head -n1)
+    git -C "$BASE_REPO" rev-list --no-merges --all |
+      grep -v -F -f <(cut -c1-40 "$COMMITS_FILE") |
+      shuf --random-source=<(yes "$SEED") | sed "s|^|/$base/commit/?id=|" >"$l/cold.txt"
+  fi
+  # The warm-ups get URLs of their own (the last 15% of the shuffled list), so that every target's
+  # measured run at a level starts at the same line and asks for the same pages as the others.
+  for k in crawler forkspread $([ "${WORKLOAD:-}" = cold ] && echo cold); do
+    n=$(wc -l <"$l/$k.txt")
+    w=$((n * 15 / 100 > 0 ? n * 15 / 100 : 1))
+    tail -n "$w" "$l/$k.txt" >"$l/$k-warmup.txt"
+    head -n "$((n - w))" "$l/$k.txt" >"$l/$k.tmp" && mv "$l/$k.tmp" "$l/$k.txt"
+  done
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets: cgit direct, shellac -> cgit, varnish -> cgit (+ nginx static for hot)
+
+shellac_binary() {  # -> SHELLAC (built unless SHELLAC_BIN) SHELLAC_GIT_REV SHELLAC_VERSION
+  SHELLAC=$(bench_build_shellac)
+  # the tree the binary was built from: taken now, not when the report is written (commits may land
+  # meanwhile); `all` builds once and passes it on
+  if [ -z "${SHELLAC_GIT_REV:-}" ]; then
+    SHELLAC_GIT_REV="$(bench_git_rev "$BENCH_REPO")"
+    [ -n "${SHELLAC_BIN:-}" ] && SHELLAC_GIT_REV="unknown (SHELLAC_BIN given; the tree was at $SHELLAC_GIT_REV)"
+  fi
+  SHELLAC_VERSION=$("$SHELLAC" --version 2>&1 | head -n1)
+}
+
+start_targets() {  # [with-nginx-static-dir]
+  peers_need
+  shellac_binary
+  peer_cgit_start "$CGITRC"
+  echo mark >"$CGIT_DIR/www/bench-mark.txt"
+  local extra=()
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  render_lines
+  PEER_SHELLAC_ADMIN=$SHELLAC_RENDER peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+  peer_varnish_start "$CGIT_PORT"
+  bench_watch cgit "$CGIT_PID"
+  bench_watch shellac "$SHELLAC_PID" "$CGIT_PID"
+  bench_watch varnish "$VARNISH_PID" "$CGIT_PID"
+  BENCH_LABEL[cgit]="cgit direct"
+  BENCH_LABEL[shellac]="shellac -> cgit"
+  [ "$SHELLAC_RENDER" = 1 ] && BENCH_LABEL[shellac]="shellac (renders; rest -> cgit)"
+  BENCH_LABEL[varnish]="varnish -> cgit"
+  declare -gA TARGET_URL=([cgit]="http://127.0.0.1:$CGIT_PORT" [shellac]="http://127.0.0.1:$SHELLAC_PORT"
+    [varnish]="http://127.0.0.1:$VARNISH_PORT")
+  TARGETS=(cgit shellac varnish)
+  PEERS=(cgit varnish)
+  SWEEP_LIVE=("lighttpd=$CGIT_PID" "varnishd=$VARNISH_PID")
+  SHELLAC_DIED=""
+}
+
+# The resident renderer in the scenarios that turn it on (SHELLAC_RENDER=1): shellac imports the
+# corpus' cgitrc (every repository of the fork farm) and renders commit pages itself; every other
+# page still goes to lighttpd+cgit. max-open-repos covers every repository, so that a sweep over all
+# forks does not close and open repositories (the default, 64, is below the fork farm's 101).
+SHELLAC_RENDER=0
+RENDER_LINES=()
+
+render_lines() {  # -> RENDER_LINES (config lines of the renderer, or none)
+  RENDER_LINES=()
+  [ "$SHELLAC_RENDER" = 1 ] || return 0
+  local n
+  n=$(grep -c '^repo.url=' "$CGITRC")
+  RENDER_LINES=("cgitrc=$CGITRC")
+  [ "$n" -gt 64 ] && RENDER_LINES+=("max-open-repos=$((n + 8))")
+  bench_meta options.render 1
+  bench_meta render_lines "${RENDER_LINES[*]}"
+}
+
+plan_line() {  # PHASE TARGET PATH FACTS  a line of bench/wrk/render.py's plan; FACTS: a commit_facts line
+  local sha lines files subj
+  IFS=$'\t' read -r sha lines files subj <<<"$4"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${subj:--}" "$([ "${files:-0}" -gt 0 ] && echo 1 || echo 0)"
+}
+
+check_target() {  # TARGET PATH  one GET: 200, a cgit page (shellac rendering: the commit's subject and diff); headers
+  local t=$1 path=$2 url hdr=$BENCH_TMP/check-$1.head body=$BENCH_TMP/check-$1.body code
+  url=${TARGET_URL[$t]}$path
+  code=$(curl -sS --compressed --max-time 60 -H 'Accept-Encoding: gzip' -o "$body" -D "$hdr" -w '%{http_code}' "$url") ||
+    code=fail
+  if [ "$t" = shellac ] && [ "$SHELLAC_RENDER" = 1 ]; then
+    local sha out
+    sha=$(sed -n 's/.*[?&]id=\([0-9a-f]*\).*/\1/p' <<<"$path")
+    plan_line check shellac "$path" "$(commit_facts <(echo "$sha"))" >"$BENCH_TMP/check-plan.tsv"
+    out=$(python3 "$BENCH_DIR/wrk/render.py" --plan "$BENCH_TMP/check-plan.tsv" --port "shellac=${TARGET_URL[shellac]##*:}" 2>&1) ||
+      bench_die "render.py: $out"
+    grep -q "generator' content='shellac" "$body" && grep -q '^BENCH_RENDER .* bad=0 ' <<<"$out" ||
+      { bench_log "check shellac: GET $url -> $code"; echo "$out" >&2; head -c 600 "$body" >&2
+        tail -n 20 "$SHELLAC_DIR/stderr.log" >&2; bench_die "shellac does not render the commit page (its subject and diff)"; }
+    grep -qi '^via:.*shellac' "$hdr" || bench_die "shellac's answer has no Via: shellac"
+    return 0
+  fi
+  if [ "$code" != 200 ] || ! grep -q "generator' content='cgit" "$body"; then
+    bench_log "check $t: GET $url -> $code"; cat "$hdr" >&2; head -c 600 "$body" >&2
+    [ "$t" = shellac ] && tail -n 20 "$SHELLAC_DIR/stderr.log" >&2
+    bench_die "$t does not serve cgit's page"
+  fi
+  case $t in
+    shellac) grep -qi '^via:.*shellac' "$hdr" || bench_die "shellac's answer has no Via: shellac" ;;
+    varnish) grep -qi '^x-varnish:' "$hdr" || bench_die "varnish's answer has no X-Varnish" ;;
+  esac
+}
+
+probe_shellac() {  # PATH  the same page twice through shellac -> SHELLAC_MODE (a sentence)
+  local url="${TARGET_URL[shellac]}$1&bench=probe" a b
+  if [ "$SHELLAC_RENDER" = 1 ]; then
+    bench_meta shellac_mode "renders commit pages itself (\`${RENDER_LINES[*]}\`: a frame per request, the diff from its fragment store, shared by every fork); checked: a commit page carries the commit's subject and diff"
+    return
+  fi
+  a=$(curl -sS --max-time 60 -o /dev/null -D - "$url" | tr -d '\r' | sed -n 's/^[Xx]-[Cc]ache: *//p')
+  b=$(curl -sS --max-time 60 -o /dev/null -D - "$url" | tr -d '\r' | sed -n 's/^[Xx]-[Cc]ache: *//p')
+  if [ "${b:-}" = hit ]; then
+    SHELLAC_MODE="caches: the same commit page asked twice gave X-Cache: ${a:-none}, then ${b}"
+  else
+    SHELLAC_MODE="does not cache commit pages: the same page asked twice gave X-Cache: ${a:-none}, then ${b:-none}"
+  fi
+  bench_log "shellac $SHELLAC_MODE"
+  bench_meta shellac_mode "$SHELLAC_MODE"
+}
+
+mark() {  # NAME  a request for a static file with NAME in the query: a mark in lighttpd's access log
+  curl -sS --max-time 10 -o /dev/null "http://127.0.0.1:$CGIT_PORT/bench-mark.txt?$1" || bench_log "mark $1 failed"
+}
+
+# After lighttpd stopped (its log flushed): the access log lines between the marks NAME-start and
+# NAME-end of every point (NAME = "TARGET-cCONNS"), put in column COL of its row (requests that reached cgit).
+add_origin_column() {  # [TSV [COL]]  default: $BENCH_TSV, column 14
+  local tsv=${1:-$BENCH_TSV}
+  awk -F'\t' -v OFS='\t' -v lf="$CGIT_ACCESS_LOG" -v col="${2:-14}" '
+    BEGIN {
+      while ((getline line < lf) > 0) {
+        if (match(line, /bench-mark\.txt\?[^ ]+/)) {
+          m = substr(line, RSTART + 15, RLENGTH - 15)
+          if (m ~ /-start$/) { cur = substr(m, 1, length(m) - 6); n[cur] = 0; open[cur] = 1 }
+          else if (m ~ /-end$/) { delete open[substr(m, 1, length(m) - 4)] }
+          continue
+        }
+        for (k in open) n[k]++
+      }
+    }
+    { k = $1 "-c" $2; $col = (k in n) ? n[k] : "-"; print }' "$tsv" >"$tsv.new" && mv "$tsv.new" "$tsv"
+}
+
+# crawler, fork-spread: at each level every target's measured run starts at LEVEL_START of the list
+# (the same pages for all); the next level starts past the furthest any target got (NEXT), shellac
+# excepted when it renders (see point). Warm-ups
+# walk a list of their own, one cursor per target (WARM).
+LEVEL_START=0 NEXT=0
+declare -A WARM=()
+WORKLOAD=""            # crawler | forkspread | hot
+
+workload_env() {  # TARGET [warmup]  exports what the wrk script of $WORKLOAD reads for TARGET
+  local t=$1
+  case $WORKLOAD in
+    crawler | forkspread | cold)
+      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/$([ "$WORKLOAD" = cold ] && echo crawler || echo "$WORKLOAD").lua CRAWL_LANES=2
+      if [ "${2:-}" = warmup ]; then
+        export CRAWL_URLS=$BENCH_TMP/lists/$WORKLOAD-warmup.txt CRAWL_START=${WARM[$t]:-0}
+      else
+        export CRAWL_URLS=$BENCH_TMP/lists/$WORKLOAD.txt CRAWL_START=$LEVEL_START
+      fi ;;
+    hot)
+      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/hot.lua HOT_URLS=$BENCH_TMP/lists/hot.txt
+      [ "$t" = nginx ] && HOT_URLS=$BENCH_TMP/lists/hot-static.txt ;;
+  esac
+  if [ "$IDENTITY" = 1 ]; then unset WRK_HEADERS; else export WRK_HEADERS=$BENCH_TMP/lists/headers.txt; fi
+}
+
+crawl_next() {  # WRK-OUTPUT -> where the run's list walk ended (BENCH_CRAWL next=), or nothing
+  sed -n 's/^BENCH_CRAWL .*next=\([0-9]*\).*/\1/p' "$1" | head -n1
+}
+
+crawl_row() {  # TARGET C measured|warmup WRK-OUTPUT  -> $RAW/crawl.tsv: "TARGET C KIND REPEATS URLS" (crawler.lua's walk)
+  local r
+  r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1\t\2/p' "$4")
+  [ -z "$r" ] || printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$r" >>"$RAW/crawl.tsv"
+}
+
+point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENCH_TSV
+  local t=$1 c=$2 out=$BENCH_TMP/wrk-$1-c$2.txt next
+  if [ "$BENCH_WARMUP" != 0 ]; then
+    workload_env "$t" warmup
+    bench_wrk_raw "$out.warmup" "$c" "$BENCH_WARMUP" "${TARGET_URL[$t]}/" || bench_log "warm-up $t c=$c: wrk exit $?"
+    next=$(crawl_next "$out.warmup")
+    [ -n "$next" ] && WARM[$t]=$next
+  fi
+  # cgit processes a run leaves behind (answers wrk no longer waits for) would load the next run
+  peer_origin_idle 60 || bench_log "cgit processes still running before $t c=$c"
+  workload_env "$t"
+  mark "$t-c$c-start"
+  BENCH_WARMUP=0 bench_point "$t" "${TARGET_URL[$t]}/" "$c" || true
+  peer_origin_idle 60 || true
+  mark "$t-c$c-end"
+  next=$(crawl_next "$out")
+  crawl_row "$t" "$c" measured "$out"
+  [ -f "$out.warmup" ] && crawl_row "$t" "$c" warmup "$out.warmup"
+  # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
+  # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
+  # does not push the next level's start, which keeps the list from wrapping for the caching peers
+  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && [ "$WORKLOAD" != cold ] && return 0
+  [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
+  return 0
+}
+
+# sweep's hooks: POINT_FN measures one target at one level (default: point, the cgit workloads);
+# SWEEP_LIVE lists NAME=PID of the servers that must stay up; a target with an entry in
+# TARGET_FAILED (e.g. a wrong body in the pre-check) is not measured; targets named shellac* are
+# skipped once shellac died.
+POINT_FN=point
+SWEEP_LIVE=()
+declare -A TARGET_FAILED=() TARGET_CHECK=()
+
+sweep() {  # every level, every target back to back; a disturbed level again (--retries)
+  local c t attempt disturbed rc p
+  REMEASURED=""
+  for c in ${SWEEP//,/ }; do
+    for ((attempt = 0; ; attempt++)); do
+      disturbed=0
+      LEVEL_START=$NEXT
+      for t in "${TARGETS[@]}"; do
+        [[ $t == shellac* ]] && [ -n "$SHELLAC_DIED" ] && continue
+        [ -n "${TARGET_FAILED[$t]:-}" ] && continue
+        "$POINT_FN" "$t" "$c"
+        [ "$(bench_other_cpu "$t" "$c")" -gt 20 ] && disturbed=1
+        if [ -n "${SHELLAC_PID:-}" ] && ! bench_alive "$SHELLAC_PID" && [ -z "$SHELLAC_DIED" ]; then
+          wait "$SHELLAC_PID" 2>/dev/null && rc=0 || rc=$?
+          SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited with status $rc during the $t run at c=$c"
+          bench_log "$SHELLAC_DIED"; tail -n 20 "$SHELLAC_DIR/stderr.log" >&2
+        fi
+        for p in "${SWEEP_LIVE[@]}"; do
+          bench_alive "${p#*=}" || bench_die "${p%%=*} died during the $t run at c=$c"
+        done
+      done
+      [ "$disturbed" = 1 ] && [ "$attempt" -lt "$RETRIES" ] && [ -z "$SHELLAC_DIED" ] || break
+      quiet_wait || break   # no budget left: keep the disturbed level (the report says so)
+      bench_log "c=$c disturbed by other processes: measuring the level again"
+      REMEASURED+="c=$c "
+      bench_drop_level "$c"
     done
   done
 }
 
-# Summary lines every report ends with: whether the machine stayed quiet while measuring, and how
-# shellac ended (SHELLAC_DIED / SHELLAC_EXIT, set by the scenario).
-bench_md_run_health() {
-  local ndist dist
-  read -r ndist dist < <(bench_disturbed 20)
-  if [ "$ndist" -gt 0 ]; then
-    echo "- **machine not quiet**: $ndist point(s) had more than 20% of a core used outside the benchmark: $dist"
-  else
-    echo "- machine quiet: no point had more than 20% of a core used outside the benchmark"
+stop_targets() {  # stops every server by pid (lighttpd last, so its log is complete) -> SHELLAC_EXIT
+  SHELLAC_EXIT=""
+  if [ -z "$SHELLAC_DIED" ]; then
+    bench_stop "$SHELLAC_PID" 35
+    SHELLAC_EXIT="exit status $BENCH_STOP_RC after SIGTERM"
   fi
-  if [ -n "${SHELLAC_DIED:-}" ]; then echo "- **$SHELLAC_DIED**; later shellac points are missing"; fi
-  if [ -n "${SHELLAC_EXIT:-}" ]; then echo "- shellac shutdown: $SHELLAC_EXIT"; fi
-  return 0
+  bench_stop "$VARNISH_PID" 15
+  [ -n "${NGINX_PID:-}" ] && bench_stop "$NGINX_PID" 10
+  bench_stop "$CGIT_PID" 15
 }
+
+
+# The sweep of the forge scenarios (crawler, cold, hot, fork-spread): cgit direct, shellac, Varnish
+# at every level, on the corpus' URL lists. A scenario script may define forge_extra_targets (after
+# the targets started: hot adds nginx static), forge_before_sweep (instead of filling shellac's
+# fragment store when it renders: cold) and forge_after_sweep (after the servers stopped: cold).
+forge_run() {  # SCENARIO WORKLOAD LUA [REPORT-NAME]
+  local name=$1 lua=$3 t check
+  WORKLOAD=$2
+  begin "$name" "${4:-$name}"
+  peers_need
+  corpus_prepare
+  make_lists
+  [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/lists/headers.txt"
+  start_targets
+  EXTRA_PEERS=()
+  check="$(head -n1 "$BENCH_TMP/lists/hot.txt")&bench=check"
+  if declare -F forge_extra_targets >/dev/null; then forge_extra_targets; fi
+  for t in "${TARGETS[@]}"; do [ "$t" = nginx ] || check_target "$t" "$check"; done
+  probe_shellac "$(head -n1 "$BENCH_TMP/lists/hot.txt")"
+  if declare -F forge_before_sweep >/dev/null; then forge_before_sweep
+  elif [ "$SHELLAC_RENDER" = 1 ]; then warm_fragments; fi
+  quiet_wait || true
+  bench_meta sweep_renders_before "$(render_counts)"
+  sweep
+  bench_meta sweep_renders_after "$(render_counts)"
+  stop_targets
+  add_origin_column
+  if declare -F forge_after_sweep >/dev/null; then forge_after_sweep; fi
+  bench_meta workload "$WORKLOAD"
+  bench_meta lua "$lua"
+  bench_meta next_line "$NEXT"
+  for t in "${TARGETS[@]}"; do bench_meta "targets[]" "$t"; done
+  for t in "${PEERS[@]}"; do bench_meta "peers[]" "$t"; done
+  for t in "${EXTRA_PEERS[@]}"; do bench_meta "extra_peers[]" "$t"; done
+  bench_report
+  [ -z "$SHELLAC_DIED" ]
+}
+
+render_counts() {  # -> "KIND RENDERS SECONDS;..." (bench/report.py takes the differences), from shellac's /metrics (admin port), or nothing
+  [ -n "${SHELLAC_ADMIN_PORT:-}" ] || return 0
+  { curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null || true; } |
+    sed -n 's/^shellac_render\(s\|_seconds\)_total{kind="\([^"]*\)"} \(.*\)/\2 \1 \3/p' |
+    awk '{ if ($2 == "s") n[$1] = $3; else t[$1] = $3; k[$1] = 1 } END { for (x in k) print x, n[x] + 0, t[x] + 0 }' |
+    sort | paste -sd';'
+}
+
+
+warm_fragments() {  # fills shellac's fragment store: urls.py warm (every sampled commit x diff option) -> meta warm.*
+  local l=$BENCH_TMP/lists out t0 t1
+  python3 "$BENCH_DIR/wrk/urls.py" warm --cgitrc "$CGITRC" --commits "$COMMITS_FILE" >"$l/warm.txt" || bench_die "urls.py warm failed"
+  sed 's/^/warm\tshellac\t/; s/$/\t-\t0/' "$l/warm.txt" >"$l/warm-plan.tsv"
+  bench_log "warming shellac's fragment store: $(wc -l <"$l/warm.txt") pages, one at a time"
+  bench_meta warm.pages "$(wc -l <"$l/warm.txt")"
+  bench_meta warm.renders_before "$(render_counts)"
+  t0=$(date +%s%N)
+  out=$(python3 "$BENCH_DIR/wrk/render.py" --plan "$l/warm-plan.tsv" --port "shellac=$SHELLAC_PORT") || bench_die "render.py (warm) failed"
+  t1=$(date +%s%N)
+  grep -q '^BENCH_RENDER .* bad=0 ' <<<"$out" || { echo "$out" >&2; bench_log "warm: some pages failed"; }
+  bench_meta warm.ms "$(((t1 - t0) / 1000000))"
+  bench_meta warm.renders_after "$(render_counts)"
+  bench_meta warm.failed "$(sed -n 's/^BENCH_RENDER .* bad=\([0-9]*\) .*/\1/p' <<<"$out")"
+}
+
+# ---------------------------------------------------------------------------------------------
+# ESI scenarios (cached, esi, tls): synthetic cgit-like pages (bench/wrk/esipages.py) served by nginx
+# as the origin (frames with Surrogate-Control: content="ESI/1.0", everything cacheable for an hour);
+# shellac (esi=surrogate) and Varnish (do_esi on that header, do_gzip) in front of it. Before any
+# load every target's page is fetched once with Accept-Encoding: gzip, gunzipped and compared with
+# the assembled page: a target that delivers something else is reported as failed and not measured.
+
+esi_setup() {  # NAME [slow] [tls]  pages, origin, shellac, varnish -> PAGES, TARGET_URL, SHELLAC_NOTES
+  local name=$1 want_slow=0 want_tls=0 a
+  shift
+  for a in "$@"; do case $a in slow) want_slow=1 ;; tls) want_tls=1 ;; esac; done
+  begin "$name"
+  peers_need
+  shellac_binary
+  PAGES=$BENCH_TMP/pages
+  python3 "$BENCH_DIR/wrk/esipages.py" --out "$PAGES" --seed "$SEED" || bench_die "esipages.py failed"
+  chmod -R a+rX "$PAGES"
+  chmod 755 "$BENCH_TMP"
+  local sizes
+  sizes=$(awk '{ printf "%s%s %s bytes (gzip %s)", (NR > 1 ? ", " : ""), $1, $2, $3 }' "$PAGES/sizes.txt")
+  bench_meta corpus "synthetic cgit-like commit pages from bench/wrk/esipages.py (seed $SEED, no git corpus): $sizes"
+  local loc
+  loc="    location /page/ { add_header Surrogate-Control 'content=\"ESI/1.0\"'; add_header Cache-Control 'max-age=3600'; }
+    location /frag/ { add_header Cache-Control 'max-age=3600'; }
+    location /mem/ { add_header Cache-Control 'max-age=3600'; rewrite ^ /frag/diff.html break; }"
+  if [ "$want_slow" = 1 ]; then
+    peer_slow_origin_start "$PAGES/www" "$SLOW_DELAY_MS"
+    loc+="
+    location /slow/ { proxy_pass http://127.0.0.1:$SLOW_PORT; proxy_http_version 1.1; }"
+  fi
+  peer_nginx_static_start "$PAGES/www" gzip_static "$loc"
+  ORIGIN_PORT=$NGINX_PORT
+  # shellac: ESI on Surrogate-Control (esi=surrogate), the admin port for /metrics, TLS for tls. A
+  # build that does not take a line yet is started without it (the check then shows what it delivers).
+  local lines=(cache=on) extra=() l
+  SHELLAC_NOTES=() SHELLAC_TLS_PORT=""
+  l=esi=surrogate
+  if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
+  else SHELLAC_NOTES+=("this build does not take \`$l\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): started without it"); fi
+  if [ "$want_tls" = 1 ]; then
+    local td
+    td=$(peer_dir shellac-tls)
+    peer_tls_cert "$td"
+    SHELLAC_TLS_PORT=$(bench_free_port)
+    l="listen-tls=127.0.0.1:$SHELLAC_TLS_PORT cert=$td/cert.pem key=$td/key.pem"
+    if peer_shellac_accepts "$SHELLAC" "$l"; then lines+=("$l")
+    else
+      SHELLAC_NOTES+=("this build does not take \`listen-tls=... cert=... key=...\` ($(tail -n1 "$BENCH_TMP/shellac-probe/probe.log")): no TLS listener")
+      SHELLAC_TLS_PORT=""
+    fi
+  fi
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$ORIGIN_PORT" "${lines[@]}" "${extra[@]}"
+  bench_meta shellac_lines "${lines[*]}${SHELLAC_CONF:+ $SHELLAC_CONF}"
+  for l in "${SHELLAC_NOTES[@]}"; do bench_meta "shellac_notes[]" "$l"; done
+  peer_varnish_start "$ORIGIN_PORT"
+  SWEEP_LIVE=("nginx=$NGINX_PID" "varnishd=$VARNISH_PID")
+  [ "$want_slow" = 1 ] && SWEEP_LIVE+=("slow-origin=$SLOW_PID")
+  SHELLAC_DIED=""
+  TARGETS=()
+  declare -gA TARGET_URL=()
+  POINT_FN=esi_point
+  [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/headers.txt"
+}
+
+esi_point() {  # TARGET C  warm-up + measured run on TARGET_URL[TARGET] (one URL, keep-alive)
+  unset BENCH_WRK_SCRIPT
+  if [ "$IDENTITY" = 1 ]; then unset WRK_HEADERS; else export WRK_HEADERS=$BENCH_TMP/headers.txt; fi
+  bench_point "$1" "${TARGET_URL[$1]}" "$2" || true
+}
+
+esi_add_target() {  # KEY LABEL URL EXPECTED-FILE WATCH-PID... [-- CURL-ARGS...]  checks the body first
+  local key=$1 label=$2 url=$3 want=$4 pids=() curl_args=()
+  shift 4
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do pids+=("$1"); shift; done
+  [ "${1:-}" = -- ] && { shift; curl_args=("$@"); }
+  TARGETS+=("$key")
+  TARGET_URL[$key]=$url
+  BENCH_LABEL[$key]=$label
+  bench_watch "$key" "${pids[@]}"
+  # twice: the first answer may be a miss that fills the cache; the second is what the load gets
+  bench_check_body "$url" "$want" "${curl_args[@]}" >/dev/null || true
+  if bench_check_body "$url" "$want" "${curl_args[@]}"; then
+    TARGET_CHECK[$key]=$BENCH_CHECK_NOTE
+    bench_log "check $key: ok: $BENCH_CHECK_NOTE"
+  else
+    TARGET_FAILED[$key]=$BENCH_CHECK_NOTE
+    bench_log "check $key: failed, not measured: $BENCH_CHECK_NOTE"
+  fi
+}
+
+esi_no_target() {  # KEY LABEL WHY  a target that cannot run at all (e.g. no TLS listener)
+  TARGETS+=("$1")
+  BENCH_LABEL[$1]=$2
+  TARGET_FAILED[$1]=$3
+  bench_log "check $1: $3"
+}
+
+esi_stop() {  # shellac first (its exit is part of the report); the EXIT trap stops the rest by pid
+  SHELLAC_EXIT=""
+  if [ -z "$SHELLAC_DIED" ]; then
+    bench_stop "$SHELLAC_PID" 35
+    SHELLAC_EXIT="exit status $BENCH_STOP_RC after SIGTERM"
+  fi
+}
+
+source "$BENCH_DIR/peers.sh"

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""bench/report.py from a small raw fixture: the figures it computes (ratios, percentiles, knee) and
+what every report must name (command, date, machine). Run by `meson test bench-report`."""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import report  # noqa: E402
+
+META = {
+    "scenario": "cached", "report": "cached", "command": "bench/run.sh cached --sweep 1,2,4,8",
+    "note": "the machine was shared", "date": "2026-12-01 10:00:00 UTC", "run_seconds": "42", "nproc": "2",
+    "machine": "nproc=2, CPU: Test CPU (x86_64), memory: 1.0 GiB", "load_at_start": "0.10 0.20 0.30",
+    "versions": {"peers": "varnish-7.1.1; nginx/1.22.1", "wrk": "wrk 4.1.0", "shellac": "shellac 0.1.0",
+                 "shellac_rev": "abc1234"},
+    "corpus": "synthetic pages", "options": {"duration": "5", "warmup": "1", "wrk_timeout": "5s", "identity": "0"},
+    "shellac_lines": "cache=on esi=surrogate", "targets": ["shellac", "varnish", "nginx"],
+    "labels": {"shellac": "shellac (ESI)", "varnish": "varnish (ESI)", "nginx": "nginx static"},
+    "checks": {"shellac": "gzip on the wire, 10 bytes", "varnish": "gzip on the wire, 10 bytes",
+               "nginx": "gzip on the wire, 10 bytes"},
+    "memory": {"objects": "100", "fragment_bytes": "5090", "fragment_gzip": "1440",
+               "shellac": {"key_before": "0", "key_after": "3000", "header_before": "0", "header_after": "2000"}},
+}
+
+# target conns rps p50 p95 p99 max requests errors detail bytes secs cpu
+POINTS = """\
+shellac\t1\t10000.0\t90\t100\t100\t200\t50000\t0\t-\t3000\t5.000\tshellac:90,nginx:0,wrk:60,other:2
+varnish\t1\t5000.0\t190\t200\t200\t400\t25000\t0\t-\t3100\t5.000\tvarnish:80,nginx:0,wrk:40,other:1
+nginx\t1\t20000.0\t45\t50\t50\t90\t100000\t0\t-\t3000\t5.000\tnginx:95,wrk:70,other:0
+shellac\t2\t20000.0\t95\t110\t180\t300\t100000\t0\t-\t3000\t5.000\tshellac:150,nginx:0,wrk:50,other:3
+varnish\t2\t6000.0\t300\t350\t500\t900\t30000\t0\t-\t3100\t5.000\tvarnish:120,nginx:0,wrk:60,other:30
+nginx\t2\t30000.0\t60\t70\t80\t120\t150000\t0\t-\t3000\t5.000\tnginx:150,wrk:50,other:0
+shellac\t4\t30000.0\t120\t200\t400\t700\t150000\t0\t-\t3000\t5.000\tshellac:170,nginx:0,wrk:30,other:1
+varnish\t4\t8000.0\t450\t600\t900\t1500\t40000\t2\tstatus 2\t3100\t5.000\tvarnish:160,nginx:0,wrk:40,other:0
+nginx\t4\t40000.0\t90\t100\t150\t300\t200000\t0\t-\t3000\t5.000\tnginx:170,wrk:30,other:0
+shellac\t8\t25000.0\t300\t500\t1000\t2000\t125000\t0\t-\t3000\t5.000\tshellac:170,nginx:0,wrk:30,other:0
+varnish\t8\t7000.0\t1100\t1500\t2000\t4000\t35000\t0\t-\t3100\t5.000\tvarnish:170,nginx:0,wrk:30,other:0
+nginx\t8\t40000.0\t190\t250\t290\t500\t200000\t0\t-\t3000\t5.000\tnginx:170,wrk:30,other:0
+"""
+
+MEMORY = "shellac\t0\t100\t0\t160000\t0\t144000\t10240\t12288\nvarnish\t0\t100\t0\t200000\t\t\t20480\t21504\n"
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="bench-report-test.")
+        self.raw = os.path.join(self.dir, "raw", "cached")
+        os.makedirs(self.raw)
+        with open(os.path.join(self.raw, "meta.json"), "w") as f:
+            json.dump(META, f)
+        with open(os.path.join(self.raw, "points.tsv"), "w") as f:
+            f.write(POINTS)
+        with open(os.path.join(self.raw, "memory.tsv"), "w") as f:
+            f.write(MEMORY)
+        self.run_ = report.Run(self.raw)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_peak_and_ratios(self):
+        self.assertEqual(self.run_.peak("shellac"), (30000.0, 4))
+        self.assertEqual(self.run_.peak("varnish"), (8000.0, 4))
+        ratio, low = self.run_.ratios("varnish", "shellac")
+        self.assertAlmostEqual(ratio, 3.75)
+        self.assertEqual(low, "2.00x at c=1")
+        self.assertEqual(self.run_.ratio_range("varnish", "shellac"), "2.00x (c=1) to 3.75x (c=4)")
+
+    def test_percentiles_in_ms(self):
+        self.assertEqual(report.ms(180), "0.18")
+        self.assertEqual(report.ms(12345), "12.3")
+        table = "\n".join(report.table_vs(self.run_, "shellac", ["shellac", "varnish"]))
+        # c=2 varnish: p50 0.30, p95 0.35, p99 0.50 ms; shellac / varnish = 20000 / 6000
+        self.assertIn("| 2 | varnish (ESI) | 6000 | 0.30 | 0.35 | 0.50 | 0 | - | **3.33x** |", table)
+        self.assertIn("| 4 | varnish (ESI) | 8000 | 0.45 | 0.60 | 0.90 | 2 (status 2) |", table)
+
+    def test_knee(self):
+        # shellac: p99 100 -> 180 (x1.8 for x2 load) -> 400 (x2.2 > 2): the knee is c=4
+        self.assertEqual(self.run_.knee("shellac"), (4, 2, 180, 400))
+        self.assertEqual(self.run_.knee_text("shellac"), "c=4 (p99 0.18 ms at c=2 -> 0.40 ms)")
+        # varnish: 200 -> 500 (x2.5): c=2
+        self.assertEqual(self.run_.knee("varnish")[0], 2)
+        # nginx: 50 -> 80 -> 150 -> 290: never more than doubles
+        self.assertIsNone(self.run_.knee("nginx"))
+        self.assertEqual(self.run_.knee_text("nginx"), "none in range")
+
+    def test_disturbed_points(self):
+        self.assertEqual(self.run_.disturbed(20), ["varnish c=2 (other 30%)"])
+
+    def test_markdown_names_command_date_machine(self):
+        md = report.make_report(self.raw, self.dir, with_plot=False)
+        self.assertEqual(md, os.path.join(self.dir, "cached.md"))
+        with open(md) as f:
+            text = f.read()
+        self.assertIn("- command: `bench/run.sh cached --sweep 1,2,4,8`\n- note: the machine was shared\n", text)
+        self.assertIn("- date: 2026-12-01 10:00:00 UTC (run took 42 s)", text)
+        self.assertIn("- machine: nproc=2, CPU: Test CPU (x86_64), memory: 1.0 GiB; load average at start: 0.10",
+                      text)
+        self.assertIn("- shellac (ESI) / varnish (ESI): **3.75x** at peak; per level 2.00x (c=1) to 3.75x (c=4); "
+                      "target 3x **met**", text)
+        self.assertIn("- shellac (ESI) / nginx static: **0.75x** at peak", text)
+        self.assertIn("knee: c=4 (p99 0.18 ms at c=2 -> 0.40 ms); 0 errors", text)
+        self.assertIn("**machine not quiet**: 1 point(s)", text)
+        # memory: (160000 - 144000) / 100 = 160 B overhead per object (110 beyond 30 B key + 20 B headers);
+        # varnish 2000 - 1440 = 560
+        self.assertIn("| shellac | 0 -> 100 | 0 -> 160000 | 0 -> 144000 | 1600 | 160 |", text)
+        self.assertIn("| 2000 | 560 (vs 1440 gzip) |", text)
+        self.assertIn("**110.0 B beyond key, headers and body**", text)
+
+    def test_finish_meta(self):
+        raw = os.path.join(self.dir, "m")
+        os.makedirs(raw)
+        with open(os.path.join(raw, "meta.tsv"), "w") as f:
+            f.write("command\tbench/run.sh esi\nlabels.a\tA b\ntargets[]\ta\ntargets[]\tb\n")
+        report.finish_meta(raw)
+        with open(os.path.join(raw, "meta.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta, {"command": "bench/run.sh esi", "labels": {"a": "A b"}, "targets": ["a", "b"]})
+        self.assertFalse(os.path.exists(os.path.join(raw, "meta.tsv")))
+
+
+if __name__ == "__main__":
+    unittest.main()
