@@ -534,6 +534,78 @@ TEST(Esi, AnIncludeThatWaitedTooLongForAnotherFetchFetchesItself) {
             1);
 }
 
+TEST(Esi, AnIncludeJoinsTheFetchOfItsFragmentInFlightAndIsServedItsResult) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> fragments{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    ++fragments;
+    gate->Wait(Millis(10'000));  // held until the include waits behind it
+    c.SendFixed(200, "F", kCacheable);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  // A client's request for the fragment itself leads its single-flight.
+  std::thread direct([&] {
+    Response r = HttpGet(proxy.Port(), "/frag", "", Millis(10'000));
+    EXPECT_EQ(r.body, "F");
+    EXPECT_EQ(r.Header("x-cache"), "miss");
+  });
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(2'000)));
+  Response page;
+  std::thread paged([&] { page = HttpGet(proxy.Port(), "/page", "", Millis(10'000)); });
+  // The page's include found the fetch in flight and waits for it.
+  WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
+  gate->Open();
+  direct.join();
+  paged.join();
+  ASSERT_TRUE(page.ok) << page.error;
+  EXPECT_EQ(page.body, "<p>F</p>");
+  EXPECT_EQ(fragments.load(), 1) << "the include did not fetch the fragment again";
+  const std::string metrics =
+      WaitForMetric(proxy.AdminPort(), "shellac_esi_pages_total", {}, 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_cache_single_flight_waits_total"), 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_fetched_total"), 0);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_include_failures_total"), 0);
+}
+
+TEST(Esi, AStaleIncludeFoundByManyPagesStartsOneBackgroundRefresh) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> version{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target.starts_with("/page")) {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    const int v = ++version;
+    if (v == 2) gate->Wait(Millis(10'000));  // the refresh is held while pages find it stale
+    c.SendFixed(200, "v" + std::to_string(v),
+                {{"Cache-Control", "max-age=1, stale-while-revalidate=30"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page1").body, "<p>v1</p>");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'100));  // max-age=1 runs out
+  for (const char* page : {"/page2", "/page3", "/page4"}) {
+    Response r = HttpGet(proxy.Port(), page);
+    EXPECT_EQ(r.body, "<p>v1</p>") << page << ": stale, within grace: served at once";
+  }
+  EXPECT_EQ(version.load(), 2) << "one refresh for all the pages that found the fragment stale";
+  gate->Open();
+  const auto deadline = Clock::now() + Millis(5'000);
+  std::string body;
+  while ((body = HttpGet(proxy.Port(), "/page1").body) != "<p>v2</p>" &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(body, "<p>v2</p>");
+  EXPECT_EQ(version.load(), 2);
+  EXPECT_EQ(CountTarget(origin, "/frag"), 2u);
+}
+
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
   TempDir dir;
   WriteFile(dir.File("a.conf"), "listen=127.0.0.1:0\nesi=sometimes\n");
