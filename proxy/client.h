@@ -22,7 +22,7 @@
 
 namespace shellac::proxy {
 
-class ClientConnection : public ExchangeClient, private LookupClient {
+class ClientConnection : public StreamingClient, private LookupClient {
  public:
   // Takes ownership of `fd`. Registers itself with `worker`; deletes itself when done.
   ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site);

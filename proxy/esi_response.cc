@@ -41,22 +41,12 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
   void Start() { Lookup(); }
 
   Worker& worker() override { return page_.worker(); }
-  evbuffer* input() const override { return input_.get(); }
-  evbuffer* output() const override { return output_.get(); }
   const std::string& peer_ip() const override { return page_.peer_ip(); }
-  void SetReading(bool) override {}
-  void NotifyWhenDrained(size_t) override {}
-  void Flush() override { evbuffer_drain(output_.get(), evbuffer_get_length(output_.get())); }
-  void CountBodyBytes(uint64_t) override {}
-  void FinishExchange(int status, bool) override {
-    Done({}, "answered " + std::to_string(status) + " without a body");
-  }
-  void FailExchange(int, const std::string& detail) override { Done({}, detail); }
-  void AbortExchange() override { Done({}, "the fetch was cut short"); }
-  void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
   bool secure() const override {
     return page_.secure();
   }  // includes go upstream as the page came in
+  void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
+  void FailExchange(int, const std::string& detail) override { Done({}, detail); }
 
  private:
   void Lookup() {
@@ -140,14 +130,12 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
                      });
       return;
     }
-    if (!input_) {
+    if (!request_made_) {
       request_ = MakeRequest();
-      input_.reset(evbuffer_new());
-      output_.reset(evbuffer_new());
+      request_made_ = true;
     }
-    exchange_ =
-        std::make_unique<ProxyExchange>(*this, page_.runtime(), request_, std::move(fill_key),
-                                        /*collect=*/true);
+    exchange_ = std::make_unique<ProxyExchange>(*this, page_.runtime(), request_,
+                                                std::move(fill_key), ProxyExchange::Collect::kWhole);
     exchange_->Start();
   }
 
@@ -194,8 +182,7 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
   http::RequestHead request_;
   std::string key_;
   std::optional<gitfrag::Route> resident_;
-  EvbufferPtr input_;
-  EvbufferPtr output_;
+  bool request_made_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   CacheLookup lookup_{*this, page_.worker(), alive_};
   std::unique_ptr<ProxyExchange> exchange_;
@@ -212,7 +199,7 @@ class EsiResponse::Sink : public cache::ByteSink {
   evbuffer* out_;
 };
 
-EsiResponse::EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+EsiResponse::EsiResponse(StreamingClient& client, std::shared_ptr<const Runtime> runtime,
                          const http::RequestHead& request, cache::ObjectRef page,
                          std::string_view x_cache, bool keep_alive,
                          std::shared_ptr<const std::string> text)
