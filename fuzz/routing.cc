@@ -19,7 +19,7 @@
 #include "conf/config.h"
 #include "gitfrag/gitfrag.h"
 #include "proxy/resident.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace {
 

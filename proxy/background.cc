@@ -1,5 +1,7 @@
 #include "proxy/background.h"
 
+#include "proxy/worker.h"
+
 namespace shellac::proxy {
 
 void BackgroundFetch::Start(Worker& worker, std::shared_ptr<const Runtime> runtime, const http::RequestHead& request,

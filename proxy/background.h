@@ -12,9 +12,11 @@
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 class BackgroundFetch : public ExchangeClient {
  public:

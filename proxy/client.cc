@@ -14,6 +14,7 @@
 #include "proxy/exchange.h"
 #include "proxy/tls.h"
 #include "proxy/warm.h"
+#include "cache/key.h"
 
 namespace shellac::proxy {
 namespace {

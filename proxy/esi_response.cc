@@ -10,6 +10,9 @@
 #include "proxy/lookup.h"
 #include "proxy/page_object.h"
 #include "proxy/resident.h"
+#include "proxy/rules.h"
+#include "cache/key.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

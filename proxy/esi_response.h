@@ -34,9 +34,11 @@
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
 #include "cache/object.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 class IncludeFetch;
 

@@ -11,6 +11,8 @@
 #include "proxy/page_object.h"
 #include "esi/parser.h"
 #include "proxy/tls.h"
+#include "proxy/rules.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

@@ -14,9 +14,12 @@
 #include "proxy/event_ptr.h"
 #include "proxy/http1.h"
 #include "proxy/single_flight.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
+#include "proxy/upstream.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 // What a collecting exchange hands back instead of streaming the response (see ProxyExchange).
 struct Collected {

@@ -8,6 +8,7 @@
 
 #include "proxy/page_object.h"
 #include "esi/parser.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -18,6 +18,8 @@
 
 #include "proxy/tls.h"
 #include "proxy/worker.h"
+#include "proxy/rules.h"
+#include "cache/key.h"
 
 namespace shellac::proxy {
 namespace {
