@@ -17,7 +17,6 @@
 #include "proxy/lookup.h"
 #include "cache/object.h"
 #include "proxy/resident.h"
-#include "proxy/single_flight.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {
