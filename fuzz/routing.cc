@@ -19,7 +19,7 @@
 #include "fuzz/check.h"
 #include "gitfrag/gitfrag.h"
 #include "proxy/resident.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace {
 

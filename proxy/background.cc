@@ -1,12 +1,15 @@
 #include "proxy/background.h"
 
+#include "proxy/worker.h"
+
 namespace shellac::proxy {
 
 void BackgroundFetch::Start(Worker& worker, std::shared_ptr<const Runtime> runtime, const http::RequestHead& request,
                             const std::string& peer_ip, std::string key) {
   auto* fetch = new BackgroundFetch(worker, request, peer_ip);  // owned by the worker from here
   worker.AdoptBackground(fetch);
-  fetch->exchange_ = std::make_unique<ProxyExchange>(*fetch, std::move(runtime), fetch->request_, std::move(key));
+  fetch->exchange_ = std::make_unique<ProxyExchange>(*fetch, std::move(runtime), fetch->request_,
+                                                     std::move(key), ProxyExchange::Collect::kStoreOnly);
   fetch->exchange_->Start();
 }
 
@@ -14,16 +17,15 @@ BackgroundFetch::BackgroundFetch(Worker& worker, const http::RequestHead& reques
     : worker_(worker),
       request_(request),
       peer_ip_(std::move(peer_ip)),
-      input_(evbuffer_new()),
-      output_(evbuffer_new()),
       end_(event_new(worker.base(), -1, 0, OnEnd, this)) {
   request_.method = "GET";  // a HEAD that found the object stale refreshes it with a GET
   request_.keep_alive = true;
+  request_.body = http::BodyKind::kNone;  // nobody would send a body
+  request_.content_length = 0;
+  request_.expect_continue = false;
 }
 
 BackgroundFetch::~BackgroundFetch() { exchange_.reset(); }
-
-void BackgroundFetch::Flush() { evbuffer_drain(output_.get(), evbuffer_get_length(output_.get())); }
 
 void BackgroundFetch::EndSoon() { event_active(end_.get(), EV_TIMEOUT, 0); }
 

@@ -12,9 +12,11 @@
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 class BackgroundFetch : public ExchangeClient {
  public:
@@ -24,17 +26,10 @@ class BackgroundFetch : public ExchangeClient {
   ~BackgroundFetch() override;
 
   Worker& worker() override { return worker_; }
-  evbuffer* input() const override { return input_.get(); }
-  evbuffer* output() const override { return output_.get(); }
   const std::string& peer_ip() const override { return peer_ip_; }
-  void SetReading(bool) override {}
-  void NotifyWhenDrained(size_t) override {}
-  void Flush() override;  // nobody reads: the bytes are dropped
-  void CountBodyBytes(uint64_t) override {}
-  void FinishExchange(int, bool) override { EndSoon(); }
+  // Either way the exchange stored what it could: the refresh ends.
+  void CollectExchange(Collected) override { EndSoon(); }
   void FailExchange(int, const std::string&) override { EndSoon(); }
-  void AbortExchange() override { EndSoon(); }
-  void CollectExchange(Collected) override { EndSoon(); }  // an ESI page: stored by the exchange
 
  private:
   BackgroundFetch(Worker& worker, const http::RequestHead& request, std::string peer_ip);
@@ -45,8 +40,6 @@ class BackgroundFetch : public ExchangeClient {
   Worker& worker_;
   http::RequestHead request_;
   std::string peer_ip_;
-  EvbufferPtr input_;
-  EvbufferPtr output_;
   EventPtr end_;
   std::unique_ptr<ProxyExchange> exchange_;
 };

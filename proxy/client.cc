@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "cache/cache.h"
 #include "proxy/background.h"
 #include "proxy/deliver.h"
 #include "proxy/exchange.h"
@@ -93,7 +94,6 @@ ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const soc
   bev_ = std::move(bev);
   head_timer_.reset(evtimer_new(worker.base(), OnHeadTimer, this));
   deferred_.reset(event_new(worker.base(), -1, 0, OnDeferred, this));
-  wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
   bufferevent_setcb(bev_.get(), OnRead, OnWrite, OnEvent, this);
   bufferevent_setwatermark(bev_.get(), EV_READ, 0, kReadWindow);
   // EV_WRITE (on by default in a new bufferevent) only while output waits: see WriteNow.
@@ -322,75 +322,41 @@ void ClientConnection::StartExchange(std::string fill_key) {
 }
 
 void ClientConnection::ServeCached(const std::string& key) {
-  cache::Store& store = *worker_.shared().store;
-  cache::LookupResult found = store.Lookup(key, NowSeconds());
-  if (found.state == cache::LookupState::kFresh && Deliver(found.object, "hit")) return;
-  SingleFlight& flights = worker_.shared().flights;
-  const auto now = std::chrono::steady_clock::now();
-  if (found.state == cache::LookupState::kStale) {
-    // Grace: answer from the stale object now, and let one background fetch refresh it.
-    if (!flights.ShouldPass(key, now) && flights.TryLead(key)) {
-      BackgroundFetch::Start(worker_, runtime_, request_, peer_ip_, key);
-    }
-    if (Deliver(found.object, "hit")) return;
-  }
-  // A HEAD cannot fill the store (no body comes back): it is forwarded as it is. Nor is a key
-  // whose last response could not be stored worth waiting for.
-  if (request_.method == "HEAD" || flights.ShouldPass(key, now)) {
-    StartExchange({});
-    return;
-  }
-  std::weak_ptr<int> alive = alive_;
-  const bool leader =
-      flights.Join(key, &worker_, alive, [this](const FillResult& result) { OnFillDone(result); });
-  if (leader) {
-    if (resident_)
-      StartRender(key);
-    else
-      StartExchange(key);
-    return;
-  }
+  // Until the lookup answers or fetches, the request may wait for another's fetch: the client's
+  // EOF is noticed then, not acted on.
   state_ = State::kWaiting;
-  WorkerMetrics::Add(worker_.metrics().cache_waits);
-  const timeval limit = ToTimeval(runtime_->config->single_flight_timeout);
-  evtimer_add(wait_timer_.get(), &limit);
+  lookup_.Start(key, {.may_lead = request_.method != "HEAD",  // a HEAD cannot fill the store
+                      .may_refresh = !resident_,  // a resident page has no grace
+                      .wait_limit = runtime_->config->single_flight_timeout});
 }
 
-void ClientConnection::OnFillDone(const FillResult& result) {
-  if (state_ != State::kWaiting) return;
-  evtimer_del(wait_timer_.get());
-  state_ = State::kBusy;
-  switch (result.kind) {
-    case FillResult::kStored:
-      if (Deliver(result.object, "hit")) return;
-      break;
-    case FillResult::kFailed:
-      state_ = State::kReadingHead;
-      RespondError(result.status, result.detail);
-      return;
-    case FillResult::kAbandoned:
-      ServeCached(cache_key_);  // someone else may lead now, or this request does
-      return;
-    case FillResult::kNotStorable:
-      break;
-  }
+bool ClientConnection::ServeStored(const cache::ObjectRef& object, Found) {
+  return Deliver(object, "hit");
+}
+
+void ClientConnection::FetchFor(std::string fill_key) {
   if (resident_)
-    StartRender({});
+    StartRender(std::move(fill_key));
   else
-    StartExchange({});
+    StartExchange(std::move(fill_key));
 }
 
-void ClientConnection::OnWaitTimeout(evutil_socket_t, short, void* arg) {
-  auto* self = static_cast<ClientConnection*>(arg);
-  if (self->state_ != State::kWaiting) return;
-  WorkerMetrics::Add(self->worker_.metrics().cache_wait_timeouts);
-  self->state_ = State::kReadingHead;
-  self->alive_ = std::make_shared<int>(0);  // a late wake-up must not find this request
-  self->Respond(503, "text/plain; charset=utf-8",
-                "503 Service Unavailable: waited " +
-                    std::to_string(self->runtime_->config->single_flight_timeout.count()) +
-                    " ms for another request's fetch of this page\n",
-                /*keep_alive=*/false, "Retry-After: 5\r\n");
+void ClientConnection::Refresh(std::string key) {
+  BackgroundFetch::Start(worker_, runtime_, request_, peer_ip_, std::move(key));
+}
+
+void ClientConnection::FillFailed(int status, const std::string& detail) {
+  state_ = State::kReadingHead;
+  RespondError(status, detail);
+}
+
+void ClientConnection::WaitTimedOut() {
+  state_ = State::kReadingHead;
+  Respond(503, "text/plain; charset=utf-8",
+          "503 Service Unavailable: waited " +
+              std::to_string(runtime_->config->single_flight_timeout.count()) +
+              " ms for another request's fetch of this page\n",
+          /*keep_alive=*/false, "Retry-After: 5\r\n");
 }
 
 bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view x_cache,

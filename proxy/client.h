@@ -15,13 +15,13 @@
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
+#include "proxy/lookup.h"
 #include "proxy/resident.h"
-#include "proxy/single_flight.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {
 
-class ClientConnection : public ExchangeClient {
+class ClientConnection : public StreamingClient, private LookupClient {
  public:
   // Takes ownership of `fd`. Registers itself with `worker`; deletes itself when done.
   ClientConnection(Worker& worker, evutil_socket_t fd, const sockaddr* peer, Site site);
@@ -79,9 +79,16 @@ class ClientConnection : public ExchangeClient {
   void ProcessInput();
   void Dispatch();
   void ServeLocal();
-  // Looks the request up in the store: serves a hit, joins or leads the fetch (or, for a resident
-  // page, the render) of a miss.
+  // Looks the request up in the store (lookup_): serves a hit, joins or leads the fetch (or, for a
+  // resident page, the render) of a miss.
   void ServeCached(const std::string& key);
+  // LookupClient: a hit is delivered with X-Cache: hit; a fetch is a render for a resident page,
+  // else an exchange; a failed fill is answered with its status, a wait too long with 503.
+  bool ServeStored(const cache::ObjectRef& object, Found found) override;
+  void FetchFor(std::string fill_key) override;
+  void Refresh(std::string key) override;
+  void FillFailed(int status, const std::string& detail) override;
+  void WaitTimedOut() override;
   // A page of the resident renderer (resident_): from the store when it is repository-neutral,
   // else rendered for this request.
   void ServeResident();
@@ -90,7 +97,6 @@ class ClientConnection : public ExchangeClient {
   void OnRendered(Rendered rendered);
   // Forwards the request; a non-empty `fill_key` makes it the fetch that fills the store.
   void StartExchange(std::string fill_key);
-  void OnFillDone(const FillResult& result);
   // Answers from a stored object; false when the object failed its integrity check.
   // `text`: the object's identity body when at hand (a frame rendered for this request).
   bool Deliver(const cache::ObjectRef& object, std::string_view x_cache,
@@ -98,7 +104,6 @@ class ClientConnection : public ExchangeClient {
   // Answers with the ESI page `page` assembled for this request.
   void StartEsi(cache::ObjectRef page, std::string_view x_cache,
                 std::shared_ptr<const std::string> text = {});
-  static void OnWaitTimeout(evutil_socket_t, short, void* arg);
   void ServeAdmin();
   void ServeInvalidation(bool ban, bool keep);
   void ServeRenderPause(bool pause, bool keep);
@@ -133,8 +138,8 @@ class ClientConnection : public ExchangeClient {
   BufferEventPtr bev_;
   EventPtr head_timer_;
   EventPtr deferred_;
-  EventPtr wait_timer_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // single-flight wakes only a live connection
+  CacheLookup lookup_{*this, worker_, alive_};
   std::string cache_key_;
   enum class Deferred { kNone, kResume, kClose } deferred_action_ = Deferred::kNone;
   bool head_timer_is_idle_ = false;

@@ -5,10 +5,14 @@
 #include <ctime>
 #include <span>
 
+#include "cache/cache.h"
 #include "proxy/background.h"
 #include "proxy/deliver.h"
+#include "proxy/lookup.h"
 #include "proxy/page_object.h"
 #include "proxy/resident.h"
+#include "proxy/rules.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {
@@ -32,7 +36,7 @@ bool IsTemplateOnly(std::string_view name) {
 
 // One include: from the store, behind another request's fetch of the same key, or from the
 // upstream (collected whole, stored when HTTP allows).
-class IncludeFetch : public ExchangeClient {
+class IncludeFetch : public ExchangeClient, private LookupClient {
  public:
   IncludeFetch(EsiResponse& page, const esi::Fetch& fetch) : page_(page), fetch_(fetch) {}
   ~IncludeFetch() override = default;
@@ -40,28 +44,17 @@ class IncludeFetch : public ExchangeClient {
   void Start() { Lookup(); }
 
   Worker& worker() override { return page_.worker(); }
-  evbuffer* input() const override { return input_.get(); }
-  evbuffer* output() const override { return output_.get(); }
   const std::string& peer_ip() const override { return page_.peer_ip(); }
-  void SetReading(bool) override {}
-  void NotifyWhenDrained(size_t) override {}
-  void Flush() override { evbuffer_drain(output_.get(), evbuffer_get_length(output_.get())); }
-  void CountBodyBytes(uint64_t) override {}
-  void FinishExchange(int status, bool) override {
-    Done({}, "answered " + std::to_string(status) + " without a body");
-  }
-  void FailExchange(int, const std::string& detail) override { Done({}, detail); }
-  void AbortExchange() override { Done({}, "the fetch was cut short"); }
-  void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
   bool secure() const override {
     return page_.secure();
   }  // includes go upstream as the page came in
+  void CollectExchange(Collected result) override { Done(std::move(result.object), "no response"); }
+  void FailExchange(int, const std::string& detail) override { Done({}, detail); }
 
  private:
   void Lookup() {
     const Runtime& runtime = *page_.runtime();
     const conf::Config& config = *runtime.config;
-    Worker& worker = page_.worker();
     const http::RequestHead& parent = page_.request();
     // A resident page (a frame's diff fragment) is rendered here, under its repository-neutral key,
     // whatever the include's host: no HTTP round trip.
@@ -81,66 +74,27 @@ class IncludeFetch : public ExchangeClient {
       }
       runtime.key_rules->MakeKey(fetch_.location.host, fetch_.location.target, &key_);
     }
-    cache::Store& store = *worker.shared().store;
-    cache::LookupResult found = store.Lookup(key_, NowSeconds());
-    SingleFlight& flights = worker.shared().flights;
-    const auto now = std::chrono::steady_clock::now();
-    if (found.state == cache::LookupState::kFresh || found.state == cache::LookupState::kStale) {
-      // A stale fragment from the upstream is refreshed in the background (a resident one never
-      // goes stale before fragment-ttl, and is then rendered again on the next miss).
-      if (found.state == cache::LookupState::kStale && !resident_ &&
-          !flights.ShouldPass(key_, now) && flights.TryLead(key_)) {
-        BackgroundFetch::Start(worker, page_.runtime(), MakeRequest(), page_.peer_ip(), key_);
-      }
-      WorkerMetrics::Add(worker.metrics().esi_includes_hit);
-      Done(std::move(found.object), {});
-      return;
-    }
-    if (flights.ShouldPass(key_, now)) {
-      Fetch({});
-      return;
-    }
-    std::weak_ptr<int> alive = alive_;
-    if (flights.Join(key_, &worker, alive, [this](const FillResult& result) { OnFill(result); })) {
-      Fetch(key_);
-      return;
-    }
-    WorkerMetrics::Add(worker.metrics().cache_waits);
-    if (!wait_timer_) wait_timer_.reset(evtimer_new(worker.base(), OnWaitTimeout, this));
-    const timeval limit = ToTimeval(config.single_flight_timeout);
-    evtimer_add(wait_timer_.get(), &limit);
+    // A stale fragment from the upstream is refreshed in the background (a resident one never
+    // goes stale before fragment-ttl, and is then rendered again on the next miss).
+    lookup_.Start(key_, {.may_lead = true,
+                         .may_refresh = !resident_,
+                         .wait_limit = config.single_flight_timeout});
   }
 
-  void OnFill(const FillResult& result) {
-    StopWaiting();
-    switch (result.kind) {
-      case FillResult::kStored:
-        Done(result.object, {});
-        return;
-      case FillResult::kFailed:
-        Done({}, result.detail);
-        return;
-      case FillResult::kAbandoned:
-        Lookup();
-        return;
-      case FillResult::kNotStorable:
-        Fetch({});
-        return;
-    }
+  // LookupClient.
+  bool ServeStored(const cache::ObjectRef& object, Found found) override {
+    if (found != Found::kFilled) WorkerMetrics::Add(page_.worker().metrics().esi_includes_hit);
+    Done(object, {});
+    return true;
   }
-
-  // The timer is only stopped here, never freed: this may run inside its own callback.
-  void StopWaiting() {
-    if (wait_timer_) evtimer_del(wait_timer_.get());
+  void FetchFor(std::string fill_key) override { Fetch(std::move(fill_key)); }
+  void Refresh(std::string key) override {
+    BackgroundFetch::Start(page_.worker(), page_.runtime(), MakeRequest(), page_.peer_ip(),
+                           std::move(key));
   }
-
+  void FillFailed(int, const std::string& detail) override { Done({}, detail); }
   // Waited too long for another request's fetch: fetch without it.
-  static void OnWaitTimeout(evutil_socket_t, short, void* arg) {
-    auto* self = static_cast<IncludeFetch*>(arg);
-    self->alive_ = std::make_shared<int>(0);  // a late wake-up must not find this fetch
-    WorkerMetrics::Add(self->page_.worker().metrics().cache_wait_timeouts);
-    self->Fetch({});
-  }
+  void WaitTimedOut() override { Fetch({}); }
 
   // The include's request: a GET of its location with the page's request headers (made only when
   // the include goes upstream).
@@ -164,7 +118,6 @@ class IncludeFetch : public ExchangeClient {
   // From the resident renderer, or from the upstream (collected whole, stored when HTTP allows).
   void Fetch(std::string fill_key) {
     WorkerMetrics::Add(page_.worker().metrics().esi_includes_fetched);
-    StopWaiting();
     if (resident_) {
       const conf::Config& config = *page_.runtime()->config;
       RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
@@ -180,14 +133,12 @@ class IncludeFetch : public ExchangeClient {
                      });
       return;
     }
-    if (!input_) {
+    if (!request_made_) {
       request_ = MakeRequest();
-      input_.reset(evbuffer_new());
-      output_.reset(evbuffer_new());
+      request_made_ = true;
     }
-    exchange_ =
-        std::make_unique<ProxyExchange>(*this, page_.runtime(), request_, std::move(fill_key),
-                                        /*collect=*/true);
+    exchange_ = std::make_unique<ProxyExchange>(*this, page_.runtime(), request_,
+                                                std::move(fill_key), ProxyExchange::Collect::kWhole);
     exchange_->Start();
   }
 
@@ -234,10 +185,9 @@ class IncludeFetch : public ExchangeClient {
   http::RequestHead request_;
   std::string key_;
   std::optional<gitfrag::Route> resident_;
-  EvbufferPtr input_;
-  EvbufferPtr output_;
-  EventPtr wait_timer_;
+  bool request_made_ = false;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  CacheLookup lookup_{*this, page_.worker(), alive_};
   std::unique_ptr<ProxyExchange> exchange_;
   std::unique_ptr<ProxyExchange> retired_;
   bool done_ = false;
@@ -252,7 +202,7 @@ class EsiResponse::Sink : public cache::ByteSink {
   evbuffer* out_;
 };
 
-EsiResponse::EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+EsiResponse::EsiResponse(StreamingClient& client, std::shared_ptr<const Runtime> runtime,
                          const http::RequestHead& request, cache::ObjectRef page,
                          std::string_view x_cache, bool keep_alive,
                          std::shared_ptr<const std::string> text)

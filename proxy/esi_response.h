@@ -32,9 +32,11 @@
 #include "proxy/event_ptr.h"
 #include "proxy/exchange.h"
 #include "proxy/http1.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 class IncludeFetch;
 
@@ -43,7 +45,7 @@ class EsiResponse {
   // `page` holds an ESI template. `request` is the client's request in progress: it must outlive
   // this. `x_cache` is the page's own cache status. `text`, when given, is the page's identity
   // body: an identity client is answered from it instead of inflating the page's segments.
-  EsiResponse(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+  EsiResponse(StreamingClient& client, std::shared_ptr<const Runtime> runtime,
               const http::RequestHead& request, cache::ObjectRef page, std::string_view x_cache,
               bool keep_alive, std::shared_ptr<const std::string> text = {});
   ~EsiResponse();
@@ -87,7 +89,7 @@ class EsiResponse {
   // Counts what evaluation and assembly noticed (a depth limit met, a host refused...) and logs it.
   void LogIssues();
 
-  ExchangeClient& client_;
+  StreamingClient& client_;
   std::shared_ptr<const Runtime> runtime_;
   const http::RequestHead& request_;
   std::string x_cache_;

@@ -9,7 +9,9 @@
 #include "cache/cache.h"
 #include "esi/esi.h"
 #include "proxy/page_object.h"
+#include "proxy/rules.h"
 #include "proxy/tls.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {
@@ -76,21 +78,52 @@ struct ProxyExchange::Fill {
   std::chrono::sys_seconds now{};
 };
 
-ProxyExchange::ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
-                             http::RequestHead& request, std::string fill_key, bool collect)
+ProxyExchange::ProxyExchange(StreamingClient& client, std::shared_ptr<const Runtime> runtime,
+                             http::RequestHead& request, std::string fill_key)
     : client_(client),
+      stream_(&client),
       worker_(client.worker()),
       runtime_(std::move(runtime)),
       config_(*runtime_->config),
       request_(request),
-      scratch_(evbuffer_new()),
-      collect_(collect) {
+      scratch_(evbuffer_new()) {
   body_done_ = request_.body == BodyKind::kNone;
   body_remaining_ = request_.content_length;
   if (!fill_key.empty()) {
     fill_ = std::make_unique<Fill>();
     fill_->key = std::move(fill_key);
   }
+}
+
+ProxyExchange::ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
+                             http::RequestHead& request, std::string fill_key, Collect how)
+    : client_(client),
+      worker_(client.worker()),
+      runtime_(std::move(runtime)),
+      config_(*runtime_->config),
+      request_(request),
+      scratch_(evbuffer_new()),
+      collect_(how == Collect::kWhole) {
+  body_done_ = true;  // `request` has no body: nobody would send one
+  if (how == Collect::kStoreOnly) sink_.reset(evbuffer_new());
+  if (!fill_key.empty()) {
+    fill_ = std::make_unique<Fill>();
+    fill_->key = std::move(fill_key);
+  }
+}
+
+void ProxyExchange::FlushOutput() {
+  if (stream_)
+    stream_->Flush();
+  else if (sink_)
+    evbuffer_drain(sink_.get(), evbuffer_get_length(sink_.get()));
+}
+
+void ProxyExchange::Failed(int status, const std::string& detail) {
+  if (stream_ && response_started_)
+    stream_->AbortExchange();
+  else
+    client_.FailExchange(status, detail);
 }
 
 ProxyExchange::~ProxyExchange() {
@@ -191,8 +224,8 @@ void ProxyExchange::Capture(evbuffer* from, size_t n) {
   if (f.encoder.bytes_out() > worker_.shared().store->max_object_bytes()) f.capturing = false;
 }
 
-void ProxyExchange::StoreFill() {
-  if (!fill_) return;
+cache::ObjectRef ProxyExchange::StoreFill() {
+  if (!fill_) return {};
   Fill& f = *fill_;
   FillResult result{FillResult::kNotStorable, {}, 0, {}};
   if (f.capturing && f.encoder.Finish().ok()) {
@@ -216,7 +249,9 @@ void ProxyExchange::StoreFill() {
   if (result.kind == FillResult::kNotStorable) {
     worker_.shared().flights.MarkPass(f.key, std::chrono::steady_clock::now() + kPassMemo);
   }
+  cache::ObjectRef stored = result.object;
   CompleteFill(std::move(result));
+  return stored;
 }
 
 void ProxyExchange::FinishCollect() {
@@ -286,9 +321,9 @@ void ProxyExchange::FinishCollect() {
 
 void ProxyExchange::Start() {
   upstream_head_ = BuildUpstreamHead();
-  if (request_.expect_continue) {
-    evbuffer_add(client_.output(), "HTTP/1.1 100 Continue\r\n\r\n", 25);
-    client_.Flush();
+  if (request_.expect_continue && stream_) {  // the others send no body
+    evbuffer_add(stream_->output(), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    stream_->Flush();
   }
   Connect(/*fresh=*/false);
 }
@@ -455,11 +490,7 @@ void ProxyExchange::UpstreamFailed(UpstreamError kind, int status, const std::st
   upstream_.reset();
   CompleteFill(FillResult{
       FillResult::kFailed, {}, status, "upstream " + config_.backend->text + ": " + detail});
-  if (!response_started_) {
-    client_.FailExchange(status, "upstream " + config_.backend->text + ": " + detail);
-  } else {
-    client_.AbortExchange();
-  }
+  Failed(status, "upstream " + config_.backend->text + ": " + detail);
 }
 
 void ProxyExchange::OnClientReadable() {
@@ -476,7 +507,8 @@ void ProxyExchange::PumpRequestBody() {
     if (connected_) WriteNow(upstream_.get());  // the head, or the body's last bytes
     return;
   }
-  evbuffer* in = client_.input();
+  // Only a streaming client sends a body (the other constructor drops it).
+  evbuffer* in = stream_->input();
   evbuffer* out = bufferevent_get_output(upstream_.get());
   while (!body_done_ && evbuffer_get_length(out) < kStreamWindow) {
     const size_t room = kStreamWindow - evbuffer_get_length(out);
@@ -492,7 +524,7 @@ void ProxyExchange::PumpRequestBody() {
     if (step == http::ChunkedDecoder::Step::kError) {
       // Before the head went out the origin has seen nothing; after, it sees a body cut short.
       upstream_.reset();
-      client_.FailExchange(400, "bad chunked request body: " + body_decoder_.error());
+      stream_->FailExchange(400, "bad chunked request body: " + body_decoder_.error());
       return;
     }
     if (!head_queued_ && body_decoder_.framing_seen()) QueueHead();
@@ -501,12 +533,7 @@ void ProxyExchange::PumpRequestBody() {
     }
     if (config_.max_body_size != 0 && body_decoder_.decoded() > config_.max_body_size) {
       upstream_.reset();
-      if (response_started_) {
-        client_.AbortExchange();
-      } else {
-        client_.FailExchange(
-            413, "request body larger than " + std::to_string(config_.max_body_size) + " bytes");
-      }
+      Failed(413, "request body larger than " + std::to_string(config_.max_body_size) + " bytes");
       return;
     }
     if (step == http::ChunkedDecoder::Step::kDone) {
@@ -518,7 +545,7 @@ void ProxyExchange::PumpRequestBody() {
   }
   if (connected_) WriteNow(upstream_.get());
   const bool window_full = evbuffer_get_length(out) >= kStreamWindow;
-  client_.SetReading(!window_full);
+  stream_->SetReading(!window_full);
   // Told through OnUpstreamWrite when the upstream has taken enough to resume.
   bufferevent_setwatermark(upstream_.get(), EV_WRITE, window_full ? kLowWater : 0, 0);
 }
@@ -571,7 +598,7 @@ void ProxyExchange::PumpResponse() {
 
   // A collected body is read whole (bounded by kMaxCollectBytes); a streamed one as the client
   // takes it.
-  evbuffer* out = collecting_ ? collected_.get() : client_.output();
+  evbuffer* out = collecting_ ? collected_.get() : Output();
   const size_t window = collecting_ ? kMaxCollectBytes + 1 : kStreamWindow;
   while (evbuffer_get_length(out) < window) {
     const size_t room = window - evbuffer_get_length(out);
@@ -580,7 +607,7 @@ void ProxyExchange::PumpResponse() {
       if (n == 0) break;
       Capture(in, n);
       evbuffer_remove_buffer(in, out, n);
-      if (!collecting_) client_.CountBodyBytes(n);
+      if (!collecting_ && stream_) stream_->CountBodyBytes(n);
       response_remaining_ -= n;
       if (response_remaining_ == 0) {
         FinishResponse();
@@ -596,7 +623,7 @@ void ProxyExchange::PumpResponse() {
       if (const size_t n = evbuffer_get_length(scratch_.get()); n > 0) {
         Capture(scratch_.get(), n);
         MoveBody(scratch_.get(), out, n, client_chunked_);
-        if (!collecting_) client_.CountBodyBytes(n);
+        if (!collecting_ && stream_) stream_->CountBodyBytes(n);
       }
       if (step == http::ChunkedDecoder::Step::kDone) {
         FinishResponse();
@@ -608,7 +635,7 @@ void ProxyExchange::PumpResponse() {
       if (n == 0) break;
       Capture(in, n);
       MoveBody(in, out, n, client_chunked_);
-      if (!collecting_) client_.CountBodyBytes(n);
+      if (!collecting_ && stream_) stream_->CountBodyBytes(n);
     }
   }
   if (collecting_ && evbuffer_get_length(out) > kMaxCollectBytes) {
@@ -625,10 +652,10 @@ void ProxyExchange::PumpResponse() {
     if (!upstream_eof_) bufferevent_enable(upstream_.get(), EV_READ);
     return;
   }
-  client_.Flush();
-  if (evbuffer_get_length(out) >= kStreamWindow) {
+  FlushOutput();
+  if (stream_ && evbuffer_get_length(out) >= kStreamWindow) {
     bufferevent_disable(upstream_.get(), EV_READ);
-    client_.NotifyWhenDrained(kLowWater);
+    stream_->NotifyWhenDrained(kLowWater);
   } else if (!upstream_eof_) {
     bufferevent_enable(upstream_.get(), EV_READ);
   }
@@ -685,7 +712,7 @@ void ProxyExchange::SendResponseHead() {
     AppendHeader(&h, "Strict-Transport-Security", config_.hsts);
   h.append("\r\n");
   client_keep_alive_ = keep_alive;
-  evbuffer_add(client_.output(), h.data(), h.size());
+  evbuffer_add(Output(), h.data(), h.size());
   response_started_ = true;
 }
 
@@ -706,10 +733,16 @@ void ProxyExchange::FinishResponse() {
     FinishCollect();
     return;
   }
-  if (client_chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
-  StoreFill();
+  if (client_chunked_) evbuffer_add(Output(), "0\r\n\r\n", 5);
+  cache::ObjectRef stored = StoreFill();
   ReleaseUpstream();
-  client_.FinishExchange(response_.status, client_keep_alive_ && body_done_);
+  if (stream_) {
+    stream_->FinishExchange(response_.status, client_keep_alive_ && body_done_);
+  } else {
+    FlushOutput();
+    const bool kept = static_cast<bool>(stored);
+    client_.CollectExchange(Collected{std::move(stored), kept});
+  }
 }
 
 }  // namespace shellac::proxy

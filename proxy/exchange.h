@@ -13,10 +13,13 @@
 
 #include "proxy/event_ptr.h"
 #include "proxy/http1.h"
+#include "proxy/runtime.h"
 #include "proxy/single_flight.h"
-#include "proxy/worker.h"
+#include "proxy/upstream.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 // What a collecting exchange hands back instead of streaming the response (see ProxyExchange).
 struct Collected {
@@ -24,41 +27,59 @@ struct Collected {
   bool stored = false;      // the object is in the store too
 };
 
-// The side of an exchange that asked for it: a client connection, or a background refresh of a
-// stale object. Called on the owning worker thread only.
+// Who asked for an exchange, and is told how it ended: a client connection (StreamingClient), an
+// ESI include, or a background refresh of a stale object. Called on the owning worker thread only.
+// Each end retires the exchange (it may be on the stack).
 class ExchangeClient {
  public:
   virtual ~ExchangeClient() = default;
   virtual Worker& worker() = 0;
+  virtual const std::string& peer_ip() const = 0;
+  // The request came over TLS (X-Forwarded-Proto: https, and HSTS when configured).
+  virtual bool secure() const { return false; }
+  // The exchange ended with a whole response held rather than streamed: an ESI page, a response
+  // decoded to be stored, every response of a collecting exchange. For a refresh (Collect::
+  // kStoreOnly) of a response that was not collected, `object` is what was stored, or null.
+  virtual void CollectExchange(Collected result) = 0;
+  // The exchange failed: `status` with `detail`. For a StreamingClient, before anything was sent.
+  virtual void FailExchange(int status, const std::string& detail) = 0;
+};
+
+// A client the response is streamed to as it arrives, with backpressure both ways: a client
+// connection. It also sends the request body.
+class StreamingClient : public ExchangeClient {
+ public:
   virtual evbuffer* input() const = 0;   // request body bytes
   virtual evbuffer* output() const = 0;  // response bytes go here
-  virtual const std::string& peer_ip() const = 0;
   virtual void SetReading(bool on) = 0;
   // Call OnClientDrained when output falls below `low` bytes; 0 turns it off.
   virtual void NotifyWhenDrained(size_t low) = 0;
   virtual void Flush() = 0;
   virtual void CountBodyBytes(uint64_t n) = 0;
-  // The three ends of an exchange; each retires the exchange (it may be on the stack).
+  // The whole response was queued; `keep_alive`: the connection may serve another request.
   virtual void FinishExchange(int status, bool keep_alive) = 0;
-  virtual void FailExchange(int status, const std::string& detail) = 0;
+  // The exchange failed after part of the response was sent.
   virtual void AbortExchange() = 0;
-  // The request came over TLS (X-Forwarded-Proto: https, and HSTS when configured).
-  virtual bool secure() const { return false; }
-  // The exchange collected the whole response rather than streaming it: an ESI page, or an
-  // exchange made with `collect`. Nothing was written to output().
-  virtual void CollectExchange(Collected result) = 0;
 };
 
 class ProxyExchange {
  public:
+  // How an exchange without a StreamingClient treats the response.
+  enum class Collect {
+    kWhole,      // every response is collected and handed over whole (an include)
+    kStoreOnly,  // the response is stored when HTTP allows and its bytes dropped (a refresh)
+  };
+
   // A non-empty `fill_key` makes this the single-flight leader for that key: the response is
   // streamed to the client and, when HTTP allows, stored; waiters are told the outcome.
   //
   // A response to be processed as ESI (esi=, esi-url=, Surrogate-Control) is not streamed: its body
   // is collected, parsed into a template and handed over whole (CollectExchange), stored or not.
-  // `collect` does the same for every response (an include fetch).
+  ProxyExchange(StreamingClient& client, std::shared_ptr<const Runtime> runtime,
+                http::RequestHead& request, std::string fill_key = {});
+  // An exchange nobody streams from: `request` must have no body (nor Expect: 100-continue).
   ProxyExchange(ExchangeClient& client, std::shared_ptr<const Runtime> runtime,
-                http::RequestHead& request, std::string fill_key = {}, bool collect = false);
+                http::RequestHead& request, std::string fill_key, Collect how);
   ~ProxyExchange();
   ProxyExchange(const ProxyExchange&) = delete;
   ProxyExchange& operator=(const ProxyExchange&) = delete;
@@ -99,13 +120,22 @@ class ProxyExchange {
   void StartCapture();
   void Capture(evbuffer* from, size_t n);
   void CompleteFill(FillResult result);
-  void StoreFill();
+  // The stored object, or null.
+  cache::ObjectRef StoreFill();
   // Whether this response is to be processed as ESI.
   bool WantsEsi() const;
   // The end of a collected response: decode, parse, build (and maybe store) the object.
   void FinishCollect();
+  // Where response bytes go, and what the streaming client is asked to do with them (a refresh
+  // drops them).
+  evbuffer* Output() const { return stream_ ? stream_->output() : sink_.get(); }
+  void FlushOutput();
+  // A failure: answered when nothing was sent yet, else the streaming client's response is cut.
+  void Failed(int status, const std::string& detail);
 
   ExchangeClient& client_;
+  StreamingClient* stream_ = nullptr;  // null: nobody streams from this exchange
+  EvbufferPtr sink_;                    // a refresh's response bytes, dropped as they come
   Worker& worker_;
   std::shared_ptr<const Runtime> runtime_;
   const conf::Config& config_;

@@ -13,7 +13,6 @@
 #include "conf/config.h"
 #include "ctl/ctl.h"
 #include "proxy/server.h"
-#include "proxy/worker.h"
 
 namespace {
 

@@ -8,6 +8,7 @@
 
 #include "esi/esi.h"
 #include "proxy/page_object.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 

@@ -14,9 +14,11 @@
 #include "cache/cache.h"
 #include "gitfrag/gitfrag.h"
 #include "proxy/http1.h"
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 struct Rendered {
   int status = 0;           // the page's status; 503 when the render queue refused it

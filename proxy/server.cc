@@ -16,6 +16,8 @@
 #include <vector>
 #include <ctime>
 
+#include "cache/cache.h"
+#include "proxy/rules.h"
 #include "proxy/tls.h"
 #include "proxy/worker.h"
 

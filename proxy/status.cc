@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
 namespace {

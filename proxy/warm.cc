@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "proxy/resident.h"
+#include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {

@@ -20,9 +20,11 @@
 #include <memory>
 #include <string>
 
-#include "proxy/worker.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
+
+class Worker;
 
 struct WarmRequest {
   std::string repo;  // repo.url

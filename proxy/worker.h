@@ -1,142 +1,27 @@
 // worker: one thread, one event_base, its own listeners (SO_REUSEPORT), client connections,
 // upstream pool, metrics shard and access-log buffer. Nothing here is shared between workers except
-// the Shared state, which is read-mostly and published atomically.
+// the Shared state (proxy/runtime.h), which is read-mostly and published atomically.
 #pragma once
 
-#include <atomic>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
-#include "cache/cache.h"
-#include "conf/config.h"
-#include "gitfrag/gitfrag.h"
 #include "proxy/access_log.h"
 #include "proxy/event_ptr.h"
 #include "proxy/metrics.h"
-#include "proxy/single_flight.h"
-#include "proxy/status.h"
-#include "proxy/upstream.h"
+#include "proxy/runtime.h"
 
 namespace shellac::proxy {
 
 class ClientConnection;
 class ExchangeClient;
 class TlsAccept;
-class TlsContext;
-
-// RE2 expressions from list keys of the configuration (force-store=, esi-url=, esi-allow-host=).
-class RegexList {
- public:
-  // Compiles every rule; false with *error "ORIGIN: KEY: bad regular expression: ..." on the first
-  // bad one.
-  bool Compile(const std::vector<conf::Config::Rule>& rules, const char* key, std::string* error);
-  // Whether some expression matches somewhere in `text` / all of `text`.
-  bool MatchesPart(std::string_view text) const;
-  bool MatchesWhole(std::string_view text) const;
-
- private:
-  struct Regex;
-  std::vector<std::shared_ptr<const Regex>> regexes_;
-};
-
-// ttl=REGEX => DURATION rules: the first whose RE2 expression matches a request target (path and
-// query) sets the freshness of a storable response for it; 0 keeps such responses out of the store.
-class TtlRules {
- public:
-  // Compiles every rule; false with *error "ORIGIN: ttl: what is wrong" on the first bad one.
-  bool Compile(const std::vector<conf::Config::Rule>& rules, std::string* error);
-  std::optional<std::chrono::seconds> Match(std::string_view target) const;
-  // force-store=REGEX rules: responses for a matching target are stored even when they say
-  // no-store, private or no-cache, or set a cookie (the Set-Cookie header is not stored).
-  bool CompileForceStore(const std::vector<conf::Config::Rule>& rules, std::string* error) {
-    return force_store_.Compile(rules, "force-store", error);
-  }
-  bool ForcesStore(std::string_view target) const { return force_store_.MatchesPart(target); }
-
- private:
-  struct Rule;
-  std::vector<std::shared_ptr<const Rule>> rules_;
-  RegexList force_store_;
-};
-
-// esi-url= and esi-allow-host= rules (RE2).
-class EsiRules {
- public:
-  // Compiles every rule; false with *error "ORIGIN: esi-url: what is wrong" on the first bad one.
-  bool Compile(const conf::Config& config, std::string* error) {
-    return urls_.Compile(config.esi_urls, "esi-url", error) &&
-           hosts_.Compile(config.esi_allow_hosts, "esi-allow-host", error);
-  }
-  // esi-url: responses for this target (path and query) are processed as ESI whatever their headers
-  // say. Partial match, as ttl= rules.
-  bool MatchesUrl(std::string_view target) const { return urls_.MatchesPart(target); }
-  // esi-allow-host: an include may name this host besides the page's own. Full match, on the host
-  // as written (lower-cased).
-  bool AllowsHost(std::string_view host) const;
-
- private:
-  RegexList urls_;
-  RegexList hosts_;
-};
-
-// What a configuration reload swaps as one unit.
-struct Runtime {
-  std::shared_ptr<const conf::Config> config;
-  std::shared_ptr<AccessLogFile> access_log;  // null when access-log=off
-  uint64_t generation = 1;
-  std::string builtin_page;  // the HTML answered when no backend is configured
-  std::shared_ptr<const cache::KeyRules> key_rules;  // compiled cache-key= rules
-  std::shared_ptr<const TtlRules> ttl_rules;         // compiled ttl= rules
-  std::shared_ptr<const EsiRules> esi_rules;         // compiled esi-url= / esi-allow-host= rules
-  std::shared_ptr<const gitfrag::Site> site;  // the resident renderer's repositories; null: none
-  std::shared_ptr<const TlsContext>
-      tls;  // certificates and upstream TLS; null when TLS is not used
-};
-
-// Process-wide state read by every worker. Publish() may be called from any thread.
-class Shared {
- public:
-  std::shared_ptr<const Runtime> runtime() const {
-    std::lock_guard lock(mu_);
-    return runtime_;
-  }
-  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
-  // Grows with every Publish, also one that keeps the generation (a log reopened on SIGUSR1):
-  // workers compare it to pick up the new runtime.
-  uint64_t serial() const { return serial_.load(std::memory_order_acquire); }
-  void Publish(std::shared_ptr<const Runtime> runtime) {
-    const uint64_t g = runtime->generation;
-    {
-      std::lock_guard lock(mu_);
-      runtime_ = std::move(runtime);
-    }
-    generation_.store(g, std::memory_order_release);
-    serial_.fetch_add(1, std::memory_order_acq_rel);
-    global.config_generation.store(g);
-  }
-  std::string RenderMetrics() const;
-
-  GlobalMetrics global;
-  std::unique_ptr<cache::Store> store;  // made once at start (its budget cannot change on reload)
-  // Renders resident pages; made once at start when repositories are configured (render-threads and
-  // render-queue cannot change on reload).
-  std::unique_ptr<gitfrag::RenderPool> render_pool;
-  SingleFlight flights;
-  std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
-  // The status page's history: sampled and read on the main thread only (the admin listener's).
-  std::unique_ptr<StatusHistory> status;
-
- private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const Runtime> runtime_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<uint64_t> serial_{0};
-};
+class UpstreamPool;
 
 enum class Site { kPublic, kAdmin };
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -532,6 +533,166 @@ TEST(Esi, AnIncludeThatWaitedTooLongForAnotherFetchFetchesItself) {
                                     {}, 1),
                       "shellac_cache_single_flight_timeouts_total"),
             1);
+}
+
+TEST(Esi, AnIncludeJoinsTheFetchOfItsFragmentInFlightAndIsServedItsResult) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> fragments{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    ++fragments;
+    gate->Wait(Millis(10'000));  // held until the include waits behind it
+    c.SendFixed(200, "F", kCacheable);
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  // A client's request for the fragment itself leads its single-flight.
+  std::thread direct([&] {
+    Response r = HttpGet(proxy.Port(), "/frag", "", Millis(10'000));
+    EXPECT_EQ(r.body, "F");
+    EXPECT_EQ(r.Header("x-cache"), "miss");
+  });
+  ASSERT_TRUE(origin.WaitForRequests(1, Millis(2'000)));
+  Response page;
+  std::thread paged([&] { page = HttpGet(proxy.Port(), "/page", "", Millis(10'000)); });
+  // The page's include found the fetch in flight and waits for it.
+  WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
+  gate->Open();
+  direct.join();
+  paged.join();
+  ASSERT_TRUE(page.ok) << page.error;
+  EXPECT_EQ(page.body, "<p>F</p>");
+  EXPECT_EQ(fragments.load(), 1) << "the include did not fetch the fragment again";
+  const std::string metrics =
+      WaitForMetric(proxy.AdminPort(), "shellac_esi_pages_total", {}, 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_cache_single_flight_waits_total"), 1);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_includes_fetched_total"), 0);
+  EXPECT_EQ(MetricSum(metrics, "shellac_esi_include_failures_total"), 0);
+}
+
+// A client's request for /frag leads its fetch, held until /page's include waits behind it; then the
+// origin answers it with `answer`. Returns the page's response and the fragment fetches.
+struct JoinedInclude {
+  Response page;
+  int fragments = 0;
+  std::string metrics;
+};
+JoinedInclude IncludeBehindAFetch(std::function<void(OriginConnection&)> answer) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> fragments{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/page") {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    if (++fragments > 1) {
+      c.SendFixed(200, "G", kNoStore);  // the include's own fetch
+      return;
+    }
+    gate->Wait(Millis(10'000));
+    answer(c);
+  });
+  ShellacProcess proxy;
+  JoinedInclude out;
+  if (!proxy.Start(EsiConfig(origin.port()))) {
+    ADD_FAILURE() << "shellac did not start";
+    return out;
+  }
+  std::thread direct([&] { HttpGet(proxy.Port(), "/frag", "", Millis(10'000)); });
+  EXPECT_TRUE(origin.WaitForRequests(1, Millis(2'000)));
+  std::thread paged([&] { out.page = HttpGet(proxy.Port(), "/page", "", Millis(10'000)); });
+  WaitForMetric(proxy.AdminPort(), "shellac_cache_single_flight_waits_total", {}, 1);
+  gate->Open();
+  direct.join();
+  paged.join();
+  out.fragments = fragments.load();
+  out.metrics = WaitForMetric(proxy.AdminPort(), "shellac_esi_pages_total", {}, 1);
+  return out;
+}
+
+TEST(Esi, AnIncludeBehindAFetchThatCouldNotBeStoredFetchesForItself) {
+  JoinedInclude r = IncludeBehindAFetch([](OriginConnection& c) { c.SendFixed(200, "F", kNoStore); });
+  ASSERT_TRUE(r.page.ok) << r.page.error;
+  EXPECT_EQ(r.page.body, "<p>G</p>") << "the include's own fetch, not the other request's response";
+  EXPECT_EQ(r.fragments, 2);
+  EXPECT_EQ(MetricSum(r.metrics, "shellac_esi_includes_fetched_total"), 1);
+}
+
+TEST(Esi, AnIncludeBehindAFetchThatFailedFailsTooWithoutFetchingAgain) {
+  JoinedInclude r = IncludeBehindAFetch([](OriginConnection& c) { c.CloseAfter(); });
+  // "<p>" went out before the include ended: the failure cuts the response short.
+  EXPECT_FALSE(r.page.ok) << r.page.Describe();
+  EXPECT_EQ(r.page.body, "<p>");
+  EXPECT_EQ(r.fragments, 1) << "the leader's failure was shared, not fetched again";
+  EXPECT_EQ(MetricSum(r.metrics, "shellac_esi_include_failures_total"), 1);
+  EXPECT_EQ(MetricSum(r.metrics, "shellac_esi_includes_fetched_total"), 0);
+}
+
+TEST(Esi, AStaleIncludeFoundByManyPagesStartsOneBackgroundRefresh) {
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> version{0};
+  Origin origin([&, gate](const OriginRequest& req, OriginConnection& c) {
+    if (req.target.starts_with("/page")) {
+      c.SendFixed(200, "<p><esi:include src=\"/frag\"/></p>", kEsi);
+      return;
+    }
+    const int v = ++version;
+    if (v == 2) gate->Wait(Millis(10'000));  // the refresh is held while pages find it stale
+    c.SendFixed(200, "v" + std::to_string(v),
+                {{"Cache-Control", "max-age=1, stale-while-revalidate=30"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page1").body, "<p>v1</p>");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'100));  // max-age=1 runs out
+  for (const char* page : {"/page2", "/page3", "/page4"}) {
+    Response r = HttpGet(proxy.Port(), page);
+    EXPECT_EQ(r.body, "<p>v1</p>") << page << ": stale, within grace: served at once";
+  }
+  EXPECT_EQ(version.load(), 2) << "one refresh for all the pages that found the fragment stale";
+  gate->Open();
+  const auto deadline = Clock::now() + Millis(5'000);
+  std::string body;
+  while ((body = HttpGet(proxy.Port(), "/page1").body) != "<p>v2</p>" &&
+         Clock::now() < deadline) {
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(body, "<p>v2</p>");
+  EXPECT_EQ(version.load(), 2);
+  EXPECT_EQ(CountTarget(origin, "/frag"), 2u);
+}
+
+TEST(Esi, AStaleEsiPageIsServedWhileOneBackgroundFetchStoresItsNewTemplate) {
+  std::atomic<int> version{0};
+  Origin origin([&](const OriginRequest& req, OriginConnection& c) {
+    if (req.target == "/frag") {
+      c.SendFixed(200, "F", kCacheable);
+      return;
+    }
+    c.SendFixed(200, "<p>v" + std::to_string(++version) + "<esi:include src=\"/frag\"/></p>",
+                {{"Surrogate-Control", "content=\"ESI/1.0\""},
+                 {"Cache-Control", "max-age=1, stale-while-revalidate=30"}});
+  });
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(EsiConfig(origin.port())));
+  EXPECT_EQ(HttpGet(proxy.Port(), "/page").body, "<p>v1F</p>");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2'100));  // max-age=1 runs out
+  Response stale = HttpGet(proxy.Port(), "/page");
+  EXPECT_EQ(stale.body, "<p>v1F</p>") << "stale, within grace: served at once";
+  EXPECT_EQ(stale.Header("x-cache"), "hit");
+  const auto deadline = Clock::now() + Millis(5'000);
+  std::string body;
+  while ((body = HttpGet(proxy.Port(), "/page").body) != "<p>v2F</p>" &&
+         Clock::now() < deadline) {
+    EXPECT_EQ(body, "<p>v1F</p>") << "before the refresh lands, the stale copy";
+    std::this_thread::sleep_for(Millis(10));
+  }
+  EXPECT_EQ(body, "<p>v2F</p>") << "the refresh stored the new page, parsed into a template";
+  EXPECT_EQ(CountTarget(origin, "/page"), 2u);
+  EXPECT_EQ(CountTarget(origin, "/frag"), 1u);
 }
 
 TEST(Esi, BadEsiSettingsAreConfigErrorsWithFileAndLine) {
