@@ -134,6 +134,7 @@ class ClientConnection : public ExchangeClient {
   EventPtr head_timer_;
   EventPtr deferred_;
   EventPtr wait_timer_;
+  bool rendering_ = false;  // kWaiting for a resident render (StartRender .. OnRendered)
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // single-flight wakes only a live connection
   std::string cache_key_;
   enum class Deferred { kNone, kResume, kClose } deferred_action_ = Deferred::kNone;
