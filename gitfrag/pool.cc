@@ -46,16 +46,20 @@ RenderPool::~RenderPool() {
 void RenderPool::Loop() {
   for (;;) {
     std::optional<RenderQueue::Job> job;
+    std::vector<RenderQueue::Job> gone;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] {
         if (stopping_) return true;
-        job = queue_.Pop(RenderQueue::Clock::now());
+        job = queue_.Pop(RenderQueue::Clock::now(), &gone);
         return job.has_value();
       });
-      if (!job) return;  // stopping: what waited was refused, what runs finishes
-      ++running_;
+      if (job) ++running_;
     }
+    for (auto& g : gone)
+      if (g.refuse) g.refuse(Refusal::kGone);
+    gone.clear();
+    if (!job) return;  // stopping: what waited was refused, what runs finishes
     if (gate_) gate_();
     job->run();
     {
@@ -106,7 +110,7 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
   if (queued) cv_.notify_one();
   if (earlier_deadline) reaper_cv_.notify_one();
   for (auto& r : refused)
-    if (r.refuse) r.refuse(Refusal::kFull);
+    if (r.refuse) r.refuse(r.refusal);
   if (!queued) {
     ++rejected_;
     return Submitted::kBusy;
@@ -128,6 +132,9 @@ Page RefusedPage(Refusal why, std::chrono::milliseconds timeout) {
     case Refusal::kFull:
       page.reason =
           "the render queue is full and this client has the most renders waiting (render-queue)";
+      break;
+    case Refusal::kGone:
+      page.reason = "the client went away before its render started";
       break;
     default:
       page.reason = "shellac is shutting down";

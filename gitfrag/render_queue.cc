@@ -26,6 +26,8 @@ const char* RefusalName(Refusal r) {
       return "timeout";
     case Refusal::kStopping:
       return "stopping";
+    case Refusal::kGone:
+      return "gone";
   }
   return "?";
 }
@@ -88,15 +90,41 @@ RenderQueue::Job RenderQueue::Remove(Client& c, RenderClass cls, std::list<Entry
 void RenderQueue::Refuse(Client& c, RenderClass cls, std::list<Entry>::iterator it, Refusal why,
                          std::vector<Job>* refused) {
   refused->push_back(Remove(c, cls, it));
+  refused->back().refusal = why;
   ++refused_[static_cast<size_t>(why)];
+}
+
+size_t RenderQueue::DropGone(std::vector<Job>* gone) {
+  size_t dropped = 0;
+  for (size_t i = 0; i < kRenderClasses; ++i) {
+    for (auto at = ring_[i].begin(); at != ring_[i].end();) {
+      Client& c = **at;
+      ++at;  // before Remove, which takes `c` out of the ring when its list empties
+      auto& list = c.waiting[i];
+      for (auto it = list.begin(); it != list.end();) {
+        const auto next = std::next(it);
+        if (it->job.admission.gone()) {
+          Refuse(c, static_cast<RenderClass>(i), it, Refusal::kGone, gone);
+          ++dropped;
+        }
+        it = next;
+      }
+      if (list.empty()) Forget(c);
+    }
+  }
+  return dropped;
 }
 
 bool RenderQueue::Push(Job job, Clock::time_point now, std::vector<Job>* refused) {
   const RenderClass cls = job.admission.render_class;
   const size_t i = Index(cls);
+  auto full = [&] {
+    return cls == RenderClass::kBackground ? depth_[kBackground] >= limit_
+                                           : depth_[kFrame] + depth_[kPart] >= limit_;
+  };
+  if (full()) DropGone(refused);  // (before ClientFor: it may forget clients)
   Client& c = ClientFor(job.admission.client);
-  if (cls == RenderClass::kBackground ? depth_[kBackground] >= limit_
-                                      : depth_[kFrame] + depth_[kPart] >= limit_) {
+  if (full()) {
     // Full. Background work is never worth displacing anything; otherwise a client with more
     // waiting than the newcomer's gives up its newest job (the one with the most), and when there
     // is none the newcomer is refused.
@@ -111,7 +139,7 @@ bool RenderQueue::Push(Job job, Clock::time_point now, std::vector<Job>* refused
       }
     }
     if (largest == &c) {
-      ++refused_[static_cast<size_t>(Refusal::kFull)];
+      ++refused_[static_cast<size_t>(Refusal::kFull)];  // (the newcomer: its caller answers)
       Forget(c);
       return false;
     }
@@ -137,15 +165,32 @@ bool RenderQueue::Push(Job job, Clock::time_point now, std::vector<Job>* refused
   return true;
 }
 
-std::optional<RenderQueue::Job> RenderQueue::Pop(Clock::time_point now) {
+std::optional<RenderQueue::Job> RenderQueue::Pop(Clock::time_point now, std::vector<Job>* gone) {
+  std::vector<Job> dropped;
+  if (gone == nullptr) gone = &dropped;
   for (size_t i = 0; i < kRenderClasses; ++i) {
     // Background work runs only when nothing else that may run waits: reaching it means so.
     if (paused_[i]) continue;
-    for (auto at = ring_[i].begin(); at != ring_[i].end(); ++at) {
+    const RenderClass cls = static_cast<RenderClass>(i);
+    for (auto at = ring_[i].begin(); at != ring_[i].end();) {
       Client& c = **at;
-      if (client_max_running_ != 0 && c.running >= client_max_running_) continue;
-      const RenderClass cls = static_cast<RenderClass>(i);
-      Job job = Remove(c, cls, c.waiting[i].begin());
+      if (client_max_running_ != 0 && c.running >= client_max_running_) {
+        ++at;
+        continue;
+      }
+      auto& list = c.waiting[i];
+      if (list.front().job.admission.gone()) {
+        // Nobody waits for it: it leaves the queue, and the client's next job is looked at.
+        const bool last = list.size() == 1;
+        const auto next = std::next(at);
+        Refuse(c, cls, list.begin(), Refusal::kGone, gone);
+        if (last) {
+          Forget(c);
+          at = next;
+        }
+        continue;
+      }
+      Job job = Remove(c, cls, list.begin());
       ++c.running;
       // Served: to the back of the ring, behind every client that waits in this class.
       if (c.in_ring[i]) ring_[i].splice(ring_[i].end(), ring_[i], c.ring_at[i]);

@@ -31,6 +31,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -43,9 +44,10 @@ inline constexpr size_t kRenderClasses = 3;
 const char* RenderClassName(RenderClass c);  // "frame", "part", "background" (metrics labels)
 
 // Why a job did not run. kNone for a job that ran.
-enum class Refusal : uint8_t { kNone, kFull, kTimeout, kStopping };
-inline constexpr size_t kRefusals = 4;
-const char* RefusalName(Refusal r);  // "none", "full", "timeout", "stopping"
+// kGone: the request it was for went away (its client hung up) before it started; nobody sees it.
+enum class Refusal : uint8_t { kNone, kFull, kTimeout, kStopping, kGone };
+inline constexpr size_t kRefusals = 5;
+const char* RefusalName(Refusal r);  // "none", "full", "timeout", "stopping", "gone"
 
 // What a caller says about a job when it submits it.
 struct Admission {
@@ -53,6 +55,12 @@ struct Admission {
   RenderClass render_class = RenderClass::kPart;
   // A job still waiting this long is refused (Refusal::kTimeout); zero waits for ever.
   std::chrono::milliseconds timeout{0};
+  // The request that waits for this job, when nothing else would use its outcome (a frame: pages
+  // made per request are not stored). Once it has expired (the client hung up) the job leaves the
+  // queue without running (Refusal::kGone). Unset: the job runs whoever still waits (a part that
+  // is stored for every later request, warm work).
+  std::optional<std::weak_ptr<void>> requester;
+  bool gone() const { return requester && requester->expired(); }
 };
 
 class RenderQueue {
@@ -64,6 +72,7 @@ class RenderQueue {
     std::function<void(Refusal)> refuse;  // called instead when it is refused (may be empty)
     Admission admission;
     Clock::time_point enqueued{};
+    Refusal refusal = Refusal::kNone;  // why it was refused, once it was
   };
 
   struct Stats {
@@ -85,12 +94,15 @@ class RenderQueue {
   RenderQueue& operator=(const RenderQueue&) = delete;
 
   // Queues `job`. Jobs refused to make room (possibly `job` itself, then false is returned) are
-  // appended to *refused, their refusal counted; the caller calls their `refuse` outside its lock.
+  // appended to *refused, their refusal counted and set in Job::refusal; the caller calls their
+  // `refuse(job.refusal)` outside its lock. A full queue first lets go of the jobs whose requester
+  // is gone (Refusal::kGone, also in *refused).
   bool Push(Job job, Clock::time_point now, std::vector<Job>* refused);
 
   // The next job to run, removed from the queue; its client counts it as running until
-  // Finished(client). nullopt when nothing waits that may run now.
-  std::optional<Job> Pop(Clock::time_point now);
+  // Finished(client). nullopt when nothing waits that may run now. Jobs whose requester is gone,
+  // met on the way, leave the queue into *gone (Refusal::kGone; dropped when `gone` is null).
+  std::optional<Job> Pop(Clock::time_point now, std::vector<Job>* gone = nullptr);
   void Finished(const std::string& client);
 
   // Moves every job whose deadline is at or before `now` to *refused (Refusal::kTimeout).
@@ -132,6 +144,8 @@ class RenderQueue {
   Job Remove(Client& c, RenderClass cls, std::list<Entry>::iterator it);
   void Refuse(Client& c, RenderClass cls, std::list<Entry>::iterator it, Refusal why,
               std::vector<Job>* refused);
+  // Every waiting job whose requester is gone, to *gone. Returns how many.
+  size_t DropGone(std::vector<Job>* gone);
 
   const size_t limit_;
   const size_t client_max_running_;

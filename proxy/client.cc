@@ -185,6 +185,13 @@ void ClientConnection::OnWrite(bufferevent*, void* arg) {
 void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
   auto* self = static_cast<ClientConnection*>(arg);
   self->FreeRetired();
+  if (self->state_ == State::kWaiting && self->rendering_ && (what & BEV_EVENT_EOF)) {
+    // The client closed while its page waits for a render (as nginx, a close is taken as the
+    // client going away): a render that has not started leaves the queue, one that runs finishes
+    // (and a repository-neutral part is stored for the next request).
+    delete self;
+    return;
+  }
   if ((self->state_ == State::kWaiting || (self->state_ == State::kBusy && self->esi_)) &&
       (what & BEV_EVENT_EOF)) {
     self->close_after_response_ =
@@ -394,8 +401,8 @@ void ClientConnection::ServeResident() {
 
 void ClientConnection::StartRender(std::string fill_key) {
   cache_status_ = fill_key.empty() ? "pass" : "miss";
-  state_ =
-      State::kWaiting;  // as for a single-flight wait: the client's EOF is noticed, not acted on
+  state_ = State::kWaiting;
+  rendering_ = true;  // the client's EOF now ends the connection (OnEvent)
   std::weak_ptr<int> alive = alive_;
   const conf::Config& config = *runtime_->config;
   RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
@@ -407,6 +414,7 @@ void ClientConnection::StartRender(std::string fill_key) {
 void ClientConnection::OnRendered(Rendered rendered) {
   if (state_ != State::kWaiting) return;
   state_ = State::kBusy;
+  rendering_ = false;
   if (rendered.refusal != gitfrag::Refusal::kNone) {
     state_ = State::kReadingHead;
     Respond(503, "text/plain; charset=utf-8", "503 Service Unavailable: " + rendered.reason + "\n",
@@ -683,6 +691,7 @@ void ClientConnection::FreeRetired() {
 }
 
 void ClientConnection::FinishRequest(int status, bool keep_alive) {
+  rendering_ = false;
   const auto now = std::chrono::steady_clock::now();
   worker_.metrics().CountRequest(route_, status);
   worker_.metrics().CountOutcome(route_, cache_status_);

@@ -138,6 +138,7 @@ class ClientConnection : public StreamingClient, private LookupClient {
   BufferEventPtr bev_;
   EventPtr head_timer_;
   EventPtr deferred_;
+  bool rendering_ = false;  // kWaiting for a resident render (StartRender .. OnRendered)
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // single-flight wakes only a live connection
   CacheLookup lookup_{*this, worker_, alive_};
   std::string cache_key_;

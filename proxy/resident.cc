@@ -90,6 +90,9 @@ void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtim
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
                     gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done) {
   Worker* owner = &worker;
+  // A page nobody else will use (no fill key: made for this request, not stored) leaves the queue
+  // when its requester goes away before it starts.
+  if (fill_key.empty()) admission.requester = alive;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);
   auto finish = [owner, runtime, fill_key, kind, alive, gzip, done](gitfrag::Page&& page) {

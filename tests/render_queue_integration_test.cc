@@ -1,6 +1,6 @@
 // The render queue behind the real binary: requests that need a render wait rather than fail, a
 // 503 with Retry-After comes only past render-queue-timeout, another client's request gets
-// through a flood, store hits never wait, an include whose render was refused leaves its frame a
+// through a flood, store hits never wait, a client that hangs up leaves the queue, an include whose render was refused leaves its frame a
 // notice, and clients are told apart by address, prefix and X-Forwarded-For.
 //
 // Renders are held at a known point with the admin listener's /render-pause and /render-resume
@@ -227,6 +227,42 @@ TEST(RenderQueueIntegration, StoreHitsNeverWaitInTheQueue) {
   EXPECT_EQ(Metric(proxy, "shellac_render_queue_depth"), 1);
   Resume(proxy, "all");
   EXPECT_EQ(waiting.Read().status, 200);
+}
+
+TEST(RenderQueueIntegration, AClientThatHangsUpLeavesTheQueue) {
+  Repo repo;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config("")));
+  // The parts are stored first, so each page below needs only its frame rendered.
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(HttpGet(proxy.Port(), repo.Page(i)).status, 200);
+  const double frames_before = Metric(proxy, "shellac_renders_total", {{"kind", "commit"}});
+  Pause(proxy, "frame");
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 5; ++i) {
+    clients.push_back(std::make_unique<RawClient>());
+    ASSERT_TRUE(clients.back()->Connect(proxy.Port()));
+    ASSERT_TRUE(clients.back()->Send(Get(repo.Page(i))));
+  }
+  ASSERT_TRUE(WaitQueued(proxy, "frame", 5));
+  const double in_flight = Metric(proxy, "shellac_requests_in_flight");
+  // Three give up (as a crawler past its timeout does) while their frames wait.
+  for (int i = 0; i < 3; ++i) clients[static_cast<size_t>(i)]->Close();
+  const std::string text =
+      WaitForMetricValue(proxy.AdminPort(), "shellac_requests_in_flight", {}, in_flight - 3,
+                         Millis(20'000));
+  ASSERT_EQ(MetricSum(text, "shellac_requests_in_flight"), in_flight - 3)
+      << "the closed connections are still waiting";
+  Resume(proxy, "frame");
+  for (size_t i = 3; i < 5; ++i) {
+    Response r = clients[i]->Read();
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.status, 200) << r.Describe();
+  }
+  WaitForMetricValue(proxy.AdminPort(), "shellac_render_queue_depth", {}, 0);
+  EXPECT_EQ(Metric(proxy, "shellac_render_refused_total", {{"reason", "gone"}}), 3);
+  EXPECT_EQ(Metric(proxy, "shellac_renders_total", {{"kind", "commit"}}), frames_before + 2)
+      << "a frame whose client hung up was rendered";
+  EXPECT_EQ(HttpGet(proxy.Port(), repo.Page(0)).status, 200) << "the server serves on";
 }
 
 TEST(RenderQueueIntegration, AnIncludeWhoseRenderWasRefusedLeavesTheFrameANotice) {

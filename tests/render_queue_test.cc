@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -165,6 +166,62 @@ TEST(RenderQueue, AFullQueueRefusesTheLargestClientsNewestJob) {
   EXPECT_DOUBLE_EQ(stats.largest_share, 2.0 / 3.0);
   EXPECT_EQ(stats.clients, 3u);
   EXPECT_EQ(stats.clients_seen, 3u);
+}
+
+TEST(RenderQueue, AJobWhoseRequesterIsGoneLeavesInsteadOfRunning) {
+  RenderQueue q(100, 0);
+  std::vector<std::string> log;
+  std::vector<std::pair<std::string, Refusal>> refusals;
+  const auto now = Clock::now();
+  std::vector<RenderQueue::Job> refused;
+  auto alive = std::make_shared<int>(0);
+  auto hung_up = std::make_shared<int>(0);
+  auto with = [&](const std::string& client, std::string name, const std::shared_ptr<int>& req) {
+    RenderQueue::Job job =
+        Named(client, RenderClass::kFrame, std::move(name), &log, milliseconds(0), &refusals);
+    job.admission.requester = std::weak_ptr<void>(req);
+    return job;
+  };
+  ASSERT_TRUE(q.Push(with("a", "a-gone-1", hung_up), now, &refused));
+  ASSERT_TRUE(q.Push(with("a", "a-gone-2", hung_up), now, &refused));
+  ASSERT_TRUE(q.Push(with("a", "a-live", alive), now, &refused));
+  ASSERT_TRUE(q.Push(with("b", "b-gone", hung_up), now, &refused));
+  ASSERT_TRUE(q.Push(Named("c", RenderClass::kFrame, "c-no-requester", &log), now, &refused));
+  hung_up.reset();
+  std::vector<RenderQueue::Job> gone;
+  while (auto job = q.Pop(now, &gone)) {
+    job->run();
+    q.Finished(job->admission.client);
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"a-live", "c-no-requester"}));
+  ASSERT_EQ(gone.size(), 3u);
+  for (const auto& g : gone) EXPECT_EQ(g.refusal, Refusal::kGone);
+  EXPECT_EQ(q.waiting(), 0u);
+  const auto stats = q.Snapshot(now);
+  EXPECT_EQ(stats.refused[static_cast<size_t>(Refusal::kGone)], 3u);
+  EXPECT_EQ(stats.clients, 0u) << "a client with only gone jobs is forgotten";
+}
+
+TEST(RenderQueue, AFullQueueLetsGoOfGoneJobsBeforeRefusingAnyone) {
+  RenderQueue q(3, 0);
+  std::vector<std::string> log;
+  const auto now = Clock::now();
+  std::vector<RenderQueue::Job> refused;
+  auto hung_up = std::make_shared<int>(0);
+  for (int i = 0; i < 3; ++i) {
+    RenderQueue::Job job = Named("crawler", RenderClass::kFrame, "c" + std::to_string(i), &log);
+    if (i < 2) job.admission.requester = std::weak_ptr<void>(hung_up);
+    ASSERT_TRUE(q.Push(std::move(job), now, &refused));
+  }
+  hung_up.reset();
+  ASSERT_TRUE(q.Push(Named("crawler", RenderClass::kFrame, "c3", &log), now, &refused));
+  ASSERT_EQ(refused.size(), 2u);
+  for (const auto& r : refused) EXPECT_EQ(r.refusal, Refusal::kGone);
+  EXPECT_EQ(q.waiting(), 2u);
+  EXPECT_EQ(q.Snapshot(now).refused[static_cast<size_t>(Refusal::kFull)], 0u);
+  while (RunOne(q, now)) {
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"c2", "c3"}));
 }
 
 TEST(RenderQueue, AJobWaitingPastItsDeadlineIsRefused) {
