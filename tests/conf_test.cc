@@ -245,6 +245,11 @@ TEST_F(ConfTest, ExampleConfigurationListsEveryKeyAndParses) {
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(1, eq - 1);
     listed.insert(key);
+    // A key with a default shows it, but for the few lines that show an example instead.
+    static const std::set<std::string> kExamples = {"backend", "hsts", "access-log"};
+    if (const Key* k = FindKey(key); k != nullptr && k->initial.value != nullptr && !kExamples.count(key)) {
+      EXPECT_EQ(line.substr(eq + 1), k->initial.value) << key << ": the packaged file shows another default";
+    }
     static const std::set<std::string> kNeedFiles = {
         "include", "listen-tls", "tls-cert",  "backend-ca", "cgitrc",    "repo",
         "scan-path", "repo.path", "access-log", "section", "repo.url", "repo.name",
@@ -649,6 +654,26 @@ TEST_F(ConfTest, CommandLineListReplacesFileList) {
   auto d = LoadOk("", {{"listen", "127.0.0.1:0"}});
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(Texts(d->listen), std::vector<std::string>{"127.0.0.1:0"});
+}
+
+// Every list key follows the same rule (it is the table's, not each key's): rules too.
+TEST_F(ConfTest, CommandLineRulesReplaceFileRules) {
+  const std::string path = Write("a.conf",
+                                 "cache-key = ^/a => a\n"
+                                 "cache-key = ^/b => b\n"
+                                 "ttl = ^/x => 1s\n"
+                                 "esi-url = ^/e\n");
+  auto c = LoadOk(path, {{"cache-key", "^/c => c"}, {"ttl", "^/y => 2s"}, {"ttl", "^/z => 3s"}});
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->cache_keys.size(), 1u);
+  EXPECT_EQ(c->cache_keys[0].text, "^/c => c");
+  EXPECT_EQ(c->cache_keys[0].origin, "command line");
+  ASSERT_EQ(c->ttl_rules.size(), 2u);
+  EXPECT_EQ(c->ttl_rules[0].text, "^/y => 2s");
+  EXPECT_EQ(c->ttl_rules[1].text, "^/z => 3s");
+  // A list the command line does not name keeps the file's values.
+  ASSERT_EQ(c->esi_urls.size(), 1u);
+  EXPECT_EQ(c->esi_urls[0].origin, path + ":4");
 }
 
 TEST_F(ConfTest, CommandLineRepoReplacesFileRepos) {
