@@ -233,7 +233,8 @@ class Builder;  // conf/config.cc: applies one key=value to a Config being built
 struct Key {
   enum class Apply { kOnReload, kOnRestart };  // a reload applies the new value, or keeps the old one
   enum class Repeat { kOne, kList };           // the last value wins, or values accumulate
-  // How a value is parsed into a Config, and whether two snapshots hold the same value.
+  // How a value is parsed into a Config, and whether two snapshots hold the same value (`same`
+  // is set for every restart-only key; the reload's warning compares with it).
   struct Handler {
     std::function<void(Builder&, std::string_view)> set;
     std::function<bool(const Config&, const Config&)> same;
@@ -241,7 +242,7 @@ struct Key {
   // The built-in default: `value` is given to the parser before any file is read (nullptr: the
   // key starts unset or empty); `note` describes it instead where it is no value ("number of cores").
   struct Default {
-    Default(const char* v) : value(v) {}  // NOLINT: a table row names its default as text
+    Default(const char* v) : value(v) {}  // NOLINT(google-explicit-constructor): rows write "10s"
     Default(const char* v, const char* n) : value(v), note(n) {}
     const char* value = nullptr;
     const char* note = nullptr;
