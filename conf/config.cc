@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -95,300 +97,235 @@ struct Failure {
   std::string message;
 };
 
+}  // namespace
+
+// Applies key=value lines to a Config being built. Each key's parsing is its entry in the key
+// table (Keys(), below); the helpers here give every entry the same checks and messages.
 class Builder {
  public:
-  Builder(const Environment& env, Config* config) : env_(env), config_(config) {}
-
-  // Applies one key=value. Throws Failure with "ORIGIN: key: why".
-  void Set(const std::string& key, std::string_view value, const Origin& origin, bool from_cli) {
-    // On the command line the key was given as the flag of the same name.
-    auto fail = [&](const std::string& why) {
-      throw Failure{origin.Describe() + ": " + (from_cli ? "--" + key : key) + ": " + why};
-    };
-    auto duration = [&](Millis* out) {
-      if (!ParseDuration(value, out)) fail("bad duration '" + std::string(value) + "' (use e.g. 500ms, 10s, 2m)");
-    };
-    auto size = [&](uint64_t* out) {
-      if (!ParseSize(value, out)) fail("bad size '" + std::string(value) + "' (use e.g. 512, 64K, 256M, 2G)");
-    };
-    auto count = [&](uint64_t min, uint64_t max) -> uint64_t {
-      uint64_t v = 0;
-      if (!ParseUnsigned(value, &v) || v < min || v > max)
-        fail("expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
-             ", got '" + std::string(value) + "'");
-      return v;
-    };
-    auto address = [&]() {
-      SocketAddress a;
-      std::string why;
-      if (!ParseAddress(value, &a, &why, env_.ResolvesNames())) fail(why);
-      return a;
-    };
-    auto readable = [&](const std::string& path) {
-      if (const int e = env_.Access(path, R_OK); e != 0) fail("cannot read '" + path + "': " + std::strerror(e));
-    };
-    // Not https:// : only the backend may be reached over TLS.
-    auto plain_address = [&]() {
-      SocketAddress a = address();
-      if (a.tls) fail("https:// is for backend=; use listen-tls= for a TLS listener");
-      return a;
-    };
-    // "cert=FILE key=FILE [ocsp=FILE]" after the first word of a TLS value.
-    auto tls_certificate = [&](std::string_view parts, Config::TlsCertificate* out) {
-      out->origin = origin.Describe();
-      while (!(parts = Trim(parts)).empty()) {
-        const auto end = parts.find_first_of(" \t");
-        const std::string_view part = parts.substr(0, end);
-        parts = end == std::string_view::npos ? std::string_view() : parts.substr(end);
-        const auto eq = part.find('=');
-        const std::string_view name = part.substr(0, eq);
-        const std::string file(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
-        std::string* target = name == "cert" ? &out->cert : name == "key" ? &out->key : name == "ocsp" ? &out->ocsp : nullptr;
-        if (target == nullptr) fail("unknown part '" + std::string(part) + "' (expected cert=FILE, key=FILE, ocsp=FILE)");
-        if (file.empty()) fail(std::string(name) + "= needs a file");
-        *target = file;
-      }
-      if (out->cert.empty() || out->key.empty()) fail("needs cert=FILE and key=FILE");
-    };
-    auto first_word = [&]() {
-      const std::string_view v = Trim(value);
-      const auto end = v.find_first_of(" \t");
-      return std::pair{v.substr(0, end), end == std::string_view::npos ? std::string_view() : v.substr(end)};
-    };
-    // A list key given on the command line replaces whatever the file said.
-    auto replace_once = [&](auto& list) {
-      if (from_cli && !cli_replaced_.count(key)) {
-        list.clear();
-        cli_replaced_.insert(key);
-      }
-    };
-
-    if (key == "listen") {
-      if (!listen_given_) config_->listen.clear();  // the first listen= replaces the built-in one
-      listen_given_ = true;
-      replace_once(config_->listen);
-      config_->listen.push_back(plain_address());
-    } else if (key == "admin-listen") {
-      if (Lower(value) == "off") config_->admin_listen.reset();
-      else config_->admin_listen = plain_address();
-      admin_origin_ = origin;
-    } else if (key == "backend") {
-      if (Lower(value) == "none" || value.empty()) config_->backend.reset();
-      else config_->backend = address();
-    } else if (key == "threads") {
-      config_->threads = static_cast<unsigned>(count(1, 256));
-    } else if (key == "cache") {
-      const std::string v = Lower(value);
-      if (v != "on" && v != "off") fail("expected on or off, got '" + std::string(value) + "'");
-      config_->cache = v == "on";
-    } else if (key == "cache-key") {
-      if (value.find("=>") == std::string_view::npos) fail("expected REGEX => TEMPLATE");
-      config_->cache_keys.push_back(Config::Rule{std::string(value), origin.Describe()});
-    } else if (key == "ttl") {
-      const auto arrow = value.find("=>");
-      Millis ignored{};
-      if (arrow == std::string_view::npos || !ParseDuration(Trim(value.substr(arrow + 2)), &ignored)) {
-        fail("expected REGEX => DURATION");
-      }
-      config_->ttl_rules.push_back(Config::Rule{std::string(value), origin.Describe()});
-    } else if (key == "force-store") {
-      if (value.empty()) fail("expected a regular expression");
-      replace_once(config_->force_store);
-      config_->force_store.push_back(Config::Rule{std::string(value), origin.Describe()});
-    } else if (key == "default-ttl") {
-      duration(&config_->default_ttl);
-    } else if (key == "grace") {
-      duration(&config_->grace);
-    } else if (key == "fragment-ttl") {
-      if (Lower(value) == "forever") {
-        config_->fragment_ttl.reset();
-      } else {
-        Millis ttl{};
-        duration(&ttl);
-        config_->fragment_ttl = ttl;
-      }
-    } else if (key == "single-flight-timeout") {
-      duration(&config_->single_flight_timeout);
-    } else if (key == "cache-size") {
-      size(&config_->cache_size);
-      if (config_->cache_size < (1u << 20)) fail("must be at least 1M");
-    } else if (key == "esi") {
-      const std::string v = Lower(value);
-      if (v == "off") config_->esi = Config::EsiMode::kOff;
-      else if (v == "surrogate") config_->esi = Config::EsiMode::kSurrogate;
-      else if (v == "always") config_->esi = Config::EsiMode::kAlways;
-      else fail("expected off, surrogate or always, got '" + std::string(value) + "'");
-    } else if (key == "esi-url") {
-      if (value.empty()) fail("expected a regular expression");
-      replace_once(config_->esi_urls);
-      config_->esi_urls.push_back(Config::Rule{std::string(value), origin.Describe()});
-    } else if (key == "esi-allow-host") {
-      if (value.empty()) fail("expected a regular expression");
-      replace_once(config_->esi_allow_hosts);
-      config_->esi_allow_hosts.push_back(Config::Rule{std::string(value), origin.Describe()});
-    } else if (key == "esi-max-depth") {
-      config_->esi_max_depth = static_cast<unsigned>(count(0, 32));
-    } else if (key == "esi-max-includes") {
-      config_->esi_max_includes = static_cast<unsigned>(count(1, 100000));
-    } else if (key == "esi-parallel") {
-      config_->esi_parallel = static_cast<unsigned>(count(1, 1024));
-    } else if (key == "repo") {
-      replace_once(config_->repos);
-      if (from_cli && !cli_replaced_.count("repositories")) {
-        // --repo replaces the file's repo= list (as for every list key), not its scan-path finds.
-        std::erase_if(config_->repositories, [&](const auto& r) { return repo_key_paths_.count(r.path); });
-        cli_replaced_.insert("repositories");
-      }
-      std::string path(value);
-      if (path.empty()) fail("empty path");
-      if (env_.Access(path, F_OK) != 0) fail("no such repository '" + path + "'");
-      config_->repos.push_back(path);
-      // A work tree serves its .git folder.
-      std::string git_dir = IsGitDir(env_, path + "/.git") ? path + "/.git" : path;
-      const std::string url = UrlForPath(path);
-      if (url.empty() || url == "." || url == "..") {
-        // "/", ".", "..": no folder name to serve it under (found by fuzzing).
-        fail("cannot name a repository after '" + path + "': give it repo.url= and repo.path=");
-      }
-      if (!from_cli) repo_key_paths_.insert(git_dir);
-      AddRepository(url, git_dir, origin, DescriptionFile(env_, git_dir));
-      cgit_open_stanza_ = false;
-    } else if (key == "repo.url" || key == "repo.path" || key == "repo.name" || key == "repo.desc" ||
-               key == "repo.owner" || key == "section") {
-      // cgit's repository stanzas, written in shellac's own file: as in a cgitrc, but a key that
-      // belongs to no stanza, or a path that does not exist, is an error here.
-      const bool open = cgit_open_stanza_ && config_->repositories.size() > cgit_first_repo_;
-      if (key != "repo.url" && key != "section" && !open) fail("no repo.url= before it starts a repository");
-      if (key == "repo.path" && env_.Access(std::string(value), F_OK) != 0) {
-        fail("no such repository '" + std::string(value) + "'");
-      }
-      SetCgitKey(key, value, origin);
-    } else if (key == "scan-path") {
-      std::string root(value);
-      if (!env_.IsDirectory(root)) fail("no such folder '" + root + "'");
-      ScanPath(root, origin);
-    } else if (key == "virtual-root") {
-      config_->virtual_root = "/" + StripSlashes(value) + "/";
-      if (config_->virtual_root == "//") config_->virtual_root = "/";
-      virtual_root_given_ = true;
-    } else if (key == "max-open-repos") {
-      config_->max_open_repos = static_cast<unsigned>(count(1, 100000));
-    } else if (key == "render-threads") {
-      config_->render_threads = static_cast<unsigned>(count(1, 256));
-    } else if (key == "render-queue") {
-      config_->render_queue = static_cast<unsigned>(count(1, 1000000));
-    } else if (key == "render-queue-timeout") {
-      duration(&config_->render_queue_timeout);
-      if (config_->render_queue_timeout.count() == 0) fail("must be more than 0");
-    } else if (key == "client-max-renders") {
-      config_->client_max_renders = static_cast<unsigned>(count(0, 256));
-    } else if (key == "client-prefix-v4") {
-      config_->client_prefix_v4 = static_cast<unsigned>(count(8, 32));
-    } else if (key == "client-prefix-v6") {
-      config_->client_prefix_v6 = static_cast<unsigned>(count(16, 128));
-    } else if (key == "trusted-proxy") {
-      replace_once(config_->trusted_proxies);
-      std::string_view rest = value;
-      bool any = false;
-      while (!(rest = Trim(rest)).empty()) {
-        const auto end = rest.find_first_of(" \t,");
-        const std::string_view word = rest.substr(0, end);
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-        if (word.empty()) continue;
-        Config::Network net;
-        if (!ParseNetwork(word, &net)) {
-          fail("bad address '" + std::string(word) + "' (expected ADDR or ADDR/BITS, IPv4 or IPv6)");
-        }
-        config_->trusted_proxies.push_back(net);
-        any = true;
-      }
-      if (!any) fail("expected one or more addresses");
-    } else if (key == "cgitrc") {
-      std::string path(value);
-      readable(path);
-      config_->cgitrc = path;
-    } else if (key == "access-log") {
-      if (value.empty()) fail("expected a file, 'stderr' or 'off'");
-      config_->access_log = std::string(value);
-    } else if (key == "client-header-timeout") {
-      duration(&config_->client_header_timeout);
-    } else if (key == "client-idle-timeout") {
-      duration(&config_->client_idle_timeout);
-    } else if (key == "client-body-timeout") {
-      duration(&config_->client_body_timeout);
-    } else if (key == "send-timeout") {
-      duration(&config_->send_timeout);
-    } else if (key == "max-request-line") {
-      size(&config_->max_request_line);
-      if (config_->max_request_line < 64) fail("must be at least 64");
-    } else if (key == "max-header-count") {
-      config_->max_header_count = count(1, 10000);
-    } else if (key == "max-header-bytes") {
-      size(&config_->max_header_bytes);
-      if (config_->max_header_bytes < 256) fail("must be at least 256");
-    } else if (key == "max-body-size") {
-      size(&config_->max_body_size);
-    } else if (key == "upstream-connect-timeout") {
-      duration(&config_->upstream_connect_timeout);
-    } else if (key == "upstream-first-byte-timeout") {
-      duration(&config_->upstream_first_byte_timeout);
-    } else if (key == "upstream-between-bytes-timeout") {
-      duration(&config_->upstream_between_bytes_timeout);
-    } else if (key == "upstream-idle-timeout") {
-      duration(&config_->upstream_idle_timeout);
-    } else if (key == "upstream-max-idle") {
-      config_->upstream_max_idle = static_cast<unsigned>(count(0, 100000));
-    } else if (key == "shutdown-timeout") {
-      duration(&config_->shutdown_timeout);
-    } else if (key == "listen-tls") {
-      replace_once(config_->listen_tls);
-      const auto [where, parts] = first_word();
-      Config::TlsListener listener;
-      SocketAddress a;
-      std::string why;
-      if (where.empty()) fail("expected ADDR:PORT cert=FILE key=FILE");
-      if (!ParseAddress(where, &a, &why, env_.ResolvesNames())) fail(why);
-      if (a.tls) fail("give the address without https://");
-      for (const auto& other : config_->listen_tls) {
-        if (other.address.text == a.text) fail(a.text + " is given twice (each address has one default certificate)");
-      }
-      listener.address = a;
-      tls_certificate(parts, &listener.certificate);
-      config_->listen_tls.push_back(std::move(listener));
-    } else if (key == "tls-cert") {
-      replace_once(config_->tls_certs);
-      const auto [host, parts] = first_word();
-      if (host.empty() || host.find('=') != std::string_view::npos) fail("expected HOSTNAME cert=FILE key=FILE");
-      Config::TlsCertificate certificate;
-      certificate.host = Lower(host);
-      tls_certificate(parts, &certificate);
-      config_->tls_certs.push_back(std::move(certificate));
-    } else if (key == "tls-ocsp") {
-      config_->tls_ocsp = Lower(value) == "off" ? std::string() : std::string(value);
-    } else if (key == "tls-ciphers" || key == "tls-ciphersuites") {
-      if (value.empty()) fail("expected an OpenSSL cipher list");
-      (key == "tls-ciphers" ? config_->tls_ciphers : config_->tls_ciphersuites) = std::string(value);
-    } else if (key == "tls-handshake-timeout") {
-      duration(&config_->tls_handshake_timeout);
-      if (config_->tls_handshake_timeout.count() == 0) fail("must be more than 0");
-    } else if (key == "tls-session-cache") {
-      config_->tls_session_cache = count(0, 10'000'000);
-    } else if (key == "tls-ticket-rotation") {
-      duration(&config_->tls_ticket_rotation);
-    } else if (key == "hsts") {
-      if (Lower(value) == "off") config_->hsts.clear();
-      else if (!Lower(value).starts_with("max-age=")) fail("expected max-age=SECONDS[; includeSubDomains] or off");
-      else config_->hsts = std::string(value);
-    } else if (key == "backend-ca") {
-      std::string path(value);
-      if (Lower(path) == "system" || path.empty()) path.clear();
-      else readable(path);
-      config_->backend_ca = path;
-    } else {
-      fail("unknown key");
+  Builder(const Environment& env, Config* config) : env_(env), config_(config) {
+    // A list key's built-in value is replaced by the first value given for it.
+    for (const Key& k : Keys()) {
+      if (k.Repeatable() && k.initial.value != nullptr) defaulted_.emplace(k.name);
     }
   }
 
+  // Applies one key=value through its table entry. Throws Failure with "ORIGIN: key: why".
+  void Set(const std::string& key, std::string_view value, const Origin& origin, bool from_cli) {
+    key_ = key;
+    value_ = value;
+    origin_ = origin;
+    from_cli_ = from_cli;
+    const Key* entry = FindKey(key);
+    if (entry == nullptr) Fail("unknown key");
+    entry->handler.set(*this, value);
+  }
+
+  // Every key's built-in default, in table order.
+  void ApplyDefaults() {
+    for (const Key& k : Keys()) {
+      if (k.initial.value != nullptr) Set(std::string(k.name), k.initial.value, Origin{"built-in default"}, false);
+    }
+  }
+
+  // --- What entries use to parse a value (the key and value being set are key_ and value_). ---
+
+  Config& config() { return *config_; }
+  std::string OriginText() const { return origin_.Describe(); }
+
+  [[noreturn]] void Fail(const std::string& why) const {
+    // On the command line the key was given as the flag of the same name.
+    throw Failure{origin_.Describe() + ": " + (from_cli_ ? "--" + key_ : key_) + ": " + why};
+  }
+  Millis Duration() const {
+    Millis out{};
+    if (!ParseDuration(value_, &out)) Fail("bad duration '" + std::string(value_) + "' (use e.g. 500ms, 10s, 2m)");
+    return out;
+  }
+  uint64_t Size() const {
+    uint64_t out = 0;
+    if (!ParseSize(value_, &out)) Fail("bad size '" + std::string(value_) + "' (use e.g. 512, 64K, 256M, 2G)");
+    return out;
+  }
+  uint64_t Count(uint64_t min, uint64_t max) const {
+    uint64_t v = 0;
+    if (!ParseUnsigned(value_, &v) || v < min || v > max)
+      Fail("expected a whole number from " + std::to_string(min) + " to " + std::to_string(max) +
+           ", got '" + std::string(value_) + "'");
+    return v;
+  }
+  SocketAddress Address(std::string_view text) const {
+    SocketAddress a;
+    std::string why;
+    if (!ParseAddress(text, &a, &why, env_.ResolvesNames())) Fail(why);
+    return a;
+  }
+  // Not https:// : only the backend may be reached over TLS.
+  SocketAddress PlainAddress() const {
+    SocketAddress a = Address(value_);
+    if (a.tls) Fail("https:// is for backend=; use listen-tls= for a TLS listener");
+    return a;
+  }
+  void Readable(const std::string& path) const {
+    if (const int e = env_.Access(path, R_OK); e != 0) Fail("cannot read '" + path + "': " + std::strerror(e));
+  }
+  // A list key's first value replaces its built-in default, and its first value from the command
+  // line replaces what the file said.
+  template <class List>
+  void Starting(List& list) {
+    if (defaulted_.erase(key_)) list.clear();
+    if (from_cli_ && cli_replaced_.insert(key_).second) list.clear();
+  }
+
+  // --- Keys with structure: one function each. ---
+
+  void Listen(std::string_view) {
+    Starting(config_->listen);
+    config_->listen.push_back(PlainAddress());
+  }
+
+  void AdminListen(std::string_view value) {
+    if (Lower(value) == "off") config_->admin_listen.reset();
+    else config_->admin_listen = PlainAddress();
+    admin_origin_ = origin_;
+  }
+
+  void Backend(std::string_view value) {
+    if (Lower(value) == "none" || value.empty()) config_->backend.reset();
+    else config_->backend = Address(value);
+  }
+
+  void Repo(std::string_view value) {
+    Starting(config_->repos);
+    if (from_cli_ && !cli_replaced_.count("repositories")) {
+      // --repo replaces the file's repo= list (as for every list key), not its scan-path finds.
+      std::erase_if(config_->repositories, [&](const auto& r) { return repo_key_paths_.count(r.path); });
+      cli_replaced_.insert("repositories");
+    }
+    std::string path(value);
+    if (path.empty()) Fail("empty path");
+    if (env_.Access(path, F_OK) != 0) Fail("no such repository '" + path + "'");
+    config_->repos.push_back(path);
+    // A work tree serves its .git folder.
+    std::string git_dir = IsGitDir(env_, path + "/.git") ? path + "/.git" : path;
+    const std::string url = UrlForPath(path);
+    if (url.empty() || url == "." || url == "..") {
+      // "/", ".", "..": no folder name to serve it under (found by fuzzing).
+      Fail("cannot name a repository after '" + path + "': give it repo.url= and repo.path=");
+    }
+    if (!from_cli_) repo_key_paths_.insert(git_dir);
+    AddRepository(url, git_dir, origin_, DescriptionFile(env_, git_dir));
+    cgit_open_stanza_ = false;
+  }
+
+  // cgit's repository stanzas (repo.url, repo.path, repo.name, repo.desc, repo.owner, section),
+  // written in shellac's own file: as in a cgitrc, but a key that belongs to no stanza, or a path
+  // that does not exist, is an error here.
+  void Stanza(std::string_view value) {
+    const bool open = cgit_open_stanza_ && config_->repositories.size() > cgit_first_repo_;
+    if (key_ != "repo.url" && key_ != "section" && !open) Fail("no repo.url= before it starts a repository");
+    if (key_ == "repo.path" && env_.Access(std::string(value), F_OK) != 0) {
+      Fail("no such repository '" + std::string(value) + "'");
+    }
+    SetCgitKey(key_, value, origin_);
+  }
+
+  void ScanPathKey(std::string_view value) {
+    std::string root(value);
+    if (!env_.IsDirectory(root)) Fail("no such folder '" + root + "'");
+    ScanPath(root, origin_);
+  }
+
+  void VirtualRoot(std::string_view value) {
+    config_->virtual_root = "/" + StripSlashes(value) + "/";
+    if (config_->virtual_root == "//") config_->virtual_root = "/";
+    virtual_root_given_ = true;
+  }
+
+  void TrustedProxy(std::string_view value) {
+    Starting(config_->trusted_proxies);
+    std::string_view rest = value;
+    bool any = false;
+    while (!(rest = Trim(rest)).empty()) {
+      const auto end = rest.find_first_of(" \t,");
+      const std::string_view word = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      if (word.empty()) continue;
+      Config::Network net;
+      if (!ParseNetwork(word, &net)) {
+        Fail("bad address '" + std::string(word) + "' (expected ADDR or ADDR/BITS, IPv4 or IPv6)");
+      }
+      config_->trusted_proxies.push_back(net);
+      any = true;
+    }
+    if (!any) Fail("expected one or more addresses");
+  }
+
+  void Cgitrc(std::string_view value) {
+    std::string path(value);
+    Readable(path);
+    config_->cgitrc = path;
+  }
+
+  void ListenTls(std::string_view) {
+    Starting(config_->listen_tls);
+    const auto [where, parts] = FirstWord();
+    Config::TlsListener listener;
+    if (where.empty()) Fail("expected ADDR:PORT cert=FILE key=FILE");
+    const SocketAddress a = Address(where);
+    if (a.tls) Fail("give the address without https://");
+    for (const auto& other : config_->listen_tls) {
+      if (other.address.text == a.text) Fail(a.text + " is given twice (each address has one default certificate)");
+    }
+    listener.address = a;
+    TlsCertificateParts(parts, &listener.certificate);
+    config_->listen_tls.push_back(std::move(listener));
+  }
+
+  void TlsCert(std::string_view) {
+    Starting(config_->tls_certs);
+    const auto [host, parts] = FirstWord();
+    if (host.empty() || host.find('=') != std::string_view::npos) Fail("expected HOSTNAME cert=FILE key=FILE");
+    Config::TlsCertificate certificate;
+    certificate.host = Lower(host);
+    TlsCertificateParts(parts, &certificate);
+    config_->tls_certs.push_back(std::move(certificate));
+  }
+
+  void BackendCa(std::string_view value) {
+    std::string path(value);
+    if (Lower(path) == "system" || path.empty()) path.clear();
+    else Readable(path);
+    config_->backend_ca = path;
+  }
+
+  // include= is read by ReadFile where it stands; it is no setting.
+  void Include(std::string_view) { Fail("include= is read in a file, where it stands; it is no setting"); }
+
+  // The first word of the value, and the rest ("ADDR:PORT cert=... key=...").
+  std::pair<std::string_view, std::string_view> FirstWord() const {
+    const std::string_view v = Trim(value_);
+    const auto end = v.find_first_of(" \t");
+    return {v.substr(0, end), end == std::string_view::npos ? std::string_view() : v.substr(end)};
+  }
+
+  // "cert=FILE key=FILE [ocsp=FILE]" after the first word of a TLS value.
+  void TlsCertificateParts(std::string_view parts, Config::TlsCertificate* out) const {
+    out->origin = origin_.Describe();
+    while (!(parts = Trim(parts)).empty()) {
+      const auto end = parts.find_first_of(" \t");
+      const std::string_view part = parts.substr(0, end);
+      parts = end == std::string_view::npos ? std::string_view() : parts.substr(end);
+      const auto eq = part.find('=');
+      const std::string_view name = part.substr(0, eq);
+      const std::string file(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+      std::string* target = name == "cert" ? &out->cert : name == "key" ? &out->key : name == "ocsp" ? &out->ocsp : nullptr;
+      if (target == nullptr) Fail("unknown part '" + std::string(part) + "' (expected cert=FILE, key=FILE, ocsp=FILE)");
+      if (file.empty()) Fail(std::string(name) + "= needs a file");
+      *target = file;
+    }
+    if (out->cert.empty() || out->key.empty()) Fail("needs cert=FILE and key=FILE");
+  }
   // Reads one file (and its includes). Throws Failure.
   void ReadFile(const std::string& path, const Origin& included_from, int depth) {
     if (depth > kMaxIncludeDepth) {
@@ -519,14 +456,6 @@ class Builder {
     for (auto& [url, path] : found) AddRepository(url, path, origin, DescriptionFile(env_, path));
   }
 
-  // Addresses need resolving, so their defaults are set here rather than in the struct.
-  void SetDefaults() {
-    std::string why;
-    SocketAddress address;
-    if (ParseAddress("127.0.0.1:8080", &address, &why)) config_->listen.push_back(address);
-    if (ParseAddress("127.0.0.1:8081", &address, &why)) config_->admin_listen = address;
-  }
-
   // Reads an existing cgit configuration as is: cgit's own keys are accepted and ignored, the
   // repositories it lists (repo.path) are taken.
   void ImportCgitrc(const std::string& path) {
@@ -571,7 +500,12 @@ class Builder {
  private:
   const Environment& env_;
   Config* config_;
-  bool listen_given_ = false;
+  // The key being set, its value, where it was given.
+  std::string key_;
+  std::string_view value_;
+  Origin origin_;
+  bool from_cli_ = false;
+  std::set<std::string, std::less<>> defaulted_;  // list keys still holding their built-in value
   bool cgit_mode_ = false;
   bool cgit_open_stanza_ = false;    // repo.* keys apply to the last repo.url
   size_t cgit_first_repo_ = 0;       // repositories before this index came from shellac.conf
@@ -579,8 +513,10 @@ class Builder {
   std::string section_;
   std::set<std::string> repo_key_paths_;  // git dirs added by repo= in a file
   Origin admin_origin_{"built-in default"};  // where admin-listen was last set
-  std::set<std::string> cli_replaced_;
+  std::set<std::string> cli_replaced_;  // list keys the command line has started to replace
 };
+
+namespace {
 
 struct FileDescriptor {
   int fd = -1;
@@ -827,8 +763,6 @@ std::shared_ptr<const Config> LoadFrom(const Environment& environment,
   config->config_file = config_file;
   Builder builder(environment, config.get());
   try {
-    // Built-in defaults that are addresses (they need resolving, so they are not in the struct).
-    builder.SetDefaults();
     if (!config_file.empty()) builder.ReadFile(config_file, Origin{}, 0);
     for (const auto& [key, value] : overrides) {
       builder.Set(key, value, Origin{"command line"}, /*from_cli=*/true);
@@ -843,73 +777,345 @@ std::shared_ptr<const Config> LoadFrom(const Environment& environment,
   return config;
 }
 
-const std::vector<std::pair<std::string, std::string>>& KnownKeys() {
-  static const std::vector<std::pair<std::string, std::string>> keys = {
-      {"listen", "127.0.0.1:8080"},
-      {"admin-listen", "127.0.0.1:8081"},
-      {"backend", "none"},
-      {"threads", "number of cores"},
-      {"cache", "on"},
-      {"cache-size", "256M"},
-      {"cache-key", "none (host + path + sorted query)"},
-      {"ttl", "none"},
-      {"force-store", "none"},
-      {"default-ttl", "120s"},
-      {"grace", "10s"},
-      {"fragment-ttl", "forever"},
-      {"single-flight-timeout", "30s"},
-      {"esi", "surrogate"},
-      {"esi-url", "none"},
-      {"esi-allow-host", "none"},
-      {"esi-max-depth", "5"},
-      {"esi-max-includes", "256"},
-      {"esi-parallel", "32"},
-      {"repo", "none"},
-      {"cgitrc", "none"},
-      {"scan-path", "none"},
-      {"repo.url", "none"},
-      {"repo.path", "-"},
-      {"repo.name", "the repo.url"},
-      {"repo.desc", "none"},
-      {"repo.owner", "none"},
-      {"section", "none"},
-      {"virtual-root", "/"},
-      {"max-open-repos", "64"},
-      {"render-threads", "number of cores"},
-      {"render-queue", "1024"},
-      {"render-queue-timeout", "30s"},
-      {"client-max-renders", "0"},
-      {"client-prefix-v4", "32"},
-      {"client-prefix-v6", "128"},
-      {"trusted-proxy", "none"},
-      {"access-log", "stderr"},
-      {"client-header-timeout", "10s"},
-      {"client-idle-timeout", "60s"},
-      {"client-body-timeout", "60s"},
-      {"send-timeout", "60s"},
-      {"max-request-line", "8K"},
-      {"max-header-count", "100"},
-      {"max-header-bytes", "32K"},
-      {"max-body-size", "16M"},
-      {"upstream-connect-timeout", "5s"},
-      {"upstream-first-byte-timeout", "60s"},
-      {"upstream-between-bytes-timeout", "60s"},
-      {"upstream-idle-timeout", "30s"},
-      {"upstream-max-idle", "256"},
-      {"shutdown-timeout", "30s"},
-      {"listen-tls", "none (ADDR:PORT cert=FILE key=FILE [ocsp=FILE])"},
-      {"tls-cert", "none (HOSTNAME cert=FILE key=FILE [ocsp=FILE])"},
-      {"tls-ocsp", "off"},
-      {"tls-ciphers", Config{}.tls_ciphers},
-      {"tls-ciphersuites", Config{}.tls_ciphersuites},
-      {"tls-handshake-timeout", "10s"},
-      {"tls-session-cache", "20000"},
-      {"tls-ticket-rotation", "1h"},
-      {"hsts", "off"},
-      {"backend-ca", "system"},
-      {"include", "-"},
+// ---------------------------------------------------------------------------------------------
+// The key table
+
+namespace {
+
+constexpr Key::Apply kReload = Key::Apply::kOnReload;
+constexpr Key::Apply kRestart = Key::Apply::kOnRestart;
+constexpr Key::Repeat kOne = Key::Repeat::kOne;
+constexpr Key::Repeat kList = Key::Repeat::kList;
+
+// A default that is no value to parse: the key starts unset (or is resolved by Load()).
+Key::Default Note(const char* text) { return {nullptr, text}; }
+
+template <class T>
+std::function<bool(const Config&, const Config&)> SameField(T Config::*field) {
+  return [field](const Config& a, const Config& b) { return a.*field == b.*field; };
+}
+
+// A key that is a Builder function (keys with structure).
+Key::Handler Method(void (Builder::*set)(std::string_view),
+                    std::function<bool(const Config&, const Config&)> same = {}) {
+  return {[set](Builder& b, std::string_view v) { (b.*set)(v); }, std::move(same)};
+}
+
+Key::Handler Duration(Millis Config::*field) {
+  return {[field](Builder& b, std::string_view) { b.config().*field = b.Duration(); }, SameField(field)};
+}
+
+// A duration that must be more than 0.
+Key::Handler PositiveDuration(Millis Config::*field) {
+  return {[field](Builder& b, std::string_view) {
+            b.config().*field = b.Duration();
+            if ((b.config().*field).count() == 0) b.Fail("must be more than 0");
+          },
+          SameField(field)};
+}
+
+// A duration, or `word` for none.
+Key::Handler DurationOr(const char* word, std::optional<Millis> Config::*field) {
+  return {[word, field](Builder& b, std::string_view v) {
+            if (Lower(v) == word) (b.config().*field).reset();
+            else b.config().*field = b.Duration();
+          },
+          SameField(field)};
+}
+
+// A size of at least `min` (written `min_text` in the message).
+Key::Handler Size(uint64_t Config::*field, uint64_t min = 0, const char* min_text = "0") {
+  return {[=](Builder& b, std::string_view) {
+            b.config().*field = b.Size();
+            if (b.config().*field < min) b.Fail(std::string("must be at least ") + min_text);
+          },
+          SameField(field)};
+}
+
+template <class T>
+Key::Handler Count(T Config::*field, uint64_t min, uint64_t max) {
+  return {[=](Builder& b, std::string_view) { b.config().*field = static_cast<T>(b.Count(min, max)); },
+          SameField(field)};
+}
+
+// One of a few words (case-insensitive).
+template <class T>
+Key::Handler Choice(T Config::*field, std::vector<std::pair<std::string, T>> words) {
+  return {[=](Builder& b, std::string_view v) {
+            const std::string lower = Lower(v);
+            std::string expected;
+            for (size_t i = 0; i < words.size(); ++i) {
+              if (lower == words[i].first) {
+                b.config().*field = words[i].second;
+                return;
+              }
+              expected += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i].first;
+            }
+            b.Fail("expected " + expected + ", got '" + std::string(v) + "'");
+          },
+          SameField(field)};
+}
+
+// Text that must not be empty (`expected` says what it should be).
+Key::Handler Text(std::string Config::*field, const char* expected) {
+  return {[=](Builder& b, std::string_view v) {
+            if (v.empty()) b.Fail(expected);
+            b.config().*field = std::string(v);
+          },
+          SameField(field)};
+}
+
+// Text, or "off" for none.
+Key::Handler TextOrOff(std::string Config::*field) {
+  return {[=](Builder& b, std::string_view v) {
+            b.config().*field = Lower(v) == "off" ? std::string() : std::string(v);
+          },
+          SameField(field)};
+}
+
+// A list of rules (REGEX, or REGEX => something); `valid` checks one, `expected` says what it
+// should be.
+Key::Handler Rules(std::vector<Config::Rule> Config::*field, bool (*valid)(std::string_view),
+                   const char* expected) {
+  return {[=](Builder& b, std::string_view v) {
+            if (!valid(v)) b.Fail(expected);
+            b.Starting(b.config().*field);
+            (b.config().*field).push_back(Config::Rule{std::string(v), b.OriginText()});
+          },
+          [field](const Config& a, const Config& c) {
+            const auto texts = [field](const Config& x) {
+              std::vector<std::string> t;
+              for (const auto& r : x.*field) t.push_back(r.text);
+              return t;
+            };
+            return texts(a) == texts(c);
+          }};
+}
+bool AnyRegex(std::string_view v) { return !v.empty(); }
+bool RegexToTemplate(std::string_view v) { return v.find("=>") != std::string_view::npos; }
+bool RegexToDuration(std::string_view v) {
+  const auto arrow = v.find("=>");
+  Millis ignored{};
+  return arrow != std::string_view::npos && ParseDuration(Trim(v.substr(arrow + 2)), &ignored);
+}
+
+Key::Handler Hsts() {
+  return {[](Builder& b, std::string_view v) {
+            if (Lower(v) == "off") b.config().hsts.clear();
+            else if (!Lower(v).starts_with("max-age=")) b.Fail("expected max-age=SECONDS[; includeSubDomains] or off");
+            else b.config().hsts = std::string(v);
+          },
+          SameField(&Config::hsts)};
+}
+
+template <class List>
+std::vector<std::string> AddressTexts(const List& list) {
+  std::vector<std::string> texts;
+  for (const auto& a : list) {
+    if constexpr (requires { a.address.text; }) texts.push_back(a.address.text);
+    else texts.push_back(a.text);
+  }
+  return texts;
+}
+bool SameListen(const Config& a, const Config& b) { return AddressTexts(a.listen) == AddressTexts(b.listen); }
+bool SameListenTls(const Config& a, const Config& b) {
+  return AddressTexts(a.listen_tls) == AddressTexts(b.listen_tls);  // certificate files do reload
+}
+bool SameAdminListen(const Config& a, const Config& b) {
+  const auto text = [](const Config& c) { return c.admin_listen ? c.admin_listen->text : "off"; };
+  return text(a) == text(b);
+}
+
+}  // namespace
+
+const std::vector<Key>& Keys() {
+  // name, built-in default (text a file could give), when a change applies, one value or a list,
+  // how the value is parsed, the line --help shows. shellac.conf(5) describes each key in full.
+  static const std::vector<Key> keys = {
+      // Listeners and backend
+      {"listen", "127.0.0.1:8080", kRestart, kList, Method(&Builder::Listen, SameListen),
+       "public listener ADDR:PORT"},
+      {"admin-listen", "127.0.0.1:8081", kRestart, kOne, Method(&Builder::AdminListen, SameAdminListen),
+       "admin listener (/health, /metrics, purge), or off"},
+      {"backend", "none", kReload, kOne, Method(&Builder::Backend),
+       "the forge: HOST:PORT, http:// or https:// URL, or none"},
+      {"threads", Note("number of cores"), kRestart, kOne, Count(&Config::threads, 1, 256),
+       "worker threads (1 to 256)"},
+      // Cache
+      {"cache", "on", kReload, kOne, Choice(&Config::cache, {{"on", true}, {"off", false}}),
+       "store GET and HEAD responses by HTTP rules: on or off"},
+      {"cache-size", "256M", kRestart, kOne, Size(&Config::cache_size, 1 << 20, "1M"),
+       "the store's memory budget (K, M, G; at least 1M)"},
+      {"cache-key", Note("none (host + path + sorted query)"), kReload, kList,
+       Rules(&Config::cache_keys, RegexToTemplate, "expected REGEX => TEMPLATE"),
+       "REGEX => TEMPLATE: many URLs to one object; first match wins"},
+      {"ttl", Note("none"), kReload, kList, Rules(&Config::ttl_rules, RegexToDuration, "expected REGEX => DURATION"),
+       "REGEX => DURATION: freshness by target; first match wins"},
+      {"force-store", Note("none"), kReload, kList,
+       Rules(&Config::force_store, AnyRegex, "expected a regular expression"),
+       "REGEX: stored despite no-store, private or Set-Cookie"},
+      {"default-ttl", "120s", kReload, kOne, Duration(&Config::default_ttl),
+       "freshness of a response that names none"},
+      {"grace", "10s", kReload, kOne, Duration(&Config::grace),
+       "how long a stale object may stand in when the backend fails"},
+      {"fragment-ttl", "forever", kReload, kOne, DurationOr("forever", &Config::fragment_ttl),
+       "freshness of resident fragments, patches and rawdiffs"},
+      {"single-flight-timeout", "30s", kReload, kOne, Duration(&Config::single_flight_timeout),
+       "a request waiting for another's fetch gives up (503) after this"},
+      // Edge Side Includes
+      {"esi", "surrogate", kReload, kOne,
+       Choice(&Config::esi, {{"off", Config::EsiMode::kOff},
+                             {"surrogate", Config::EsiMode::kSurrogate},
+                             {"always", Config::EsiMode::kAlways}}),
+       "which responses are processed as ESI: off, surrogate or always"},
+      {"esi-url", Note("none"), kReload, kList, Rules(&Config::esi_urls, AnyRegex, "expected a regular expression"),
+       "REGEX: targets whose responses are always processed as ESI"},
+      {"esi-allow-host", Note("none"), kReload, kList,
+       Rules(&Config::esi_allow_hosts, AnyRegex, "expected a regular expression"),
+       "REGEX: other hosts an include may name"},
+      {"esi-max-depth", "5", kReload, kOne, Count(&Config::esi_max_depth, 0, 32),
+       "nesting of included ESI fragments (0 to 32)"},
+      {"esi-max-includes", "256", kReload, kOne, Count(&Config::esi_max_includes, 1, 100000),
+       "includes per page, nested ones counted"},
+      {"esi-parallel", "32", kReload, kOne, Count(&Config::esi_parallel, 1, 1024),
+       "include fetches in flight per page"},
+      // Repositories
+      {"repo", Note("none"), kReload, kList, Method(&Builder::Repo), "a repository to render (PATH)"},
+      {"cgitrc", Note("none"), kReload, kOne, Method(&Builder::Cgitrc),
+       "import a cgit configuration's repositories, scan-path and virtual-root"},
+      {"scan-path", Note("none"), kReload, kList, Method(&Builder::ScanPathKey),
+       "a folder searched once for repositories"},
+      {"repo.url", Note("none"), kReload, kList, Method(&Builder::Stanza),
+       "starts a repository stanza (its URL below virtual-root)"},
+      {"repo.path", Note("-"), kReload, kOne, Method(&Builder::Stanza), "the stanza's git directory"},
+      {"repo.name", Note("the repo.url"), kReload, kOne, Method(&Builder::Stanza), "the stanza's title"},
+      {"repo.desc", Note("none"), kReload, kOne, Method(&Builder::Stanza), "the stanza's description"},
+      {"repo.owner", Note("none"), kReload, kOne, Method(&Builder::Stanza), "the stanza's owner"},
+      {"section", Note("none"), kReload, kOne, Method(&Builder::Stanza),
+       "groups the repositories that follow on the index page"},
+      {"virtual-root", "/", kReload, kOne, Method(&Builder::VirtualRoot, SameField(&Config::virtual_root)),
+       "URL prefix of every rendered page"},
+      {"max-open-repos", "64", kReload, kOne, Count(&Config::max_open_repos, 1, 100000),
+       "repositories kept open at once"},
+      {"render-threads", Note("number of cores"), kRestart, kOne, Count(&Config::render_threads, 1, 256),
+       "threads rendering pages (1 to 256)"},
+      // Render queue
+      {"render-queue", "1024", kRestart, kOne, Count(&Config::render_queue, 1, 1000000),
+       "renders that may wait for a thread"},
+      {"render-queue-timeout", "30s", kReload, kOne, PositiveDuration(&Config::render_queue_timeout),
+       "a render still waiting after this is refused (503)"},
+      {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),
+       "renders one client may have running at once (0: no cap)"},
+      {"client-prefix-v4", "32", kReload, kOne, Count(&Config::client_prefix_v4, 8, 32),
+       "a client is its IPv4 address masked to this many bits"},
+      {"client-prefix-v6", "128", kReload, kOne, Count(&Config::client_prefix_v6, 16, 128),
+       "a client is its IPv6 address masked to this many bits"},
+      {"trusted-proxy", Note("none"), kReload, kList, Method(&Builder::TrustedProxy),
+       "ADDR[/BITS]: peers whose X-Forwarded-For names the client"},
+      // Logging
+      {"access-log", "stderr", kReload, kOne, Text(&Config::access_log, "expected a file, 'stderr' or 'off'"),
+       "a file, stderr or off"},
+      // Timeouts and limits
+      {"client-header-timeout", "10s", kReload, kOne, Duration(&Config::client_header_timeout),
+       "from a request's first byte to the end of its head"},
+      {"client-idle-timeout", "60s", kReload, kOne, Duration(&Config::client_idle_timeout),
+       "keep-alive wait between requests"},
+      {"client-body-timeout", "60s", kReload, kOne, Duration(&Config::client_body_timeout),
+       "between two reads of a request body"},
+      {"send-timeout", "60s", kReload, kOne, Duration(&Config::send_timeout),
+       "between two writes to a slow client"},
+      {"max-request-line", "8K", kReload, kOne, Size(&Config::max_request_line, 64, "64"),
+       "longer request lines are answered 414"},
+      {"max-header-count", "100", kReload, kOne, Count(&Config::max_header_count, 1, 10000),
+       "more header fields are answered 431"},
+      {"max-header-bytes", "32K", kReload, kOne, Size(&Config::max_header_bytes, 256, "256"),
+       "a larger request head is answered 431"},
+      {"max-body-size", "16M", kReload, kOne, Size(&Config::max_body_size),
+       "a larger request body is answered 413 (0: no limit)"},
+      {"upstream-connect-timeout", "5s", kReload, kOne, Duration(&Config::upstream_connect_timeout),
+       "connecting to the backend"},
+      {"upstream-first-byte-timeout", "60s", kReload, kOne, Duration(&Config::upstream_first_byte_timeout),
+       "from the request sent to the backend's first byte"},
+      {"upstream-between-bytes-timeout", "60s", kReload, kOne,
+       Duration(&Config::upstream_between_bytes_timeout), "between two reads from the backend"},
+      {"upstream-idle-timeout", "30s", kReload, kOne, Duration(&Config::upstream_idle_timeout),
+       "an idle kept-alive backend connection is closed after this"},
+      {"upstream-max-idle", "256", kReload, kOne, Count(&Config::upstream_max_idle, 0, 100000),
+       "idle backend connections kept per worker thread"},
+      {"shutdown-timeout", "30s", kReload, kOne, Duration(&Config::shutdown_timeout),
+       "SIGTERM: how long in-flight requests get to finish"},
+      // TLS
+      {"listen-tls", Note("none (ADDR:PORT cert=FILE key=FILE [ocsp=FILE])"), kRestart, kList,
+       Method(&Builder::ListenTls, SameListenTls),
+       "TLS listener with its default certificate (a reload re-reads the files)"},
+      {"tls-cert", Note("none (HOSTNAME cert=FILE key=FILE [ocsp=FILE])"), kReload, kList,
+       Method(&Builder::TlsCert), "a certificate served by SNI"},
+      {"tls-ocsp", "off", kReload, kOne, TextOrOff(&Config::tls_ocsp),
+       "OCSP response (DER) stapled for listen-tls certificates naming none"},
+      {"tls-ciphers",
+       "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+       "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305",
+       kReload, kOne, Text(&Config::tls_ciphers, "expected an OpenSSL cipher list"),
+       "OpenSSL cipher list for TLS 1.2"},
+      {"tls-ciphersuites", "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+       kReload, kOne, Text(&Config::tls_ciphersuites, "expected an OpenSSL cipher list"),
+       "OpenSSL cipher suites for TLS 1.3"},
+      {"tls-handshake-timeout", "10s", kReload, kOne, PositiveDuration(&Config::tls_handshake_timeout),
+       "from accept to a finished handshake"},
+      {"tls-session-cache", "20000", kReload, kOne, Count(&Config::tls_session_cache, 0, 10'000'000),
+       "sessions kept for resumption (0: off)"},
+      {"tls-ticket-rotation", "1h", kReload, kOne, Duration(&Config::tls_ticket_rotation),
+       "a new session-ticket key this often (0: no tickets)"},
+      {"hsts", "off", kReload, kOne, Hsts(), "Strict-Transport-Security on TLS responses, or off"},
+      {"backend-ca", "system", kReload, kOne, Method(&Builder::BackendCa, SameField(&Config::backend_ca)),
+       "CA file for an https:// backend, or system"},
+      // Files
+      {"include", Note("-"), kReload, kList, Method(&Builder::Include),
+       "read another file here (relative to this one)"},
   };
   return keys;
+}
+
+const Key* FindKey(std::string_view name) {
+  for (const Key& k : Keys()) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::string HelpText() {
+  std::string text;
+  for (const Key& k : Keys()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %-32s %.*s\n", std::string(k.name).c_str(),
+                  static_cast<int>(k.DefaultText().size()), k.DefaultText().data());
+    text += line;
+    text += "      ";
+    text += k.doc;
+    if (k.Repeatable()) text += "; repeatable";
+    if (k.NeedsRestart()) text += "; a change needs a restart";
+    text += '\n';
+  }
+  return text;
+}
+
+std::vector<std::string> RestartKeysChanged(const Config& before, const Config& after) {
+  std::vector<std::string> changed;
+  for (const Key& k : Keys()) {
+    if (k.NeedsRestart() && !k.handler.same(before, after)) changed.emplace_back(k.name);
+  }
+  return changed;
+}
+
+Config::Config() {
+  static const MemoryEnvironment nothing({});
+  try {
+    Builder(nothing, this).ApplyDefaults();
+  } catch (const Failure& f) {
+    // A default in the table that its own parser refuses: a defect the tests catch.
+    std::fprintf(stderr, "shellac: bad built-in default: %s\n", f.message.c_str());
+    std::abort();
+  }
 }
 
 }  // namespace shellac::conf

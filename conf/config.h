@@ -14,10 +14,12 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,21 +37,27 @@ struct SocketAddress {
 
 using Millis = std::chrono::milliseconds;
 
+// A field below holds a key's value; the key's built-in default is not written here but in the
+// key table (Keys(), conf/config.cc), and Config() applies it. Fields that are no key (sources,
+// the cgit page chrome) have their defaults here.
 struct Config {
+  // The built-in defaults: each key's default from the table, parsed as a file's value would be.
+  Config();
+
   // Files read to build this snapshot, in order (the main file first, then includes).
   std::vector<std::string> sources;
   // Where the main config file lives ("" when none was given); SIGHUP re-reads it.
   std::string config_file;
 
-  std::vector<SocketAddress> listen;          // default 127.0.0.1:8080
-  std::optional<SocketAddress> admin_listen;  // default 127.0.0.1:8081; unset means "off"
-  std::optional<SocketAddress> backend;       // default none: no upstream configured
+  std::vector<SocketAddress> listen;
+  std::optional<SocketAddress> admin_listen;  // unset means "off"
+  std::optional<SocketAddress> backend;       // unset: no upstream configured
 
-  unsigned threads = 0;                  // 0 means "number of cores", resolved by Load()
+  unsigned threads = 0;                  // 0 until Load() resolves "number of cores"
 
   // The store (cache/). Responses to GET and HEAD are cached by HTTP rules when cache=on.
-  bool cache = true;
-  uint64_t cache_size = 256ull << 20;    // bytes; the store's budget (fixed at start)
+  bool cache = false;
+  uint64_t cache_size = 0;               // bytes; the store's budget (fixed at start)
   struct Rule {
     std::string text;    // "REGEX => TEMPLATE"
     std::string origin;  // "FILE:LINE" or "command line", for messages from the module that compiles it
@@ -57,18 +65,18 @@ struct Config {
   std::vector<Rule> cache_keys;          // cache-key=REGEX => TEMPLATE, first match wins
   std::vector<Rule> ttl_rules;           // ttl=REGEX => DURATION, first match on the target wins
   std::vector<Rule> force_store;         // force-store=REGEX: stored despite no-store/private/Set-Cookie
-  Millis default_ttl{120'000};           // freshness of a response that names none
-  Millis grace{10'000};                  // how long a stale object may stand in when the upstream fails
+  Millis default_ttl{};                  // freshness of a response that names none
+  Millis grace{};                        // how long a stale object may stand in when the upstream fails
   std::optional<Millis> fragment_ttl;    // resident fragments, patches, rawdiffs; unset: for ever
-  Millis single_flight_timeout{30'000};  // a request waiting for another's fetch gives up (503) after this
+  Millis single_flight_timeout{};        // a request waiting for another's fetch gives up (503) after this
   // Edge Side Includes (esi/, proxy/esi_response.h).
   enum class EsiMode { kOff, kSurrogate, kAlways };
-  EsiMode esi = EsiMode::kSurrogate;     // which upstream responses are processed as ESI by default
+  EsiMode esi = EsiMode::kOff;           // which upstream responses are processed as ESI by default
   std::vector<Rule> esi_urls;            // esi-url=REGEX: targets whose responses are always processed
   std::vector<Rule> esi_allow_hosts;     // esi-allow-host=REGEX: other hosts an include may name
-  unsigned esi_max_depth = 5;            // nesting of included ESI fragments (the page is depth 0)
-  unsigned esi_max_includes = 256;       // includes per page, nested ones counted
-  unsigned esi_parallel = 32;            // include fetches in flight per page
+  unsigned esi_max_depth = 0;            // nesting of included ESI fragments (the page is depth 0)
+  unsigned esi_max_includes = 0;         // includes per page, nested ones counted
+  unsigned esi_parallel = 0;             // include fetches in flight per page
   std::vector<std::string> repos;        // --repo PATH / repo=PATH / repo.path in a cgitrc
   std::string cgitrc;                    // cgit configuration imported as is ("" when none)
 
@@ -85,16 +93,16 @@ struct Config {
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
-  std::string virtual_root = "/";        // URL prefix of every rendered page; always ends with '/'
-  unsigned max_open_repos = 64;          // repositories kept open at once (least recently used closed)
-  unsigned render_threads = 0;           // 0 means "number of cores", resolved by Load()
+  std::string virtual_root;              // URL prefix of every rendered page; always ends with '/'
+  unsigned max_open_repos = 0;           // repositories kept open at once (least recently used closed)
+  unsigned render_threads = 0;           // 0 until Load() resolves "number of cores"
   // Admission to the render pool (gitfrag/render_queue.h): frames ahead of parts, clients served
   // round-robin, a wait bounded by count and by time.
-  unsigned render_queue = 1024;          // frame and part renders waiting; full: the largest client's newest refused
-  Millis render_queue_timeout{30'000};   // a render still waiting after this is refused: 503 + Retry-After
+  unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused
+  Millis render_queue_timeout{};         // a render still waiting after this is refused: 503 + Retry-After
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
-  unsigned client_prefix_v4 = 32;        // a client is its IPv4 address masked to this many bits
-  unsigned client_prefix_v6 = 128;       // ... and its IPv6 address to this many
+  unsigned client_prefix_v4 = 0;         // a client is its IPv4 address masked to this many bits
+  unsigned client_prefix_v6 = 0;         // ... and its IPv6 address to this many
   // trusted-proxy=ADDR[/BITS]: requests from these peers name their client in X-Forwarded-For.
   struct Network {
     std::array<uint8_t, 16> address{};  // IPv6; an IPv4 network as ::ffff:a.b.c.d
@@ -108,26 +116,26 @@ struct Config {
   std::string root_title = "Git repository browser";
   std::string root_desc = "a fast webinterface for the git dscm";
 
-  std::string access_log = "stderr";     // a file path, "stderr" or "off"
+  std::string access_log;                // a file path, "stderr" or "off"
 
   // Client side.
-  Millis client_header_timeout{10'000};  // from first byte (or end of previous response) to end of head
-  Millis client_idle_timeout{60'000};    // keep-alive wait between requests
-  Millis client_body_timeout{60'000};    // between two reads of a request body
-  Millis send_timeout{60'000};           // between two writes to a slow client
-  uint64_t max_request_line = 8 << 10;   // bytes; larger -> 414
-  uint64_t max_header_count = 100;       // fields; more -> 431
-  uint64_t max_header_bytes = 32 << 10;  // whole head; larger -> 431
-  uint64_t max_body_size = 16ull << 20;  // bytes; larger -> 413; 0 = unlimited
+  Millis client_header_timeout{};        // from first byte (or end of previous response) to end of head
+  Millis client_idle_timeout{};          // keep-alive wait between requests
+  Millis client_body_timeout{};          // between two reads of a request body
+  Millis send_timeout{};                 // between two writes to a slow client
+  uint64_t max_request_line = 0;         // bytes; larger -> 414
+  uint64_t max_header_count = 0;         // fields; more -> 431
+  uint64_t max_header_bytes = 0;         // whole head; larger -> 431
+  uint64_t max_body_size = 0;            // bytes; larger -> 413; 0 = unlimited
 
   // Upstream side.
-  Millis upstream_connect_timeout{5'000};
-  Millis upstream_first_byte_timeout{60'000};
-  Millis upstream_between_bytes_timeout{60'000};
-  Millis upstream_idle_timeout{30'000};  // an idle kept-alive upstream connection is closed after this
-  unsigned upstream_max_idle = 256;      // idle connections kept per backend per worker thread
+  Millis upstream_connect_timeout{};
+  Millis upstream_first_byte_timeout{};
+  Millis upstream_between_bytes_timeout{};
+  Millis upstream_idle_timeout{};        // an idle kept-alive upstream connection is closed after this
+  unsigned upstream_max_idle = 0;        // idle connections kept per backend per worker thread
 
-  Millis shutdown_timeout{30'000};       // SIGTERM: in-flight requests get this long to finish
+  Millis shutdown_timeout{};             // SIGTERM: in-flight requests get this long to finish
 
   // TLS termination. Certificate and key files are read (and checked) by proxy/tls, not here.
   struct TlsCertificate {
@@ -145,13 +153,11 @@ struct Config {
   std::vector<TlsCertificate> tls_certs;    // tls-cert=HOSTNAME cert=FILE key=FILE [ocsp=FILE]
   std::string tls_ocsp;                     // staple for every listen-tls certificate naming no ocsp=
   // OpenSSL cipher strings: TLS 1.2 (tls-ciphers) and TLS 1.3 (tls-ciphersuites).
-  std::string tls_ciphers =
-      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
-      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
-  std::string tls_ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
-  Millis tls_handshake_timeout{10'000};     // accept to finished handshake
-  uint64_t tls_session_cache = 20'000;      // sessions kept per worker process for resumption; 0 = off
-  Millis tls_ticket_rotation{3'600'000};    // a new session-ticket key this often; 0 = no tickets
+  std::string tls_ciphers;
+  std::string tls_ciphersuites;
+  Millis tls_handshake_timeout{};           // accept to finished handshake
+  uint64_t tls_session_cache = 0;           // sessions kept per worker process for resumption; 0 = off
+  Millis tls_ticket_rotation{};             // a new session-ticket key this often; 0 = no tickets
   std::string hsts;                         // Strict-Transport-Security value on TLS responses ("" = none)
   std::string backend_ca;                   // CA file for an https:// backend ("" = the system store)
 };
@@ -220,7 +226,47 @@ bool ParseNetwork(std::string_view text, Config::Network* out);
 // Whether the numeric address `ip` ("192.0.2.1", "2001:db8::1", "::ffff:192.0.2.1") is in `net`.
 bool InNetwork(const Config::Network& net, std::string_view ip);
 
-// Every key Load() accepts, with its default as text, for --help and the tests.
-const std::vector<std::pair<std::string, std::string>>& KnownKeys();
+// The key table: one entry per key Load() accepts. The parser, the built-in defaults (Config()),
+// --help's key list (HelpText()) and the reload's restart warning (RestartKeysChanged()) are all
+// made from it; shellac.conf(5) and conf/shellac.conf describe every entry (a test checks).
+class Builder;  // conf/config.cc: applies one key=value to a Config being built
+struct Key {
+  enum class Apply { kOnReload, kOnRestart };  // a reload applies the new value, or keeps the old one
+  enum class Repeat { kOne, kList };           // the last value wins, or values accumulate
+  // How a value is parsed into a Config, and whether two snapshots hold the same value (`same`
+  // is set for every restart-only key; the reload's warning compares with it).
+  struct Handler {
+    std::function<void(Builder&, std::string_view)> set;
+    std::function<bool(const Config&, const Config&)> same;
+  };
+  // The built-in default: `value` is given to the parser before any file is read (nullptr: the
+  // key starts unset or empty); `note` describes it instead where it is no value ("number of cores").
+  struct Default {
+    Default(const char* v) : value(v) {}  // NOLINT(google-explicit-constructor): rows write "10s"
+    Default(const char* v, const char* n) : value(v), note(n) {}
+    const char* value = nullptr;
+    const char* note = nullptr;
+  };
+
+  std::string_view name;
+  Default initial;
+  Apply apply;
+  Repeat repeat;
+  Handler handler;
+  std::string_view doc;  // one line, for --help
+
+  // The default as --help and the packaged file show it.
+  std::string_view DefaultText() const { return initial.note ? initial.note : initial.value; }
+  bool NeedsRestart() const { return apply == Apply::kOnRestart; }
+  bool Repeatable() const { return repeat == Repeat::kList; }
+};
+const std::vector<Key>& Keys();
+// The table entry named `name`; nullptr when there is none.
+const Key* FindKey(std::string_view name);
+// --help's list: every key with its default and its documentation line.
+std::string HelpText();
+// The keys that only a restart applies whose values differ between two snapshots, in table order
+// (what a reload from `before` to `after` must warn about).
+std::vector<std::string> RestartKeysChanged(const Config& before, const Config& after);
 
 }  // namespace shellac::conf

@@ -47,8 +47,7 @@ void PrintHelp() {
       "  warm                  fill the store with the history's diffs (shellac warm --help)\n\n"
       "Configuration keys and their defaults (see shellac.conf(5)):\n",
       stdout);
-  for (const auto& [key, value] : shellac::conf::KnownKeys())
-    std::printf("  %-32s %s\n", key.c_str(), value.c_str());
+  std::fputs(shellac::conf::HelpText().c_str(), stdout);
 }
 
 }  // namespace

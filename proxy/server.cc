@@ -104,18 +104,6 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
-std::vector<std::string> AddressTexts(const std::vector<conf::SocketAddress>& list) {
-  std::vector<std::string> out;
-  for (const auto& a : list) out.push_back(a.text);
-  return out;
-}
-
-std::vector<std::string> AddressTexts(const std::vector<conf::Config::TlsListener>& list) {
-  std::vector<std::string> out;
-  for (const auto& l : list) out.push_back(l.address.text);
-  return out;
-}
-
 // Compiles the cache-key= rules; null with *error "ORIGIN: cache-key: what is wrong" on a bad rule.
 std::shared_ptr<const cache::KeyRules> CompileKeyRules(const conf::Config& config,
                                                        std::string* error) {
@@ -387,21 +375,14 @@ struct Server::State {
       std::fprintf(stderr, "shellac: reload refused: %s\n", error.c_str());
       return;
     }
-    const conf::Config& old = *shared.runtime()->config;
-    const auto admin_text = [](const conf::Config& c) {
-      return c.admin_listen ? c.admin_listen->text : "off";
-    };
-    if (AddressTexts(old.listen) != AddressTexts(config->listen) ||
-        admin_text(old) != admin_text(*config) || old.threads != config->threads ||
-        old.cache_size != config->cache_size ||
-        AddressTexts(old.listen_tls) != AddressTexts(config->listen_tls) ||
-        old.render_threads != config->render_threads || old.render_queue != config->render_queue ||
-        old.client_max_renders != config->client_max_renders) {
-      std::fprintf(
-          stderr,
-          "shellac: warning: listen, listen-tls addresses, admin-listen, threads, cache-size, "
-          "render-threads, render-queue and client-max-renders keep their old values until a "
-          "restart\n");
+    // Keys the table marks as applied by a restart only (listeners, threads, the store's size,
+    // the render pool) keep their old values; say which ones changed.
+    if (const auto keys = conf::RestartKeysChanged(*shared.runtime()->config, *config); !keys.empty()) {
+      std::string names;
+      for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
+      std::fprintf(stderr, "shellac: warning: %s changed; a restart applies %s, until then the old %s\n",
+                   names.c_str(), keys.size() == 1 ? "it" : "them",
+                   keys.size() == 1 ? "value stays" : "values stay");
     }
     shared.Publish(runtime);
     shared.global.reloads_ok++;

@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -131,20 +134,22 @@ TEST_F(ConfTest, DefaultsWithoutFile) {
   EXPECT_EQ(c->shutdown_timeout, 30s);
 }
 
-// KnownKeys() documents the defaults for --help; giving each documented default explicitly must
-// change nothing, so the documentation cannot drift from the struct.
-TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
+// The key table's defaults are what a snapshot holds when nothing is given, and giving each
+// default explicitly changes nothing, so the table, --help and the struct cannot drift apart.
+TEST_F(ConfTest, TableDefaultsMatchBuiltInDefaults) {
   auto base = LoadOk("");
   ASSERT_NE(base, nullptr);
+  const Config plain;  // Config() applies the table's defaults without Load()
   std::set<std::string> seen;
-  for (const auto& [key, value] : KnownKeys()) {
+  for (const Key& k : Keys()) {
+    const std::string key(k.name);
     seen.insert(key);
-    if (key == "threads" || key == "repo" || key == "cgitrc" || key == "include" ||
-        key == "cache-key" || key == "ttl" || key == "force-store" || key == "esi-url" ||
-        key == "esi-allow-host" || key == "scan-path" || key == "render-threads" || key == "trusted-proxy" || key.starts_with("repo.") || key == "section" || key == "listen-tls" ||
-        key == "tls-cert") {
-      continue;
+    if (k.initial.value == nullptr) continue;  // no value to give ("number of cores", "none")
+    if (k.handler.same) {
+      EXPECT_TRUE(k.handler.same(plain, *base)) << key << ": Config() and Load() disagree";
     }
+    const std::string value = k.initial.value;
+    EXPECT_EQ(k.DefaultText(), value);
     SCOPED_TRACE(key + "=" + value);
     auto c = LoadOk("", {{key, value}});
     ASSERT_NE(c, nullptr);
@@ -183,6 +188,17 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
     EXPECT_EQ(c->tls_ticket_rotation, base->tls_ticket_rotation);
     EXPECT_EQ(c->hsts, base->hsts);
     EXPECT_EQ(c->backend_ca, base->backend_ca);
+    EXPECT_EQ(c->fragment_ttl, base->fragment_ttl);
+    EXPECT_EQ(c->virtual_root, base->virtual_root);
+    EXPECT_EQ(c->max_open_repos, base->max_open_repos);
+    EXPECT_EQ(c->render_queue, base->render_queue);
+    EXPECT_EQ(c->render_queue_timeout, base->render_queue_timeout);
+    EXPECT_EQ(c->client_max_renders, base->client_max_renders);
+    EXPECT_EQ(c->client_prefix_v4, base->client_prefix_v4);
+    EXPECT_EQ(c->client_prefix_v6, base->client_prefix_v6);
+    if (k.handler.same) {
+      EXPECT_TRUE(k.handler.same(*c, *base));
+    }
   }
   for (const char* key : {"listen",
                           "admin-listen",
@@ -207,7 +223,7 @@ TEST_F(ConfTest, KnownKeysDefaultsMatchBuiltInDefaults) {
                           "upstream-max-idle",
                           "shutdown-timeout",
                           "include"}) {
-    EXPECT_TRUE(seen.count(key)) << key << " missing from KnownKeys()";
+    EXPECT_TRUE(seen.count(key)) << key << " missing from Keys()";
   }
 }
 
@@ -229,6 +245,11 @@ TEST_F(ConfTest, ExampleConfigurationListsEveryKeyAndParses) {
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(1, eq - 1);
     listed.insert(key);
+    // A key with a default shows it, but for the few lines that show an example instead.
+    static const std::set<std::string> kExamples = {"backend", "hsts", "access-log"};
+    if (const Key* k = FindKey(key); k != nullptr && k->initial.value != nullptr && !kExamples.count(key)) {
+      EXPECT_EQ(line.substr(eq + 1), k->initial.value) << key << ": the packaged file shows another default";
+    }
     static const std::set<std::string> kNeedFiles = {
         "include", "listen-tls", "tls-cert",  "backend-ca", "cgitrc",    "repo",
         "scan-path", "repo.path", "access-log", "section", "repo.url", "repo.name",
@@ -236,16 +257,155 @@ TEST_F(ConfTest, ExampleConfigurationListsEveryKeyAndParses) {
     if (!kNeedFiles.count(key)) uncommented += line.substr(1) + "\n";
   }
   EXPECT_EQ(active, 0) << "every key is commented out";
-  for (const auto& [key, value] : KnownKeys()) EXPECT_TRUE(listed.count(key)) << key << " is not in " << path;
-  for (const auto& key : listed) {
-    bool known = false;
-    for (const auto& [k, v] : KnownKeys()) known = known || k == key;
-    EXPECT_TRUE(known) << key << " in " << path << " is not a key";
-  }
+  for (const Key& k : Keys()) EXPECT_TRUE(listed.count(std::string(k.name))) << k.name << " is not in " << path;
+  for (const auto& key : listed) EXPECT_NE(FindKey(key), nullptr) << key << " in " << path << " is not a key";
   const std::string file = dir_ + "/all.conf";
   std::ofstream(file) << uncommented;
   std::string error;
   EXPECT_NE(Load(file, {}, &error), nullptr) << error << "\n" << uncommented;
+}
+
+// shellac.conf(5) describes every key of the table: each has a paragraph whose tag is KEY= in bold
+// (.B/.BI/.BR, with '-' written '\\-'), and every tag names a key. A paragraph says a change
+// needs a restart exactly when the table says so.
+TEST(KeyTable, ManualDescribesEveryKey) {
+  const char* path = std::getenv("SHELLAC_CONF_MAN");
+  ASSERT_NE(path, nullptr) << "SHELLAC_CONF_MAN is not set";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::set<std::string> tagged;                 // KEY of ".TP" (or ".TQ") then ".B[IR] KEY=..."
+  std::map<std::string, std::string> paragraph;  // KEY -> its text (keys tagged together share it)
+  std::vector<std::string> current;              // the keys whose paragraph is being read
+  std::string line, previous;
+  while (std::getline(in, line)) {
+    if ((previous == ".TP" || previous == ".TQ") && line.starts_with(".B")) {
+      std::string word = line.substr(line.find(' ') + 1);
+      if (!word.empty() && word.front() == '"') word.erase(0, 1);
+      for (size_t at; (at = word.find("\\-")) != std::string::npos;) word.replace(at, 2, "-");
+      if (const auto eq = word.find('='); eq != std::string::npos) {
+        if (previous == ".TP") current.clear();
+        current.push_back(word.substr(0, eq));
+        tagged.insert(current.back());
+      }
+    } else if (line == ".TP" || line.starts_with(".SS") || line.starts_with(".SH")) {
+      if (line != ".TP") current.clear();
+    } else {
+      for (const auto& key : current) paragraph[key] += line + "\n";
+    }
+    previous = line;
+  }
+  for (const auto& [key, text] : paragraph) {
+    const Key* k = FindKey(key);
+    if (k == nullptr) continue;
+    const bool says_restart = text.find("restart") != std::string::npos ||
+                              text.find("Cannot change on reload") != std::string::npos ||
+                              text.find("Fixed at start") != std::string::npos;
+    EXPECT_EQ(says_restart, k->NeedsRestart())
+        << key << ": the manual " << (says_restart ? "says" : "does not say")
+        << " that a change needs a restart; the key table disagrees\n" << text;
+  }
+  // repo.path, repo.name, repo.desc, repo.owner and section are described in repo.url's paragraph.
+  const std::set<std::string> in_repo_url = {"repo.path", "repo.name", "repo.desc", "repo.owner", "section"};
+  for (const Key& k : Keys()) {
+    const std::string key(k.name);
+    if (in_repo_url.count(key)) continue;
+    EXPECT_TRUE(tagged.count(key)) << key << " has no paragraph in " << path;
+  }
+  for (const auto& key : tagged) EXPECT_NE(FindKey(key), nullptr) << path << " describes '" << key << "', which is no key";
+  // The stanza keys inside repo.url's paragraph.
+  std::ifstream again(path);
+  const std::string text((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  for (const auto& key : in_repo_url) EXPECT_NE(text.find(".BI " + key + "= "), std::string::npos) << key;
+}
+
+// Every entry is complete: a unique name, a documentation line, a default to show; a restart-only
+// key can be compared between two snapshots (for the reload's warning).
+TEST(KeyTable, EntriesAreComplete) {
+  std::set<std::string_view> names;
+  for (const Key& k : Keys()) {
+    SCOPED_TRACE(std::string(k.name));
+    EXPECT_TRUE(names.insert(k.name).second) << "given twice";
+    EXPECT_FALSE(k.doc.empty());
+    EXPECT_EQ(k.doc.find('\n'), std::string_view::npos);
+    EXPECT_TRUE(k.initial.value != nullptr || k.initial.note != nullptr);
+    EXPECT_FALSE(k.DefaultText().empty());
+    EXPECT_TRUE(k.handler.set);
+    if (k.NeedsRestart()) {
+      EXPECT_TRUE(k.handler.same);
+    }
+    EXPECT_EQ(FindKey(k.name), &k);
+  }
+  EXPECT_EQ(FindKey("no-such-key"), nullptr);
+}
+
+// --help's list: every key, in table order, with its default and its documentation line, and
+// what the table says about repetition and restarts.
+TEST(KeyTable, HelpTextListsEveryKeyWithItsDefault) {
+  std::istringstream help(HelpText());
+  std::string first, second;
+  size_t n = 0;
+  for (const Key& k : Keys()) {
+    SCOPED_TRACE(std::string(k.name));
+    ASSERT_TRUE(std::getline(help, first) && std::getline(help, second));
+    ++n;
+    const std::string name(k.name);
+    ASSERT_TRUE(first.starts_with("  " + name + " ")) << first;
+    std::string shown = first.substr(2 + name.size());
+    shown.erase(0, shown.find_first_not_of(' '));
+    EXPECT_EQ(shown, k.DefaultText());
+    EXPECT_TRUE(second.starts_with("      " + std::string(k.doc))) << second;
+    EXPECT_EQ(second.find("repeatable") != std::string::npos, k.Repeatable()) << second;
+    EXPECT_EQ(second.find("restart") != std::string::npos, k.NeedsRestart()) << second;
+  }
+  EXPECT_FALSE(std::getline(help, first)) << "more lines than keys: " << first;
+  EXPECT_EQ(n, Keys().size());
+}
+
+// A reload compares the snapshots with the table: each restart-only key, changed alone, is named
+// alone; keys a reload applies are never named.
+TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
+  const std::string cert = Write("c.pem", "x"), key = Write("c.key", "x");
+  // A value other than the default for each restart-only key.
+  const std::map<std::string, std::string> other = {
+      {"listen", "127.0.0.1:9701"},
+      {"admin-listen", "off"},
+      {"threads", "7"},
+      {"cache-size", "300M"},
+      {"listen-tls", "127.0.0.1:9702 cert=" + cert + " key=" + key},
+      {"render-threads", "9"},
+      {"render-queue", "99"},
+      {"client-max-renders", "3"},
+  };
+  const Overrides pinned = {{"threads", "2"}, {"render-threads", "2"}};  // not "number of cores"
+  auto base = LoadOk("", pinned);
+  ASSERT_NE(base, nullptr);
+  std::set<std::string> restart_keys;
+  for (const Key& k : Keys()) {
+    if (k.NeedsRestart()) restart_keys.emplace(k.name);
+  }
+  std::set<std::string> covered;
+  for (const auto& [name, value] : other) covered.insert(name);
+  EXPECT_EQ(covered, restart_keys) << "give the test a value for each restart-only key";
+  for (const auto& [name, value] : other) {
+    SCOPED_TRACE(name + "=" + value);
+    Overrides o = pinned;
+    o.emplace_back(name, value);
+    auto changed = LoadOk("", o);
+    ASSERT_NE(changed, nullptr);
+    EXPECT_EQ(RestartKeysChanged(*base, *changed), std::vector<std::string>{name});
+    EXPECT_TRUE(RestartKeysChanged(*changed, *changed).empty());
+  }
+  // Keys a reload applies: no warning.
+  auto reloadable = LoadOk("", {{"threads", "2"}, {"render-threads", "2"}, {"grace", "1s"},
+                                {"backend", "127.0.0.1:9703"}, {"render-queue-timeout", "5s"}});
+  ASSERT_NE(reloadable, nullptr);
+  EXPECT_TRUE(RestartKeysChanged(*base, *reloadable).empty());
+  // New certificate files for a TLS address that stays apply on reload.
+  const std::string cert2 = Write("d.pem", "x");
+  auto tls1 = LoadOk("", {{"listen-tls", "127.0.0.1:9702 cert=" + cert + " key=" + key}});
+  auto tls2 = LoadOk("", {{"listen-tls", "127.0.0.1:9702 cert=" + cert2 + " key=" + key}});
+  ASSERT_TRUE(tls1 && tls2);
+  EXPECT_TRUE(RestartKeysChanged(*tls1, *tls2).empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,6 +654,26 @@ TEST_F(ConfTest, CommandLineListReplacesFileList) {
   auto d = LoadOk("", {{"listen", "127.0.0.1:0"}});
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(Texts(d->listen), std::vector<std::string>{"127.0.0.1:0"});
+}
+
+// Every list key follows the same rule (it is the table's, not each key's): rules too.
+TEST_F(ConfTest, CommandLineRulesReplaceFileRules) {
+  const std::string path = Write("a.conf",
+                                 "cache-key = ^/a => a\n"
+                                 "cache-key = ^/b => b\n"
+                                 "ttl = ^/x => 1s\n"
+                                 "esi-url = ^/e\n");
+  auto c = LoadOk(path, {{"cache-key", "^/c => c"}, {"ttl", "^/y => 2s"}, {"ttl", "^/z => 3s"}});
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->cache_keys.size(), 1u);
+  EXPECT_EQ(c->cache_keys[0].text, "^/c => c");
+  EXPECT_EQ(c->cache_keys[0].origin, "command line");
+  ASSERT_EQ(c->ttl_rules.size(), 2u);
+  EXPECT_EQ(c->ttl_rules[0].text, "^/y => 2s");
+  EXPECT_EQ(c->ttl_rules[1].text, "^/z => 3s");
+  // A list the command line does not name keeps the file's values.
+  ASSERT_EQ(c->esi_urls.size(), 1u);
+  EXPECT_EQ(c->esi_urls[0].origin, path + ":4");
 }
 
 TEST_F(ConfTest, CommandLineRepoReplacesFileRepos) {

@@ -23,6 +23,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "conf/config.h"
 #include "tests/harness.h"
 
 namespace shellac::test {
@@ -1011,6 +1012,9 @@ TEST(Reload, RestartOnlyChangesWarnAndTheRestApplies) {
   EXPECT_TRUE(warned) << "changing threads= on reload should print a warning that it needs a "
                          "restart\n"
                       << proxy.StderrText();
+  // Only the key that changed is named.
+  EXPECT_EQ(proxy.CountLines("shellac: warning: threads changed; a restart applies it"), 1u)
+      << proxy.StderrText();
   Response r = HttpGet(proxy.Port(), "/");
   EXPECT_EQ(r.body, "B") << "the backend change must still apply\n" << r.Describe();
 }
@@ -1252,6 +1256,16 @@ TEST(CommandLine, VersionAndFlagErrors) {
   CommandResult usage =
       RunShellac({"--check", "-c", good, "--no-such-flag"}, dir.path(), Millis(3000));
   EXPECT_EQ(usage.status, 2) << usage.err;
+}
+
+// --help lists the key table as conf/ makes it: every key, its default and its documentation line.
+TEST(CommandLine, HelpListsTheKeyTable) {
+  TempDir dir;
+  CommandResult help = RunShellac({"--help"}, dir.path(), Millis(3000));
+  EXPECT_EQ(help.status, 0) << help.err;
+  EXPECT_THAT(help.out, HasSubstr("Configuration keys and their defaults"));
+  EXPECT_THAT(help.out, HasSubstr(shellac::conf::HelpText()));
+  EXPECT_THAT(help.out, HasSubstr("  cache-size                       256M\n"));
 }
 
 // ==============================================================================================
