@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/entities.h"
+
 namespace shellac::esi {
 namespace {
 
@@ -951,7 +953,7 @@ class Parser::Machine {
           AddProblem(ProblemKind::kMissingTest, offset);
         } else {
           // The value is XML: the five predefined entities stand for their characters.
-          std::string test = DecodeEntities(when_test_);
+          std::string test = base::XmlDecoded(when_test_);
           size_t error_at = 0;
           if (!expression.Compile(test, &error_at)) AddProblem(ProblemKind::kBadTest, offset);
         }
@@ -991,29 +993,6 @@ class Parser::Machine {
       t_.instructions_[block.instruction].end = static_cast<uint32_t>(t_.instructions_.size());
     }
     coalesce_ = false;
-  }
-
-  static std::string DecodeEntities(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (size_t i = 0; i < s.size();) {
-      if (s[i] == '&') {
-        static constexpr std::pair<std::string_view, char> kEntities[] = {
-            {"&apos;", '\''}, {"&quot;", '"'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}};
-        bool hit = false;
-        for (const auto& [name, c] : kEntities) {
-          if (s.substr(i, name.size()) == name) {
-            out.push_back(c);
-            i += name.size();
-            hit = true;
-            break;
-          }
-        }
-        if (hit) continue;
-      }
-      out.push_back(s[i++]);
-    }
-    return out;
   }
 
   // ------------------------------------------------------------------------------------------

@@ -4,16 +4,17 @@
 #include <optional>
 #include <vector>
 
+#include "base/text.h"
 #include "cache/deflate.h"
 #include "cache/freshness.h"
 
 namespace shellac::proxy {
 namespace {
 
-using http::EqualsIgnoreCase;
+using base::EqualsIgnoreCase;
 using http::ForEachListElement;
-using http::ParseDecimal;
-using http::TrimOws;
+using base::ParseDecimal;
+using base::TrimOws;
 
 class EvbufferSink : public cache::ByteSink {
  public:

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <span>
 
+#include "base/text.h"
 #include "proxy/background.h"
 #include "proxy/deliver.h"
 #include "proxy/page_object.h"
@@ -17,7 +18,7 @@ namespace {
 constexpr size_t kWindow = 256 << 10;
 constexpr size_t kLowWater = 64 << 10;
 
-using http::EqualsIgnoreCase;
+using base::EqualsIgnoreCase;
 
 // Headers of the page object that do not describe the assembled response.
 bool IsTemplateOnly(std::string_view name) {

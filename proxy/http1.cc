@@ -5,14 +5,18 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace shellac::http {
 namespace {
+
+using base::AsciiLower;
+using base::EqualsIgnoreCase;
+using base::TrimOws;
 
 constexpr size_t kMaxChunkLine = 4096;
 constexpr unsigned kMaxTrailerLines = 64;
 constexpr size_t kMaxLeadingEmptyLines = 4;
-
-char LowerChar(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 bool IsTokenChar(unsigned char c) {
   // RFC 9110 5.6.2 tchar.
@@ -104,7 +108,8 @@ ParseResult ParseFields(LineScanner& scanner, uint64_t max_count, int too_many_s
   }
 }
 
-// Content-Length: every occurrence (and list element) must be the same decimal number.
+// Content-Length: every occurrence (and list element) must be the same decimal number, at most
+// kMaxContentLength.
 bool CombinedContentLength(const std::vector<Header>& headers, bool* present, uint64_t* length,
                            std::string* why) {
   *present = false;
@@ -115,7 +120,7 @@ bool CombinedContentLength(const std::vector<Header>& headers, bool* present, ui
     ForEachListElement(h.value, [&](std::string_view element) {
       uint64_t v = 0;
       any = true;
-      if (!ParseDecimal(element, &v)) {
+      if (!base::ParseDecimal(element, &v) || v > kMaxContentLength) {
         ok = false;
         *why = "invalid Content-Length";
       } else if (*present && v != *length) {
@@ -142,31 +147,6 @@ std::string_view PulledHead(evbuffer* in, size_t limit) {
 
 }  // namespace
 
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool ParseDecimal(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 18) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
-  }
-  return true;
-}
-
 const Header* RequestHead::Find(std::string_view name) const {
   for (const auto& h : headers) {
     if (EqualsIgnoreCase(h.name, name)) return &h;
@@ -179,9 +159,7 @@ std::vector<std::string> ConnectionTokens(const std::vector<Header>& headers) {
   for (const auto& h : headers) {
     if (!EqualsIgnoreCase(h.name, "connection")) continue;
     ForEachListElement(h.value, [&](std::string_view t) {
-      std::string lower(t);
-      for (char& c : lower) c = LowerChar(c);
-      tokens.push_back(std::move(lower));
+      tokens.push_back(base::ToLower(t));
     });
   }
   return tokens;
@@ -484,7 +462,7 @@ ChunkedDecoder::Step ChunkedDecoder::Decode(evbuffer* in, evbuffer* out, size_t 
           error_ = "chunk size too large";
           return Step::kError;
         }
-        char c = LowerChar(line[i]);
+        char c = AsciiLower(line[i]);
         size = size * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
       }
       if (i == 0) {
