@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/text.h"
 #include "proxy/client.h"
 #include "proxy/worker.h"
 
@@ -356,8 +357,7 @@ int TlsContext::OnServerName(SSL* ssl, int*, void* arg) {
   const auto* self = static_cast<const TlsContext*>(arg);
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (name == nullptr) return SSL_TLSEXT_ERR_OK;
-  std::string host(name);
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string host = base::ToLower(name);
   for (const auto& certificate : self->named_) {
     if (HostMatches(certificate->host, host)) {
       SSL_set_SSL_CTX(ssl, certificate->ctx.get());

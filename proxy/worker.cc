@@ -1,6 +1,5 @@
 #include "proxy/worker.h"
 
-#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +7,7 @@
 
 #include <re2/re2.h>
 
+#include "base/text.h"
 #include "proxy/client.h"
 #include "proxy/exchange.h"
 #include "proxy/tls.h"
@@ -83,9 +83,7 @@ bool RegexList::MatchesWhole(std::string_view text) const {
 }
 
 bool EsiRules::AllowsHost(std::string_view host) const {
-  std::string lower(host);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return hosts_.MatchesWhole(lower);
+  return hosts_.MatchesWhole(base::ToLower(host));
 }
 
 namespace {
