@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "base/owned.h"
 #include "base/text.h"
 
 namespace shellac::conf {
@@ -606,7 +607,7 @@ class System : public Environment {
   }
   std::vector<std::string> List(const std::string& folder) const override {
     std::vector<std::string> names;
-    std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(folder.c_str()), closedir);
+    const base::Owned<closedir> d(opendir(folder.c_str()));
     if (!d) return names;
     while (dirent* e = readdir(d.get())) {
       const std::string_view name = e->d_name;

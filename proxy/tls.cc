@@ -32,18 +32,9 @@
 namespace shellac::proxy {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct OcspFree {
-  void operator()(OCSP_RESPONSE* r) const { OCSP_RESPONSE_free(r); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using OcspPtr = std::unique_ptr<OCSP_RESPONSE, OcspFree>;
+using BioPtr = base::Owned<BIO_free>;
+using PkeyPtr = base::Owned<EVP_PKEY_free>;
+using OcspPtr = base::Owned<OCSP_RESPONSE_free>;
 
 // The reasons OpenSSL queued for the last failure, oldest first; the queue is left empty.
 std::string OpensslReason() {
