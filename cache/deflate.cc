@@ -81,12 +81,12 @@ void PutLittleEndian32(uint8_t* p, uint32_t v) {
 
 }  // namespace
 
-void DeflateStreamEnd::operator()(z_stream_s* stream) const {
+void EndDeflateStream(z_stream_s* stream) {
   deflateEnd(stream);
   delete stream;
 }
 
-void InflateStreamEnd::operator()(z_stream_s* stream) const {
+void EndInflateStream(z_stream_s* stream) {
   inflateEnd(stream);
   delete stream;
 }

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/owned.h"
 #include "cache/status.h"
 
 struct z_stream_s;  // zlib's stream state; zlib.h stays out of this header
@@ -55,14 +56,10 @@ uint32_t CombineCrc(uint32_t crc_a, uint32_t crc_b, uint64_t length_b);
 
 // Owning handles for zlib streams: deflateEnd/inflateEnd run exactly once. The z_stream lives on
 // the heap because zlib keeps a pointer back to it, so the owner may move.
-struct DeflateStreamEnd {
-  void operator()(z_stream_s* stream) const;
-};
-struct InflateStreamEnd {
-  void operator()(z_stream_s* stream) const;
-};
-using DeflateStream = std::unique_ptr<z_stream_s, DeflateStreamEnd>;
-using InflateStream = std::unique_ptr<z_stream_s, InflateStreamEnd>;
+void EndDeflateStream(z_stream_s* stream);  // deflateEnd, then delete
+void EndInflateStream(z_stream_s* stream);  // inflateEnd, then delete
+using DeflateStream = base::Owned<EndDeflateStream>;
+using InflateStream = base::Owned<EndInflateStream>;
 
 enum class FlushMode {
   kSync,  // Z_SYNC_FLUSH: keeps the window across segments; segments of a body depend on each other

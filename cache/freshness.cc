@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdint>
 
+#include "base/text.h"
+
 namespace shellac::cache {
 namespace {
 
@@ -12,27 +14,12 @@ using std::chrono::seconds;
 // RFC 9111 1.2.2: a delta-seconds too large to represent is taken as 2^31.
 constexpr int64_t kMaxDelta = 2147483648;
 
-char Lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using base::EqualsIgnoreCase;
+using base::TrimOws;
 
 // delta-seconds: 1*DIGIT. nullopt when not a number.
 std::optional<int64_t> ParseDelta(std::string_view text) {
-  text = Trim(text);
+  text = TrimOws(text);
   if (text.empty()) return std::nullopt;
   int64_t v = 0;
   for (char c : text) {
@@ -63,7 +50,7 @@ struct CacheControl {
         if (quoted && field[i] == '\\' && i + 1 < field.size()) ++i;
         ++i;
       }
-      Directive(Trim(field.substr(start, i - start)));
+      Directive(TrimOws(field.substr(start, i - start)));
       ++i;  // the comma
     }
   }
@@ -71,10 +58,10 @@ struct CacheControl {
   void Directive(std::string_view d) {
     if (d.empty()) return;
     size_t eq = d.find('=');
-    std::string_view name = Trim(d.substr(0, eq));
+    std::string_view name = TrimOws(d.substr(0, eq));
     std::string_view value;
     if (eq != std::string_view::npos) {
-      value = Trim(d.substr(eq + 1));
+      value = TrimOws(d.substr(eq + 1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
         value = value.substr(1, value.size() - 2);
     }
@@ -108,7 +95,7 @@ bool CacheableByDefault(int status) {
 bool VaryIsServable(std::string_view field) {
   while (!field.empty()) {
     size_t comma = field.find(',');
-    std::string_view token = Trim(field.substr(0, comma));
+    std::string_view token = TrimOws(field.substr(0, comma));
     if (!token.empty() && !EqualsIgnoreCase(token, "Accept-Encoding")) return false;
     field = comma == std::string_view::npos ? std::string_view() : field.substr(comma + 1);
   }
@@ -181,7 +168,7 @@ std::optional<std::chrono::sys_seconds> MakeTime(int year, unsigned month, int d
 }  // namespace
 
 std::optional<std::chrono::sys_seconds> ParseHttpDate(std::string_view text) {
-  text = Trim(text);
+  text = TrimOws(text);
   size_t space = text.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   std::string_view weekday = text.substr(0, space);  // checked for shape only: it is redundant

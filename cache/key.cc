@@ -6,6 +6,8 @@
 #include <array>
 #include <span>
 
+#include "base/text.h"
+
 namespace shellac::cache {
 namespace {
 
@@ -94,15 +96,8 @@ class Target {
   size_t size_ = 0;
 };
 
-void AppendLower(std::string* out, std::string_view text) {
-  for (char c : text) out->push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using base::AppendLower;
+using base::TrimOws;
 
 }  // namespace
 
@@ -183,7 +178,7 @@ Status KeyRules::Rule::ParseTemplate(std::string_view text) {
         std::string_view list = name.substr(5);
         while (!list.empty()) {
           size_t comma = list.find(',');
-          std::string_view item = Trim(list.substr(0, comma));
+          std::string_view item = TrimOws(list.substr(0, comma));
           if (item.empty()) return Status::Error("empty name in ${args:...}");
           part.names.emplace_back(item);
           list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
@@ -210,8 +205,8 @@ KeyRules::~KeyRules() = default;
 Status KeyRules::Add(std::string_view rule) {
   size_t arrow = rule.find("=>");
   if (arrow == std::string_view::npos) return Status::Error("expected REGEX => TEMPLATE");
-  std::string_view pattern = Trim(rule.substr(0, arrow));
-  std::string_view templ = Trim(rule.substr(arrow + 2));
+  std::string_view pattern = TrimOws(rule.substr(0, arrow));
+  std::string_view templ = TrimOws(rule.substr(arrow + 2));
   if (pattern.empty()) return Status::Error("empty regex before =>");
   if (templ.empty()) return Status::Error("empty template after =>");
 

@@ -8,6 +8,8 @@
 #include <limits>
 #include <new>
 
+#include "base/text.h"
+
 namespace shellac::cache {
 namespace {
 
@@ -64,17 +66,7 @@ constexpr WholeHeader kWholeHeaders[] = {
 };
 static_assert(std::size(kNames) < 128 && std::size(kWholeHeaders) < 128);
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    unsigned char x = static_cast<unsigned char>(a[i]);
-    unsigned char y = static_cast<unsigned char>(b[i]);
-    if (x >= 'A' && x <= 'Z') x = static_cast<unsigned char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<unsigned char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
+using base::EqualsIgnoreCase;
 
 int WholeHeaderIndex(const Header& h) {
   for (size_t i = 0; i < std::size(kWholeHeaders); ++i) {

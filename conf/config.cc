@@ -19,33 +19,20 @@
 #include <set>
 #include <thread>
 
+#include "base/owned.h"
+#include "base/text.h"
+
 namespace shellac::conf {
 namespace {
 
 constexpr int kMaxIncludeDepth = 16;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool ParseUnsigned(std::string_view text, uint64_t* out) {
-  if (text.empty() || text.size() > 19) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
+// A config line may end in CRLF: '\r' is whitespace here too.
+std::string_view Trim(std::string_view s) { return base::Trim(s, " \t\r"); }
+// base's helpers under the names this file uses. ParseUnsigned takes any value up to 2^64-1;
+// every caller checks its own range (a port, a shift, a duration's cap) after it.
+constexpr auto& Lower = base::ToLower;
+constexpr auto& ParseUnsigned = base::ParseDecimal;
 
 std::string DirName(const std::string& path) {
   auto slash = path.rfind('/');
@@ -556,7 +543,7 @@ class System : public Environment {
   }
   std::vector<std::string> List(const std::string& folder) const override {
     std::vector<std::string> names;
-    std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(folder.c_str()), closedir);
+    const base::Owned<closedir> d(opendir(folder.c_str()));
     if (!d) return names;
     while (dirent* e = readdir(d.get())) {
       const std::string_view name = e->d_name;

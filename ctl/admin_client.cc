@@ -11,6 +11,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace shellac::ctl {
 namespace {
 
@@ -115,8 +117,7 @@ AdminResponse AdminClient::Request(std::string_view method, std::string_view tar
         if (head_end != std::string::npos) {
           const std::string head = buffer_.substr(0, head_end);
           r.status = head.size() > 12 ? std::atoi(head.c_str() + 9) : 0;
-          std::string lower(head);
-          for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          const std::string lower = base::ToLower(head);
           const auto cl = lower.find("\r\ncontent-length:");
           if (cl != std::string::npos) {
             size_t p = cl + 17;

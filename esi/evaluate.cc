@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "base/entities.h"
+#include "base/text.h"
+
 namespace shellac::esi {
 namespace {
 
@@ -9,37 +12,6 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
 }
 
-char LowerAscii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool SameHost(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (LowerAscii(a[i]) != LowerAscii(b[i])) return false;
-  return true;
-}
-
-// Appends `s` with the five XML entities Varnish decodes in an include's src.
-void AppendDecoded(std::string_view s, std::string* out) {
-  static constexpr std::pair<std::string_view, char> kEntities[] = {
-      {"&apos;", '\''}, {"&quot;", '"'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}};
-  for (size_t i = 0; i < s.size();) {
-    if (s[i] == '&') {
-      bool hit = false;
-      for (const auto& [name, c] : kEntities) {
-        if (s.substr(i, name.size()) == name) {
-          out->push_back(c);
-          i += name.size();
-          hit = true;
-          break;
-        }
-      }
-      if (hit) continue;
-    }
-    out->push_back(s[i++]);
-  }
-}
 
 bool ValidTarget(std::string_view target) {
   for (char c : target) {
@@ -146,7 +118,7 @@ class Evaluator {
         return false;
       }
       location->https = true;
-    } else if (!SameHost(location->host, base_.host) &&
+    } else if (!base::EqualsIgnoreCase(location->host, base_.host) &&
                (!options_.policy.allow_host ||
                 !options_.policy.allow_host(location->host, false))) {
       plan_.issues.push_back({EvalIssueKind::kHostRefused, offset});
@@ -310,7 +282,7 @@ Resolution ResolveSrc(std::string_view src, const Location& base, Location* out)
     out->target.push_back('/');
     path = src;
   }
-  AppendDecoded(path, &out->target);
+  base::AppendXmlDecoded(path, &out->target);  // the five entities Varnish decodes in a src
   return result;
 }
 

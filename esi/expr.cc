@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace shellac::esi {
 namespace {
 
@@ -38,22 +40,9 @@ bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-char LowerAscii(char c) {
-  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (LowerAscii(a[i]) != LowerAscii(b[i])) return false;
-  return true;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+using base::AsciiLower;
+using base::EqualsIgnoreCase;
+using base::TrimOws;
 
 Variable LookupVariable(std::string_view name) {
   if (name == "HTTP_ACCEPT_LANGUAGE") return Variable::kHttpAcceptLanguage;
@@ -80,11 +69,11 @@ std::string_view CookieValue(std::string_view header, std::string_view name) {
   std::string_view found;
   bool hit = false;
   ForEachItem(header, ';', [&](std::string_view item) {
-    item = Trim(item);
+    item = TrimOws(item);
     size_t eq = item.find('=');
     if (eq == std::string_view::npos) return false;
-    if (Trim(item.substr(0, eq)) != name) return false;
-    found = Trim(item.substr(eq + 1));
+    if (TrimOws(item.substr(0, eq)) != name) return false;
+    found = TrimOws(item.substr(eq + 1));
     hit = true;
     return true;
   });
@@ -106,15 +95,15 @@ bool AcceptsLanguage(std::string_view header, std::string_view lang) {
   bool accepted = false;
   ForEachItem(header, ',', [&](std::string_view item) {
     size_t semi = item.find(';');
-    std::string_view tag = Trim(item.substr(0, semi));
+    std::string_view tag = TrimOws(item.substr(0, semi));
     if (semi != std::string_view::npos) {
       // A q of 0 means "not acceptable".
       std::string_view params = item.substr(semi + 1);
       bool refused = false;
       ForEachItem(params, ';', [&](std::string_view p) {
-        p = Trim(p);
-        if (p.size() < 2 || LowerAscii(p[0]) != 'q' || p[1] != '=') return false;
-        std::string_view q = Trim(p.substr(2));
+        p = TrimOws(p);
+        if (p.size() < 2 || AsciiLower(p[0]) != 'q' || p[1] != '=') return false;
+        std::string_view q = TrimOws(p.substr(2));
         refused = !q.empty() && q.find_first_not_of("0.") == std::string_view::npos;
         return true;
       });

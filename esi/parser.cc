@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/entities.h"
+
 namespace shellac::esi {
 namespace {
 
@@ -360,313 +362,350 @@ class Parser::Machine {
   // ------------------------------------------------------------------------------------------
   // The state machine
 
+  // The bytes Run is given: [begin, end), the first at body offset `base`.
+  struct Span {
+    const char* begin;
+    const char* end;
+    uint64_t base;
+    uint64_t At(const char* q) const { return base + static_cast<uint64_t>(q - begin); }
+  };
+
+  // One state's step per call: each takes the bytes from `p` it can, may change state_, and returns
+  // where the next step begins (p itself when a state is left without consuming a byte).
   void Run(const char* begin, const char* end, uint64_t base) {
+    const Span span{begin, end, base};
     const char* p = begin;
-    auto at = [&](const char* q) { return base + static_cast<uint64_t>(q - begin); };
     while (p < end) {
       switch (state_) {
-        case State::kStart:
-          Mark(at(p), Mode::kSkip);
-          state_ = options_.require_xml ? State::kProlog : State::kText;
-          break;
-
-        case State::kProlog:
-          while (p < end && IsLws(static_cast<unsigned char>(*p))) ++p;
-          Mark(at(p), Mode::kVerbatim);
-          if (p < end) {
-            if (*p == '<') {
-              tag_start_ = at(p);
-              ++p;
-              StartTag(at(p));
-            } else {
-              AddProblem(ProblemKind::kNotXml, at(p));
-              state_ = State::kNotXml;
-            }
-          }
-          break;
-
-        case State::kNotXml:
-          p = end;
-          break;
-
-        case State::kText: {
-          emptytag_ = false;
-          while (p < end && *p != '<') {
-            if (!cmt_armed_) {
-              const void* lt = std::memchr(p, '<', static_cast<size_t>(end - p));
-              p = lt != nullptr ? static_cast<const char*>(lt) : end;
-              break;
-            }
-            if (*p != kCommentEnd[cmt_index_]) {
-              // A mismatch restarts the search after this byte (so "--->" does not close).
-              ++p;
-              cmt_index_ = 0;
-              continue;
-            }
-            if (!remove_ && cmt_index_ == 0) Mark(at(p), Mode::kVerbatim);
-            ++p;
-            if (++cmt_index_ == 3) {
-              esi_found_ = true;
-              cmt_armed_ = false;
-              cmt_index_ = 0;
-              Mark(at(p), Mode::kSkip);  // the "-->" itself is not output
-            }
-          }
-          if (p < end) {
-            if (!remove_) Mark(at(p), Mode::kVerbatim);
-            tag_start_ = at(p);
-            ++p;
-            StartTag(at(p));
-          }
-          break;
-        }
-
-        case State::kTagName: {
-          bool consumed = false;
-          Matcher::Result r = matcher_.Offer(*p, &consumed);
-          if (consumed) ++p;
-          if (r == Matcher::kMore) break;
-          if (r == Matcher::kNoMatch) {
-            state_ = State::kOtherTag;
-            break;
-          }
-          switch (matcher_.id()) {
-            case kTagEsiComment:
-              state_ = State::kEsiCommentStart;
-              break;
-            case kTagEmptyComment:
-              state_ = State::kText;
-              break;
-            case kTagComment:
-              state_ = State::kCommentStart;
-              break;
-            case kTagEsiEnd:
-              endtag_ = true;
-              state_ = State::kEsiTagStart;
-              break;
-            case kTagEsi:
-              state_ = State::kEsiTagStart;
-              break;
-            case kTagCdata:
-              state_ = State::kCdataStart;
-              break;
-          }
-          ReplayExcess();
-          break;
-        }
-
-        case State::kOtherTag: {
-          const void* gt = std::memchr(p, '>', static_cast<size_t>(end - p));
-          if (gt == nullptr) {
-            p = end;
-          } else {
-            p = static_cast<const char*>(gt) + 1;
-            state_ = State::kText;
-          }
-          break;
-        }
-
-        case State::kEsiCommentStart:
-          if (remove_) AddProblem(ProblemKind::kNestedInRemove, at(p));
-          cmt_armed_ = true;
-          cmt_index_ = 0;
-          state_ = State::kText;
-          Mark(at(p), Mode::kSkip);  // "<!--esi" is not output
-          break;
-
-        case State::kCommentStart:
-          // A plain comment disarms a pending <!--esi: its "-->" is then plain text.
-          cmt_armed_ = false;
-          cmt_index_ = 0;
-          until_ = kCommentEnd;
-          until_index_ = 0;
-          state_ = State::kUntil;
-          break;
-
-        case State::kCdataStart:
-          until_ = kCdataEnd;
-          until_index_ = 0;
-          state_ = State::kUntil;
-          break;
-
-        case State::kUntil:
-          while (p < end) {
-            if (until_index_ == 0) {
-              const void* hit = std::memchr(p, until_[0], static_cast<size_t>(end - p));
-              if (hit == nullptr) {
-                p = end;
-                break;
-              }
-              p = static_cast<const char*>(hit);
-            }
-            if (*p++ != until_[until_index_++]) {
-              until_index_ = 0;  // restart after this byte, as Varnish does
-            } else if (until_[until_index_] == '\0') {
-              state_ = State::kText;
-              break;
-            }
-          }
-          break;
-
-        case State::kEsiTagStart:
-          in_esi_tag_ = true;
-          esi_found_ = true;
-          Mark(at(p), Mode::kSkip);
-          matcher_.Start(
-              kElementTable,
-              options_.dialect == Dialect::kVarnish ? kVarnishElements : std::size(kElementTable),
-              at(p));
-          state_ = State::kElementName;
-          break;
-
-        case State::kElementName: {
-          bool consumed = false;
-          Matcher::Result r = matcher_.Offer(*p, &consumed);
-          if (consumed) ++p;
-          if (r == Matcher::kMore) break;
-          element_ = r == Matcher::kNoMatch ? kBogus : static_cast<Element>(matcher_.id());
-          state_ = State::kElementStart;
-          if (r == Matcher::kMatched) ReplayExcess();
-          break;
-        }
-
-        case State::kElementStart:
-          ElementStart(at(p));
-          break;
-
-        case State::kInTag: {
-          bool& canattr = esi10_tag_ ? esi10_canattr_ : varnish_canattr_;
-          while (p < end && IsLws(static_cast<unsigned char>(*p)) && !emptytag_) {
-            ++p;
-            canattr = true;
-          }
-          if (p < end && *p == '/' && !emptytag_) {
-            ++p;
-            emptytag_ = true;
-            canattr = false;
-          }
-          if (p < end && *p == '>') {
-            ++p;
-            Mark(at(p), Mode::kSkip);
-            EndOfTag(at(p));
-            in_esi_tag_ = false;
-            state_ = State::kText;
-          } else if (p < end && emptytag_) {
-            AddProblem(ProblemKind::kGreaterNotAfterSlash, at(p));
-            state_ = State::kTagError;
-          } else if (p < end && canattr && IsNameStart(static_cast<unsigned char>(*p))) {
-            state_ = State::kAttr;
-          } else if (p < end) {
-            AddProblem(ProblemKind::kBadAttributeStart, at(p));
-            state_ = State::kTagError;
-          }
-          break;
-        }
-
-        case State::kTagError: {
-          const void* gt = std::memchr(p, '>', static_cast<size_t>(end - p));
-          if (gt == nullptr) {
-            p = end;
-            break;
-          }
-          p = static_cast<const char*>(gt) + 1;
-          Mark(at(p), Mode::kSkip);
-          in_esi_tag_ = false;
-          collecting_ = false;
-          state_ = State::kText;
-          break;
-        }
-
-        case State::kAttr:
-          if (attr_table_size_ > 0) {
-            matcher_.Start(attr_table_, attr_table_size_, at(p));
-            state_ = State::kAttrName;
-          } else {
-            ++p;  // the name's first byte (a name start byte, hence also a name byte)
-            collecting_ = false;
-            state_ = State::kSkipAttr;
-          }
-          break;
-
-        case State::kAttrName: {
-          bool consumed = false;
-          Matcher::Result r = matcher_.Offer(*p, &consumed);
-          if (consumed) ++p;
-          if (r == Matcher::kMore) break;
-          if (r == Matcher::kNoMatch) {
-            collecting_ = false;
-            state_ = State::kSkipAttr;
-            break;
-          }
-          attr_id_ = matcher_.id();
-          state_ = State::kAttrGetValue;
-          ReplayExcess();
-          break;
-        }
-
-        case State::kAttrGetValue:
-          collecting_ = true;
-          attr_.clear();
-          attr_overflow_ = false;
-          state_ = State::kAttrDelim;
-          break;
-
-        case State::kSkipAttr:
-          while (p < end && IsNameChar(static_cast<unsigned char>(*p))) ++p;
-          if (p < end) {
-            if (*p == '=') {
-              ++p;
-              state_ = State::kAttrDelim;
-            } else if (*p == '>' || *p == '/' || IsSp(static_cast<unsigned char>(*p))) {
-              state_ = State::kInTag;
-            } else {
-              AddProblem(ProblemKind::kBadAttributeChar, at(p));
-              state_ = State::kTagError;
-            }
-          }
-          break;
-
-        case State::kAttrDelim:
-          if (*p == '"' || *p == '\'') {
-            delim_ = *p++;
-            state_ = State::kAttrValue;
-          } else if (!IsSp(static_cast<unsigned char>(*p))) {
-            delim_ = ' ';
-            state_ = State::kAttrValue;
-          } else {
-            AddProblem(ProblemKind::kBadAttributeDelimiter, at(p));
-            collecting_ = false;
-            state_ = State::kTagError;
-          }
-          break;
-
-        case State::kAttrValue: {
-          // Varnish ends every value at '>'; shellac's own elements allow it inside quotes
-          // (test="$(a) > 1").
-          bool gt_ends = !(esi10_tag_ && delim_ != ' ');
-          const char* start = p;
-          while (p < end && !(*p == '>' && gt_ends) && *p != delim_ &&
-                 (delim_ != ' ' || !IsSp(static_cast<unsigned char>(*p))))
-            ++p;
-          if (collecting_) Collect(start, p);
-          if (p < end && *p == '>' && gt_ends) {
-            AddProblem(ProblemKind::kUnterminatedAttribute, at(p));
-            delim_ = 0;
-            collecting_ = false;
-            state_ = State::kTagError;
-          } else if (p < end) {
-            delim_ = 0;
-            ++p;
-            state_ = State::kInTag;
-            if (collecting_) {
-              collecting_ = false;
-              EndOfAttribute(at(p));
-            }
-          }
-          break;
-        }
+        case State::kStart: p = OnStart(p, span); break;
+        case State::kProlog: p = OnProlog(p, span); break;
+        case State::kNotXml: p = end; break;  // not markup: nothing is processed
+        case State::kText: p = OnText(p, span); break;
+        case State::kTagName: p = OnTagName(p); break;
+        case State::kOtherTag: p = OnOtherTag(p, span); break;
+        case State::kEsiCommentStart: p = OnEsiCommentStart(p, span); break;
+        case State::kCommentStart: p = OnCommentStart(p); break;
+        case State::kCdataStart: p = OnCdataStart(p); break;
+        case State::kUntil: p = OnUntil(p, span); break;
+        case State::kEsiTagStart: p = OnEsiTagStart(p, span); break;
+        case State::kElementName: p = OnElementName(p); break;
+        case State::kElementStart: ElementStart(span.At(p)); break;
+        case State::kInTag: p = OnInTag(p, span); break;
+        case State::kTagError: p = OnTagError(p, span); break;
+        case State::kAttr: p = OnAttr(p, span); break;
+        case State::kAttrName: p = OnAttrName(p); break;
+        case State::kAttrGetValue: p = OnAttrGetValue(p); break;
+        case State::kSkipAttr: p = OnSkipAttr(p, span); break;
+        case State::kAttrDelim: p = OnAttrDelim(p, span); break;
+        case State::kAttrValue: p = OnAttrValue(p, span); break;
       }
     }
+  }
+
+  const char* OnStart(const char* p, const Span& span) {
+    Mark(span.At(p), Mode::kSkip);
+    state_ = options_.require_xml ? State::kProlog : State::kText;
+    return p;
+  }
+
+  const char* OnProlog(const char* p, const Span& span) {
+    const char* end = span.end;
+    while (p < end && IsLws(static_cast<unsigned char>(*p))) ++p;
+    Mark(span.At(p), Mode::kVerbatim);
+    if (p < end) {
+      if (*p == '<') {
+        tag_start_ = span.At(p);
+        ++p;
+        StartTag(span.At(p));
+      } else {
+        AddProblem(ProblemKind::kNotXml, span.At(p));
+        state_ = State::kNotXml;
+      }
+    }
+    return p;
+  }
+
+  // Between tags: up to the next '<', watching for the "-->" of <!--esi when armed.
+  const char* OnText(const char* p, const Span& span) {
+    const char* end = span.end;
+    emptytag_ = false;
+    while (p < end && *p != '<') {
+      if (!cmt_armed_) {
+        const void* lt = std::memchr(p, '<', static_cast<size_t>(end - p));
+        p = lt != nullptr ? static_cast<const char*>(lt) : end;
+        break;
+      }
+      if (*p != kCommentEnd[cmt_index_]) {
+        // A mismatch restarts the search after this byte (so "--->" does not close).
+        ++p;
+        cmt_index_ = 0;
+        continue;
+      }
+      if (!remove_ && cmt_index_ == 0) Mark(span.At(p), Mode::kVerbatim);
+      ++p;
+      if (++cmt_index_ == 3) {
+        esi_found_ = true;
+        cmt_armed_ = false;
+        cmt_index_ = 0;
+        Mark(span.At(p), Mode::kSkip);  // the "-->" itself is not output
+      }
+    }
+    if (p < end) {
+      if (!remove_) Mark(span.At(p), Mode::kVerbatim);
+      tag_start_ = span.At(p);
+      ++p;
+      StartTag(span.At(p));
+    }
+    return p;
+  }
+
+  const char* OnTagName(const char* p) {
+    bool consumed = false;
+    Matcher::Result r = matcher_.Offer(*p, &consumed);
+    if (consumed) ++p;
+    if (r == Matcher::kMore) return p;
+    if (r == Matcher::kNoMatch) {
+      state_ = State::kOtherTag;
+      return p;
+    }
+    switch (matcher_.id()) {
+      case kTagEsiComment:
+        state_ = State::kEsiCommentStart;
+        break;
+      case kTagEmptyComment:
+        state_ = State::kText;
+        break;
+      case kTagComment:
+        state_ = State::kCommentStart;
+        break;
+      case kTagEsiEnd:
+        endtag_ = true;
+        state_ = State::kEsiTagStart;
+        break;
+      case kTagEsi:
+        state_ = State::kEsiTagStart;
+        break;
+      case kTagCdata:
+        state_ = State::kCdataStart;
+        break;
+    }
+    ReplayExcess();
+    return p;
+  }
+
+  // A tag that is not ours: up to '>'.
+  const char* OnOtherTag(const char* p, const Span& span) {
+    const void* gt = std::memchr(p, '>', static_cast<size_t>(span.end - p));
+    if (gt == nullptr) return span.end;
+    state_ = State::kText;
+    return static_cast<const char*>(gt) + 1;
+  }
+
+  const char* OnEsiCommentStart(const char* p, const Span& span) {
+    if (remove_) AddProblem(ProblemKind::kNestedInRemove, span.At(p));
+    cmt_armed_ = true;
+    cmt_index_ = 0;
+    state_ = State::kText;
+    Mark(span.At(p), Mode::kSkip);  // "<!--esi" is not output
+    return p;
+  }
+
+  const char* OnCommentStart(const char* p) {
+    // A plain comment disarms a pending <!--esi: its "-->" is then plain text.
+    cmt_armed_ = false;
+    cmt_index_ = 0;
+    until_ = kCommentEnd;
+    until_index_ = 0;
+    state_ = State::kUntil;
+    return p;
+  }
+
+  const char* OnCdataStart(const char* p) {
+    until_ = kCdataEnd;
+    until_index_ = 0;
+    state_ = State::kUntil;
+    return p;
+  }
+
+  // Inside a comment or CDATA: up to its terminator.
+  const char* OnUntil(const char* p, const Span& span) {
+    const char* end = span.end;
+    while (p < end) {
+      if (until_index_ == 0) {
+        const void* hit = std::memchr(p, until_[0], static_cast<size_t>(end - p));
+        if (hit == nullptr) return end;
+        p = static_cast<const char*>(hit);
+      }
+      if (*p++ != until_[until_index_++]) {
+        until_index_ = 0;  // restart after this byte, as Varnish does
+      } else if (until_[until_index_] == '\0') {
+        state_ = State::kText;
+        break;
+      }
+    }
+    return p;
+  }
+
+  const char* OnEsiTagStart(const char* p, const Span& span) {
+    in_esi_tag_ = true;
+    esi_found_ = true;
+    Mark(span.At(p), Mode::kSkip);
+    matcher_.Start(kElementTable,
+                   options_.dialect == Dialect::kVarnish ? kVarnishElements : std::size(kElementTable),
+                   span.At(p));
+    state_ = State::kElementName;
+    return p;
+  }
+
+  const char* OnElementName(const char* p) {
+    bool consumed = false;
+    Matcher::Result r = matcher_.Offer(*p, &consumed);
+    if (consumed) ++p;
+    if (r == Matcher::kMore) return p;
+    element_ = r == Matcher::kNoMatch ? kBogus : static_cast<Element>(matcher_.id());
+    state_ = State::kElementStart;
+    if (r == Matcher::kMatched) ReplayExcess();
+    return p;
+  }
+
+  // Between attributes: whitespace, "/>" or ">", or the start of the next attribute. Inlined into
+  // Run like the other steps (GCC leaves this one out of line otherwise, at a cost per tag).
+  [[gnu::always_inline]] const char* OnInTag(const char* p, const Span& span) {
+    const char* end = span.end;
+    bool& canattr = esi10_tag_ ? esi10_canattr_ : varnish_canattr_;
+    while (p < end && IsLws(static_cast<unsigned char>(*p)) && !emptytag_) {
+      ++p;
+      canattr = true;
+    }
+    if (p < end && *p == '/' && !emptytag_) {
+      ++p;
+      emptytag_ = true;
+      canattr = false;
+    }
+    if (p < end && *p == '>') {
+      ++p;
+      Mark(span.At(p), Mode::kSkip);
+      EndOfTag(span.At(p));
+      in_esi_tag_ = false;
+      state_ = State::kText;
+    } else if (p < end && emptytag_) {
+      AddProblem(ProblemKind::kGreaterNotAfterSlash, span.At(p));
+      state_ = State::kTagError;
+    } else if (p < end && canattr && IsNameStart(static_cast<unsigned char>(*p))) {
+      state_ = State::kAttr;
+    } else if (p < end) {
+      AddProblem(ProblemKind::kBadAttributeStart, span.At(p));
+      state_ = State::kTagError;
+    }
+    return p;
+  }
+
+  // A bad ESI tag: dropped up to '>'.
+  const char* OnTagError(const char* p, const Span& span) {
+    const void* gt = std::memchr(p, '>', static_cast<size_t>(span.end - p));
+    if (gt == nullptr) return span.end;
+    p = static_cast<const char*>(gt) + 1;
+    Mark(span.At(p), Mode::kSkip);
+    in_esi_tag_ = false;
+    collecting_ = false;
+    state_ = State::kText;
+    return p;
+  }
+
+  const char* OnAttr(const char* p, const Span& span) {
+    if (attr_table_size_ > 0) {
+      matcher_.Start(attr_table_, attr_table_size_, span.At(p));
+      state_ = State::kAttrName;
+    } else {
+      ++p;  // the name's first byte (a name start byte, hence also a name byte)
+      collecting_ = false;
+      state_ = State::kSkipAttr;
+    }
+    return p;
+  }
+
+  const char* OnAttrName(const char* p) {
+    bool consumed = false;
+    Matcher::Result r = matcher_.Offer(*p, &consumed);
+    if (consumed) ++p;
+    if (r == Matcher::kMore) return p;
+    if (r == Matcher::kNoMatch) {
+      collecting_ = false;
+      state_ = State::kSkipAttr;
+      return p;
+    }
+    attr_id_ = matcher_.id();
+    state_ = State::kAttrGetValue;
+    ReplayExcess();
+    return p;
+  }
+
+  const char* OnAttrGetValue(const char* p) {
+    collecting_ = true;
+    attr_.clear();
+    attr_overflow_ = false;
+    state_ = State::kAttrDelim;
+    return p;
+  }
+
+  // An attribute name not wanted: skipped, and its value too.
+  const char* OnSkipAttr(const char* p, const Span& span) {
+    const char* end = span.end;
+    while (p < end && IsNameChar(static_cast<unsigned char>(*p))) ++p;
+    if (p < end) {
+      if (*p == '=') {
+        ++p;
+        state_ = State::kAttrDelim;
+      } else if (*p == '>' || *p == '/' || IsSp(static_cast<unsigned char>(*p))) {
+        state_ = State::kInTag;
+      } else {
+        AddProblem(ProblemKind::kBadAttributeChar, span.At(p));
+        state_ = State::kTagError;
+      }
+    }
+    return p;
+  }
+
+  // After '=': a quote, or the first byte of an unquoted value.
+  const char* OnAttrDelim(const char* p, const Span& span) {
+    if (*p == '"' || *p == '\'') {
+      delim_ = *p++;
+      state_ = State::kAttrValue;
+    } else if (!IsSp(static_cast<unsigned char>(*p))) {
+      delim_ = ' ';
+      state_ = State::kAttrValue;
+    } else {
+      AddProblem(ProblemKind::kBadAttributeDelimiter, span.At(p));
+      collecting_ = false;
+      state_ = State::kTagError;
+    }
+    return p;
+  }
+
+  const char* OnAttrValue(const char* p, const Span& span) {
+    const char* end = span.end;
+    // Varnish ends every value at '>'; shellac's own elements allow it inside quotes
+    // (test="$(a) > 1").
+    bool gt_ends = !(esi10_tag_ && delim_ != ' ');
+    const char* start = p;
+    while (p < end && !(*p == '>' && gt_ends) && *p != delim_ && (delim_ != ' ' || !IsSp(static_cast<unsigned char>(*p))))
+      ++p;
+    if (collecting_) Collect(start, p);
+    if (p < end && *p == '>' && gt_ends) {
+      AddProblem(ProblemKind::kUnterminatedAttribute, span.At(p));
+      delim_ = 0;
+      collecting_ = false;
+      state_ = State::kTagError;
+    } else if (p < end) {
+      delim_ = 0;
+      ++p;
+      state_ = State::kInTag;
+      if (collecting_) {
+        collecting_ = false;
+        EndOfAttribute(span.At(p));
+      }
+    }
+    return p;
   }
 
   void StartTag(uint64_t offset) {
@@ -951,7 +990,7 @@ class Parser::Machine {
           AddProblem(ProblemKind::kMissingTest, offset);
         } else {
           // The value is XML: the five predefined entities stand for their characters.
-          std::string test = DecodeEntities(when_test_);
+          std::string test = base::XmlDecoded(when_test_);
           size_t error_at = 0;
           if (!expression.Compile(test, &error_at)) AddProblem(ProblemKind::kBadTest, offset);
         }
@@ -991,29 +1030,6 @@ class Parser::Machine {
       t_.instructions_[block.instruction].end = static_cast<uint32_t>(t_.instructions_.size());
     }
     coalesce_ = false;
-  }
-
-  static std::string DecodeEntities(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (size_t i = 0; i < s.size();) {
-      if (s[i] == '&') {
-        static constexpr std::pair<std::string_view, char> kEntities[] = {
-            {"&apos;", '\''}, {"&quot;", '"'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}};
-        bool hit = false;
-        for (const auto& [name, c] : kEntities) {
-          if (s.substr(i, name.size()) == name) {
-            out.push_back(c);
-            i += name.size();
-            hit = true;
-            break;
-          }
-        }
-        if (hit) continue;
-      }
-      out.push_back(s[i++]);
-    }
-    return out;
   }
 
   // ------------------------------------------------------------------------------------------

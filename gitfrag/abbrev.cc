@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "base/owned.h"
+
 namespace shellac::gitfrag {
 namespace {
 
@@ -32,12 +34,11 @@ uint64_t IndexCount(const std::string& path) {
 void CountObjectsDir(const std::string& objects, std::set<std::string>* seen, uint64_t* count) {
   if (!seen->insert(objects).second) return;  // alternates may list a folder twice
   const std::string pack_dir = objects + "/pack";
-  if (DIR* d = opendir(pack_dir.c_str())) {
-    while (dirent* e = readdir(d)) {
+  if (const base::Owned<closedir> d(opendir(pack_dir.c_str())); d != nullptr) {
+    while (dirent* e = readdir(d.get())) {
       const std::string name = e->d_name;
       if (name.size() > 4 && name.ends_with(".idx")) *count += IndexCount(pack_dir + "/" + name);
     }
-    closedir(d);
   }
   std::ifstream alternates(objects + "/info/alternates");
   for (std::string line; std::getline(alternates, line);) {

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/owned.h"
+
 namespace shellac::gitfrag {
 namespace {
 
@@ -38,17 +40,16 @@ struct RawRef {
 
 void WalkLoose(const std::string& dir, const std::string& prefix,
                std::map<std::string, RawRef>* refs) {
-  DIR* d = opendir(dir.c_str());
+  const base::Owned<closedir> d(opendir(dir.c_str()));
   if (d == nullptr) return;
   std::vector<std::pair<std::string, bool>> entries;
-  while (dirent* e = readdir(d)) {
+  while (dirent* e = readdir(d.get())) {
     std::string name = e->d_name;
     if (name == "." || name == ".." || name.ends_with(".lock")) continue;
     struct stat st;
     if (stat((dir + "/" + name).c_str(), &st) != 0) continue;
     entries.emplace_back(name, S_ISDIR(st.st_mode));
   }
-  closedir(d);
   for (const auto& [name, is_dir] : entries) {
     const std::string full = prefix + name;
     if (is_dir) {
@@ -82,14 +83,13 @@ void AddFingerprint(const std::string& path, std::string* out) {
 
 void FingerprintDirs(const std::string& dir, std::string* out) {
   AddFingerprint(dir, out);
-  DIR* d = opendir(dir.c_str());
+  const base::Owned<closedir> d(opendir(dir.c_str()));
   if (d == nullptr) return;
   std::vector<std::string> subdirs;
-  while (dirent* e = readdir(d)) {
+  while (dirent* e = readdir(d.get())) {
     if (e->d_name[0] == '.') continue;
     if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) subdirs.push_back(dir + "/" + e->d_name);
   }
-  closedir(d);
   std::sort(subdirs.begin(), subdirs.end());
   for (const auto& s : subdirs) {
     struct stat st;

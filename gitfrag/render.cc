@@ -1,10 +1,11 @@
 #include "gitfrag/render.h"
 
 #include <iconv.h>
-#include <strings.h>
 
 #include <cstdio>
 #include <ctime>
+
+#include "base/text.h"
 
 namespace shellac::gitfrag {
 
@@ -161,7 +162,7 @@ std::string ToUtf8(std::string_view bytes, const char* encoding) {
   // As cgit: converted only when the commit names an encoding other than UTF-8; without one the
   // bytes are shown as they are, valid UTF-8 or not.
   std::string out;
-  if (encoding != nullptr && *encoding != '\0' && strcasecmp(encoding, "UTF-8") != 0 &&
+  if (encoding != nullptr && *encoding != '\0' && !base::EqualsIgnoreCase(encoding, "UTF-8") &&
       Iconv(bytes, encoding, &out))
     return out;
   return std::string(bytes);

@@ -288,147 +288,206 @@ void WriteHunks(Writer& out, git_patch* patch, HunkHeaders& headers) {
   }
 }
 
-}  // namespace
+// The diff sections after the diffstat, as cgit's dt= picks them.
+enum class DiffLayout { kUnified, kSideBySide, kStatOnly };
 
-void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options, std::string_view path) {
-  // From the including page (…/REPO/PAGE/PATH) back up to …/REPO/.
-  std::string up = "../";
-  for (char c : path) {
-    if (c == '/') up += "../";
+DiffLayout LayoutOf(const DiffOptions& options) {
+  switch (options.dt) {
+    case 1: return DiffLayout::kSideBySide;
+    case 2: return DiffLayout::kStatOnly;
+    default: return DiffLayout::kUnified;
   }
-  const std::string id = OidHex(*git_commit_id(commit));
-  const std::string id2 = other != nullptr ? OidHex(*git_commit_id(other)) : "";
-  std::string old_id = id2;
-  if (other == nullptr && git_commit_parentcount(commit) > 0)
-    old_id = OidHex(*git_commit_parent_id(commit, 0));
+}
 
-  std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit, other, options, DiffEngine::kCgitPages, &reason,
-                            path);
-  git_odb* raw_odb = nullptr;
-  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
-  const int abbrev = options.abbrev != 0 ? options.abbrev : 7;
-  out.Raw("<div class='diffstat-header'><a href='").Raw(up).Raw("diff/");
-  FragmentArgs(out, id, id2, options);
+// What the sections of one diff fragment share: the commits' ids, the links' way back up, and
+// each file's patch and line counts (a null patch: libgit2 could not make it; the file is left
+// out everywhere).
+struct DiffFragment {
+  Writer& out;
+  git_repository* repo;
+  const DiffOptions& options;
+  std::string up;      // from the including page (…/REPO/PAGE/PATH) back up to …/REPO/
+  std::string id;      // the commit
+  std::string id2;     // the other commit, or empty
+  std::string old_id;  // what the diff is against: id2, else the first parent
+  OdbPtr odb;
+  int abbrev = 7;
+  std::vector<PatchPtr> patches;
+  std::vector<FileStat> stats;
+  size_t max_changes = 0, total_added = 0, total_removed = 0;
+};
+
+void WriteDiffstatHeader(const DiffFragment& f, std::string_view path) {
+  Writer& out = f.out;
+  out.Raw("<div class='diffstat-header'><a href='").Raw(f.up).Raw("diff/");
+  FragmentArgs(out, f.id, f.id2, f.options);
   out.Raw("'>Diffstat</a>");
   if (!path.empty()) out.Raw(" (limited to '").Text(path).Raw("')");
   out.Raw("</div>");
-  if (!diff) {
-    out.Raw("<div class='error'>").Text(reason).Raw("</div>");
-    return;
-  }
-  const size_t n = git_diff_num_deltas(diff.get());
-  std::vector<PatchPtr> patches(n);
-  std::vector<FileStat> stats(n);
-  size_t max_changes = 0, total_added = 0, total_removed = 0;
+}
+
+// Makes each file's patch and counts its lines (or, for a binary file, the blobs' sizes).
+void CollectPatches(DiffFragment& f, git_diff* diff) {
+  const size_t n = git_diff_num_deltas(diff);
+  f.patches.resize(n);
+  f.stats.resize(n);
   for (size_t i = 0; i < n; ++i) {
     git_patch* raw = nullptr;
-    if (git_patch_from_diff(&raw, diff.get(), i) != 0 || raw == nullptr) continue;
-    patches[i].reset(raw);
+    if (git_patch_from_diff(&raw, diff, i) != 0 || raw == nullptr) continue;
+    f.patches[i].reset(raw);
     const git_diff_delta* d = git_patch_get_delta(raw);
-    FileStat& s = stats[i];
+    FileStat& s = f.stats[i];
     s.binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
     if (s.binary) {
-      s.old_size = BlobSize(repo, d->old_file);
-      s.new_size = BlobSize(repo, d->new_file);
+      s.old_size = BlobSize(f.repo, d->old_file);
+      s.new_size = BlobSize(f.repo, d->new_file);
     } else {
       size_t context = 0;
       git_patch_line_stats(&context, &s.added, &s.removed, raw);
     }
-    max_changes = std::max(max_changes, s.added + s.removed);
-    total_added += s.added;
-    total_removed += s.removed;
+    f.max_changes = std::max(f.max_changes, s.added + s.removed);
+    f.total_added += s.added;
+    f.total_removed += s.removed;
   }
+}
 
-  out.Raw("<table summary='diffstat' class='diffstat'>");
-  for (size_t i = 0; i < n; ++i) {
-    if (!patches[i]) continue;
-    const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-    const FileStat& s = stats[i];
-    const bool deleted = d->status == GIT_DELTA_DELETED;
-    const char* file = deleted ? d->old_file.path : d->new_file.path;
-    out.Raw("<tr><td class='mode'>").Raw(ModeString(deleted ? d->old_file.mode : d->new_file.mode));
-    if (!deleted && d->status != GIT_DELTA_ADDED && d->old_file.mode != d->new_file.mode) {
-      out.Raw("<span class='modechange'>[").Raw(ModeString(d->old_file.mode)).Raw("]</span>");
-    }
-    out.Raw("</td><td class='")
-        .Raw(StatusClass(d->status))
-        .Raw("'><a href='")
-        .Raw(up)
-        .Raw("diff/")
-        .UrlPart(file, true);
-    FragmentArgs(out, id, id2, options);
-    out.Raw("'>").Text(file).Raw("</a>");
-    if (d->status == GIT_DELTA_RENAMED) out.Raw(" (renamed from ").Text(d->old_file.path).Raw(")");
-    out.Raw("</td>");
-    if (s.binary) {
-      out.Raw("<td class='right'>bin</td><td class='graph'>").Number(s.old_size).Raw(" -&gt; ");
-      out.Number(s.new_size).Raw(" bytes</td></tr>\n");
-      continue;
-    }
-    out.Raw("<td class='right'>").Number(s.added + s.removed).Raw("</td><td class='graph'>");
-    char buf[256];
-    if (max_changes == 0) {
-      // Only files without changed lines (empty, mode change, -w): cgit divides by zero and
-      // prints what glibc prints for 0.0 / 0 (a width browsers ignore).
-      out.Raw(
-          "<table summary='file diffstat' width='0%'><tr><td class='add' style='width: -nan%;'/>"
-          "<td class='rem' style='width: -nan%;'/><td class='none' style='width: -nan%;'/></tr>"
-          "</table></td></tr>\n");
-      continue;
-    }
-    const double total = static_cast<double>(max_changes);
-    const double add = 100.0 * static_cast<double>(s.added) / total;
-    const double rem = 100.0 * static_cast<double>(s.removed) / total;
-    std::snprintf(
-        buf, sizeof buf,
-        "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
-        "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
-        "%.1f%%;'/></tr></table>",
-        std::min<size_t>(max_changes, 100), add, rem, 100.0 - add - rem);
-    out.Raw(buf).Raw("</td></tr>\n");
-  }
-  out.Raw("</table><div class='diffstat-summary'>").Number(n).Raw(" files changed, ");
-  out.Number(total_added).Raw(" insertions, ").Number(total_removed).Raw(" deletions</div>");
-  if (options.dt == 2) return;  // "stat only"
-
-  if (options.dt == 1) {
-    out.Raw("<table summary='ssdiff' class='ssdiff'>");
-    for (size_t i = 0; i < n; ++i) {
-      if (!patches[i]) continue;
-      const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-      out.Raw(
-          "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
-          "colspan='4'>");
-      WriteDiffHead(out, *d, id, old_id, up, odb.get(), abbrev);
-      out.Raw("</td></tr>");
-      if (stats[i].binary) {
-        out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
-      } else {
-        SideBySide ss{out, *d, old_id, id, up};
-        HunkHeaders headers(repo, *d);
-        ss.Write(patches[i].get(), headers);
-      }
-      out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
-    }
-    out.Raw("</table>");
+// The graph cell of one file's diffstat row: bars scaled to the file with the most changes.
+void WriteDiffstatGraph(const DiffFragment& f, const FileStat& s) {
+  Writer& out = f.out;
+  if (f.max_changes == 0) {
+    // Only files without changed lines (empty, mode change, -w): cgit divides by zero and
+    // prints what glibc prints for 0.0 / 0 (a width browsers ignore).
+    out.Raw(
+        "<table summary='file diffstat' width='0%'><tr><td class='add' style='width: -nan%;'/>"
+        "<td class='rem' style='width: -nan%;'/><td class='none' style='width: -nan%;'/></tr>"
+        "</table></td></tr>\n");
     return;
   }
+  char buf[256];
+  const double total = static_cast<double>(f.max_changes);
+  const double add = 100.0 * static_cast<double>(s.added) / total;
+  const double rem = 100.0 * static_cast<double>(s.removed) / total;
+  std::snprintf(
+      buf, sizeof buf,
+      "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
+      "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
+      "%.1f%%;'/></tr></table>",
+      std::min<size_t>(f.max_changes, 100), add, rem, 100.0 - add - rem);
+  out.Raw(buf).Raw("</td></tr>\n");
+}
 
+void WriteDiffstatRow(const DiffFragment& f, const git_diff_delta& d, const FileStat& s) {
+  Writer& out = f.out;
+  const bool deleted = d.status == GIT_DELTA_DELETED;
+  const char* file = deleted ? d.old_file.path : d.new_file.path;
+  out.Raw("<tr><td class='mode'>").Raw(ModeString(deleted ? d.old_file.mode : d.new_file.mode));
+  if (!deleted && d.status != GIT_DELTA_ADDED && d.old_file.mode != d.new_file.mode) {
+    out.Raw("<span class='modechange'>[").Raw(ModeString(d.old_file.mode)).Raw("]</span>");
+  }
+  out.Raw("</td><td class='")
+      .Raw(StatusClass(d.status))
+      .Raw("'><a href='")
+      .Raw(f.up)
+      .Raw("diff/")
+      .UrlPart(file, true);
+  FragmentArgs(out, f.id, f.id2, f.options);
+  out.Raw("'>").Text(file).Raw("</a>");
+  if (d.status == GIT_DELTA_RENAMED) out.Raw(" (renamed from ").Text(d.old_file.path).Raw(")");
+  out.Raw("</td>");
+  if (s.binary) {
+    out.Raw("<td class='right'>bin</td><td class='graph'>").Number(s.old_size).Raw(" -&gt; ");
+    out.Number(s.new_size).Raw(" bytes</td></tr>\n");
+    return;
+  }
+  out.Raw("<td class='right'>").Number(s.added + s.removed).Raw("</td><td class='graph'>");
+  WriteDiffstatGraph(f, s);
+}
+
+// The diffstat table and its summary line.
+void WriteDiffstat(const DiffFragment& f) {
+  Writer& out = f.out;
+  out.Raw("<table summary='diffstat' class='diffstat'>");
+  for (size_t i = 0; i < f.patches.size(); ++i) {
+    if (!f.patches[i]) continue;
+    WriteDiffstatRow(f, *git_patch_get_delta(f.patches[i].get()), f.stats[i]);
+  }
+  out.Raw("</table><div class='diffstat-summary'>").Number(f.patches.size()).Raw(" files changed, ");
+  out.Number(f.total_added).Raw(" insertions, ").Number(f.total_removed).Raw(" deletions</div>");
+}
+
+void WriteSideBySideDiff(const DiffFragment& f) {
+  Writer& out = f.out;
+  out.Raw("<table summary='ssdiff' class='ssdiff'>");
+  for (size_t i = 0; i < f.patches.size(); ++i) {
+    if (!f.patches[i]) continue;
+    const git_diff_delta* d = git_patch_get_delta(f.patches[i].get());
+    out.Raw(
+        "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
+        "colspan='4'>");
+    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
+    out.Raw("</td></tr>");
+    if (f.stats[i].binary) {
+      out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
+    } else {
+      SideBySide ss{out, *d, f.old_id, f.id, f.up};
+      HunkHeaders headers(f.repo, *d);
+      ss.Write(f.patches[i].get(), headers);
+    }
+    out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
+  }
+  out.Raw("</table>");
+}
+
+void WriteUnifiedDiff(const DiffFragment& f) {
+  Writer& out = f.out;
   out.Raw("<table summary='diff' class='diff'><tr><td>");
-  for (size_t i = 0; i < n; ++i) {
-    if (!patches[i]) continue;
-    const git_diff_delta* d = git_patch_get_delta(patches[i].get());
-    WriteDiffHead(out, *d, id, old_id, up, odb.get(), abbrev);
-    if (stats[i].binary) {
+  for (size_t i = 0; i < f.patches.size(); ++i) {
+    if (!f.patches[i]) continue;
+    const git_diff_delta* d = git_patch_get_delta(f.patches[i].get());
+    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
+    if (f.stats[i].binary) {
       out.Raw("Binary files differ");
       continue;
     }
-    HunkHeaders headers(repo, *d);
-    WriteHunks(out, patches[i].get(), headers);
+    HunkHeaders headers(f.repo, *d);
+    WriteHunks(out, f.patches[i].get(), headers);
   }
   out.Raw("</td></tr></table>");
+}
+
+}  // namespace
+
+void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
+                       const DiffOptions& options, std::string_view path) {
+  DiffFragment f{out, repo, options};
+  f.up = "../";
+  for (char c : path) {
+    if (c == '/') f.up += "../";
+  }
+  f.id = OidHex(*git_commit_id(commit));
+  f.id2 = other != nullptr ? OidHex(*git_commit_id(other)) : "";
+  f.old_id = f.id2;
+  if (other == nullptr && git_commit_parentcount(commit) > 0)
+    f.old_id = OidHex(*git_commit_parent_id(commit, 0));
+
+  std::string reason;
+  DiffPtr diff = CommitDiff(repo, commit, other, options, DiffEngine::kCgitPages, &reason, path);
+  git_odb* raw_odb = nullptr;
+  f.odb.reset(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+  f.abbrev = options.abbrev != 0 ? options.abbrev : 7;
+
+  WriteDiffstatHeader(f, path);
+  if (!diff) {
+    out.Raw("<div class='error'>").Text(reason).Raw("</div>");
+    return;
+  }
+  CollectPatches(f, diff.get());
+  WriteDiffstat(f);
+  switch (LayoutOf(options)) {
+    case DiffLayout::kStatOnly: break;
+    case DiffLayout::kSideBySide: WriteSideBySideDiff(f); break;
+    case DiffLayout::kUnified: WriteUnifiedDiff(f); break;
+  }
 }
 
 Page RenderFragment(const PageContext& ctx) {

@@ -53,16 +53,8 @@ void AccessLogWriter::Append(const std::shared_ptr<AccessLogFile>& file, const A
     file_ = file;
   }
   if (!file_) return;
-  if (now != stamp_second_) {
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char buf[40];
-    strftime(buf, sizeof buf, "[%d/%b/%Y:%H:%M:%S +0000]", &tm);
-    stamp_ = buf;
-    stamp_second_ = now;
-  }
   std::string& b = buffer_;
-  b.append(e.client_ip).append(" - - ").append(stamp_).append(" \"");
+  b.append(e.client_ip).append(" - - ").append(stamp_.At(now)).append(" \"");
   AppendEscaped(&b, e.method);
   b.push_back(' ');
   AppendEscaped(&b, e.target);

@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock_text.h"
+
 namespace shellac::proxy {
 
 class AccessLogFile {
@@ -56,8 +58,7 @@ class AccessLogWriter {
  private:
   std::shared_ptr<AccessLogFile> file_;
   std::string buffer_;
-  time_t stamp_second_ = -1;
-  std::string stamp_;  // "[29/Nov/2026:20:30:55 +0000]" for stamp_second_
+  base::SecondText stamp_{"[%d/%b/%Y:%H:%M:%S +0000]"};  // "[29/Nov/2026:20:30:55 +0000]"
 };
 
 }  // namespace shellac::proxy

@@ -4,15 +4,16 @@
 #include <optional>
 #include <vector>
 
+#include "base/text.h"
 #include "cache/cache.h"
 
 namespace shellac::proxy {
 namespace {
 
-using http::EqualsIgnoreCase;
+using base::EqualsIgnoreCase;
 using http::ForEachListElement;
-using http::ParseDecimal;
-using http::TrimOws;
+using base::ParseDecimal;
+using base::TrimOws;
 
 class EvbufferSink : public cache::ByteSink {
  public:

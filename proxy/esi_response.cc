@@ -5,6 +5,7 @@
 #include <ctime>
 #include <span>
 
+#include "base/text.h"
 #include "cache/cache.h"
 #include "proxy/background.h"
 #include "proxy/deliver.h"
@@ -21,7 +22,7 @@ namespace {
 constexpr size_t kWindow = 256 << 10;
 constexpr size_t kLowWater = 64 << 10;
 
-using http::EqualsIgnoreCase;
+using base::EqualsIgnoreCase;
 
 // Headers of the page object that do not describe the assembled response.
 bool IsTemplateOnly(std::string_view name) {

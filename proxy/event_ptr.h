@@ -1,4 +1,5 @@
-// Owning handles for libevent objects: each C handle is wrapped the moment it is created.
+// Owning handles for libevent objects (base::Owned): each C handle is wrapped the moment it is
+// created.
 #pragma once
 
 #include <event2/buffer.h>
@@ -13,29 +14,16 @@
 #include <chrono>
 #include <memory>
 
+#include "base/owned.h"
+
 namespace shellac::proxy {
 
-struct BufferEventFree {
-  void operator()(bufferevent* b) const { bufferevent_free(b); }
-};
-struct EvbufferFree {
-  void operator()(evbuffer* b) const { evbuffer_free(b); }
-};
-struct EventFree {
-  void operator()(event* e) const { event_free(e); }
-};
-struct EventBaseFree {
-  void operator()(event_base* b) const { event_base_free(b); }
-};
-struct ListenerFree {
-  void operator()(evconnlistener* l) const { evconnlistener_free(l); }
-};
-
-using BufferEventPtr = std::unique_ptr<bufferevent, BufferEventFree>;
-using EvbufferPtr = std::unique_ptr<evbuffer, EvbufferFree>;
-using EventPtr = std::unique_ptr<event, EventFree>;
-using EventBasePtr = std::unique_ptr<event_base, EventBaseFree>;
-using ListenerPtr = std::unique_ptr<evconnlistener, ListenerFree>;
+using BufferEventPtr = base::Owned<bufferevent_free>;
+using EvbufferPtr = base::Owned<evbuffer_free>;
+using EventPtr = base::Owned<event_free>;
+using EventBasePtr = base::Owned<event_base_free>;
+using EventConfigPtr = base::Owned<event_config_free>;
+using ListenerPtr = base::Owned<evconnlistener_free>;
 
 // A TLS (OpenSSL) bufferevent: its socket carries records, so the shortcuts below must leave it to
 // libevent.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/text.h"
 #include "cache/cache.h"
 #include "esi/esi.h"
 #include "proxy/page_object.h"
@@ -31,7 +32,7 @@ constexpr size_t kMaxCollectBytes = 32 << 20;
 constexpr size_t kMaxProblemsLogged = 4;
 
 using http::BodyKind;
-using http::EqualsIgnoreCase;
+using base::EqualsIgnoreCase;
 
 void AppendHeader(std::string* out, std::string_view name, std::string_view value) {
   out->append(name).append(": ").append(value).append("\r\n");
@@ -261,7 +262,7 @@ void ProxyExchange::FinishCollect() {
     if (!EqualsIgnoreCase(h.name, "content-encoding") || EqualsIgnoreCase(h.value, "identity"))
       continue;
     std::string why;
-    if (!DecodeContent(http::TrimOws(h.value), kMaxCollectBytes, &body, &why)) {
+    if (!DecodeContent(base::TrimOws(h.value), kMaxCollectBytes, &body, &why)) {
       UpstreamFailed(UpstreamError::kInvalid, 502, why);
       return;
     }

@@ -4,15 +4,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+
+#include "base/text.h"
 
 namespace shellac::http {
 namespace {
 
+using base::AsciiLower;
+using base::EqualsIgnoreCase;
+using base::TrimOws;
+
 constexpr size_t kMaxChunkLine = 4096;
 constexpr unsigned kMaxTrailerLines = 64;
 constexpr size_t kMaxLeadingEmptyLines = 4;
-
-char LowerChar(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 bool IsTokenChar(unsigned char c) {
   // RFC 9110 5.6.2 tchar.
@@ -104,7 +109,8 @@ ParseResult ParseFields(LineScanner& scanner, uint64_t max_count, int too_many_s
   }
 }
 
-// Content-Length: every occurrence (and list element) must be the same decimal number.
+// Content-Length: every occurrence (and list element) must be the same decimal number, at most
+// kMaxContentLength.
 bool CombinedContentLength(const std::vector<Header>& headers, bool* present, uint64_t* length,
                            std::string* why) {
   *present = false;
@@ -115,7 +121,7 @@ bool CombinedContentLength(const std::vector<Header>& headers, bool* present, ui
     ForEachListElement(h.value, [&](std::string_view element) {
       uint64_t v = 0;
       any = true;
-      if (!ParseDecimal(element, &v)) {
+      if (!base::ParseDecimal(element, &v) || v > kMaxContentLength) {
         ok = false;
         *why = "invalid Content-Length";
       } else if (*present && v != *length) {
@@ -142,31 +148,6 @@ std::string_view PulledHead(evbuffer* in, size_t limit) {
 
 }  // namespace
 
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool ParseDecimal(std::string_view s, uint64_t* out) {
-  if (s.empty() || s.size() > 18) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (LowerChar(a[i]) != LowerChar(b[i])) return false;
-  }
-  return true;
-}
-
 const Header* RequestHead::Find(std::string_view name) const {
   for (const auto& h : headers) {
     if (EqualsIgnoreCase(h.name, name)) return &h;
@@ -179,9 +160,7 @@ std::vector<std::string> ConnectionTokens(const std::vector<Header>& headers) {
   for (const auto& h : headers) {
     if (!EqualsIgnoreCase(h.name, "connection")) continue;
     ForEachListElement(h.value, [&](std::string_view t) {
-      std::string lower(t);
-      for (char& c : lower) c = LowerChar(c);
-      tokens.push_back(std::move(lower));
+      tokens.push_back(base::ToLower(t));
     });
   }
   return tokens;
@@ -202,28 +181,34 @@ bool IsHopByHop(std::string_view name, const std::vector<std::string>& connectio
   return false;
 }
 
-ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* out) {
-  std::string_view buf = PulledHead(in, limits.max_header_bytes + 2 * kMaxLeadingEmptyLines + 1);
-  if (buf.empty()) return ParseResult{};
+namespace {
 
-  LineScanner scanner{buf, 0, /*strict=*/true};
-  // RFC 9112 2.2: a server ignores a few empty lines before the request line.
-  for (size_t i = 0; i < kMaxLeadingEmptyLines && buf.substr(scanner.pos).starts_with("\r\n"); ++i) {
-    scanner.pos += 2;
+// The steps of ParseRequestHead, in the order it takes them. Each returns nullopt to go on, or
+// the result to return (incomplete or an error).
+using Outcome = std::optional<ParseResult>;
+
+ParseResult HeadTooLarge(const Limits& limits) {
+  return ParseResult::Error(431, "request head larger than " + std::to_string(limits.max_header_bytes) + " bytes");
+}
+
+ParseResult RequestLineTooLong(const Limits& limits) {
+  return ParseResult::Error(414, "request line longer than " + std::to_string(limits.max_request_line) + " bytes");
+}
+
+// Skips the few empty lines a server ignores before the request line (RFC 9112 2.2), then reads
+// the request line into *line.
+Outcome ReadRequestLine(std::string_view buf, const Limits& limits, LineScanner* scanner, std::string_view* line) {
+  for (size_t i = 0; i < kMaxLeadingEmptyLines && buf.substr(scanner->pos).starts_with("\r\n"); ++i) {
+    scanner->pos += 2;
   }
-  const size_t line_start = scanner.pos;
-  std::string_view line;
-  switch (scanner.Next(&line)) {
+  const size_t line_start = scanner->pos;
+  switch (scanner->Next(line)) {
     case LineScanner::kIncomplete:
       // A CR at the end may be the start of the line's CRLF, not part of the line.
       if (buf.size() - line_start - (buf.ends_with('\r') ? 1 : 0) > limits.max_request_line) {
-        return ParseResult::Error(414, "request line longer than " +
-                                           std::to_string(limits.max_request_line) + " bytes");
+        return RequestLineTooLong(limits);
       }
-      if (buf.size() - line_start > limits.max_header_bytes) {
-        return ParseResult::Error(431, "request head larger than " +
-                                           std::to_string(limits.max_header_bytes) + " bytes");
-      }
+      if (buf.size() - line_start > limits.max_header_bytes) return HeadTooLarge(limits);
       return ParseResult{};
     case LineScanner::kBareLf:
       return ParseResult::Error(400, "bare LF after the request line");
@@ -232,12 +217,18 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
     case LineScanner::kLine:
       break;
   }
-  if (line.size() > limits.max_request_line) {
-    return ParseResult::Error(414, "request line longer than " +
-                                       std::to_string(limits.max_request_line) + " bytes");
-  }
+  if (line->size() > limits.max_request_line) return RequestLineTooLong(limits);
+  return std::nullopt;
+}
 
-  // request-line = method SP request-target SP HTTP-version, single spaces.
+struct RequestLine {
+  std::string_view method;
+  std::string_view target;
+  int minor_version = 1;
+};
+
+// request-line = method SP request-target SP HTTP-version, single spaces.
+Outcome SplitRequestLine(std::string_view line, RequestLine* out) {
   auto sp1 = line.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp1 == std::string_view::npos || sp2 == std::string_view::npos ||
@@ -260,36 +251,39 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
   if (version[5] != '1' || (version[7] != '0' && version[7] != '1')) {
     return ParseResult::Error(505, "only HTTP/1.0 and HTTP/1.1 are supported");
   }
+  out->method = method;
+  out->target = target;
+  out->minor_version = version[7] - '0';
+  return std::nullopt;
+}
 
-  RequestHead head;
-  head.method = std::string(method);
-  head.minor_version = version[7] - '0';
-  ParseResult fields = ParseFields(scanner, limits.max_header_count, 431, &head.headers);
+// The header fields after the request line, up to the empty line; *head_bytes: the head's length.
+Outcome ReadRequestFields(std::string_view buf, const Limits& limits, LineScanner* scanner, RequestHead* head,
+                       size_t* head_bytes) {
+  ParseResult fields = ParseFields(*scanner, limits.max_header_count, 431, &head->headers);
   if (fields.kind == ParseResult::kIncomplete) {
-    if (buf.size() > limits.max_header_bytes) {
-      return ParseResult::Error(431, "request head larger than " +
-                                         std::to_string(limits.max_header_bytes) + " bytes");
-    }
+    if (buf.size() > limits.max_header_bytes) return HeadTooLarge(limits);
     return fields;
   }
   if (fields.kind == ParseResult::kError) return fields;
-  const size_t head_bytes = scanner.pos;
-  if (head_bytes > limits.max_header_bytes) {
-    return ParseResult::Error(431, "request head larger than " +
-                                       std::to_string(limits.max_header_bytes) + " bytes");
-  }
+  *head_bytes = scanner->pos;
+  if (*head_bytes > limits.max_header_bytes) return HeadTooLarge(limits);
+  return std::nullopt;
+}
 
-  // Target forms (RFC 9112 3.2).
-  if (method == "CONNECT") return ParseResult::Error(405, "CONNECT is not supported");
-  std::string absolute_host;
+// Target forms (RFC 9112 3.2): origin-form, "*" for OPTIONS, absolute-form (whose authority goes
+// to *absolute_host).
+Outcome ResolveTarget(const RequestLine& line, RequestHead* head, std::string* absolute_host) {
+  const std::string_view target = line.target;
+  if (line.method == "CONNECT") return ParseResult::Error(405, "CONNECT is not supported");
   if (target.front() == '/') {
-    head.target = std::string(target);
-  } else if (target == "*" && method == "OPTIONS") {
-    head.target = "*";
+    head->target = std::string(target);
+  } else if (target == "*" && line.method == "OPTIONS") {
+    head->target = "*";
   } else {
     size_t scheme_end = 0;
-    if (target.size() > 7 && EqualsIgnoreCase(target.substr(0, 7), "http://")) scheme_end = 7;
-    else if (target.size() > 8 && EqualsIgnoreCase(target.substr(0, 8), "https://")) scheme_end = 8;
+    if (target.size() > 7 && base::StartsWithIgnoreCase(target, "http://")) scheme_end = 7;
+    else if (target.size() > 8 && base::StartsWithIgnoreCase(target, "https://")) scheme_end = 8;
     if (scheme_end == 0) return ParseResult::Error(400, "request target is neither a path nor an http URL");
     std::string_view rest = target.substr(scheme_end);
     auto slash = rest.find_first_of("/?");
@@ -297,65 +291,103 @@ ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* ou
     if (authority.empty() || authority.find('@') != std::string_view::npos) {
       return ParseResult::Error(400, "invalid authority in the request target");
     }
-    absolute_host = std::string(authority);
-    if (slash == std::string_view::npos) head.target = "/";
-    else if (rest[slash] == '?') head.target = "/" + std::string(rest.substr(slash));
-    else head.target = std::string(rest.substr(slash));
+    *absolute_host = std::string(authority);
+    if (slash == std::string_view::npos) head->target = "/";
+    else if (rest[slash] == '?') head->target = "/" + std::string(rest.substr(slash));
+    else head->target = std::string(rest.substr(slash));
   }
+  return std::nullopt;
+}
 
-  // Host: exactly one in HTTP/1.1 (RFC 9112 3.2); an absolute-form target overrides it.
+struct TransferEncodingSeen {
+  bool present = false;
+  int count = 0;
+  bool chunked = false;  // the last one says exactly "chunked"
+};
+
+// Host: exactly one in HTTP/1.1 (RFC 9112 3.2); an absolute-form target overrides it. Also notes
+// Transfer-Encoding and takes Expect: 100-continue.
+Outcome CheckHostAndExpect(const std::string& absolute_host, RequestHead* head, TransferEncodingSeen* te) {
   int host_count = 0;
-  bool te_present = false;
-  int te_count = 0;
-  bool te_chunked = false;
-  for (const auto& h : head.headers) {
+  for (const auto& h : head->headers) {
     if (EqualsIgnoreCase(h.name, "host")) {
       ++host_count;
-      head.host = h.value;
+      head->host = h.value;
     } else if (EqualsIgnoreCase(h.name, "transfer-encoding")) {
-      te_present = true;
-      ++te_count;
-      te_chunked = EqualsIgnoreCase(h.value, "chunked");
+      te->present = true;
+      ++te->count;
+      te->chunked = EqualsIgnoreCase(h.value, "chunked");
     } else if (EqualsIgnoreCase(h.name, "expect")) {
       if (!EqualsIgnoreCase(h.value, "100-continue")) {
         return ParseResult::Error(417, "unsupported Expect value");
       }
-      head.expect_continue = true;
+      head->expect_continue = true;
     }
   }
   if (host_count > 1) return ParseResult::Error(400, "more than one Host header");
-  if (host_count == 0 && head.minor_version == 1 && absolute_host.empty()) {
+  if (host_count == 0 && head->minor_version == 1 && absolute_host.empty()) {
     return ParseResult::Error(400, "HTTP/1.1 request without Host");
   }
-  for (unsigned char c : head.host) {
+  for (unsigned char c : head->host) {
     if (c <= 0x20 || c == '/' || c == '\\' || c == '@' || c == 0x7f) {
       return ParseResult::Error(400, "invalid Host header");
     }
   }
-  if (!absolute_host.empty()) head.host = absolute_host;
+  if (!absolute_host.empty()) head->host = absolute_host;
+  return std::nullopt;
+}
 
-  // Framing (RFC 9112 6): refuse every shape on which two parsers could disagree.
+// Framing (RFC 9112 6): refuse every shape on which two parsers could disagree.
+Outcome DecideRequestFraming(const TransferEncodingSeen& te, RequestHead* head) {
   bool cl_present = false;
   std::string why;
-  if (!CombinedContentLength(head.headers, &cl_present, &head.content_length, &why)) {
+  if (!CombinedContentLength(head->headers, &cl_present, &head->content_length, &why)) {
     return ParseResult::Error(400, why);
   }
-  if (te_present) {
-    if (head.minor_version == 0) return ParseResult::Error(400, "Transfer-Encoding in an HTTP/1.0 request");
+  if (te.present) {
+    if (head->minor_version == 0) return ParseResult::Error(400, "Transfer-Encoding in an HTTP/1.0 request");
     if (cl_present) return ParseResult::Error(400, "both Content-Length and Transfer-Encoding");
-    if (te_count > 1) return ParseResult::Error(400, "more than one Transfer-Encoding header");
-    if (!te_chunked) return ParseResult::Error(400, "Transfer-Encoding other than chunked");
-    head.body = BodyKind::kChunked;
-  } else if (cl_present && head.content_length > 0) {
-    head.body = BodyKind::kLength;
+    if (te.count > 1) return ParseResult::Error(400, "more than one Transfer-Encoding header");
+    if (!te.chunked) return ParseResult::Error(400, "Transfer-Encoding other than chunked");
+    head->body = BodyKind::kChunked;
+  } else if (cl_present && head->content_length > 0) {
+    head->body = BodyKind::kLength;
   }
   // RFC 9110 10.1.1: an HTTP/1.0 client would take "100 Continue" for the final response.
-  if (head.body == BodyKind::kNone || head.minor_version == 0) head.expect_continue = false;
+  if (head->body == BodyKind::kNone || head->minor_version == 0) head->expect_continue = false;
+  return std::nullopt;
+}
 
-  // Persistence (RFC 9112 9.3).
-  auto tokens = ConnectionTokens(head.headers);
+// Persistence (RFC 9112 9.3).
+void DecidePersistence(RequestHead* head) {
+  auto tokens = ConnectionTokens(head->headers);
   auto has = [&](std::string_view t) { return std::find(tokens.begin(), tokens.end(), t) != tokens.end(); };
-  head.keep_alive = !has("close") && (head.minor_version == 1 || has("keep-alive"));
+  head->keep_alive = !has("close") && (head->minor_version == 1 || has("keep-alive"));
+}
+
+}  // namespace
+
+ParseResult ParseRequestHead(evbuffer* in, const Limits& limits, RequestHead* out) {
+  std::string_view buf = PulledHead(in, limits.max_header_bytes + 2 * kMaxLeadingEmptyLines + 1);
+  if (buf.empty()) return ParseResult{};
+
+  LineScanner scanner{buf, 0, /*strict=*/true};
+  std::string_view line_text;
+  if (Outcome r = ReadRequestLine(buf, limits, &scanner, &line_text)) return std::move(*r);
+  RequestLine line;
+  if (Outcome r = SplitRequestLine(line_text, &line)) return std::move(*r);
+
+  RequestHead head;
+  head.method = std::string(line.method);
+  head.minor_version = line.minor_version;
+  size_t head_bytes = 0;
+  if (Outcome r = ReadRequestFields(buf, limits, &scanner, &head, &head_bytes)) return std::move(*r);
+  std::string absolute_host;
+  if (Outcome r = ResolveTarget(line, &head, &absolute_host)) return std::move(*r);
+  TransferEncodingSeen te;
+  if (Outcome r = CheckHostAndExpect(absolute_host, &head, &te)) return std::move(*r);
+  if (Outcome r = DecideRequestFraming(te, &head)) return std::move(*r);
+  DecidePersistence(&head);
 
   evbuffer_drain(in, head_bytes);
   *out = std::move(head);
@@ -484,7 +516,7 @@ ChunkedDecoder::Step ChunkedDecoder::Decode(evbuffer* in, evbuffer* out, size_t 
           error_ = "chunk size too large";
           return Step::kError;
         }
-        char c = LowerChar(line[i]);
+        char c = AsciiLower(line[i]);
         size = size * 16 + static_cast<uint64_t>(c <= '9' ? c - '0' : c - 'a' + 10);
       }
       if (i == 0) {

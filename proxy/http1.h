@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text.h"
+
 struct evbuffer;
 
 namespace shellac::http {
@@ -23,12 +25,9 @@ struct Header {
   std::string value;
 };
 
-// Case-insensitive ASCII comparison of header names and tokens.
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
-// `s` without leading and trailing spaces and tabs (optional whitespace, RFC 9110 5.6.3).
-std::string_view TrimOws(std::string_view s);
-// A decimal number of at most 18 digits and nothing else. False otherwise.
-bool ParseDecimal(std::string_view s, uint64_t* out);
+// The largest Content-Length accepted (18 digits): far beyond any body, and far enough from 2^64
+// that offsets and sums of lengths cannot overflow. A larger value is refused as invalid.
+inline constexpr uint64_t kMaxContentLength = 999'999'999'999'999'999;
 
 // Calls fn(element) for each comma-separated element of a list-valued field, trimmed, skipping empty
 // elements (RFC 9110 5.6.1).
@@ -36,7 +35,7 @@ template <typename Fn>
 void ForEachListElement(std::string_view value, Fn fn) {
   while (!value.empty()) {
     const auto comma = value.find(',');
-    const std::string_view element = TrimOws(value.substr(0, comma));
+    const std::string_view element = base::TrimOws(value.substr(0, comma));
     if (!element.empty()) fn(element);
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/text.h"
 #include "cache/cache.h"
 #include "proxy/http1.h"
 
@@ -179,9 +180,9 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
 
 bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std::string* why) {
   int window = 0;
-  if (http::EqualsIgnoreCase(coding, "gzip") || http::EqualsIgnoreCase(coding, "x-gzip")) {
+  if (base::EqualsIgnoreCase(coding, "gzip") || base::EqualsIgnoreCase(coding, "x-gzip")) {
     window = 16 + MAX_WBITS;
-  } else if (http::EqualsIgnoreCase(coding, "deflate")) {
+  } else if (base::EqualsIgnoreCase(coding, "deflate")) {
     window = MAX_WBITS;  // zlib-wrapped, as RFC 9110 defines it
   } else {
     *why = "cannot decode Content-Encoding '" + std::string(coding) + "'";

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <vector>
 
+#include "base/text.h"
 #include "esi/esi.h"
 #include "proxy/page_object.h"
 #include "proxy/worker.h"
@@ -125,12 +126,6 @@ gitfrag::Admission AdmissionFor(const conf::Config& config, const gitfrag::Route
 
 namespace {
 
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool Trusted(const conf::Config& config, std::string_view ip) {
   for (const auto& net : config.trusted_proxies)
     if (conf::InNetwork(net, ip)) return true;
@@ -167,7 +162,7 @@ std::string ClientKey(const conf::Config& config, std::string_view peer_ip,
   std::string forwarded;
   if (!config.trusted_proxies.empty() && Trusted(config, peer_ip)) {
     for (const auto& h : request.headers) {
-      if (!http::EqualsIgnoreCase(h.name, "x-forwarded-for")) continue;
+      if (!base::EqualsIgnoreCase(h.name, "x-forwarded-for")) continue;
       if (!forwarded.empty()) forwarded.push_back(',');
       forwarded.append(h.value);
     }
@@ -177,7 +172,7 @@ std::string ClientKey(const conf::Config& config, std::string_view peer_ip,
     while (!rest.empty()) {
       const auto comma = rest.rfind(',');
       const std::string_view hop =
-          TrimSpaces(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
+          base::TrimOws(comma == std::string_view::npos ? rest : rest.substr(comma + 1));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(0, comma);
       if (Masked(config, hop).empty()) break;  // not an address: trust nothing further out
       client = hop;

@@ -1,8 +1,8 @@
 #include "proxy/rules.h"
 
-#include <cctype>
-
 #include <re2/re2.h>
+
+#include "base/text.h"
 
 namespace shellac::proxy {
 
@@ -17,12 +17,8 @@ bool TtlRules::Compile(const std::vector<conf::Config::Rule>& rules, std::string
     const std::string_view text = rule.text;
     const auto arrow = text.find("=>");
     conf::Millis ttl{};
-    std::string_view pattern = text.substr(0, arrow);
-    while (!pattern.empty() && (pattern.back() == ' ' || pattern.back() == '\t'))
-      pattern.remove_suffix(1);
-    std::string_view duration = text.substr(arrow + 2);
-    while (!duration.empty() && (duration.front() == ' ' || duration.front() == '\t'))
-      duration.remove_prefix(1);
+    const std::string_view pattern = base::TrimOws(text.substr(0, arrow));
+    const std::string_view duration = base::TrimOws(text.substr(arrow + 2));
     conf::ParseDuration(duration, &ttl);
     auto compiled =
         std::make_shared<Rule>(pattern, std::chrono::duration_cast<std::chrono::seconds>(ttl));
@@ -75,9 +71,7 @@ bool RegexList::MatchesWhole(std::string_view text) const {
 }
 
 bool EsiRules::AllowsHost(std::string_view host) const {
-  std::string lower(host);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return hosts_.MatchesWhole(lower);
+  return hosts_.MatchesWhole(base::ToLower(host));
 }
 
 }  // namespace shellac::proxy

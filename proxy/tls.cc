@@ -25,24 +25,16 @@
 #include <mutex>
 #include <optional>
 
+#include "base/text.h"
 #include "proxy/client.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct OcspFree {
-  void operator()(OCSP_RESPONSE* r) const { OCSP_RESPONSE_free(r); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using OcspPtr = std::unique_ptr<OCSP_RESPONSE, OcspFree>;
+using BioPtr = base::Owned<BIO_free>;
+using PkeyPtr = base::Owned<EVP_PKEY_free>;
+using OcspPtr = base::Owned<OCSP_RESPONSE_free>;
 
 // The reasons OpenSSL queued for the last failure, oldest first; the queue is left empty.
 std::string OpensslReason() {
@@ -356,8 +348,7 @@ int TlsContext::OnServerName(SSL* ssl, int*, void* arg) {
   const auto* self = static_cast<const TlsContext*>(arg);
   const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   if (name == nullptr) return SSL_TLSEXT_ERR_OK;
-  std::string host(name);
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string host = base::ToLower(name);
   for (const auto& certificate : self->named_) {
     if (HostMatches(certificate->host, host)) {
       SSL_set_SSL_CTX(ssl, certificate->ctx.get());

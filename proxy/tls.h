@@ -21,19 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "base/owned.h"
 #include "conf/config.h"
 #include "proxy/event_ptr.h"
 
 namespace shellac::proxy {
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-};
-struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
-using SslPtr = std::unique_ptr<SSL, SslFree>;
+using SslCtxPtr = base::Owned<SSL_CTX_free>;
+using SslPtr = base::Owned<SSL_free>;
 
 class TlsContext {
  public:

@@ -51,10 +51,8 @@ BufferEventPtr ConnectTls(event_base* base, int fd, const conf::SocketAddress& a
 BufferEventPtr UpstreamPool::TakeIdle(const conf::SocketAddress& address) {
   auto it = idle_.find(KeyOf(address));
   if (it == idle_.end() || it->second.empty()) return nullptr;
-  Idle* idle = it->second.back();
+  BufferEventPtr bev = std::move(it->second.back()->bev);
   it->second.pop_back();
-  BufferEventPtr bev(idle->bev);
-  delete idle;
   bufferevent_setcb(bev.get(), nullptr, nullptr, nullptr, nullptr);
   bufferevent_set_timeouts(bev.get(), nullptr, nullptr);
   return bev;
@@ -88,13 +86,14 @@ void UpstreamPool::PutIdle(const conf::SocketAddress& address, BufferEventPtr co
                            conf::Millis idle_timeout) {
   auto& list = idle_[KeyOf(address)];
   if (list.size() >= max_idle) return;  // `connection` is freed here
-  auto* idle = new Idle{this, KeyOf(address), connection.release()};
-  bufferevent_setcb(idle->bev, OnIdleRead, nullptr, OnIdleEvent, idle);
+  auto idle = std::make_unique<Idle>(Idle{this, KeyOf(address), std::move(connection)});
+  bufferevent* bev = idle->bev.get();
+  bufferevent_setcb(bev, OnIdleRead, nullptr, OnIdleEvent, idle.get());
   const timeval tv = ToTimeval(idle_timeout);
-  bufferevent_set_timeouts(idle->bev, &tv, nullptr);
-  bufferevent_disable(idle->bev, EV_WRITE);
-  bufferevent_enable(idle->bev, EV_READ);
-  list.push_back(idle);
+  bufferevent_set_timeouts(bev, &tv, nullptr);
+  bufferevent_disable(bev, EV_WRITE);
+  bufferevent_enable(bev, EV_READ);
+  list.push_back(std::move(idle));
 }
 
 void UpstreamPool::OnIdleEvent(bufferevent*, short, void* arg) {
@@ -110,19 +109,13 @@ void UpstreamPool::OnIdleRead(bufferevent*, void* arg) {
 
 void UpstreamPool::Drop(Idle* idle) {
   auto& list = idle_[idle->key];
-  list.erase(std::remove(list.begin(), list.end(), idle), list.end());
-  bufferevent_free(idle->bev);
-  delete idle;
+  // Frees the Idle and its bufferevent (from inside that bufferevent's callback, which libevent
+  // allows). `idle` is not used after this.
+  std::erase_if(list, [idle](const std::unique_ptr<Idle>& kept) { return kept.get() == idle; });
 }
 
 void UpstreamPool::Clear() {
-  for (auto& [key, list] : idle_) {
-    for (Idle* idle : list) {
-      bufferevent_free(idle->bev);
-      delete idle;
-    }
-  }
-  idle_.clear();
+  idle_.clear();  // each Idle frees its bufferevent
 }
 
 }  // namespace shellac::proxy

@@ -4,6 +4,7 @@
 // if the origin closes it, sends stray bytes or it idles past upstream-idle-timeout, it is freed.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,17 +35,19 @@ class UpstreamPool {
   void Clear();
 
  private:
+  // An idle connection; its address is the callback argument of its bufferevent, so it stays put
+  // (owned through a unique_ptr) while the list around it changes.
   struct Idle {
     UpstreamPool* pool;
     std::string key;
-    bufferevent* bev;
+    BufferEventPtr bev;
   };
   static void OnIdleEvent(bufferevent* bev, short what, void* arg);
   static void OnIdleRead(bufferevent* bev, void* arg);
   void Drop(Idle* idle);
 
   event_base* base_;
-  std::unordered_map<std::string, std::vector<Idle*>> idle_;  // newest at the back
+  std::unordered_map<std::string, std::vector<std::unique_ptr<Idle>>> idle_;  // newest at the back
 };
 
 }  // namespace shellac::proxy

@@ -22,8 +22,7 @@ constexpr timeval kAcceptBackoff = {0, 100'000};  // pause after running out of 
 Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {
   // The epoll changelist folds the enable/disable pairs a request makes within one loop iteration
   // into at most one epoll_ctl per descriptor.
-  std::unique_ptr<event_config, decltype(&event_config_free)> cfg(event_config_new(),
-                                                                  event_config_free);
+  EventConfigPtr cfg(event_config_new());
   event_config_set_flag(cfg.get(), EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
   base_.reset(event_base_new_with_config(cfg.get()));
   if (!base_) throw std::runtime_error("event_base_new failed");
@@ -144,18 +143,7 @@ const std::shared_ptr<const Runtime>& Worker::runtime() {
   return runtime_;
 }
 
-const std::string& Worker::HttpDate() {
-  const time_t now = time(nullptr);
-  if (now != date_second_) {
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char buf[64];
-    strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    date_ = buf;
-    date_second_ = now;
-  }
-  return date_;
-}
+const std::string& Worker::HttpDate() { return date_.At(time(nullptr)); }
 
 void Worker::Register(ClientConnection* c) {
   connections_.insert(c);

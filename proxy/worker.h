@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/clock_text.h"
 #include "proxy/access_log.h"
 #include "proxy/event_ptr.h"
 #include "proxy/metrics.h"
@@ -100,9 +101,8 @@ class Worker {
   EventPtr posted_event_;
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
-  time_t date_second_ = -1;
   time_t esi_issue_logged_at_ = 0;
-  std::string date_;
+  base::SecondText date_{base::kHttpDateFormat};
   uint64_t serial_seen_ = 0;  // Shared::serial() when runtime_ was taken
 };
 

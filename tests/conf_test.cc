@@ -1167,6 +1167,7 @@ TEST(ParseSize, Units) {
       {" 3M ", 3ull << 20},
       {"17179869183G", 17179869183ull << 30},  // largest that fits
       {"18446744073709551", 18446744073709551ull},
+      {"18446744073709551615", 18446744073709551615ull},  // 2^64-1: 20 digits, the value counts
   };
   for (const auto& c : cases) {
     uint64_t out = 1;

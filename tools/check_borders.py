@@ -27,7 +27,7 @@ WHITE_BOX = {'tests', 'fuzz'}
 # a C library's include prefix -> the modules that may include it directly
 LIBRARIES = {
     'git2': {'gitfrag'},
-    'event2/': {'base', 'proxy'},
+    'event2/': {'proxy'},
     'openssl/': {'proxy'},
 }
 
