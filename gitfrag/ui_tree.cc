@@ -133,7 +133,6 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   Writer& out = ctx.out;
   const Route& r = ctx.route;
   const std::string prefix = r.path.empty() ? std::string() : r.path + "/";
-  const int abbrev = EffectiveDiffOptions(ctx).abbrev;
   out.Raw(
       "<table summary='tree listing' class='list'>\n<tr class='nohover'><th class='left'>Mode</th>"
       "<th class='left'>Name</th><th class='right'>Size</th><th/></tr>\n");
@@ -152,7 +151,7 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
     if (type == 0160000) {
       const std::string hex = OidHex(oid);
       out.Raw("<span class='ls-mod'>").Text(name).Raw("</span> @ ");
-      out.Raw(std::string_view(hex).substr(0, abbrev > 0 ? static_cast<size_t>(abbrev) : 7));
+      out.Raw(std::string_view(hex).substr(0, 7));  // cgit: always 7 digits
     } else {
       git_object_t object_type;
       if (git_odb_read_header(&size, &object_type, odb, &oid) != 0) size = 0;
@@ -342,9 +341,8 @@ Page RenderPlain(const PageContext& page_ctx) {
       const bool dir = git_tree_entry_type(entry) == GIT_OBJECT_TREE;
       if (git_tree_entry_filemode(entry) == GIT_FILEMODE_COMMIT) {
         const std::string hex = OidHex(*git_tree_entry_id(entry));
-        const int abbrev = EffectiveDiffOptions(ctx).abbrev;
         out.Raw("  <li><span>").Text(name).Raw("</span> @ ");
-        out.Raw(std::string_view(hex).substr(0, abbrev > 0 ? static_cast<size_t>(abbrev) : 7));
+        out.Raw(std::string_view(hex).substr(0, 7));  // cgit: always 7 digits
         out.Raw("</li>\n");
         continue;
       }
