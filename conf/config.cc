@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -403,6 +404,16 @@ class Builder {
       config_->root_title = std::string(value);
     } else if (key == "root-desc") {
       config_->root_desc = std::string(value);
+    } else if (key == "max-blob-size") {
+      uint64_t kib = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), kib);
+      if (ec != std::errc() || end != value.data() + value.size())
+        throw Failure{origin.Describe() + ": max-blob-size: not a number of KiB"};
+      config_->max_blob_size = kib;
+    } else if (key == "source-filter") {
+      config_->source_filter = std::string(value);
+    } else if (key == "repo.source-filter") {
+      if (repo) repo->source_filter = std::string(value);
     }
   }
 

@@ -90,6 +90,7 @@ struct Config {
     std::string desc;     // repo.desc
     std::string owner;    // repo.owner
     std::string section;  // section= in effect when the stanza began
+    std::string source_filter;  // the cgitrc's repo.source-filter (its tree pages stay with the upstream)
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -115,6 +116,10 @@ struct Config {
   std::string logo = "/cgit.png";
   std::string root_title = "Git repository browser";
   std::string root_desc = "a fast webinterface for the git dscm";
+  // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view;
+  // a source-filter (global here) leaves every repository's tree pages to the upstream.
+  uint64_t max_blob_size = 0;
+  std::string source_filter;
 
   std::string access_log;                // a file path, "stderr" or "off"
 

@@ -62,7 +62,9 @@ std::shared_ptr<const proxy::Runtime> MakeRuntime(std::string virtual_root, bool
 
 void CheckRoute(const Route& r, const gitfrag::Site& site) {
   if (r.kind != PageKind::kIndex) FUZZ_CHECK(r.repo < site.repositories().size());
-  if (!r.path.empty()) {
+  const bool tree_path = r.kind == PageKind::kTree || r.kind == PageKind::kPlain;
+  if (!r.path.empty() && tree_path) FUZZ_CHECK(!r.path.ends_with('/'));
+  if (!r.path.empty() && !tree_path) {  // a tree or plain path is checked by Render (404)
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
                r.kind == PageKind::kDiffFragment);
     FUZZ_CHECK(!r.path.starts_with('/') && !r.path.ends_with('/'));
@@ -80,13 +82,15 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
       FUZZ_CHECK(r.cache_key.starts_with("gitfrag/patch/" + r.id + "?abbrev="));
     } else if (r.kind == PageKind::kRawDiff) {
       FUZZ_CHECK(r.cache_key.starts_with("gitfrag/rawdiff/" + r.id + "?abbrev="));
+    } else if (r.kind == PageKind::kBlob) {
+      FUZZ_CHECK(r.cache_key == "gitfrag/blob/" + r.id);
     } else {
       FUZZ_CHECK(r.kind == PageKind::kDiffFragment &&
                  r.cache_key.starts_with("gitfrag/diff/" + r.id));
     }
   } else if (FullSha(r.id) && r.id2.empty()) {
     FUZZ_CHECK(r.kind != PageKind::kPatch && r.kind != PageKind::kRawDiff &&
-               r.kind != PageKind::kDiffFragment);
+               r.kind != PageKind::kDiffFragment && r.kind != PageKind::kBlob);
   }
 }
 

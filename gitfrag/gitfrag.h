@@ -51,8 +51,11 @@ enum class PageKind : uint8_t {
   kDiffFragment,  // "/REPO/esi-diff/[PATH]?id=[&id2=]" diffstat + diff, repository-neutral
   kPatch,         // "/REPO/patch/?id="        text/plain, repository-neutral
   kRawDiff,       // "/REPO/rawdiff/?id="      text/plain, repository-neutral
+  kTree,          // "/REPO/tree/[PATH]?h=&id=" a folder's listing, or a file (include of kBlob)
+  kBlob,          // "/REPO/esi-blob/?id=BLOB"  a file's numbered lines or hex dump, neutral
+  kPlain,         // "/REPO/plain/[PATH]?h=&id=" a file's bytes, or a folder's plain listing
 };
-inline constexpr size_t kPageKinds = 7;
+inline constexpr size_t kPageKinds = 10;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -74,12 +77,13 @@ struct Route {
   std::string id;    // as given (full SHA, short SHA, ref name) or "" for the default
   std::string id2;   // diff: the other side; "" means the first parent
   std::string head;  // h=: the branch the frame is shown for ("" = repository HEAD)
-  std::string path;  // path limit (commit/diff PATH), no leading or trailing '/'
+  std::string path;  // path limit (commit/diff PATH) or the file/folder (tree, plain), no leading
+                     // or trailing '/'; tree and plain keep a climbing one ("..") for Render's 404
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
   // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
-  // abbrev=N". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
+  // abbrev=N", "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
   // output is rendered per request).
   std::string cache_key;
 };
@@ -125,6 +129,11 @@ class Site {
   std::string FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
                           const DiffOptions& options, std::string_view path = {}) const;
 
+  // The URL a tree page puts in <esi:include src=...> for the view of blob `sha` (numbered lines
+  // or hex dump): Match() on it gives kBlob with the neutral key "gitfrag/blob/SHA".
+  std::string BlobUrl(size_t repo, std::string_view sha) const;
+  uint64_t max_blob_size() const { return max_blob_size_; }  // KiB, 0: no limit
+
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
   // The index of the repository whose URL (repo.url) is `url`, if any.
@@ -150,6 +159,8 @@ class Site {
  private:
   std::string virtual_root_;
   std::string css_, logo_, root_title_, root_desc_;
+  uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
+  bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

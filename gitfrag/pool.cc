@@ -9,11 +9,14 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kIndex:
     case PageKind::kCommit:
     case PageKind::kDiff:
+    case PageKind::kTree:
+    case PageKind::kPlain:
       return RenderClass::kFrame;
     case PageKind::kLog:
     case PageKind::kDiffFragment:
     case PageKind::kPatch:
     case PageKind::kRawDiff:
+    case PageKind::kBlob:
       return RenderClass::kPart;
   }
   return RenderClass::kPart;

@@ -126,6 +126,8 @@ void WriteOptionsPanel(const PageContext& ctx, std::string_view id);
 void WriteDecorations(const PageContext& ctx, const git_oid& oid);
 
 std::string OidHex(const git_oid& oid);
+// A path that climbs ("..") or has an empty segment: never looked up in a tree.
+bool BadPath(std::string_view path);
 bool IsFullSha(std::string_view s);
 
 // Pages (one file each).
@@ -135,6 +137,9 @@ Page RenderFragment(const PageContext& ctx);
 Page RenderPatch(const PageContext& ctx);
 Page RenderRawDiff(const PageContext& ctx);
 Page RenderLog(const PageContext& ctx);
+Page RenderTree(const PageContext& ctx);
+Page RenderBlob(const PageContext& ctx);
+Page RenderPlain(const PageContext& ctx);
 Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);
 
 Page ErrorPage(int status, std::string reason);

@@ -45,6 +45,12 @@ const char* PageKindName(PageKind kind) {
       return "patch";
     case PageKind::kRawDiff:
       return "rawdiff";
+    case PageKind::kTree:
+      return "tree";
+    case PageKind::kBlob:
+      return "blob";
+    case PageKind::kPlain:
+      return "plain";
   }
   return "unknown";
 }
@@ -92,12 +98,20 @@ std::string OptionsKey(const DiffOptions& o) {
 
 }  // namespace
 
+bool BadPath(std::string_view path) {
+  return path.starts_with('/') || path.find("//") != std::string_view::npos || path == ".." ||
+         path.starts_with("../") || path.find("/../") != std::string_view::npos ||
+         path.ends_with("/..");
+}
+
 Site::Site(const conf::Config& config)
     : virtual_root_(config.virtual_root),
       css_(config.css),
       logo_(config.logo),
       root_title_(config.root_title),
       root_desc_(config.root_desc),
+      max_blob_size_(config.max_blob_size),
+      source_filter_(!config.source_filter.empty()),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
@@ -193,19 +207,30 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPatch;
     else if (page == "rawdiff")
       route.kind = PageKind::kRawDiff;
+    else if (page == "tree")
+      route.kind = PageKind::kTree;
+    else if (page == "esi-blob")
+      route.kind = PageKind::kBlob;
+    else if (page == "plain")
+      route.kind = PageKind::kPlain;
     else
+      return std::nullopt;
+    // A source-filter colours a file's lines by running a program: cgit's tree pages of such a
+    // repository stay with the upstream.
+    if (route.kind == PageKind::kTree &&
+        (source_filter_ || !registry_->repos()[route.repo].source_filter.empty()))
       return std::nullopt;
     // Only commit and diff pages are rendered limited to a path; a path-limited log, patch or
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
+    const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain;
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
-        route.kind != PageKind::kDiffFragment)
+        route.kind != PageKind::kDiffFragment && !tree_path)
       return std::nullopt;
-    if (route.path.starts_with('/') || route.path.find("//") != std::string::npos || route.path == ".." ||
-        route.path.starts_with("../") || route.path.find("/../") != std::string::npos ||
-        route.path.ends_with("/.."))
-      return std::nullopt;
+    // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
+    // why); elsewhere such a path is not routed.
+    if (!tree_path && BadPath(route.path)) return std::nullopt;
   }
 
   std::string key, value;
@@ -238,6 +263,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
 
   // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
   // names it (the frame knows its repository's); otherwise it is the repository's.
+  if (route.kind == PageKind::kBlob && IsFullSha(route.id) && route.id2.empty())
+    route.cache_key = "gitfrag/blob/" + route.id;
   const bool neutral = route.kind == PageKind::kDiffFragment || route.kind == PageKind::kPatch ||
                        route.kind == PageKind::kRawDiff;
   if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->Abbrev(route.repo);
@@ -258,6 +285,14 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     }
   }
   return route;
+}
+
+std::string Site::BlobUrl(size_t repo, std::string_view sha) const {
+  std::string url = virtual_root_;
+  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
+  url += "/esi-blob/?id=";
+  url += sha;
+  return url;
 }
 
 std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
@@ -303,6 +338,15 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kLog:
         page = RenderLog(ctx);
+        break;
+      case PageKind::kTree:
+        page = RenderTree(ctx);
+        break;
+      case PageKind::kBlob:
+        page = RenderBlob(ctx);
+        break;
+      case PageKind::kPlain:
+        page = RenderPlain(ctx);
         break;
       case PageKind::kIndex:
         break;

@@ -11,7 +11,8 @@
 // With SHELLAC_PARITY_REPO=/path/to/repo.git the SampleOfRepository test compares the same pages
 // for SHELLAC_PARITY_N (20) random non-merge commits of that repository (SHELLAC_PARITY_SEED, 1),
 // or for the commits in SHELLAC_PARITY_IDS, and writes a summary to SHELLAC_PARITY_OUT when set
-// (bench/parity.sh runs it on git/git).
+// (bench/parity.sh runs it on git/git); TreeOfRepository compares tree pages and a plain file of
+// its HEAD.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -87,6 +88,12 @@ class Peers {
     rc_ = rc_dir + "/cgitrc";
     std::ofstream(rc_) << "virtual-root=/\nrepo.url=repo\nrepo.path=" << bare_
                        << "\nrepo.desc=parity\n";
+  }
+
+  std::string CgitWhole(const std::string& path_info, const std::string& query) const {
+    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc_) + " REQUEST_METHOD=GET PATH_INFO=" +
+                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " +
+                 kCgit);
   }
 
   std::string Cgit(const std::string& path_info, const std::string& query) const {
@@ -374,6 +381,28 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
 }
 
 // bench/parity.sh: random non-merge commits of a real repository, every page kind.
+// With SHELLAC_PARITY_REPO: tree pages (the root, two folders, two files) and a plain file of the
+// repository's HEAD, against cgit's.
+TEST(GitfragParity, TreeOfRepository) {
+  const char* repo = std::getenv("SHELLAC_PARITY_REPO");
+  if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  Peers peers(repo, dir.path());
+  const std::string head = Trimmed(Shell("git -C " + ShellQuote(repo) + " rev-parse HEAD"));
+  for (const std::string path : {"/repo/tree/", "/repo/tree/Documentation", "/repo/tree/t/helper",
+                                 "/repo/tree/Makefile", "/repo/tree/builtin/add.c"}) {
+    for (const std::string& query : {std::string(), "id=" + head}) {
+      SCOPED_TRACE(path + "?" + query);
+      EXPECT_EQ(peers.Difference(path, query), "");
+    }
+  }
+  auto route = peers.site().Match("/repo/plain/Makefile", "");
+  ASSERT_TRUE(route);
+  const std::string cgit = peers.CgitWhole("/repo/plain/Makefile", "");
+  EXPECT_EQ(peers.site().Render(*route).body, cgit.substr(cgit.find("\n\n") + 2));
+}
+
 TEST(GitfragParity, SampleOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";

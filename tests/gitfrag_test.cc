@@ -473,7 +473,7 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
 
   EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
   EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
-  EXPECT_FALSE(site.Match("/cgit/git/tree/", "")) << "pages gitfrag does not render";
+  EXPECT_FALSE(site.Match("/cgit/git/summary/", "")) << "pages gitfrag does not render";
   EXPECT_FALSE(site.Match("/cgit/git/", "")) << "summary";
   EXPECT_FALSE(site.Match("/cgit/pub/scm/linuxx/commit/", "")) << "prefix must end at a '/'";
   ASSERT_TRUE(site.Match("/cgit/", ""));
@@ -933,6 +933,253 @@ TEST_F(GitfragPages, MessageEncodings) {
       << "Greek alpha beta gamma";
   EXPECT_NE(page.body.find("Ren\xce\xb9"), std::string::npos)
       << "the author is in the same encoding";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tree and plain pages
+
+// A repository with every shape a tree page shows: folders two deep, symlinks (to a file, up a
+// folder), a submodule, binary files (one of several hex rows), a file over max-blob-size (50 KiB
+// here), a file name that is not UTF-8, an empty file, and a second branch.
+class TreeFixture {
+ public:
+  TreeFixture() {
+    const std::string script = R"SH(
+set -e
+git init -q -b master sub && cd sub && echo s > s && git add s && git commit -q -m sub && cd ..
+git init -q -b master work && cd work
+mkdir -p dir/deep && echo hi > dir/deep/a.txt
+printf 'l1\n\tl2 <b>&amp;\n\nlast' > dir/f.c && chmod +x dir/f.c
+ln -s dir/f.c link && ln -s ../bin.dat dir/up
+printf '\000\001bin' > bin.dat
+head -c 100 /dev/zero | tr '\0' '\001' > zeros.bin && printf '\000tail' >> zeros.bin
+: > empty && seq 1 20000 > big.txt && printf 'x\n' > "$(printf 'caf\351.txt')"
+mkdir "$(printf 'd\351')" && echo 1 > "$(printf 'd\351')/x" && echo '.a' > .hidden
+git add -A
+git update-index --add --cacheinfo 160000,$(git -C ../sub rev-parse HEAD),subm
+printf '[submodule "subm"]\n\tpath = subm\n\turl = ../sub\n' > .gitmodules && git add .gitmodules
+git commit -q -m root
+git checkout -q -b side && echo side > side.txt && git add side.txt && git commit -q -m side
+git checkout -q master
+)SH";
+    std::ofstream(dir_.File("make.sh")) << script;
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
+          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+          " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+    bare_ = dir_.File("repo.git");
+  }
+  const std::string& bare() const { return bare_; }
+  std::string Rev(const std::string& spec) const {
+    return Trimmed(Shell("git -C " + ShellQuote(bare_) + " rev-parse " + ShellQuote(spec)));
+  }
+  conf::Config Config() const {
+    conf::Config c;
+    conf::Config::Repository r;
+    r.url = r.name = "fix";
+    r.path = bare_;
+    c.repositories.push_back(r);
+    c.css = "/cgit.css";
+    c.max_blob_size = 50;
+    return c;
+  }
+  // cgit's whole answer (head and body) for PATH_INFO (decoded, as a web server passes it).
+  std::string Cgit(const std::string& path_info, const std::string& query) const {
+    const std::string rc = dir_.File("cgitrc");
+    std::ofstream(rc) << "virtual-root=/\nmax-blob-size=50\nrepo.url=fix\nrepo.path=" << bare_
+                      << "\n";
+    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) + " REQUEST_METHOD=GET PATH_INFO=" +
+                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) +
+                 " SCRIPT_NAME=/ " + kCgit);
+  }
+  static std::string Body(const std::string& cgi) {
+    const size_t body = cgi.find("\n\n");
+    return body == std::string::npos ? cgi : cgi.substr(body + 2);
+  }
+
+ private:
+  TempDir dir_;
+  std::string bare_;
+};
+
+class GitfragTree : public ::testing::Test {
+ protected:
+  TreeFixture fx;
+};
+
+// Every folder and file view of the fixture shows cgit 1.2.3's text, links and classes: modes,
+// sizes, symlink targets, the submodule row, the non-UTF-8 names, numbered lines, the hex dump,
+// the too-big note, the empty file, with h= and id= in every spelling.
+TEST_F(GitfragTree, TreePagesEqualCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  Site site(fx.Config());
+  const std::string head = fx.Rev("master");
+  struct Case {
+    std::string ours, theirs, query;
+  };
+  const std::vector<Case> cases = {
+      {"/fix/tree/", "/fix/tree/", ""},
+      {"/fix/tree/", "/fix/tree/", "h=side"},
+      {"/fix/tree/", "/fix/tree/", "id=" + head},
+      {"/fix/tree/", "/fix/tree/", "h=side&id=" + head.substr(0, 9)},
+      {"/fix/tree/dir", "/fix/tree/dir", ""},
+      {"/fix/tree/dir/", "/fix/tree/dir", "id=master"},
+      {"/fix/tree/dir/deep", "/fix/tree/dir/deep", "h=side"},
+      {"/fix/tree/dir/deep/a.txt", "/fix/tree/dir/deep/a.txt", ""},
+      {"/fix/tree/dir/f.c", "/fix/tree/dir/f.c", "id=" + head},
+      {"/fix/tree/link", "/fix/tree/link", ""},
+      {"/fix/tree/bin.dat", "/fix/tree/bin.dat", ""},
+      {"/fix/tree/zeros.bin", "/fix/tree/zeros.bin", ""},
+      {"/fix/tree/big.txt", "/fix/tree/big.txt", ""},
+      {"/fix/tree/empty", "/fix/tree/empty", ""},
+      {"/fix/tree/.hidden", "/fix/tree/.hidden", ""},
+      {"/fix/tree/caf%E9.txt", "/fix/tree/caf\xe9.txt", ""},
+      {"/fix/tree/d%e9", "/fix/tree/d\xe9", "h=side"},
+      {"/fix/tree/subm", "/fix/tree/subm", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.ours + "?" + c.query);
+    const Page page = site.RenderAssembled(MustMatch(site, c.ours, c.query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    std::string theirs_html = TreeFixture::Body(fx.Cgit(c.theirs, c.query));
+    if (c.ours == "/fix/tree/subm") {
+      // cgit writes the end of the page twice after this error; its first copy is compared.
+      const size_t second = theirs_html.find("</div> <!-- class=content -->",
+                                             theirs_html.find("</div> <!-- class=content -->") + 1);
+      ASSERT_NE(second, std::string::npos);
+      theirs_html.erase(second);
+    }
+    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    const std::string our_links = LinksAndClasses(page.body, c.ours);
+    const std::string their_links = LinksAndClasses(theirs_html, c.ours);
+    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+  }
+}
+
+// A file view is a frame around the blob part: the part's key is the blob id alone, so the same
+// file at another path, revision or repository includes the same stored part. A file over
+// max-blob-size gets the note and no include.
+TEST_F(GitfragTree, FileViewIncludesTheBlobPartByItsId) {
+  conf::Config c = fx.Config();
+  conf::Config::Repository fork = c.repositories[0];
+  fork.url = fork.name = "forks/other";
+  c.repositories.push_back(fork);
+  Site site(c);
+  const std::string blob = fx.Rev("master:dir/f.c");
+  auto include_of = [&](const std::string& path, const std::string& query) {
+    const Page frame = site.Render(MustMatch(site, path, query));
+    EXPECT_EQ(frame.status, 200) << frame.reason;
+    EXPECT_TRUE(frame.esi);
+    const size_t s = frame.body.find("<esi:include src=\"");
+    if (s == std::string::npos) return std::string();
+    const std::string url = frame.body.substr(s + 18, frame.body.find('"', s + 18) - s - 18);
+    const Route part = MustMatch(site, url.substr(0, url.find('?')), url.substr(url.find('?') + 1));
+    EXPECT_EQ(part.kind, PageKind::kBlob);
+    return part.cache_key;
+  };
+  EXPECT_EQ(include_of("/fix/tree/dir/f.c", ""), "gitfrag/blob/" + blob);
+  EXPECT_EQ(include_of("/forks/other/tree/dir/f.c", "h=side"), "gitfrag/blob/" + blob);
+  EXPECT_EQ(include_of("/fix/tree/dir/f.c", "id=" + fx.Rev("side")), "gitfrag/blob/" + blob);
+  const Page big = site.Render(MustMatch(site, "/fix/tree/big.txt", ""));
+  EXPECT_FALSE(big.esi);
+  EXPECT_NE(big.body.find("blob size (106KB) exceeds display size limit (50KB)."),
+            std::string::npos);
+  // The part takes full ids only and says why otherwise.
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/esi-blob/", "id=" + blob.substr(0, 10))).status, 404);
+  EXPECT_EQ(MustMatch(site, "/fix/esi-blob/", "id=" + blob.substr(0, 10)).cache_key, "");
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/esi-blob/", "id=" + std::string(40, 'a'))).status,
+            404);
+}
+
+// plain: a file's bytes with cgit's content type and headers; a folder's plain listing.
+TEST_F(GitfragTree, PlainEqualsCgit) {
+  Site site(fx.Config());
+  auto header = [](const std::string& cgi, const std::string& name) {
+    const size_t at = cgi.find("\n" + name + ": ");
+    if (at == std::string::npos || at > cgi.find("\n\n")) return std::string("(none)");
+    const size_t from = at + name.size() + 3;
+    return cgi.substr(from, cgi.find('\n', from) - from);
+  };
+  auto ours_header = [](const Page& page, const std::string& name) {
+    if (name == "Content-Type") return page.content_type;
+    for (const auto& [n, v] : page.headers)
+      if (n == name) return v;
+    return std::string("(none)");
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/fix/plain/dir/f.c", "/fix/plain/dir/f.c"},  {"/fix/plain/bin.dat", "/fix/plain/bin.dat"},
+      {"/fix/plain/empty", "/fix/plain/empty"},      {"/fix/plain/link", "/fix/plain/link"},
+      {"/fix/plain/big.txt", "/fix/plain/big.txt"},  {"/fix/plain/caf%e9.txt", "/fix/plain/caf\xe9.txt"},
+      {"/fix/plain/dir", "/fix/plain/dir"},          {"/fix/plain/dir/deep/", "/fix/plain/dir/deep/"},
+      {"/fix/plain/", "/fix/plain/"},
+  };
+  for (const auto& [ours_path, theirs_path] : cases) {
+    for (const std::string query : {"", "h=side"}) {
+      SCOPED_TRACE(ours_path + "?" + query);
+      const Page page = site.Render(MustMatch(site, ours_path, query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      const std::string cgi = fx.Cgit(theirs_path, query);
+      // Percent-escapes compare case-insensitively (%E9 and %e9 are the same URL).
+      auto lower_escapes = [](std::string s) {
+        for (size_t a = 0; (a = s.find('%', a)) != std::string::npos; ++a)
+          for (size_t k = a + 1; k < a + 3 && k < s.size(); ++k)
+            s[k] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[k])));
+        return s;
+      };
+      EXPECT_EQ(lower_escapes(page.body), lower_escapes(TreeFixture::Body(cgi)));
+      for (const char* name : {"Content-Type", "ETag", "Content-Disposition",
+                               "X-Content-Type-Options", "Content-Security-Policy"})
+        EXPECT_EQ(ours_header(page, name), header("\n" + cgi, name)) << name;
+    }
+  }
+}
+
+// Bad input: climbing and empty-segment paths, unknown paths and ids are 404s with the reason;
+// hostile names are escaped; a source-filter leaves tree pages to the upstream.
+TEST_F(GitfragTree, BadInput) {
+  Site site(fx.Config());
+  for (const char* path : {"/fix/tree/../x", "/fix/tree/dir/..", "/fix/plain/dir/../../x",
+                           "/fix/tree/%2e%2e/x", "/fix/tree/dir//f.c"}) {
+    SCOPED_TRACE(path);
+    const Page page = site.Render(MustMatch(site, path, ""));
+    EXPECT_EQ(page.status, 404);
+    EXPECT_NE(page.reason.find("bad path"), std::string::npos) << page.reason;
+  }
+  Page page = site.Render(MustMatch(site, "/fix/tree/no/such", ""));
+  EXPECT_EQ(page.status, 404);
+  EXPECT_EQ(page.reason, "no such path in this revision: no/such");
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/plain/nope", "")).status, 404);
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/plain/subm", "")).status, 404);
+  page = site.Render(MustMatch(site, "/fix/tree/", "id=deadbeef00"));
+  EXPECT_EQ(page.status, 404) << page.reason;
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/tree/", "h=nobranch")).status, 404);
+
+  // Hostile names in a listing, a symlink target and a file view are escaped.
+  Shell("cd " + ShellQuote(fx.bare()) + "/../work && mkdir -p '<script>x' && "
+        "echo '<script>alert(1)</script>' > '<script>x/a\"b'\\''c.<i>' && "
+        "ln -s '<img src=x>' '<script>x/l' && git add -A && "
+        "git -c user.name=a -c user.email=b commit -q -m odd && "
+        "git push -q ../repo.git master 2>&1");
+  Site fresh(fx.Config());
+  for (const char* path : {"/fix/tree/%3Cscript%3Ex", "/fix/tree/%3Cscript%3Ex/a%22b'c.%3Ci%3E"}) {
+    SCOPED_TRACE(path);
+    page = fresh.RenderAssembled(MustMatch(fresh, path, ""));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    EXPECT_EQ(page.body.find("<script>"), std::string::npos);
+    EXPECT_EQ(page.body.find("<i>"), std::string::npos);
+    EXPECT_EQ(page.body.find("<img src=x>"), std::string::npos);
+    EXPECT_EQ(page.body.find("a\"b"), std::string::npos);
+  }
+
+  conf::Config filtered = fx.Config();
+  filtered.repositories[0].source_filter = "/usr/lib/cgit/filters/syntax-highlighting.py";
+  Site with_filter(filtered);
+  EXPECT_FALSE(with_filter.Match("/fix/tree/dir/f.c", "")) << "a source-filter: the upstream's";
+  EXPECT_TRUE(with_filter.Match("/fix/plain/dir/f.c", "")) << "plain runs no filter";
 }
 
 TEST(GitfragPool, FullQueueSaysBusy) {

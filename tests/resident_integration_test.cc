@@ -152,6 +152,46 @@ TEST(Resident, FragmentTtlBoundsHowLongAPartIsKept) {
   EXPECT_EQ(Renders(proxy, "patch", 2), 2) << "rendered again once it expired";
 }
 
+// A file's tree page: a frame per request around the file's lines, stored once by the blob's id
+// and included by the fork's page too; plain gives the bytes with cgit's headers. Neither reaches
+// the backend.
+TEST(Resident, TreePagesShareTheStoredBlobPart) {
+  Repos repos;
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(origin.port())));
+  const std::string target = "/base/tree/main.c";
+  const std::string want = Assembled(proxy, target);
+  ASSERT_NE(want.find("return 1;"), std::string::npos) << want.substr(0, 2000);
+  Response first = HttpGet(proxy.Port(), target);
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  EXPECT_EQ(first.body, want);
+  EXPECT_EQ(first.body.find("<esi:"), std::string::npos);
+  Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/tree/main.c?h=master");
+  ASSERT_EQ(fork.status, 200) << fork.Describe();
+  EXPECT_EQ(fork.body, Assembled(proxy, "/pub/forks/fork/tree/main.c?h=master"));
+  EXPECT_EQ(Renders(proxy, "tree", 2), 2);
+  EXPECT_EQ(Renders(proxy, "blob", 1), 1) << "one render of the lines serves every fork";
+
+  Response folder = HttpGet(proxy.Port(), "/pub/forks/fork/tree/?id=" + repos.fork_only());
+  ASSERT_EQ(folder.status, 200) << folder.Describe();
+  EXPECT_NE(folder.body.find("href='/pub/forks/fork/tree/fork.txt?id=" + repos.fork_only()),
+            std::string::npos);
+
+  Response plain = HttpGet(proxy.Port(), "/base/plain/main.c");
+  ASSERT_EQ(plain.status, 200) << plain.Describe();
+  EXPECT_EQ(plain.body, "int main() {\n  return 1;\n}\n");
+  EXPECT_EQ(plain.Header("content-type"), "text/plain; charset=UTF-8");
+  EXPECT_EQ(plain.Header("content-disposition"), "inline; filename=\"main.c\"");
+  EXPECT_EQ(plain.Header("x-content-type-options"), "nosniff");
+
+  Response climbing = HttpGet(proxy.Port(), "/base/tree/%2e%2e/x");
+  EXPECT_EQ(climbing.status, 404) << climbing.Describe();
+  EXPECT_NE(climbing.body.find("bad path"), std::string::npos) << climbing.body;
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/plain/nope").status, 404);
+  EXPECT_EQ(origin.RequestCount(), 0u) << "tree and plain pages never reach the backend";
+}
+
 TEST(Resident, PatchesAreStoredBySha) {
   Repos repos;
   ShellacProcess proxy;
@@ -179,14 +219,14 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 
   // Pages gitfrag does not render, and unknown repositories, go to the forge.
-  EXPECT_EQ(HttpGet(proxy.Port(), "/base/tree/main.c").body, "origin:/base/tree/main.c");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/blame/main.c").body, "origin:/base/blame/main.c");
   EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
             "origin:/nope/commit/?id=" + repos.second());
 
   // Without a backend they get a 404 that says so.
   ShellacProcess alone;
   ASSERT_TRUE(alone.Start(repos.Config()));
-  Response other = HttpGet(alone.Port(), "/base/tree/main.c");
+  Response other = HttpGet(alone.Port(), "/base/blame/main.c");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
 }
