@@ -255,12 +255,17 @@ TEST(Notify, SigusrOneReopensTheAccessLog) {
   config.replace(config.find("access-log=off"), 14, "access-log=" + log);
   ASSERT_TRUE(proxy.Start(config));
   ASSERT_EQ(HttpGet(proxy.Port(), "/first").status, 404);
+  // Lines are written by each worker's periodic flush: the rotation below is of a file that has
+  // /first (a line still buffered at the reopen goes to the new file).
+  const auto flushed = Clock::now() + Millis(10'000);
+  while (ReadFile(log).find("/first") == std::string::npos && Clock::now() < flushed)
+    std::this_thread::sleep_for(Millis(20));
+  ASSERT_NE(ReadFile(log).find("/first"), std::string::npos) << "/first was never logged";
   ASSERT_EQ(::rename(log.c_str(), (log + ".1").c_str()), 0);
   proxy.RewriteConfig(config + "no-such-key=1\n");  // a reload would be refused; a reopen is not
   proxy.Signal(SIGUSR1);
   ASSERT_TRUE(proxy.WaitForLine("shellac: reopened the access log", Millis(5'000)));
   ASSERT_EQ(HttpGet(proxy.Port(), "/second").status, 404);
-  // Lines are written by each worker's periodic flush: wait for the file to say so.
   const auto deadline = Clock::now() + Millis(10'000);
   while (ReadFile(log).find("/second") == std::string::npos && Clock::now() < deadline)
     std::this_thread::sleep_for(Millis(20));
