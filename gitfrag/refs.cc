@@ -4,8 +4,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
+#include <deque>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "base/owned.h"
@@ -13,13 +14,36 @@
 namespace shellac::gitfrag {
 namespace {
 
-std::string Key(const git_oid& oid) {
-  return std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
-}
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = '0'; c <= '9'; ++c) t[c] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) t[c] = static_cast<int8_t>(c - 'a' + 10);
+  for (int c = 'A'; c <= 'F'; ++c) t[c] = static_cast<int8_t>(c - 'A' + 10);
+  return t;
+}();
 
+// The 40 hex digits at the start of `hex` (a packed-refs file has thousands: this is the build's
+// inner loop, a table lookup per digit).
 bool ParseOid(std::string_view hex, git_oid* out) {
   if (hex.size() < GIT_OID_HEXSZ) return false;
-  return git_oid_fromstrn(out, hex.data(), GIT_OID_HEXSZ) == 0;
+  for (size_t i = 0; i < GIT_OID_RAWSZ; ++i) {
+    const int high = kHexValue[static_cast<unsigned char>(hex[2 * i])];
+    const int low = kHexValue[static_cast<unsigned char>(hex[2 * i + 1])];
+    if ((high | low) < 0) return false;
+    out->id[i] = static_cast<unsigned char>(high << 4 | low);
+  }
+  return true;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  std::string s(static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return s;
 }
 
 std::string ReadSmallFile(const std::string& path) {
@@ -33,13 +57,62 @@ std::string ReadSmallFile(const std::string& path) {
 // One ref as found on disk before symbolic refs are resolved.
 struct RawRef {
   std::optional<git_oid> oid;     // direct ref
-  std::string symbolic;           // "ref: X" target
+  std::string_view symbolic;      // "ref: X" target
   std::optional<git_oid> peeled;  // from a packed-refs "^" line
   bool peel_known = false;        // packed-refs says whether this ref peels (fully-peeled trait)
 };
 
-void WalkLoose(const std::string& dir, const std::string& prefix,
-               std::map<std::string, RawRef>* refs) {
+struct NamedRef {
+  std::string_view name;
+  RawRef ref;
+};
+
+bool ByName(const NamedRef& a, const NamedRef& b) {
+  return a.name < b.name;
+}
+
+// packed-refs: "# pack-refs with: peeled fully-peeled sorted", then "SHA NAME" lines, each
+// optionally followed by "^SHA" (the object the ref peels to). Appends to `refs` in name order;
+// names are views into `text`.
+void ParsePackedRefs(std::string_view text, std::vector<NamedRef>* refs) {
+  bool fully_peeled = false, peeled_tags = false, sorted = true;
+  while (!text.empty()) {
+    const size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.starts_with("#")) {
+      fully_peeled = line.find(" fully-peeled") != std::string_view::npos;
+      peeled_tags = fully_peeled || line.find(" peeled") != std::string_view::npos;
+      continue;
+    }
+    git_oid oid;
+    if (line.starts_with("^")) {
+      if (!refs->empty() && ParseOid(line.substr(1), &oid)) refs->back().ref.peeled = oid;
+      continue;
+    }
+    if (line.size() < GIT_OID_HEXSZ + 2 || !ParseOid(line, &oid)) continue;
+    NamedRef r{line.substr(GIT_OID_HEXSZ + 1), {}};
+    r.ref.oid = oid;
+    r.ref.peel_known = fully_peeled || (peeled_tags && r.name.starts_with("refs/tags/"));
+    if (!refs->empty() && !(refs->back().name < r.name)) sorted = false;
+    refs->push_back(r);
+  }
+  if (sorted) return;  // git writes them sorted; anything else is sorted here, the last copy kept
+  std::stable_sort(refs->begin(), refs->end(), ByName);
+  std::vector<NamedRef> unique;
+  for (const NamedRef& r : *refs) {
+    if (!unique.empty() && unique.back().name == r.name)
+      unique.back() = r;
+    else
+      unique.push_back(r);
+  }
+  *refs = std::move(unique);
+}
+
+// Loose refs under `dir`; their names (and symbolic targets) are kept in `names`.
+void WalkLoose(const std::string& dir, const std::string& prefix, std::deque<std::string>* names,
+               std::vector<NamedRef>* refs) {
   const base::Owned<closedir> d(opendir(dir.c_str()));
   if (d == nullptr) return;
   std::vector<std::pair<std::string, bool>> entries;
@@ -53,20 +126,37 @@ void WalkLoose(const std::string& dir, const std::string& prefix,
   for (const auto& [name, is_dir] : entries) {
     const std::string full = prefix + name;
     if (is_dir) {
-      WalkLoose(dir + "/" + name, full + "/", refs);
+      WalkLoose(dir + "/" + name, full + "/", names, refs);
       continue;
     }
     const std::string content = ReadSmallFile(dir + "/" + name);
-    RawRef r;
+    NamedRef r;
     git_oid oid;
     if (content.starts_with("ref: "))
-      r.symbolic = content.substr(5);
+      r.ref.symbolic = names->emplace_back(content.substr(5));
     else if (ParseOid(content, &oid))
-      r.oid = oid;
+      r.ref.oid = oid;
     else
       continue;
-    (*refs)[full] = r;  // a loose ref overrides its packed copy
+    r.name = names->emplace_back(full);
+    refs->push_back(r);
   }
+}
+
+// A loose ref overrides its packed copy; the result stays in name order.
+void MergeLoose(std::vector<NamedRef> loose, std::vector<NamedRef>* refs) {
+  if (loose.empty()) return;
+  std::sort(loose.begin(), loose.end(), ByName);
+  std::vector<NamedRef> merged;
+  merged.reserve(refs->size() + loose.size());
+  auto packed = refs->begin();
+  for (const NamedRef& l : loose) {
+    while (packed != refs->end() && packed->name < l.name) merged.push_back(*packed++);
+    if (packed != refs->end() && packed->name == l.name) ++packed;
+    merged.push_back(l);
+  }
+  merged.insert(merged.end(), packed, refs->end());
+  *refs = std::move(merged);
 }
 
 void AddFingerprint(const std::string& path, std::string* out) {
@@ -97,7 +187,7 @@ void FingerprintDirs(const std::string& dir, std::string* out) {
   }
 }
 
-Decoration::Kind KindOf(const std::string& name, bool annotated) {
+Decoration::Kind KindOf(std::string_view name, bool annotated) {
   if (name == "HEAD") return Decoration::Kind::kHead;
   if (name.starts_with("refs/heads/")) return Decoration::Kind::kBranch;
   if (name.starts_with("refs/tags/"))
@@ -119,48 +209,27 @@ std::string RefsFingerprint(const std::string& git_dir) {
 
 std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, const Peeler& peel) {
   auto index = std::make_shared<RefIndex>();
-  std::map<std::string, RawRef> refs;  // sorted by name, as git iterates them
+  // Refs sorted by name, as git iterates them. Names are views into index->packed_ (the whole
+  // packed-refs file) or index->loose_names_, so they live as long as the index.
+  std::vector<NamedRef> refs;
+  index->packed_ = ReadWholeFile(git_dir + "/packed-refs");
+  ParsePackedRefs(index->packed_, &refs);
+  std::vector<NamedRef> loose;
+  WalkLoose(git_dir + "/refs", "refs/", &index->loose_names_, &loose);
+  MergeLoose(std::move(loose), &refs);
 
-  // packed-refs: "# pack-refs with: peeled fully-peeled sorted", then "SHA NAME" lines, each
-  // optionally followed by "^SHA" (the object the ref peels to).
-  bool fully_peeled = false, peeled_tags = false;
-  {
-    std::ifstream in(git_dir + "/packed-refs", std::ios::binary);
-    std::string line;
-    std::string last;
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.starts_with("#")) {
-        fully_peeled = line.find(" fully-peeled") != std::string::npos;
-        peeled_tags = fully_peeled || line.find(" peeled") != std::string::npos;
-        continue;
-      }
-      git_oid oid;
-      if (line.starts_with("^")) {
-        if (!last.empty() && ParseOid(std::string_view(line).substr(1), &oid))
-          refs[last].peeled = oid;
-        continue;
-      }
-      if (line.size() < GIT_OID_HEXSZ + 2 || !ParseOid(line, &oid)) continue;
-      last = line.substr(GIT_OID_HEXSZ + 1);
-      RawRef r;
-      r.oid = oid;
-      r.peel_known = fully_peeled || (peeled_tags && last.starts_with("refs/tags/"));
-      refs[last] = r;
-    }
-  }
-  WalkLoose(git_dir + "/refs", "refs/", &refs);
-
+  auto find = [&](std::string_view name) -> const RawRef* {
+    auto it = std::lower_bound(refs.begin(), refs.end(), name,
+                               [](const NamedRef& r, std::string_view n) { return r.name < n; });
+    return it == refs.end() || it->name != name ? nullptr : &it->ref;
+  };
   auto resolve = [&](const RawRef& start) -> const RawRef* {
     const RawRef* r = &start;
-    for (int depth = 0; depth < 5 && r != nullptr && !r->oid; ++depth) {
-      auto it = refs.find(r->symbolic);
-      r = it == refs.end() ? nullptr : &it->second;
-    }
+    for (int depth = 0; depth < 5 && r != nullptr && !r->oid; ++depth) r = find(r->symbolic);
     return r != nullptr && r->oid ? r : nullptr;
   };
 
-  auto decorate = [&](const std::string& name, const RawRef& raw) {
+  auto decorate = [&](std::string_view name, const RawRef& raw) {
     const RawRef* r = resolve(raw);
     if (r == nullptr) return;
     git_oid target = *r->oid;
@@ -177,16 +246,17 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
       }
     }
     // git prepends each decoration, so the newest (last in name order) comes first.
-    auto& list = index->by_commit_[Key(target)];
+    auto& list = index->by_commit_[target];
     list.insert(list.begin(), Decoration{KindOf(name, annotated), name});
   };
 
+  index->by_commit_.reserve(refs.size() + 1);
   for (const auto& [name, raw] : refs) {
     if (name.starts_with("refs/heads/")) {
       if (const RawRef* r = resolve(raw)) {
-        const std::string short_name = name.substr(11);
+        std::string short_name(name.substr(11));
         index->branches_.push_back(short_name);
-        index->branch_tips_[short_name] = *r->oid;
+        index->branch_tips_[std::move(short_name)] = *r->oid;
       }
     }
     decorate(name, raw);
@@ -197,7 +267,7 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
   RawRef head_ref;
   git_oid oid;
   if (head.starts_with("ref: ")) {
-    head_ref.symbolic = head.substr(5);
+    head_ref.symbolic = index->loose_names_.emplace_back(head.substr(5));
     if (head_ref.symbolic.starts_with("refs/heads/"))
       index->head_branch_ = head_ref.symbolic.substr(11);
   } else if (ParseOid(head, &oid)) {
@@ -208,7 +278,7 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
 }
 
 const std::vector<Decoration>* RefIndex::For(const git_oid& commit) const {
-  auto it = by_commit_.find(Key(commit));
+  auto it = by_commit_.find(commit);
   return it == by_commit_.end() ? nullptr : &it->second;
 }
 

@@ -7,10 +7,13 @@
 
 #include <git2.h>
 
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -19,11 +22,15 @@ namespace shellac::gitfrag {
 struct Decoration {
   enum class Kind { kHead, kBranch, kTag, kAnnotatedTag, kRemote, kOther };
   Kind kind;
-  std::string name;  // full ref name ("refs/tags/v1", "HEAD")
+  std::string_view name;  // full ref name ("refs/tags/v1", "HEAD"), owned by the RefIndex
 };
 
 class RefIndex {
  public:
+  RefIndex() = default;
+  RefIndex(const RefIndex&) = delete;  // decorations view into its own storage
+  RefIndex& operator=(const RefIndex&) = delete;
+
   // The object a tag-like ref finally points at, and whether the ref's own object was a tag.
   struct Peeled {
     git_oid target;
@@ -44,7 +51,21 @@ class RefIndex {
   size_t peel_calls() const { return peel_calls_; }  // objects read to build this index
 
  private:
-  std::unordered_map<std::string, std::vector<Decoration>> by_commit_;  // key: 20 raw bytes
+  struct OidHash {
+    size_t operator()(const git_oid& id) const {
+      size_t h;  // object ids are uniformly distributed: their first bytes are a hash already
+      std::memcpy(&h, id.id, sizeof h);
+      return h;
+    }
+  };
+  struct OidEqual {
+    bool operator()(const git_oid& a, const git_oid& b) const {
+      return std::memcmp(a.id, b.id, GIT_OID_RAWSZ) == 0;
+    }
+  };
+  std::string packed_;                   // the packed-refs file, which decoration names view
+  std::deque<std::string> loose_names_;  // names of loose refs and symbolic targets
+  std::unordered_map<git_oid, std::vector<Decoration>, OidHash, OidEqual> by_commit_;
   std::unordered_map<std::string, git_oid> branch_tips_;
   std::vector<std::string> branches_;
   std::string head_branch_;

@@ -27,10 +27,10 @@
 namespace shellac::gitfrag {
 namespace {
 
+using test::FirstDifference;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
-using test::FirstDifference;
 using test::VisibleText;
 
 constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
@@ -362,7 +362,7 @@ TEST_F(GitfragRefs, PackedTagsDecorateWithoutTheirTagObjects) {
   const auto* decorations = index->For(oid);
   ASSERT_NE(decorations, nullptr);
   std::vector<std::string> names;
-  for (const auto& d : *decorations) names.push_back(d.name);
+  for (const auto& d : *decorations) names.emplace_back(d.name);
   // git's order: HEAD, then refs in reverse name order.
   EXPECT_EQ(names, (std::vector<std::string>{"HEAD", "refs/tags/v1.0-outer", "refs/tags/v1.0",
                                              "refs/tags/light", "refs/tags/<script>tag",
@@ -398,10 +398,43 @@ TEST_F(GitfragRefs, LooseTagIsPeeledOnceAndLooseRefsOverridePacked) {
   const auto* d = index->For(oid);
   ASSERT_NE(d, nullptr);
   std::vector<std::string> names;
-  for (const auto& x : *d) names.push_back(x.name);
+  for (const auto& x : *d) names.emplace_back(x.name);
   EXPECT_EQ(names,
             (std::vector<std::string>{"HEAD", "refs/tags/loose-annotated", "refs/heads/master"}));
   EXPECT_EQ(index->head_branch(), "master");
+}
+
+// packed-refs as a program other than git may leave it: not sorted, a name twice (the last copy
+// counts), CRLF line ends, upper-case hex, lines that are not refs; a loose ref overrides one.
+TEST(GitfragRefIndex, ReadsPackedRefsHoweverTheyAreWritten) {
+  TempDir dir;
+  const std::string a(40, 'a'), b(40, 'b'), c = std::string(39, 'C') + "c", t(40, '7');
+  std::filesystem::create_directories(dir.File("refs/heads"));
+  test::WriteFile(dir.File("HEAD"), "ref: refs/heads/main\n");
+  test::WriteFile(dir.File("packed-refs"),
+                  "# pack-refs with: peeled fully-peeled\r\n" + b + " refs/tags/v2\r\n" + a +
+                      " refs/heads/main\n" + "not a ref line\n" + t + " refs/tags/v1\n^" + c +
+                      "\n" + std::string(39, 'z') + "z refs/heads/bad-hex\n" + a +
+                      " refs/tags/v2\n" + a + " refs/heads/zz\n");
+  test::WriteFile(dir.File("refs/heads/zz"), b + "\n");
+  auto index = RefIndex::Build(dir.path(), nullptr);
+  auto names = [&](const std::string& hex) {
+    git_oid oid;
+    EXPECT_EQ(git_oid_fromstr(&oid, hex.c_str()), 0);
+    std::vector<std::string> out;
+    if (const auto* d = index->For(oid))
+      for (const auto& x : *d) out.emplace_back(x.name);
+    return out;
+  };
+  EXPECT_EQ(names(a), (std::vector<std::string>{"HEAD", "refs/tags/v2", "refs/heads/main"}));
+  EXPECT_EQ(names(b), (std::vector<std::string>{"refs/heads/zz"}));
+  EXPECT_EQ(names(std::string(39, 'c') + "c"), (std::vector<std::string>{"refs/tags/v1"}));
+  EXPECT_EQ(names(t), std::vector<std::string>{}) << "an annotated tag decorates what it peels to";
+  EXPECT_EQ(index->branches(), (std::vector<std::string>{"main", "zz"}));
+  EXPECT_EQ(index->head_branch(), "main");
+  const auto* main_tip = index->For(*index->Branch("main"));
+  ASSERT_NE(main_tip, nullptr);
+  EXPECT_EQ(main_tip->front().kind, Decoration::Kind::kHead);
 }
 
 TEST_F(GitfragRefs, FingerprintChangesWithRefs) {
@@ -493,8 +526,8 @@ TEST(GitfragMatch, PathWithAnEmptySegmentIsNotRouted) {
   ASSERT_TRUE(site.Match("/c.git/diff/dir5", id));
   EXPECT_EQ(site.Match("/c.git/diff/dir5", id)->path, "dir5");
   EXPECT_EQ(site.Match("/c.git/diff/dir5/", id)->path, "dir5");
-  for (const char* path : {"/c.git/diff//diff/dir5", "/c.git/commit//x",
-                           "/c.git/diff/%2Fx", "/c.git/diff/a//b"}) {
+  for (const char* path :
+       {"/c.git/diff//diff/dir5", "/c.git/commit//x", "/c.git/diff/%2Fx", "/c.git/diff/a//b"}) {
     EXPECT_FALSE(site.Match(path, id)) << path;
   }
 }
@@ -963,11 +996,12 @@ git checkout -q -b side && echo side > side.txt && git add side.txt && git commi
 git checkout -q master
 )SH";
     std::ofstream(dir_.File("make.sh")) << script;
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
-          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-          " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+    Shell(
+        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
+        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+        " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
     bare_ = dir_.File("repo.git");
   }
   const std::string& bare() const { return bare_; }
@@ -989,9 +1023,9 @@ git checkout -q master
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\nmax-blob-size=50\nrepo.url=fix\nrepo.path=" << bare_
                       << "\n";
-    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) + " REQUEST_METHOD=GET PATH_INFO=" +
-                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) +
-                 " SCRIPT_NAME=/ " + kCgit);
+    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                 " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
+                 " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
   }
   static std::string Body(const std::string& cgi) {
     const size_t body = cgi.find("\n\n");
@@ -1111,10 +1145,14 @@ TEST_F(GitfragTree, PlainEqualsCgit) {
     return std::string("(none)");
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"/fix/plain/dir/f.c", "/fix/plain/dir/f.c"},  {"/fix/plain/bin.dat", "/fix/plain/bin.dat"},
-      {"/fix/plain/empty", "/fix/plain/empty"},      {"/fix/plain/link", "/fix/plain/link"},
-      {"/fix/plain/big.txt", "/fix/plain/big.txt"},  {"/fix/plain/caf%e9.txt", "/fix/plain/caf\xe9.txt"},
-      {"/fix/plain/dir", "/fix/plain/dir"},          {"/fix/plain/dir/deep/", "/fix/plain/dir/deep/"},
+      {"/fix/plain/dir/f.c", "/fix/plain/dir/f.c"},
+      {"/fix/plain/bin.dat", "/fix/plain/bin.dat"},
+      {"/fix/plain/empty", "/fix/plain/empty"},
+      {"/fix/plain/link", "/fix/plain/link"},
+      {"/fix/plain/big.txt", "/fix/plain/big.txt"},
+      {"/fix/plain/caf%e9.txt", "/fix/plain/caf\xe9.txt"},
+      {"/fix/plain/dir", "/fix/plain/dir"},
+      {"/fix/plain/dir/deep/", "/fix/plain/dir/deep/"},
       {"/fix/plain/", "/fix/plain/"},
   };
   for (const auto& [ours_path, theirs_path] : cases) {
@@ -1159,7 +1197,8 @@ TEST_F(GitfragTree, BadInput) {
   EXPECT_EQ(site.Render(MustMatch(site, "/fix/tree/", "h=nobranch")).status, 404);
 
   // Hostile names in a listing, a symlink target and a file view are escaped.
-  Shell("cd " + ShellQuote(fx.bare()) + "/../work && mkdir -p '<script>x' && "
+  Shell("cd " + ShellQuote(fx.bare()) +
+        "/../work && mkdir -p '<script>x' && "
         "echo '<script>alert(1)</script>' > '<script>x/a\"b'\\''c.<i>' && "
         "ln -s '<img src=x>' '<script>x/l' && git add -A && "
         "git -c user.name=a -c user.email=b commit -q -m odd && "
