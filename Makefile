@@ -2,19 +2,20 @@
 # configure build/ and compile; neither downloads anything but Debian packages. (varnish is the
 # reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
 # openssl the CLI the TLS tests make their certificates with; `make test` alone also installs
-# TEST_DEPS: chromium, the browser the status page test loads the page in, and systemd for
-# systemd-analyze verify on the packaged unit.)
+# TEST_DEPS: chromium, the browser the status page test loads the page in, systemd for
+# systemd-analyze verify on the packaged unit, and memcached and haproxy, the peers the cluster
+# tests run shellac nodes with.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libgit2-dev \
-           libre2-dev libsystemd-dev libgtest-dev libgmock-dev varnish cgit openssl
-TEST_DEPS := systemd chromium
+           libre2-dev libsystemd-dev libmemcached-dev libgtest-dev libgmock-dev varnish cgit openssl
+TEST_DEPS := systemd chromium memcached haproxy
 # What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
 DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
-            libgit2-dev libre2-dev libsystemd-dev
+            libgit2-dev libre2-dev libsystemd-dev libmemcached-dev
 # `make fuzz` only: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_DEPS := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60

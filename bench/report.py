@@ -1299,7 +1299,54 @@ def all_report(run, out_dir):
     return lines, None
 
 
-REPORTS = {"crawler": forge_report, "cold": forge_report, "hot": forge_report, "fork-spread": forge_report,
+def cluster_report(run):
+    rows = {r[0]: r for r in read_tsv(run.file("cluster.tsv"))}
+    # phase requests errors statuses duration_us p50_us p99_us unique renders note
+    lines = head(run, "cluster: HAProxy in front of 3 shellac nodes sharing fragments through memcached", [
+        "Issue 17, on loopback. cluster: conf/haproxy.cfg.example (consistent hashing on id=, else the path;",
+        "/health checks; retries with redispatch) in front of 3 shellac nodes with l2= on 2 memcached servers and",
+        "store-snapshot=. independent: the same 3 nodes with no shared tier behind HAProxy round-robin (what a",
+        "cache per node without routing gives). A crawler (bench/wrk/cluster_crawl.py, %s keep-alive connections) walks"
+        % run.m("cluster", {}).get("conns", "?"),
+        "%s unique commits once, each commit page asked in 3 repositories of the fork farm (base and two forks) in"
+        % run.m("cluster", {}).get("unique", "?"),
+        "shuffled order; renders = diff fragments rendered by the nodes (shellac_renders_total{kind=diff-fragment})."])
+    lines += ["", "## Summary", ""]
+
+    def rate(r):
+        return num(r[1]) / (num(r[4]) / 1e6) if num(r[4]) else 0
+
+    def per(r):
+        return num(r[8]) / num(r[7]) if num(r[7]) else 0
+    c, ind, k, rs = rows.get("cluster"), rows.get("independent"), rows.get("kill"), rows.get("restart")
+    if c and ind:
+        lines.append("- renders per unique fragment: cluster **%.2f** (target 1.00) vs independent nodes round-robin "
+                     "**%.2f** (3.00 at worst)" % (per(c), per(ind)))
+        lines.append("- pages/s: cluster %.0f, independent %.0f (%.2fx); p99 %s ms vs %s ms" % (
+            rate(c), rate(ind), rate(c) / rate(ind) if rate(ind) else 0, ms(c[6]), ms(ind[6])))
+    if k:
+        lines.append("- a node killed mid-walk: **%s failed requests** of %s at the client (target 0); the survivors "
+                     "rendered %s fragments for %s unique commits (%.2f per fragment)" % (k[2], k[1], k[8], k[7], per(k)))
+    if rs:
+        lines.append("- restart from the snapshot: %s; %s fragments rendered for its first %s pages" % (
+            rs[9].split(": ", 1)[-1], rs[8], rs[1]))
+    lines += ["", "## Per phase", "",
+              "| phase | requests | errors | statuses | seconds | pages/s | p50 ms | p99 ms | unique fragments | renders "
+              "| per fragment | note |", "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name in ("cluster", "kill", "restart", "independent"):
+        r = rows.get(name)
+        if r:
+            lines.append("| %s | %s | %s | %s | %.1f | %.0f | %s | %s | %s | %s | %.2f | %s |" % (
+                name, r[1], r[2], r[3], num(r[4]) / 1e6, rate(r), ms(r[5]), ms(r[6]), r[7], r[8], per(r), r[9]))
+    for key in ("snapshot_written", "snapshot_read"):
+        v = run.m("cluster", {}).get(key, "")
+        if v:
+            lines.append("- %s" % v)
+    lines += stderr_tail(run)
+    return lines, None
+
+
+REPORTS = {"cluster": cluster_report, "crawler": forge_report, "cold": forge_report, "hot": forge_report, "fork-spread": forge_report,
            "burst": burst_report, "passthrough": passthrough_report, "cached": cached_report, "esi": esi_report,
            "tls": tls_report, "render": render_report, "flood": flood_report}
 

@@ -2,7 +2,7 @@
 # bench/run.sh: shellac against its peers on a forge-shaped corpus, side by side, in one run.
 #
 # Usage: bench/run.sh SCENARIO [options]
-#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | all
+#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | all
 #              | corpus
 #
 # run.sh parses the options and runs bench/scenarios/SCENARIO.sh, which measures, checks, writes the
@@ -29,7 +29,10 @@
 # every 10k+ line diff; latencies and shellac's own render time per request. flood: 400 crawler
 # connections (wrk, 127.0.0.1) ask for cold commit pages while one person (bench/wrk/person.py from
 # 127.0.0.3) opens a new cold commit page every 200 ms, against shellac rendering, cgit direct and
-# Varnish -> cgit, and the person alone (bench/wrk/flood.lua counts the crawler's statuses). all runs every scenario,
+# Varnish -> cgit, and the person alone (bench/wrk/flood.lua counts the crawler's statuses). cluster: HAProxy
+# (conf/haproxy.cfg.example) in front of 3 shellac nodes sharing fragments through 2 memcached, against
+# 3 independent nodes round-robin; a node killed mid-walk; a restart from the store snapshot
+# (bench/scenarios/cluster.sh; CLUSTER_COMMITS, CLUSTER_CONNS in the environment). all runs every scenario,
 # one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png) and
 # bench/results/raw/SCENARIO/, bench/results/all.md for `all`.
 #
@@ -79,7 +82,7 @@ case $1 in -h | --help) usage 0 ;; esac
 SCENARIO=$1
 shift
 case $SCENARIO in
-  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | all | corpus) ;;
+  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | all | corpus) ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac
 

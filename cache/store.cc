@@ -462,6 +462,19 @@ size_t Store::Ban(std::string_view prefix) {
   return removed;
 }
 
+std::vector<ObjectRef> Store::Objects() const {
+  std::vector<ObjectRef> objects;
+  for (size_t i = 0; i <= shard_count_; ++i) {
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mu);
+    objects.reserve(objects.size() + shard.index.size());
+    for (size_t slot = 0; slot < shard.index.capacity(); ++slot) {
+      if (const Object* object = shard.index.At(slot)) objects.push_back(ObjectAccess::NewRef(object));
+    }
+  }
+  return objects;
+}
+
 StoreStats Store::Stats() const {
   StoreStats stats;
   stats.budget = budget_;

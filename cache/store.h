@@ -56,6 +56,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "cache/object.h"
 #include "cache/status.h"
@@ -129,6 +130,10 @@ class Store {
   // Removes every object whose key starts with `prefix` (e.g. "diff/SHA/": every variant of one
   // commit's diff). Walks every shard: an admin operation. Returns how many were removed.
   size_t Ban(std::string_view prefix);
+
+  // A reference to every findable object (for a snapshot). Each shard is locked in turn, so
+  // objects inserted meanwhile may or may not be among them. Counts no lookup.
+  std::vector<ObjectRef> Objects() const;
 
   // Sums every shard's counters (locks each shard in turn).
   StoreStats Stats() const;

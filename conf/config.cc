@@ -863,6 +863,32 @@ Key::Handler Text(std::string Config::*field, const char* expected) {
           SameField(field)};
 }
 
+// l2=memcached://HOST:PORT[,HOST:PORT...] or off: the shared tier's servers.
+Key::Handler L2Servers() {
+  return {[](Builder& b, std::string_view v) {
+            auto& servers = b.config().l2_servers;
+            servers.clear();
+            if (Lower(v) == "off") return;
+            constexpr std::string_view kScheme = "memcached://";
+            if (!v.starts_with(kScheme)) b.Fail("expected memcached://HOST:PORT[,HOST:PORT...] or off");
+            v.remove_prefix(kScheme.size());
+            while (true) {
+              const size_t comma = v.find(',');
+              const std::string_view server = v.substr(0, comma);
+              const size_t colon = server.rfind(':');
+              uint64_t port = 0;
+              if (colon == std::string_view::npos || colon == 0 ||
+                  !base::ParseDecimal(server.substr(colon + 1), &port) || port == 0 || port > 65535) {
+                b.Fail("expected HOST:PORT, got '" + std::string(server) + "'");
+              }
+              servers.emplace_back(server);
+              if (comma == std::string_view::npos) break;
+              v.remove_prefix(comma + 1);
+            }
+          },
+          SameField(&Config::l2_servers)};
+}
+
 // Text, or "off" for none.
 Key::Handler TextOrOff(std::string Config::*field) {
   return {[=](Builder& b, std::string_view v) {
@@ -1013,6 +1039,11 @@ const std::vector<Key>& Keys() {
       // Logging
       {"access-log", "stderr", kReload, kOne, Text(&Config::access_log, "expected a file, 'stderr' or 'off'"),
        "a file, stderr or off"},
+      // More than one machine
+      {"store-snapshot", "off", kRestart, kOne, TextOrOff(&Config::store_snapshot),
+       "FILE the store is written to at stop and read from at start, or off"},
+      {"l2", "off", kRestart, kOne, L2Servers(),
+       "shared tier for repository-neutral objects: memcached://HOST:PORT[,...] or off"},
       // Timeouts and limits
       {"client-header-timeout", "10s", kReload, kOne, Duration(&Config::client_header_timeout),
        "from a request's first byte to the end of its head"},

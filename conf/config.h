@@ -123,6 +123,10 @@ struct Config {
 
   std::string access_log;                // a file path, "stderr" or "off"
 
+  // More than one machine.
+  std::string store_snapshot;            // store-snapshot=FILE: read at start, written at stop; "" off
+  std::vector<std::string> l2_servers;   // l2=memcached://HOST:PORT,...: "HOST:PORT" each; empty off
+
   // Client side.
   Millis client_header_timeout{};        // from first byte (or end of previous response) to end of head
   Millis client_idle_timeout{};          // keep-alive wait between requests

@@ -83,6 +83,9 @@ struct GlobalMetrics {
   std::atomic<uint64_t> reloads_ok{0};
   std::atomic<uint64_t> reloads_refused{0};
   std::atomic<bool> draining{false};
+  // store-snapshot=: what the start read (objects stored again, the file refused or not).
+  std::atomic<uint64_t> snapshot_loaded{0};
+  std::atomic<uint64_t> snapshot_refused{0};
 };
 
 // Renders every shard plus the globals as Prometheus text.

@@ -30,6 +30,10 @@ std::optional<gitfrag::Route> MatchResident(const Runtime& runtime, std::string_
 
 namespace {
 
+// Repository-neutral objects (gitfrag's keys: diff fragments, patches, rawdiffs, file views) are
+// the same bytes on every node, so the shared tier may hold them.
+bool SharedByTier(std::string_view key) { return key.starts_with("gitfrag/"); }
+
 // Pool thread: the page as an object, stored and announced when this render fills the store.
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
                 std::string_view kind, bool gzip, gitfrag::Page page) {
@@ -66,6 +70,8 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
       r.reason = "the rendered page cannot be kept: " + status.message();
     } else if (!fill_key.empty() && worker.shared().store->Insert(r.object).ok()) {
       r.stored = true;
+      // The shared tier gets what this node rendered (in the background, on the tier's threads).
+      if (worker.shared().l2 && SharedByTier(fill_key)) worker.shared().l2->Put(r.object);
     }
   }
   if (!fill_key.empty()) {
@@ -87,13 +93,15 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
 
 }  // namespace
 
-void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
-                    const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done) {
+namespace {
+
+// Submits the render to the pool. `on_loop`: called on `worker`'s thread (a refusal may answer at
+// once); otherwise (a tier thread) a refusal is posted to the worker like a render's outcome.
+void SubmitRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
+                  const gitfrag::Route& route, const std::string& fill_key, std::weak_ptr<void> alive,
+                  gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done,
+                  bool on_loop) {
   Worker* owner = &worker;
-  // A page nobody else will use (no fill key: made for this request, not stored) leaves the queue
-  // when its requester goes away before it starts.
-  if (fill_key.empty()) admission.requester = alive;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);
   auto finish = [owner, runtime, fill_key, kind, alive, gzip, done](gitfrag::Page&& page) {
@@ -114,8 +122,50 @@ void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtim
     if (!fill_key.empty()) {
       worker.shared().flights.Complete(fill_key, FillResult{FillResult::kAbandoned, {}, 0, {}});
     }
-    done(std::move(busy));
+    if (on_loop) {
+      done(std::move(busy));
+    } else {
+      owner->Post([alive, done, busy = std::move(busy)]() mutable {
+        if (!alive.expired()) done(std::move(busy));
+      });
+    }
   }
+}
+
+}  // namespace
+
+void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
+                    const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
+                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done) {
+  // A page nobody else will use (no fill key: made for this request, not stored) leaves the queue
+  // when its requester goes away before it starts.
+  if (fill_key.empty()) admission.requester = alive;
+  cache::SharedTier* tier = worker.shared().l2.get();
+  if (tier == nullptr || fill_key.empty() || !SharedByTier(fill_key)) {
+    SubmitRender(worker, runtime, route, fill_key, std::move(alive), std::move(admission), gzip,
+                 std::move(done), /*on_loop=*/true);
+    return;
+  }
+  // A neutral part this node leads: ask the shared tier first (on its threads), render on a miss
+  // or when the tier is unavailable. The single-flight stays led meanwhile, so one lookup and at
+  // most one render per key run on this node.
+  Worker* owner = &worker;
+  tier->Get(fill_key, [owner, runtime, route, fill_key, alive, admission, gzip, done](
+                          cache::SharedTier::Outcome outcome, cache::ObjectRef object) mutable {
+    if (outcome == cache::SharedTier::Outcome::kHit) {
+      Rendered r{200, {}, object, false, gitfrag::Refusal::kNone};
+      r.stored = owner->shared().store->Insert(object).ok();
+      owner->shared().flights.Complete(
+          fill_key, r.stored ? FillResult{FillResult::kStored, object, 0, {}}
+                             : FillResult{FillResult::kNotStorable, {}, 0, {}});
+      owner->Post([alive, done, r = std::move(r)]() mutable {
+        if (!alive.expired()) done(std::move(r));
+      });
+      return;
+    }
+    SubmitRender(*owner, runtime, route, fill_key, std::move(alive), std::move(admission), gzip,
+                 std::move(done), /*on_loop=*/false);
+  });
 }
 
 gitfrag::Admission AdmissionFor(const conf::Config& config, const gitfrag::Route& route,

@@ -70,6 +70,8 @@ class Shared {
   // Renders resident pages; made once at start when repositories are configured (render-threads and
   // render-queue cannot change on reload).
   std::unique_ptr<gitfrag::RenderPool> render_pool;
+  // The shared tier (l2=memcached://...); null when not configured. Made once at start.
+  std::unique_ptr<cache::SharedTier> l2;
   SingleFlight flights;
   std::vector<const WorkerMetrics*> shards;  // fixed before any worker starts
   // The status page's history: sampled and read on the main thread only (the admin listener's).

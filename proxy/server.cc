@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -145,12 +146,38 @@ std::string Shared::RenderMetrics() const {
        "Lookups that found a stale object within grace.", stats.stale_hits);
   line("shellac_cache_misses_total", "counter", "Lookups that found nothing usable.", stats.misses);
   line("shellac_cache_inserts_total", "counter", "Objects stored.", stats.inserts);
+  line("shellac_snapshot_loaded_objects", "gauge",
+       "Objects the start read back from store-snapshot= and stored.", global.snapshot_loaded.load());
+  line("shellac_snapshot_refused", "gauge",
+       "1 when the start refused a damaged or foreign store-snapshot= file.",
+       global.snapshot_refused.load());
   line("shellac_cache_evictions_total", "counter", "Objects evicted to stay within the budget.",
        stats.evictions);
   line("shellac_cache_purged_total", "counter", "Objects removed by purge or ban.",
        stats.purged + stats.banned);
   line("shellac_cache_single_flight_waiting", "gauge", "Requests waiting for another's fetch now.",
        flights.waiting());
+  if (l2) {
+    const cache::SharedTierStats t = l2->Stats();
+    line("shellac_l2_servers", "gauge", "memcached servers of the shared tier (l2=).", l2->servers());
+    line("shellac_l2_gets_total", "counter",
+         "Shared-tier lookups: local misses of repository-neutral objects.", t.gets);
+    line("shellac_l2_hits_total", "counter", "Shared-tier lookups answered with an object.", t.hits);
+    line("shellac_l2_misses_total", "counter", "Shared-tier lookups the tier did not hold.", t.misses);
+    line("shellac_l2_errors_total", "counter",
+         "Shared-tier lookups that failed (server down, timeout): rendered locally.", t.errors);
+    line("shellac_l2_corrupt_total", "counter",
+         "Shared-tier values refused (damaged, another format version or key): treated as misses.",
+         t.corrupt);
+    line("shellac_l2_busy_total", "counter",
+         "Shared-tier lookups not asked: the tier's queue was full (rendered locally).", t.busy);
+    line("shellac_l2_puts_total", "counter", "Objects written to the shared tier.", t.puts);
+    line("shellac_l2_put_errors_total", "counter", "Shared-tier writes that failed.", t.put_errors);
+    line("shellac_l2_too_large_total", "counter",
+         "Objects not written to the shared tier: over memcached's item size.", t.too_large);
+    line("shellac_l2_dropped_total", "counter",
+         "Shared-tier writes dropped: the tier's queue was full.", t.dropped);
+  }
   if (render_pool) {
     const gitfrag::PoolMetrics m = render_pool->Metrics();
     line("shellac_render_threads", "gauge", "Render threads (render-threads).", m.threads);
@@ -530,6 +557,62 @@ Server::Server(std::string config_file, conf::Overrides overrides,
       std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
   state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
       loaded.render_threads, loaded.render_queue, loaded.client_max_renders);
+  if (!loaded.l2_servers.empty()) {
+    state_->shared.l2 = std::make_unique<cache::SharedTier>(
+        cache::SharedTierOptions{.servers = loaded.l2_servers});
+    std::string list;
+    for (const auto& server : loaded.l2_servers) list += (list.empty() ? "" : ", ") + server;
+    std::fprintf(stderr, "shellac: shared tier: memcached %s\n", list.c_str());
+  }
+  if (!loaded.store_snapshot.empty()) LoadStoreSnapshot(loaded.store_snapshot);
+}
+
+// store-snapshot=: the store as the last graceful stop left it. A refused file leaves the store
+// empty (LoadSnapshot stores nothing then) and is left where it is for the operator to look at;
+// the next stop writes over it.
+void Server::LoadStoreSnapshot(const std::string& path) {
+  cache::SnapshotStats stats;
+  bool missing = false;
+  const auto started = std::chrono::steady_clock::now();
+  const cache::Status status = cache::LoadSnapshot(
+      state_->shared.store.get(), path, std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()),
+      &stats, &missing);
+  if (missing) {
+    std::fprintf(stderr, "shellac: no store snapshot at %s yet: starting with an empty store\n",
+                 path.c_str());
+  } else if (!status.ok()) {
+    state_->shared.global.snapshot_refused = 1;
+    std::fprintf(stderr, "shellac: store snapshot refused: %s; starting with an empty store\n",
+                 status.message().c_str());
+  } else {
+    state_->shared.global.snapshot_loaded = stats.objects;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started).count();
+    std::fprintf(stderr,
+                 "shellac: store snapshot %s read: %llu objects stored, %llu expired or left out, "
+                 "%llu bytes in %lld ms\n",
+                 path.c_str(), static_cast<unsigned long long>(stats.objects),
+                 static_cast<unsigned long long>(stats.skipped),
+                 static_cast<unsigned long long>(stats.bytes), static_cast<long long>(ms));
+  }
+}
+
+void Server::WriteStoreSnapshot(const std::string& path) {
+  cache::SnapshotStats stats;
+  const auto started = std::chrono::steady_clock::now();
+  const cache::Status status = cache::WriteSnapshot(*state_->shared.store, path, &stats);
+  if (!status.ok()) {
+    std::fprintf(stderr, "shellac: store snapshot not written: %s\n", status.message().c_str());
+    return;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started).count();
+  std::fprintf(stderr,
+               "shellac: store snapshot %s written: %llu objects (%llu left out), %llu bytes in "
+               "%lld ms\n",
+               path.c_str(), static_cast<unsigned long long>(stats.objects),
+               static_cast<unsigned long long>(stats.skipped),
+               static_cast<unsigned long long>(stats.bytes), static_cast<long long>(ms));
 }
 
 Server::~Server() = default;
@@ -537,6 +620,7 @@ Server::~Server() = default;
 int Server::Run() {
   State& s = *state_;
   const conf::Config& config = *s.shared.runtime()->config;
+  const std::string snapshot_path = config.store_snapshot;  // config may be replaced by a reload
   for (unsigned i = 0; i < config.threads; ++i)
     s.workers.push_back(std::make_unique<Worker>(s.shared, static_cast<int>(i)));
   s.main = std::make_unique<Worker>(s.shared, static_cast<int>(config.threads));
@@ -567,7 +651,8 @@ int Server::Run() {
   s.main->Run();
   for (auto& t : s.threads) t.join();
   // Renders still queued finish and post to loops that no longer run; the workers must outlive
-  // that.
+  // that. The shared tier's lookups may still submit renders: it stops first.
+  s.shared.l2.reset();
   s.shared.render_pool.reset();
   s.workers.clear();
   s.signals.clear();
@@ -575,6 +660,8 @@ int Server::Run() {
   s.drain_deadline.reset();
   s.status_tick.reset();
   s.main.reset();
+  // The path in force at start (a restart-only key), written once nothing renders or stores.
+  if (!snapshot_path.empty()) WriteStoreSnapshot(snapshot_path);
   std::fprintf(stderr, "shellac: stopped\n");
   return 0;
 }

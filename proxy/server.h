@@ -26,6 +26,8 @@ class Server {
 
  private:
   struct State;
+  void LoadStoreSnapshot(const std::string& path);
+  void WriteStoreSnapshot(const std::string& path);
   std::unique_ptr<State> state_;
 };
 

@@ -375,6 +375,8 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
       {"render-threads", "9"},
       {"render-queue", "99"},
       {"client-max-renders", "3"},
+      {"store-snapshot", "/var/lib/shellac/store.snapshot"},
+      {"l2", "memcached://127.0.0.1:11211"},
   };
   const Overrides pinned = {{"threads", "2"}, {"render-threads", "2"}};  // not "number of cores"
   auto base = LoadOk("", pinned);

@@ -29,6 +29,7 @@ LIBRARIES = {
     'git2': {'gitfrag'},
     'event2/': {'proxy'},
     'openssl/': {'proxy'},
+    'libmemcached': {'cache'},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
