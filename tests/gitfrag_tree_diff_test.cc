@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -213,6 +215,63 @@ TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {
       EXPECT_EQ(ours, theirs) << Subject(other.get()) << " path=" << path;
     }
   }
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
+
+namespace shellac::gitfrag {
+namespace {
+
+// The same comparison on a real repository, when one is named: SHELLAC_TREE_DIFF_REPO=PATH
+// (e.g. a clone of git/git) and SHELLAC_TREE_DIFF_EVERY=K (default 200): every K-th commit of its
+// HEAD, merges included, unified and side by side.
+TEST(TreeDiffRealRepository, FragmentEqualsTheLibgit2Path) {
+  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
+  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
+  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  EnsureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  RepositoryPtr repo(raw);
+  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list HEAD | awk 'NR % " +
+                               std::string(every != nullptr ? every : "200") + " == 1'"));
+  size_t commits = 0, own = 0;
+  for (std::string id; std::getline(ids, id);) {
+    if (id.empty()) continue;
+    git_oid oid;
+    ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
+    git_commit* c = nullptr;
+    ASSERT_EQ(git_commit_lookup(&c, repo.get(), &oid), 0);
+    CommitPtr commit(c);
+    ++commits;
+    for (int dt : {0, 1}) {
+      DiffOptions options;
+      options.dt = dt;
+      options.abbrev = 10;
+      std::string ours, theirs;
+      bool used_own = false;
+      {
+        CommitFiles files;
+        std::string reason;
+        ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, options, "", &files, &reason,
+                                    FileDiffPath::kOwn, &used_own));
+      }
+      own += used_own && dt == 0;
+      {
+        Writer w(&ours);
+        WriteDiffFragment(w, repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kOwn);
+      }
+      {
+        Writer w(&theirs);
+        WriteDiffFragment(w, repo.get(), commit.get(), nullptr, options, "",
+                          FileDiffPath::kLibgit2);
+      }
+      EXPECT_EQ(ours, theirs) << id << " dt=" << dt;
+    }
+  }
+  std::cout << "[ compared ] " << commits << " commits, " << own << " by the own tree diff\n";
+  EXPECT_GT(commits, 0u);
 }
 
 }  // namespace
