@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "base/text.h"
+#include "gitfrag/tree_diff.h"
 
 namespace shellac::gitfrag {
 
@@ -320,8 +321,8 @@ const std::string& HunkHeaders::Next(const git_diff_hunk& hunk) {
     const unsigned char c = static_cast<unsigned char>(line[0]);
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$')) continue;
     line = line.substr(0, 80);
-    while (!line.empty() &&
-           (line.back() == ' ' || line.back() == '\t' || line.back() == '\n' || line.back() == '\r'))
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\n' ||
+                             line.back() == '\r'))
       line.remove_suffix(1);
     function_.assign(line);
     break;
@@ -385,18 +386,21 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
   return CommitPtr(reinterpret_cast<git_commit*>(peeled));
 }
 
-DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, DiffEngine engine, std::string* reason,
-                   std::string_view path) {
+namespace {
+
+// The trees a commit's diff compares: `commit`'s and `other`'s, or its first parent's, or none
+// (the empty tree) for a root commit.
+bool CommitTrees(git_repository* repo, git_commit* commit, git_commit* other, TreePtr* old_tree,
+                 TreePtr* new_tree, std::string* reason) {
+  (void)repo;
   auto fail = [&](const char* what) {
     const git_error* e = git_error_last();
     *reason = std::string(what) + ": " + (e ? e->message : "unknown error");
-    return DiffPtr();
+    return false;
   };
   git_tree* raw_new = nullptr;
   if (git_commit_tree(&raw_new, commit) != 0) return fail("cannot read the commit's tree");
-  TreePtr new_tree(raw_new);
-  TreePtr old_tree;
+  new_tree->reset(raw_new);
   CommitPtr parent;
   if (other == nullptr && git_commit_parentcount(commit) > 0) {
     git_commit* raw_parent = nullptr;
@@ -407,15 +411,30 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
   if (other != nullptr) {
     git_tree* raw_old = nullptr;
     if (git_commit_tree(&raw_old, other) != 0) return fail("cannot read the parent's tree");
-    old_tree.reset(raw_old);
+    old_tree->reset(raw_old);
   }
+  return true;
+}
+
+git_diff_options EngineOptions(const DiffOptions& options, DiffEngine engine) {
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
   opts.context_lines = static_cast<uint32_t>(options.context);
-  const bool cgit_pages = engine == DiffEngine::kCgitPages;
   // git's diff machinery slides ambiguous hunks with the indent heuristic by default; cgit's own
   // xdiff call asks for a minimal diff and no heuristic.
-  opts.flags |= cgit_pages ? GIT_DIFF_MINIMAL : GIT_DIFF_INDENT_HEURISTIC;
+  opts.flags |= engine == DiffEngine::kCgitPages ? GIT_DIFF_MINIMAL : GIT_DIFF_INDENT_HEURISTIC;
   if (options.ignorews) opts.flags |= GIT_DIFF_IGNORE_WHITESPACE;
+  return opts;
+}
+
+DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
+                    const DiffOptions& options, DiffEngine engine, std::string* reason,
+                    std::string_view path) {
+  auto fail = [&](const char* what) {
+    const git_error* e = git_error_last();
+    *reason = std::string(what) + ": " + (e ? e->message : "unknown error");
+    return DiffPtr();
+  };
+  git_diff_options opts = EngineOptions(options, engine);
   std::string path_copy(path);
   char* pathspec[] = {path_copy.data()};
   if (!path.empty()) {
@@ -425,15 +444,112 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
     opts.flags |= GIT_DIFF_DISABLE_PATHSPEC_MATCH;
   }
   git_diff* raw_diff = nullptr;
-  if (git_diff_tree_to_tree(&raw_diff, repo, old_tree.get(), new_tree.get(), &opts) != 0)
+  if (git_diff_tree_to_tree(&raw_diff, repo, old_tree, new_tree, &opts) != 0)
     return fail("cannot diff");
   DiffPtr diff(raw_diff);
-  if (cgit_pages) {
+  if (engine == DiffEngine::kCgitPages) {
     git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
     find.flags = GIT_DIFF_FIND_RENAMES;
     if (git_diff_find_similar(diff.get(), &find) != 0) return fail("rename detection failed");
   }
   return diff;
+}
+
+// One file's patch from its blobs, as git_patch_from_diff makes it from a tree-to-tree delta: a
+// submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink), a missing
+// side (an added or deleted file) no data. Null when a blob cannot be read. The patch points into
+// *texts (a submodule's text), which must outlive it.
+PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff_options& opts,
+                   std::deque<std::string>* texts) {
+  const bool old_side = !git_oid_is_zero(&d.old_file.id);
+  const bool new_side = !git_oid_is_zero(&d.new_file.id);
+  git_patch* raw = nullptr;
+  if ((old_side && d.old_file.mode == GIT_FILEMODE_COMMIT) ||
+      (new_side && d.new_file.mode == GIT_FILEMODE_COMMIT)) {
+    const std::string& old_text = texts->emplace_back(
+        old_side ? "Subproject commit " + OidHex(d.old_file.id) + "\n" : std::string());
+    const std::string& new_text = texts->emplace_back(
+        new_side ? "Subproject commit " + OidHex(d.new_file.id) + "\n" : std::string());
+    if (git_patch_from_buffers(&raw, old_side ? old_text.data() : nullptr, old_text.size(),
+                               d.old_file.path, new_side ? new_text.data() : nullptr,
+                               new_text.size(), d.new_file.path, &opts) != 0)
+      return PatchPtr();
+    return PatchPtr(raw);
+  }
+  BlobPtr old_blob, new_blob;
+  git_blob* raw_blob = nullptr;
+  if (old_side) {
+    if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return PatchPtr();
+    old_blob.reset(raw_blob);
+  }
+  if (new_side) {
+    if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return PatchPtr();
+    new_blob.reset(raw_blob);
+  }
+  if (git_patch_from_blobs(&raw, old_blob.get(), d.old_file.path, new_blob.get(), d.new_file.path,
+                           &opts) != 0)
+    return PatchPtr();
+  return PatchPtr(raw);
+}
+
+}  // namespace
+
+DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
+                   const DiffOptions& options, DiffEngine engine, std::string* reason,
+                   std::string_view path) {
+  TreePtr old_tree, new_tree;
+  if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return DiffPtr();
+  return DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path);
+}
+
+bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
+                     const DiffOptions& options, std::string_view path, CommitFiles* out,
+                     std::string* reason, FileDiffPath how, bool* used_own) {
+  if (used_own != nullptr) *used_own = false;
+  TreePtr old_tree, new_tree;
+  if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return false;
+  if (how == FileDiffPath::kOwn && path.empty()) {
+    std::vector<TreeChange> changes;
+    if (!DiffTrees(repo, old_tree.get(), new_tree.get(), &changes, reason)) return false;
+    bool added = false, deleted = false;
+    for (const TreeChange& c : changes) {
+      added |= c.status == GIT_DELTA_ADDED;
+      deleted |= c.status == GIT_DELTA_DELETED;
+    }
+    if (!(added && deleted)) {  // nothing for rename detection to pair
+      const git_diff_options opts = EngineOptions(options, DiffEngine::kCgitPages);
+      out->files.resize(changes.size());
+      for (size_t i = 0; i < changes.size(); ++i) {
+        const TreeChange& c = changes[i];
+        git_diff_delta& d = out->files[i].delta;
+        d.status = c.status;
+        d.nfiles = static_cast<uint16_t>(c.status == GIT_DELTA_MODIFIED ? 2 : 1);
+        const char* p = out->paths.emplace_back(c.path).c_str();
+        d.old_file.path = p;
+        d.new_file.path = p;
+        d.old_file.mode = static_cast<uint16_t>(c.old_mode);
+        d.new_file.mode = static_cast<uint16_t>(c.new_mode);
+        git_oid_cpy(&d.old_file.id, &c.old_id);
+        git_oid_cpy(&d.new_file.id, &c.new_id);
+        out->files[i].patch = BlobPatch(repo, d, opts, &out->paths);
+      }
+      if (used_own != nullptr) *used_own = true;
+      return true;
+    }
+  }
+  out->diff = DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, DiffEngine::kCgitPages,
+                          reason, path);
+  if (!out->diff) return false;
+  const size_t n = git_diff_num_deltas(out->diff.get());
+  out->files.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    FileDiff& f = out->files[i];
+    git_patch* raw = nullptr;
+    if (git_patch_from_diff(&raw, out->diff.get(), i) == 0 && raw != nullptr) f.patch.reset(raw);
+    // Copied after the patch is made: making it sets the delta's binary flags.
+    f.delta = *git_diff_get_delta(out->diff.get(), i);
+  }
+  return true;
 }
 
 Page ErrorPage(int status, std::string reason) {

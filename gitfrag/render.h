@@ -3,6 +3,7 @@
 // (ui_*.cc) uses these, so each page reads top to bottom like the HTML it emits.
 #pragma once
 
+#include <deque>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -107,6 +108,37 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
                    const DiffOptions& options, DiffEngine engine, std::string* reason,
                    std::string_view path = {});
 
+// One changed file of a diff as cgit's commit and diff pages show it: its delta (status, paths,
+// modes, ids) and the patch of its contents (hunks, lines; its own delta's flags say binary). A
+// null patch: it could not be made (the file is left out of the listing, as before).
+struct FileDiff {
+  git_diff_delta delta{};
+  PatchPtr patch;
+};
+
+// The changed files of a diff, and what their deltas' paths point into.
+struct CommitFiles {
+  std::vector<FileDiff> files;
+  DiffPtr diff;                   // libgit2's diff, when it made the list
+  std::deque<std::string> paths;  // the own tree diff's paths (and submodules' patch texts)
+};
+
+// How CommitFileDiffs lists the changed files.
+//  kOwn: DiffTrees (tree_diff.h) and each file's blobs diffed directly (git_patch_from_blobs), when
+//        that gives what libgit2's diff gives: no path limit, and not both deletions and additions
+//        (only then can rename detection pair files); otherwise as kLibgit2.
+//  kLibgit2: CommitDiff (git_diff_tree_to_tree, rename detection) and git_patch_from_diff.
+enum class FileDiffPath { kOwn, kLibgit2 };
+
+// The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's commit
+// and diff pages compute it (DiffEngine::kCgitPages), file by file, with each file's patch. False
+// with *reason when the trees cannot be read or diffed. *used_own (may be null) says whether the
+// own tree diff made the list.
+bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
+                     const DiffOptions& options, std::string_view path, CommitFiles* out,
+                     std::string* reason, FileDiffPath how = FileDiffPath::kOwn,
+                     bool* used_own = nullptr);
+
 // route.diff with the abbreviation length filled in: the route's (from a cache key) or else the
 // repository's.
 DiffOptions EffectiveDiffOptions(const PageContext& ctx);
@@ -115,7 +147,8 @@ DiffOptions EffectiveDiffOptions(const PageContext& ctx);
 // it (…/REPO/commit/[PATH], …/REPO/diff/[PATH]): PATH's depth is part of the fragment's key, so
 // the number of "../" is known.
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options, std::string_view path);
+                       const DiffOptions& options, std::string_view path,
+                       FileDiffPath how = FileDiffPath::kOwn);
 
 // cgit's age cell: "<span class='age-hours' title='LONG DATE'>5 hours</span>", or the short date
 // when older than `max_relative` seconds (negative: never).

@@ -17,7 +17,6 @@ struct FileStat {
   uint64_t old_size = 0, new_size = 0;
 };
 
-
 uint64_t BlobSize(git_repository* repo, const git_diff_file& file) {
   if (git_oid_is_zero(&file.id)) return 0;
   git_odb* raw_odb = nullptr;
@@ -293,9 +292,12 @@ enum class DiffLayout { kUnified, kSideBySide, kStatOnly };
 
 DiffLayout LayoutOf(const DiffOptions& options) {
   switch (options.dt) {
-    case 1: return DiffLayout::kSideBySide;
-    case 2: return DiffLayout::kStatOnly;
-    default: return DiffLayout::kUnified;
+    case 1:
+      return DiffLayout::kSideBySide;
+    case 2:
+      return DiffLayout::kStatOnly;
+    default:
+      return DiffLayout::kUnified;
   }
 }
 
@@ -312,7 +314,7 @@ struct DiffFragment {
   std::string old_id;  // what the diff is against: id2, else the first parent
   OdbPtr odb;
   int abbrev = 7;
-  std::vector<PatchPtr> patches;
+  CommitFiles files;
   std::vector<FileStat> stats;
   size_t max_changes = 0, total_added = 0, total_removed = 0;
 };
@@ -326,18 +328,17 @@ void WriteDiffstatHeader(const DiffFragment& f, std::string_view path) {
   out.Raw("</div>");
 }
 
-// Makes each file's patch and counts its lines (or, for a binary file, the blobs' sizes).
-void CollectPatches(DiffFragment& f, git_diff* diff) {
-  const size_t n = git_diff_num_deltas(diff);
-  f.patches.resize(n);
+// Counts each file's lines (or, for a binary file, the blobs' sizes).
+void CountChanges(DiffFragment& f) {
+  const size_t n = f.files.files.size();
   f.stats.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    git_patch* raw = nullptr;
-    if (git_patch_from_diff(&raw, diff, i) != 0 || raw == nullptr) continue;
-    f.patches[i].reset(raw);
-    const git_diff_delta* d = git_patch_get_delta(raw);
+    git_patch* raw = f.files.files[i].patch.get();
+    if (raw == nullptr) continue;
+    const git_diff_delta* d = &f.files.files[i].delta;
     FileStat& s = f.stats[i];
-    s.binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+    // The patch's own delta has the binary flag its making set.
+    s.binary = (git_patch_get_delta(raw)->flags & GIT_DIFF_FLAG_BINARY) != 0;
     if (s.binary) {
       s.old_size = BlobSize(f.repo, d->old_file);
       s.new_size = BlobSize(f.repo, d->new_file);
@@ -367,12 +368,11 @@ void WriteDiffstatGraph(const DiffFragment& f, const FileStat& s) {
   const double total = static_cast<double>(f.max_changes);
   const double add = 100.0 * static_cast<double>(s.added) / total;
   const double rem = 100.0 * static_cast<double>(s.removed) / total;
-  std::snprintf(
-      buf, sizeof buf,
-      "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
-      "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
-      "%.1f%%;'/></tr></table>",
-      std::min<size_t>(f.max_changes, 100), add, rem, 100.0 - add - rem);
+  std::snprintf(buf, sizeof buf,
+                "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
+                "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
+                "%.1f%%;'/></tr></table>",
+                std::min<size_t>(f.max_changes, 100), add, rem, 100.0 - add - rem);
   out.Raw(buf).Raw("</td></tr>\n");
 }
 
@@ -407,20 +407,22 @@ void WriteDiffstatRow(const DiffFragment& f, const git_diff_delta& d, const File
 void WriteDiffstat(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='diffstat' class='diffstat'>");
-  for (size_t i = 0; i < f.patches.size(); ++i) {
-    if (!f.patches[i]) continue;
-    WriteDiffstatRow(f, *git_patch_get_delta(f.patches[i].get()), f.stats[i]);
+  for (size_t i = 0; i < f.files.files.size(); ++i) {
+    if (!f.files.files[i].patch) continue;
+    WriteDiffstatRow(f, f.files.files[i].delta, f.stats[i]);
   }
-  out.Raw("</table><div class='diffstat-summary'>").Number(f.patches.size()).Raw(" files changed, ");
+  out.Raw("</table><div class='diffstat-summary'>")
+      .Number(f.files.files.size())
+      .Raw(" files changed, ");
   out.Number(f.total_added).Raw(" insertions, ").Number(f.total_removed).Raw(" deletions</div>");
 }
 
 void WriteSideBySideDiff(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='ssdiff' class='ssdiff'>");
-  for (size_t i = 0; i < f.patches.size(); ++i) {
-    if (!f.patches[i]) continue;
-    const git_diff_delta* d = git_patch_get_delta(f.patches[i].get());
+  for (size_t i = 0; i < f.files.files.size(); ++i) {
+    if (!f.files.files[i].patch) continue;
+    const git_diff_delta* d = &f.files.files[i].delta;
     out.Raw(
         "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
         "colspan='4'>");
@@ -431,7 +433,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
     } else {
       SideBySide ss{out, *d, f.old_id, f.id, f.up};
       HunkHeaders headers(f.repo, *d);
-      ss.Write(f.patches[i].get(), headers);
+      ss.Write(f.files.files[i].patch.get(), headers);
     }
     out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
   }
@@ -441,16 +443,16 @@ void WriteSideBySideDiff(const DiffFragment& f) {
 void WriteUnifiedDiff(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='diff' class='diff'><tr><td>");
-  for (size_t i = 0; i < f.patches.size(); ++i) {
-    if (!f.patches[i]) continue;
-    const git_diff_delta* d = git_patch_get_delta(f.patches[i].get());
+  for (size_t i = 0; i < f.files.files.size(); ++i) {
+    if (!f.files.files[i].patch) continue;
+    const git_diff_delta* d = &f.files.files[i].delta;
     WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
     if (f.stats[i].binary) {
       out.Raw("Binary files differ");
       continue;
     }
     HunkHeaders headers(f.repo, *d);
-    WriteHunks(out, f.patches[i].get(), headers);
+    WriteHunks(out, f.files.files[i].patch.get(), headers);
   }
   out.Raw("</td></tr></table>");
 }
@@ -458,7 +460,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
 }  // namespace
 
 void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, git_commit* other,
-                       const DiffOptions& options, std::string_view path) {
+                       const DiffOptions& options, std::string_view path, FileDiffPath how) {
   DiffFragment f{out, repo, options};
   f.up = "../";
   for (char c : path) {
@@ -471,22 +473,27 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     f.old_id = OidHex(*git_commit_parent_id(commit, 0));
 
   std::string reason;
-  DiffPtr diff = CommitDiff(repo, commit, other, options, DiffEngine::kCgitPages, &reason, path);
+  const bool ok = CommitFileDiffs(repo, commit, other, options, path, &f.files, &reason, how);
   git_odb* raw_odb = nullptr;
   f.odb.reset(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   f.abbrev = options.abbrev != 0 ? options.abbrev : 7;
 
   WriteDiffstatHeader(f, path);
-  if (!diff) {
+  if (!ok) {
     out.Raw("<div class='error'>").Text(reason).Raw("</div>");
     return;
   }
-  CollectPatches(f, diff.get());
+  CountChanges(f);
   WriteDiffstat(f);
   switch (LayoutOf(options)) {
-    case DiffLayout::kStatOnly: break;
-    case DiffLayout::kSideBySide: WriteSideBySideDiff(f); break;
-    case DiffLayout::kUnified: WriteUnifiedDiff(f); break;
+    case DiffLayout::kStatOnly:
+      break;
+    case DiffLayout::kSideBySide:
+      WriteSideBySideDiff(f);
+      break;
+    case DiffLayout::kUnified:
+      WriteUnifiedDiff(f);
+      break;
   }
 }
 

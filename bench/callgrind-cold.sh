@@ -1,0 +1,57 @@
+#!/bin/bash
+# Instructions (callgrind) per cold commit page: shellac under valgrind --tool=callgrind with one
+# worker and one render thread, every page a commit it has not rendered before (frame + diff
+# fragment, the fragment stored and never asked for again), whole process counted. Two runs of
+# the same binary: the warm-up pages only (start, the repository opened, its ref index and
+# abbreviation length), then the warm-up pages and N more; per page = the difference / N.
+# Instruction counts do not depend on the machine's load, so this measures on a shared machine.
+#
+# Usage: bench/callgrind-cold.sh BIN CGITRC REPO_URL REPO_PATH N [WARMUP] [STEP]
+#   the commits: every STEP-th (default 499) non-merge commit of REPO_PATH's HEAD, newest first;
+#   the first WARMUP (default 5) are the warm-up pages, the next N the measured ones.
+# Prints one line: BIN, Ir of both runs, Ir per page; keeps the callgrind files in $OUT (a temp
+# folder unless given).
+set -euo pipefail
+bin=$1 cgitrc=$2 url=$3 repo=$4 n=$5 warmup=${6:-5} step=${7:-499}
+out=${OUT:-$(mktemp -d /tmp/shellac-callgrind.XXXXXX)}
+mkdir -p "$out"
+git -C "$repo" rev-list --no-merges HEAD | awk -v s="$step" 'NR % s == 1' |
+  head -n $((warmup + n)) >"$out/commits.txt"
+[ "$(wc -l <"$out/commits.txt")" -eq $((warmup + n)) ] || { echo "not enough commits" >&2; exit 1; }
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat >"$out/shellac.conf" <<CONF
+listen=127.0.0.1:$port
+admin-listen=off
+backend=127.0.0.1:1
+threads=1
+render-threads=1
+access-log=off
+cgitrc=$cgitrc
+CONF
+
+run() {  # PAGES  -> total Ir of a run asking for the first PAGES commits
+  local pages=$1 log="$out/run-$1.log" cg="$out/callgrind-$1.out" pid i=0 id code
+  valgrind --tool=callgrind --callgrind-out-file="$cg" "$bin" -c "$out/shellac.conf" 2>"$log" &
+  pid=$!
+  for _ in $(seq 1 600); do
+    grep -q '^shellac: ready' "$log" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "shellac died: $log" >&2; exit 1; }
+    sleep 0.2
+  done
+  while read -r id; do
+    [ "$i" -lt "$pages" ] || break
+    i=$((i + 1))
+    code=$(curl -sS -o "$out/page.html" -w '%{http_code}' --max-time 600 \
+      "http://127.0.0.1:$port/$url/commit/?id=$id")
+    [ "$code" = 200 ] && grep -q "class='diffstat-summary'" "$out/page.html" ||
+      { echo "page $id: HTTP $code without a diffstat" >&2; kill "$pid"; exit 1; }
+  done <"$out/commits.txt"
+  kill -TERM "$pid"
+  wait "$pid" || true
+  awk '/^(summary|totals):/ {print $2; exit}' "$cg"
+}
+
+base=$(run "$warmup")
+all=$(run $((warmup + n)))
+echo "$bin warmup=$warmup n=$n base_ir=$base all_ir=$all per_page=$(((all - base) / n)) out=$out"

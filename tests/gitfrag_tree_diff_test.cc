@@ -1,0 +1,278 @@
+// The own tree diff (gitfrag/tree_diff.h) and the blob-by-blob fragment against libgit2's generic
+// diff on the same fixture: every commit's changed files (status, path, modes, ids, order) and the
+// whole diff fragment, byte for byte, for every diff option the pages offer.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gitfrag/git.h"
+#include "gitfrag/render.h"
+#include "gitfrag/tree_diff.h"
+#include "gitfrag/writer.h"
+#include "tests/harness.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::Shell;
+using test::ShellQuote;
+using test::TempDir;
+
+// One commit per edge case of a tree diff. Fixed identities and dates keep it repeatable.
+constexpr const char* kScript = R"SH(
+set -e
+git init -q -b master work
+cd work
+git config core.autocrlf false
+git config core.symlinks true
+mkdir -p a/b/c d
+seq 1 20 > a/b/c/deep.txt
+echo top > top.txt
+echo x > a-b
+echo y > a.c
+echo z > a/x
+printf 'bin\000ary' > bin.dat
+echo script > run.sh
+ln -s top.txt link
+: > empty
+git add -A && git commit -q -m 'root: files, folders, a symlink, an empty file'
+sed -i 's/^5$/five/' a/b/c/deep.txt && git commit -q -am 'nested subtree change'
+echo x2 > a-b && echo y2 > a.c && echo z2 > a/x && git commit -q -am 'order: a-b, a.c, a/x'
+chmod +x run.sh && git commit -q -am 'mode only'
+chmod +x bin.dat && git commit -q -am 'binary mode only'
+printf 'bin\000ary\001' > bin.dat && git commit -q -am 'binary change'
+git rm -q top.txt && mkdir top.txt && echo inside > top.txt/f && git add -A && git commit -q -m 'file replaced by a folder'
+git rm -q -r top.txt && echo top > top.txt && git add -A && git commit -q -m 'folder replaced by a file'
+git update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,sub && git commit -q -m 'submodule added'
+git update-index --cacheinfo 160000,2222222222222222222222222222222222222222,sub && git commit -q -m 'submodule moved'
+git rm -q --cached sub && git commit -q -m 'submodule removed'
+rm link && ln -s a.c link && git add -A && git commit -q -m 'symlink retargeted'
+rm link && echo 'now a file' > link && git add -A && git commit -q -m 'symlink becomes a file'
+git mv a-b renamed-a-b && seq 1 50 > a/b/c/deep.txt && echo new > newfile && git add -A && git commit -q -m 'rename mixed with edits'
+seq 1 50 | sed 's/^/line /' > doc.txt && git add doc.txt && git commit -q -m 'add doc'
+sed -i 's/^line 7$/line  7 /; s/^line 30$/LINE 30/' doc.txt && git commit -q -am 'whitespace and a real change'
+sed -i 's/^line 8$/line 8 /; s/^line 9$/line  9/' doc.txt && git commit -q -am 'whitespace only'
+printf 'no newline' > nonl && git add nonl && git commit -q -m 'no newline'
+printf 'no newline either' > nonl && git commit -q -am 'no newline changed'
+git rm -q empty && git commit -q -m 'only a deletion'
+mkdir -p n1/n2/n3 && echo n > n1/n2/n3/f && echo m > n1/g && git add -A && git commit -q -m 'only additions, nested'
+git rm -q -r n1 && git commit -q -m 'only deletions, nested'
+git checkout -q -b side HEAD~3
+echo side > side.txt && sed -i 's/^line 1$/side 1/' doc.txt && git add -A && git commit -q -m 'side'
+git checkout -q master
+git merge -q --no-edit side
+git checkout -q --orphan other
+git rm -q -r --cached . && rm -rf ./*
+echo lonely > only.txt && git add only.txt && git commit -q -m 'second root'
+git checkout -q master
+)SH";
+
+class TreeDiffFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EnsureLibgit2();
+    std::ofstream(dir_.File("make.sh")) << kScript;
+    Shell(
+        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
+        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+        " sh make.sh 2>&1");
+    bare_ = dir_.File("work/.git");
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, bare_.c_str()), 0);
+    repo_.reset(raw);
+    std::istringstream ids(Shell("git -C " + ShellQuote(bare_) + " rev-list --all"));
+    for (std::string id; std::getline(ids, id);) {
+      if (id.empty()) continue;
+      git_oid oid;
+      ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
+      git_commit* c = nullptr;
+      ASSERT_EQ(git_commit_lookup(&c, repo_.get(), &oid), 0);
+      commits_.emplace_back(c);
+    }
+    ASSERT_EQ(commits_.size(), 25u);
+  }
+
+  std::string Subject(git_commit* c) { return git_commit_summary(c); }
+
+  TempDir dir_;
+  std::string bare_;
+  RepositoryPtr repo_;
+  std::vector<CommitPtr> commits_;
+};
+
+std::string Describe(git_delta_t status, const char* path, uint32_t old_mode, uint32_t new_mode,
+                     const git_oid& old_id, const git_oid& new_id) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%d %s %06o %06o %s %s\n", static_cast<int>(status), path,
+                old_mode, new_mode, OidHex(old_id).c_str(), OidHex(new_id).c_str());
+  return line;
+}
+
+TEST_F(TreeDiffFixture, ChangesEqualLibgit2TreeToTree) {
+  for (const auto& commit : commits_) {
+    git_tree* raw = nullptr;
+    ASSERT_EQ(git_commit_tree(&raw, commit.get()), 0);
+    TreePtr new_tree(raw);
+    TreePtr old_tree;
+    if (git_commit_parentcount(commit.get()) > 0) {
+      git_commit* parent = nullptr;
+      ASSERT_EQ(git_commit_parent(&parent, commit.get(), 0), 0);
+      CommitPtr owned(parent);
+      ASSERT_EQ(git_commit_tree(&raw, parent), 0);
+      old_tree.reset(raw);
+    }
+    std::vector<TreeChange> changes;
+    std::string reason;
+    ASSERT_TRUE(DiffTrees(repo_.get(), old_tree.get(), new_tree.get(), &changes, &reason))
+        << reason;
+    std::string ours;
+    for (const auto& c : changes)
+      ours += Describe(c.status, c.path.c_str(), c.old_mode, c.new_mode, c.old_id, c.new_id);
+
+    git_diff* raw_diff = nullptr;
+    ASSERT_EQ(
+        git_diff_tree_to_tree(&raw_diff, repo_.get(), old_tree.get(), new_tree.get(), nullptr), 0);
+    DiffPtr diff(raw_diff);
+    std::string theirs;
+    for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+      const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+      theirs += Describe(d->status, d->new_file.path, d->old_file.mode, d->new_file.mode,
+                         d->old_file.id, d->new_file.id);
+    }
+    EXPECT_EQ(ours, theirs) << Subject(commit.get());
+    EXPECT_FALSE(ours.empty()) << Subject(commit.get()) << ": every fixture commit changes a file";
+  }
+}
+
+TEST_F(TreeDiffFixture, FragmentEqualsTheLibgit2Path) {
+  size_t own = 0;
+  for (const auto& commit : commits_) {
+    bool used_own = false;
+    CommitFiles files;
+    std::string reason;
+    ASSERT_TRUE(CommitFileDiffs(repo_.get(), commit.get(), nullptr, DiffOptions{}, "", &files,
+                                &reason, FileDiffPath::kOwn, &used_own))
+        << reason;
+    own += used_own;
+    for (int context : {3, 1, 0}) {
+      for (bool ignorews : {false, true}) {
+        for (int dt : {0, 1, 2}) {
+          DiffOptions options;
+          options.context = context;
+          options.ignorews = ignorews;
+          options.dt = dt;
+          options.abbrev = 7;
+          std::string ours, theirs;
+          {
+            Writer w(&ours);
+            WriteDiffFragment(w, repo_.get(), commit.get(), nullptr, options, "",
+                              FileDiffPath::kOwn);
+          }
+          {
+            Writer w(&theirs);
+            WriteDiffFragment(w, repo_.get(), commit.get(), nullptr, options, "",
+                              FileDiffPath::kLibgit2);
+          }
+          EXPECT_EQ(ours, theirs) << Subject(commit.get()) << " context=" << context
+                                  << " ignorews=" << ignorews << " dt=" << dt;
+        }
+      }
+    }
+  }
+  // Commits with both additions and deletions (renames possible) take libgit2's path: the file
+  // replaced by a folder and back, the symlink that becomes a file, the rename; the others the
+  // own one.
+  EXPECT_GE(own, commits_.size() - 5);
+  EXPECT_LT(own, commits_.size());
+}
+
+TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {
+  // id2 (any two commits, here the second root against master) and a path limit: the same bytes.
+  const git_commit* master = commits_.front().get();
+  for (const auto& other : commits_) {
+    for (const char* path : {"", "a", "a/b/c/deep.txt"}) {
+      DiffOptions options;
+      options.abbrev = 7;
+      std::string ours, theirs;
+      {
+        Writer w(&ours);
+        WriteDiffFragment(w, repo_.get(), const_cast<git_commit*>(master), other.get(), options,
+                          path, FileDiffPath::kOwn);
+      }
+      {
+        Writer w(&theirs);
+        WriteDiffFragment(w, repo_.get(), const_cast<git_commit*>(master), other.get(), options,
+                          path, FileDiffPath::kLibgit2);
+      }
+      EXPECT_EQ(ours, theirs) << Subject(other.get()) << " path=" << path;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
+
+namespace shellac::gitfrag {
+namespace {
+
+// The same comparison on a real repository, when one is named: SHELLAC_TREE_DIFF_REPO=PATH
+// (e.g. a clone of git/git) and SHELLAC_TREE_DIFF_EVERY=K (default 200): every K-th commit of its
+// HEAD, merges included, unified and side by side.
+TEST(TreeDiffRealRepository, FragmentEqualsTheLibgit2Path) {
+  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
+  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
+  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  EnsureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  RepositoryPtr repo(raw);
+  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list HEAD | awk 'NR % " +
+                               std::string(every != nullptr ? every : "200") + " == 1'"));
+  size_t commits = 0, own = 0;
+  for (std::string id; std::getline(ids, id);) {
+    if (id.empty()) continue;
+    git_oid oid;
+    ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
+    git_commit* c = nullptr;
+    ASSERT_EQ(git_commit_lookup(&c, repo.get(), &oid), 0);
+    CommitPtr commit(c);
+    ++commits;
+    for (int dt : {0, 1}) {
+      DiffOptions options;
+      options.dt = dt;
+      options.abbrev = 10;
+      std::string ours, theirs;
+      bool used_own = false;
+      {
+        CommitFiles files;
+        std::string reason;
+        ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, options, "", &files, &reason,
+                                    FileDiffPath::kOwn, &used_own));
+      }
+      own += used_own && dt == 0;
+      {
+        Writer w(&ours);
+        WriteDiffFragment(w, repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kOwn);
+      }
+      {
+        Writer w(&theirs);
+        WriteDiffFragment(w, repo.get(), commit.get(), nullptr, options, "",
+                          FileDiffPath::kLibgit2);
+      }
+      EXPECT_EQ(ours, theirs) << id << " dt=" << dt;
+    }
+  }
+  std::cout << "[ compared ] " << commits << " commits, " << own << " by the own tree diff\n";
+  EXPECT_GT(commits, 0u);
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
