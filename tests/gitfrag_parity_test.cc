@@ -431,6 +431,12 @@ TEST(GitfragParity, HistoryOfRepository) {
     const std::string theirs = peers.Cgit(path, query);
     const auto t2 = std::chrono::steady_clock::now();
     ASSERT_EQ(page.status, 200) << page.reason;
+    // A walk past its time limit (a rarely touched path on a busy machine) says so and shows
+    // fewer commits than cgit: noted, not compared.
+    if (page.body.find("[stopped: the search read") != std::string::npos) {
+      std::cout << "[ stopped  ] " << path << "?" << query << ": the walk's time limit\n";
+      continue;
+    }
     const std::string a = VisibleText(page.body), b = VisibleText(theirs);
     EXPECT_EQ(a, b) << FirstDifference(a, b);
     std::cout << "[ time     ] " << path << "?" << query << ": shellac "
