@@ -19,6 +19,8 @@
 
 #include "conf/config.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/git.h"
+#include "gitfrag/history.h"
 #include "gitfrag/refs.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
@@ -1080,6 +1082,41 @@ TEST_F(GitfragHistory, PathLogAndSearchEqualCgit) {
     EXPECT_EQ(listed, fx.Git(std::string("log -4 --format=%H master -- ") + path) + "\n")
         << path;
   }
+}
+
+// A walk past its deadline stops (the clock is read every 64 commits) and says so; without one
+// it reads the whole history, in git's order.
+TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
+  EnsureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, fx.bare().c_str()), 0);
+  const RepositoryPtr repo(raw);
+  git_oid start;
+  ASSERT_EQ(git_oid_fromstr(&start, fx.Rev("long").c_str()), 0);
+  const std::vector<std::string> all = [&] {
+    std::vector<std::string> out;
+    std::string text = fx.Git("rev-list long") + "\n";
+    for (size_t p = 0; p + 40 <= text.size(); p += 41) out.push_back(text.substr(p, 40));
+    return out;
+  }();
+  ASSERT_GT(all.size(), 64u);
+  DateWalk whole(repo.get(), std::vector<git_oid>{start}, nullptr, "");
+  std::vector<std::string> seen;
+  while (CommitPtr c = whole.Next()) {
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, git_commit_id(c.get()));
+    seen.push_back(hex);
+  }
+  EXPECT_FALSE(whole.stopped());
+  EXPECT_EQ(seen, all) << "git's order";
+
+  DateWalk late(repo.get(), std::vector<git_oid>{start}, nullptr, "");
+  late.set_deadline(DateWalk::Clock::now() - std::chrono::seconds(1));
+  size_t n = 0;
+  while (late.Next()) ++n;
+  EXPECT_TRUE(late.stopped());
+  EXPECT_EQ(n, 63u);
+  EXPECT_LT(n, all.size());
 }
 
 // Bad input on the log: an unknown revision is a 404 with the reason; a pattern git would refuse
