@@ -375,6 +375,8 @@ class Builder {
       r.name = url;
       r.section = section_;
       r.origin = origin.Describe();
+      r.enable_log_filecount = config_->enable_log_filecount;
+      r.enable_log_linecount = config_->enable_log_linecount;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -414,11 +416,35 @@ class Builder {
       config_->source_filter = std::string(value);
     } else if (key == "repo.source-filter") {
       if (repo) repo->source_filter = std::string(value);
+    } else if (key == "max-commit-count") {
+      // cgit reads it with atoi: a value that is not a number gives 0, and its log lists nothing.
+      unsigned count = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), count);
+      if (ec != std::errc() || end != value.data() + value.size() || count > 100000)
+        throw Failure{origin.Describe() + ": max-commit-count: not a number of commits (0-100000)"};
+      config_->max_commit_count = count;
+    } else if (key == "enable-log-filecount") {
+      config_->enable_log_filecount = CgitFlag(value);
+    } else if (key == "enable-log-linecount") {
+      config_->enable_log_linecount = CgitFlag(value);
+    } else if (key == "repo.enable-log-filecount") {
+      if (repo) repo->enable_log_filecount = CgitFlag(value);
+    } else if (key == "repo.enable-log-linecount") {
+      if (repo) repo->enable_log_linecount = CgitFlag(value);
     }
+  }
+
+  // cgit's flags are atoi(value): "1" (or any non-zero number) is on.
+  static bool CgitFlag(std::string_view value) {
+    int v = 0;
+    std::from_chars(value.data(), value.data() + value.size(), v);
+    return v != 0;
   }
 
   void AddRepository(std::string url, std::string path, const Origin& origin, std::string desc) {
     Config::Repository r;
+    r.enable_log_filecount = config_->enable_log_filecount;
+    r.enable_log_linecount = config_->enable_log_linecount;
     r.name = url;
     r.url = std::move(url);
     r.path = std::move(path);

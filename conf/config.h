@@ -91,6 +91,10 @@ struct Config {
     std::string owner;    // repo.owner
     std::string section;  // section= in effect when the stanza began
     std::string source_filter;  // the cgitrc's repo.source-filter (its tree pages stay with the upstream)
+    // cgit's enable-log-filecount/-linecount (the log's Files and Lines columns): the cgitrc's
+    // global value when the stanza began, or its repo.* key.
+    bool enable_log_filecount = false;
+    bool enable_log_linecount = false;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -119,6 +123,11 @@ struct Config {
   // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view;
   // a source-filter (global here) leaves every repository's tree pages to the upstream.
   uint64_t max_blob_size = 0;
+  // From an imported cgitrc: max-commit-count, the log's commits per page (cgit's default 50), and
+  // the global enable-log-filecount/-linecount that stanzas after them start with.
+  unsigned max_commit_count = 50;
+  bool enable_log_filecount = false;
+  bool enable_log_linecount = false;
   std::string source_filter;
 
   std::string access_log;                // a file path, "stderr" or "off"

@@ -20,6 +20,7 @@ using PatchPtr = base::Owned<git_patch_free>;
 using RevwalkPtr = base::Owned<git_revwalk_free>;
 using OdbPtr = base::Owned<git_odb_free>;
 using ReferencePtr = base::Owned<git_reference_free>;
+using TreeEntryPtr = base::Owned<git_tree_entry_free>;
 
 // libgit2's process-wide state; constructed once by the first Site.
 void EnsureLibgit2();

@@ -45,7 +45,7 @@ namespace shellac::gitfrag {
 
 enum class PageKind : uint8_t {
   kIndex,         // "/"                       repository list (frame)
-  kLog,           // "/REPO/log/"              (frame)
+  kLog,           // "/REPO/log/[PATH]?h=&id=&ofs=&showmsg=&qt=&q=" (frame)
   kCommit,        // "/REPO/commit/[PATH]?id=" (frame with an include of kDiffFragment)
   kDiff,          // "/REPO/diff/[PATH]?id=[&id2=]" (frame with an include of kDiffFragment)
   kDiffFragment,  // "/REPO/esi-diff/[PATH]?id=[&id2=]" diffstat + diff, repository-neutral
@@ -81,6 +81,10 @@ struct Route {
                      // or trailing '/'; tree and plain keep a climbing one ("..") for Render's 404
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
+  bool showmsg = false;  // log: each commit's whole message under its subject
+  // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as
+  // given (cgit's links carry both when both were given, even empty).
+  std::optional<std::string> grep, search;
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
   // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
   // abbrev=N", "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
@@ -133,6 +137,7 @@ class Site {
   // or hex dump): Match() on it gives kBlob with the neutral key "gitfrag/blob/SHA".
   std::string BlobUrl(size_t repo, std::string_view sha) const;
   uint64_t max_blob_size() const { return max_blob_size_; }  // KiB, 0: no limit
+  unsigned max_commit_count() const { return max_commit_count_; }  // log: commits per page
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
@@ -160,6 +165,7 @@ class Site {
   std::string virtual_root_;
   std::string css_, logo_, root_title_, root_desc_;
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
+  unsigned max_commit_count_ = 50;  // cgit's max-commit-count
   bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index

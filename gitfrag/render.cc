@@ -30,6 +30,34 @@ void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view pat
   QueryArgs(ctx.out, args);
 }
 
+void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg) {
+  const Route& r = ctx.route;
+  Writer& out = ctx.out;
+  RepoUrl(ctx, "log", path, {});
+  char sep = '?';
+  auto arg = [&](std::string_view key, std::string_view value, bool keep_empty) {
+    if (value.empty() && !keep_empty) return;
+    out.Raw(sep == '?' ? "?" : "&amp;").Raw(key).Raw("=");
+    sep = '&';
+    // cgit writes a blank in a query value as '+'.
+    for (size_t start = 0;;) {
+      const size_t blank = value.find(' ', start);
+      out.UrlPart(value.substr(start, blank - start), /*keep_slash=*/true);
+      if (blank == std::string_view::npos) break;
+      out.Raw("+");
+      start = blank + 1;
+    }
+  };
+  arg("h", r.head, false);
+  arg("id", r.id, false);
+  if (r.grep && r.search) {
+    arg("qt", *r.grep, true);
+    arg("q", *r.search, true);
+  }
+  arg("ofs", ofs > 0 ? std::to_string(ofs) : "", false);
+  if (showmsg) arg("showmsg", "1", false);
+}
+
 void PageStart(const PageContext& ctx, std::string_view title, std::string_view active_tab,
                std::string_view id) {
   Writer& out = ctx.out;
@@ -86,7 +114,7 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   out.EndShared();
   tab("summary", "", {{"h", r.head}});
   tab("refs", "refs", {{"h", r.head}, {"id", id}});
-  tab("log", "log", {{"h", r.head}});
+  tab("log", "log", {{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}});
   tab("tree", "tree", {{"h", r.head}, {"id", id}});
   tab("commit", "commit",
       {{"h", r.head}, {"id", id}, {"context", context}, {"ignorews", ignorews}, {"dt", dt}});
@@ -102,26 +130,51 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   out.Raw("'>\n");
   if (!r.head.empty()) out.Raw("<input type='hidden' name='h' value='").Text(r.head).Raw("'/>");
   if (!id.empty()) out.Raw("<input type='hidden' name='id' value='").Text(id).Raw("'/>");
-  out.BeginShared();
-  out.Raw(
-      "<select name='qt'>\n<option value='grep'>log msg</option>\n<option "
-      "value='author'>author</option>\n"
-      "<option value='committer'>committer</option>\n<option "
-      "value='range'>range</option>\n</select>\n"
-      "<input class='txt' type='search' size='10' name='q' value=''/>\n"
-      "<input type='submit' value='search'/>\n</form>\n</td></tr></table>\n");
-  out.EndShared();
+  if (r.showmsg) out.Raw("<input type='hidden' name='showmsg' value='1'/>");
+  if (!r.grep && !r.search) {
+    out.BeginShared();
+    out.Raw(
+        "<select name='qt'>\n<option value='grep'>log msg</option>\n<option "
+        "value='author'>author</option>\n"
+        "<option value='committer'>committer</option>\n<option "
+        "value='range'>range</option>\n</select>\n"
+        "<input class='txt' type='search' size='10' name='q' value=''/>\n"
+        "<input type='submit' value='search'/>\n</form>\n</td></tr></table>\n");
+    out.EndShared();
+  } else {
+    // A search's page: its kind selected and its pattern in the field, as cgit's.
+    out.Raw("<select name='qt'>\n");
+    for (const auto& [value, label] : {std::pair<std::string_view, std::string_view>{"grep", "log msg"},
+                                       {"author", "author"},
+                                       {"committer", "committer"},
+                                       {"range", "range"}}) {
+      out.Raw("<option value='").Raw(value).Raw("'");
+      if (r.grep && *r.grep == value) out.Raw(" selected='selected'");
+      out.Raw(">").Raw(label).Raw("</option>\n");
+    }
+    out.Raw("</select>\n<input class='txt' type='search' size='10' name='q' value='")
+        .Text(r.search ? std::string_view(*r.search) : std::string_view())
+        .Raw("'/>\n<input type='submit' value='search'/>\n</form>\n</td></tr></table>\n");
+  }
   if (!r.path.empty()) {
     // Breadcrumbs: each leading part of the path links to this page limited to it.
+    // On the log, each links to the log with the page's query (search, offset, showmsg), as
+    // cgit's.
+    auto crumb = [&](std::string_view prefix) {
+      if (active_tab == "log")
+        LogUrl(ctx, prefix, r.ofs, r.showmsg);
+      else
+        RepoUrl(ctx, active_tab, prefix, {{"h", r.head}, {"id", id}});
+    };
     out.Raw("<div class='path'>path: <a href='");
-    RepoUrl(ctx, active_tab, "", {{"h", r.head}, {"id", id}});
+    crumb("");
     out.Raw("'>root</a>");
     for (size_t end = 0; end != std::string::npos;) {
       end = r.path.find('/', end + 1);
       const std::string_view prefix = std::string_view(r.path).substr(0, end);
       const size_t start = prefix.rfind('/');
       out.Raw("/<a href='");
-      RepoUrl(ctx, active_tab, prefix, {{"h", r.head}, {"id", id}});
+      crumb(prefix);
       out.Raw("'>")
           .Text(prefix.substr(start == std::string_view::npos ? 0 : start + 1))
           .Raw("</a>");

@@ -40,6 +40,9 @@ using Args = std::initializer_list<std::pair<const char*, std::string_view>>;
 // Writes "{virtual-root}{repo}/{page}/{path}?k=v&amp;k2=v2" (empty values left out), escaped for
 // an attribute. `page` "" gives the repository's summary URL "{virtual-root}{repo}/".
 void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view path, Args args);
+// A log link as cgit's: "{virtual-root}{repo}/log/{path}" with the page's h, id, qt and q (both
+// when both were given), then ofs (when > 0) and showmsg=1.
+void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg);
 // Writes "?k=v&amp;..." or nothing.
 void QueryArgs(Writer& out, Args args);
 

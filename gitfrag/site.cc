@@ -111,6 +111,7 @@ Site::Site(const conf::Config& config)
       root_title_(config.root_title),
       root_desc_(config.root_desc),
       max_blob_size_(config.max_blob_size),
+      max_commit_count_(config.max_commit_count),
       source_filter_(!config.source_filter.empty()),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
@@ -220,13 +221,13 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if (route.kind == PageKind::kTree &&
         (source_filter_ || !registry_->repos()[route.repo].source_filter.empty()))
       return std::nullopt;
-    // Only commit and diff pages are rendered limited to a path; a path-limited log, patch or
+    // Commit, diff and log pages are rendered limited to a path; a path-limited patch or
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain;
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
-        route.kind != PageKind::kDiffFragment && !tree_path)
+        route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog && !tree_path)
       return std::nullopt;
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
@@ -259,6 +260,12 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.diff.abbrev = abbrev >= 7 && abbrev <= 40 ? abbrev : 0;
     } else if (key == "ofs")
       route.ofs = static_cast<unsigned>(std::clamp(ParseInt(value, 0), 0, 1 << 30));
+    else if (key == "showmsg")
+      route.showmsg = ParseInt(value, 0) != 0;
+    else if (key == "qt")
+      route.grep = value;
+    else if (key == "q")
+      route.search = value;
   }
 
   // The neutral outputs show abbreviated ids: their length is part of the key. An include URL

@@ -76,8 +76,10 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
       case Decoration::Kind::kBranch:
         name.remove_prefix(11);
         out.Raw("<a class='branch-deco' href='");
-        RepoUrl(ctx, "log", "",
-                {{"h", name == ctx.lease.refs().head_branch() ? std::string_view() : name}});
+        // cgit's branch link keeps the page's path and showmsg=.
+        RepoUrl(ctx, "log", ctx.route.path,
+                {{"h", name == ctx.lease.refs().head_branch() ? std::string_view() : name},
+                 {"showmsg", ctx.route.showmsg ? "1" : ""}});
         break;
       case Decoration::Kind::kTag:
       case Decoration::Kind::kAnnotatedTag:
@@ -88,7 +90,7 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
         break;
       default:
         out.Raw("<a class='deco' href='");
-        RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
+        RepoUrl(ctx, "commit", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
         break;
     }
     out.Raw("'>").Text(name).Raw("</a>");

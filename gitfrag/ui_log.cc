@@ -1,76 +1,329 @@
-// The log page: 50 commits per page from h= (or id=, or HEAD), newest first, with decorations and
-// a pager (ofs=).
+// The log page: max-commit-count commits per page from h= (or id=, or HEAD), newest first, with
+// decorations and a pager (ofs=); limited to a path (git's history simplification), filtered by
+// cgit's search (qt=grep|author|committer with q=, a case-insensitive basic regular expression as
+// git's), or a range of revisions (qt=range). showmsg=1 adds each message under its subject;
+// enable-log-filecount/-linecount add the Files and Lines columns.
+#include <regex.h>
+
+#include <chrono>
+#include <cstring>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gitfrag/history.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 
-Page RenderLog(const PageContext& ctx) {
-  constexpr unsigned kPerPage = 50;
-  int status = 200;
+namespace {
+
+// A walk that filters (a path, a search) reads commits it does not show: it stops after this
+// long and says so on the page.
+constexpr std::chrono::seconds kWalkLimit{5};
+
+// cgit's max-msg-len.
+constexpr size_t kMaxMsgLen = 80;
+
+// A compiled POSIX regular expression, owned.
+struct Regex {
+  regex_t re{};
+  bool compiled = false;
+  ~Regex() {
+    if (compiled) regfree(&re);
+  }
+  // Whether any line of `text` matches (git greps line by line).
+  bool AnyLine(std::string_view text) const {
+    std::string line;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) end = text.size();
+      line.assign(text.substr(start, end - start));
+      if (regexec(&re, line.c_str(), 0, nullptr, 0) == 0) return true;
+      if (end == text.size()) break;
+      start = end + 1;
+    }
+    return false;
+  }
+};
+
+enum class Filter { kNone, kGrep, kAuthor, kCommitter };
+
+// Where the walk starts and what it may visit (a range's excluded commits), from id=/h= or from a
+// qt=range search.
+struct WalkPlan {
+  std::vector<git_oid> starts;
+  std::unique_ptr<DateWalk::Set> only;
+};
+
+// qt=range: q= split at whitespace, each token a revision ("A"), an exclusion ("^A") or a range
+// ("A..B", "A...B"), each side an id or ref name (no other revision syntax, as ResolveCommit).
+// As cgit's: a token starting with '-' ends the list, an unknown revision is ignored.
+bool PlanRange(git_repository* repo, std::string_view q, WalkPlan* plan, Page* error) {
+  RevwalkPtr walk;
+  {
+    git_revwalk* raw = nullptr;
+    if (git_revwalk_new(&raw, repo) != 0) {
+      *error = ErrorPage(500, "cannot walk the history");
+      return false;
+    }
+    walk.reset(raw);
+  }
+  bool hidden = false;
+  auto resolve = [&](std::string_view spec, git_oid* oid) {
+    int status = 0;
+    std::string reason;
+    CommitPtr commit = ResolveCommit(repo, spec, "", &status, &reason);
+    if (!commit) return false;
+    *oid = *git_commit_id(commit.get());
+    return true;
+  };
+  auto push = [&](const git_oid& oid) {
+    plan->starts.push_back(oid);
+    git_revwalk_push(walk.get(), &oid);
+  };
+  auto hide = [&](const git_oid& oid) {
+    hidden = true;
+    git_revwalk_hide(walk.get(), &oid);
+  };
+  size_t pos = 0;
+  while (pos < q.size()) {
+    while (pos < q.size() && std::isspace(static_cast<unsigned char>(q[pos]))) ++pos;
+    size_t end = pos;
+    while (end < q.size() && !std::isspace(static_cast<unsigned char>(q[end]))) ++end;
+    const std::string_view token = q.substr(pos, end - pos);
+    pos = end;
+    if (token.empty()) break;
+    if (token.starts_with('-')) break;
+    git_oid a, b;
+    if (token.starts_with('^')) {
+      if (resolve(token.substr(1), &a)) hide(a);
+      continue;
+    }
+    if (const size_t dots = token.find(".."); dots != std::string_view::npos) {
+      const bool symmetric = token.substr(dots).starts_with("...");
+      const std::string_view left = token.substr(0, dots);
+      const std::string_view right = token.substr(dots + (symmetric ? 3 : 2));
+      if (!resolve(left, &a) || !resolve(right, &b)) continue;
+      if (symmetric) {
+        push(a);
+        push(b);
+        git_oid base;
+        if (git_merge_base(&base, repo, &a, &b) == 0) hide(base);
+      } else {
+        hide(a);
+        push(b);
+      }
+      continue;
+    }
+    if (resolve(token, &a)) push(a);
+  }
+  if (hidden && !plan->starts.empty()) {
+    plan->only = std::make_unique<DateWalk::Set>();
+    git_oid oid;
+    while (git_revwalk_next(&oid, walk.get()) == 0) plan->only->insert(DateWalk::Key(oid));
+  }
+  return true;
+}
+
+// The files and +/- lines of a commit's diff against its first parent, limited to the log's path
+// (cgit's enable-log-filecount/-linecount: its own diff, minimal, after rename detection).
+struct Counts {
+  size_t files = 0, added = 0, removed = 0;
+};
+Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
+  Counts counts;
   std::string reason;
+  const DiffPtr diff = CommitDiff(ctx.lease.repo(), commit, nullptr, ctx.route.diff,
+                                  DiffEngine::kCgitPages, &reason, ctx.route.path);
+  if (!diff) return counts;
+  counts.files = git_diff_num_deltas(diff.get());
+  if (!lines) return counts;
+  for (size_t i = 0; i < counts.files; ++i) {
+    git_patch* raw = nullptr;
+    if (git_patch_from_diff(&raw, diff.get(), i) != 0 || raw == nullptr) continue;
+    const PatchPtr patch(raw);
+    size_t context = 0, added = 0, removed = 0;
+    if (git_patch_line_stats(&context, &added, &removed, patch.get()) == 0) {
+      counts.added += added;
+      counts.removed += removed;
+    }
+  }
+  return counts;
+}
+
+void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsigned columns) {
+  Writer& out = ctx.out;
+  const Route& route = ctx.route;
+  const git_oid oid = *git_commit_id(raw);
+  const char* encoding = git_commit_message_encoding(raw);
+  std::string_view subject, body;
+  const std::string text = ToUtf8(git_commit_message_raw(raw), encoding);
+  SplitMessage(text, &subject, &body);
+  const std::string hex = OidHex(oid);
+  out.Raw(route.showmsg ? "<tr class='logheader'><td>" : "<tr><td>");
+  WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
+  out.Raw(route.showmsg ? "</td><td class='logsubject'><a href='" : "</td><td><a href='");
+  RepoUrl(ctx, "commit", route.path, {{"h", route.head}, {"id", hex}});
+  out.Raw("'>");
+  std::string message;  // showmsg: what the second row shows
+  if (route.showmsg && subject.size() > kMaxMsgLen) {
+    // cgit wraps a long subject at the last blank before byte 76 and carries the rest over to the
+    // message, marking the cut with " ↵".
+    size_t i = kMaxMsgLen - 4;
+    while (i > 0 && !std::isspace(static_cast<unsigned char>(subject[i]))) --i;
+    if (i == 0) i = kMaxMsgLen - 4;
+    std::string_view rest = subject.substr(i);
+    while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front())))
+      rest.remove_prefix(1);
+    while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back())))
+      rest.remove_suffix(1);
+    message.append(rest).append("\n\n");
+    out.Text(subject.substr(0, i)).Raw(" \xE2\x86\xB5");
+  } else if (subject.size() > kMaxMsgLen) {
+    // cgit shortens subjects longer than 80 bytes to 77 and "...", in bytes: the cut may fall
+    // inside a UTF-8 sequence, as cgit's does.
+    out.Text(subject.substr(0, kMaxMsgLen - 3)).Raw("...");
+  } else {
+    // An empty subject gets cgit's placeholder.
+    out.Text(subject.empty() ? "(no commit message)" : subject);
+  }
+  out.Raw("</a>");
+  WriteDecorations(ctx, oid);
+  out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding));
+  const bool files = ctx.repo.enable_log_filecount, lines = ctx.repo.enable_log_linecount;
+  if (files || lines) {
+    const Counts counts = CountChanges(ctx, raw, lines);
+    if (files) out.Raw("</td><td>").Number(counts.files);
+    if (lines) {
+      out.Raw("</td><td><span class='deletions'>-")
+          .Number(counts.removed)
+          .Raw("</span>/<span class='insertions'>+")
+          .Number(counts.added)
+          .Raw("</span>");
+    }
+  }
+  out.Raw("</td></tr>\n");
+  if (!route.showmsg) return;
+  if (!body.empty()) message.append(body).append("\n");
+  message.append("\n");
+  size_t lead = 0;
+  while (lead < message.size() && std::isspace(static_cast<unsigned char>(message[lead]))) ++lead;
+  out.Raw("<tr class='nohover-highlight'><td/><td colspan='")
+      .Number(columns)
+      .Raw("' class='logmsg'>\n")
+      .Text(std::string_view(message).substr(lead))
+      .Raw("</td></tr>\n");
+}
+
+}  // namespace
+
+Page RenderLog(const PageContext& ctx) {
+  const Route& route = ctx.route;
+  const unsigned per_page = ctx.site.max_commit_count();
   git_repository* repo = ctx.lease.repo();
-  CommitPtr start = ResolveCommit(repo, ctx.route.id, ctx.route.head, &status, &reason);
-  if (!start) return ErrorPage(status, reason);
-  DateWalk walk(repo, *git_commit_id(start.get()));
+  const std::string_view q = route.search ? std::string_view(*route.search) : std::string_view();
+  const std::string_view qt = route.grep ? std::string_view(*route.grep) : std::string_view();
+
+  WalkPlan plan;
+  if (qt == "range" && !q.empty()) {
+    Page error;
+    if (!PlanRange(repo, q, &plan, &error)) return error;
+  } else {
+    int status = 200;
+    std::string reason;
+    CommitPtr start = ResolveCommit(repo, route.id, route.head, &status, &reason);
+    if (!start) return ErrorPage(status, reason);
+    plan.starts.push_back(*git_commit_id(start.get()));
+  }
+  Filter filter = Filter::kNone;
+  Regex regex;
+  if (!q.empty() && (qt == "grep" || qt == "author" || qt == "committer")) {
+    filter = qt == "grep" ? Filter::kGrep : qt == "author" ? Filter::kAuthor : Filter::kCommitter;
+    // git's default pattern type is a basic regular expression; cgit asks for it ignoring case.
+    const std::string pattern(q);
+    const int rc = regcomp(&regex.re, pattern.c_str(), REG_ICASE | REG_NOSUB | REG_NEWLINE);
+    if (rc != 0) {
+      char message[128];
+      regerror(rc, &regex.re, message, sizeof message);
+      return ErrorPage(400, "bad search pattern '" + pattern + "': " + message);
+    }
+    regex.compiled = true;
+  }
+  auto matches = [&](git_commit* commit) {
+    const char* encoding = git_commit_message_encoding(commit);
+    switch (filter) {
+      case Filter::kNone:
+        return true;
+      case Filter::kGrep:
+        return regex.AnyLine(ToUtf8(git_commit_message_raw(commit), encoding));
+      case Filter::kAuthor:
+      case Filter::kCommitter: {
+        const git_signature* who = filter == Filter::kAuthor ? git_commit_author(commit)
+                                                             : git_commit_committer(commit);
+        return regex.AnyLine(ToUtf8(std::string(who->name) + " <" + who->email + ">", encoding));
+      }
+    }
+    return true;
+  };
+  DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
+  walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
 
   Writer& out = ctx.out;
   const std::string title =
       ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
-  PageStart(ctx, title, "log", ctx.route.id);
+  PageStart(ctx, title, "log", route.id);
   out.Raw(
       "<table class='list nowrap'><tr class='nohover'><th class='left'>Age</th>"
       "<th class='left'>Commit message (<a href='");
-  RepoUrl(ctx, "log", "", {{"h", ctx.route.head}, {"id", ctx.route.id}, {"showmsg", "1"}});
-  out.Raw("'>Expand</a>)</th><th class='left'>Author</th></tr>\n");
+  LogUrl(ctx, route.path, route.ofs, !route.showmsg);
+  out.Raw(route.showmsg ? "'>Collapse</a>)</th><th class='left'>Author</th>"
+                        : "'>Expand</a>)</th><th class='left'>Author</th>");
+  unsigned columns = 3;
+  if (ctx.repo.enable_log_filecount) {
+    out.Raw("<th class='left'>Files</th>");
+    ++columns;
+  }
+  if (ctx.repo.enable_log_linecount) {
+    out.Raw("<th class='left'>Lines</th>");
+    ++columns;
+  }
+  out.Raw("</tr>\n");
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  unsigned index = 0;
+  unsigned index = 0, shown = 0;
   bool more = false;
   while (CommitPtr commit = walk.Next()) {
-    if (index++ < ctx.route.ofs) continue;
-    if (index > ctx.route.ofs + kPerPage) {
+    if (!matches(commit.get())) continue;
+    if (index++ < route.ofs) continue;
+    if (shown == per_page) {
       more = true;
       break;
     }
-    git_commit* raw = commit.get();
-    const git_oid oid = *git_commit_id(raw);
-    const char* encoding = git_commit_message_encoding(raw);
-    std::string_view subject, body;
-    const std::string text = ToUtf8(git_commit_message_raw(raw), encoding);
-    SplitMessage(text, &subject, &body);
-    const std::string hex = OidHex(oid);
-    out.Raw("<tr><td>");
-    WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
-    out.Raw("</td><td><a href='");
-    RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
-    // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len), in bytes: the
-    // cut may fall inside a UTF-8 sequence, as cgit's does.
-    if (subject.size() > 80) {
-      out.Raw("'>").Text(subject.substr(0, 77)).Raw("...</a>");
-    } else {
-      // An empty subject gets cgit's placeholder.
-      out.Raw("'>").Text(subject.empty() ? "(no commit message)" : subject).Raw("</a>");
-    }
-    WriteDecorations(ctx, oid);
-    out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");
+    ++shown;
+    WriteCommitRow(ctx, commit.get(), now, columns);
+  }
+  if (walk.stopped()) {
+    // Not cgit's: its walk has no bound. The page says where this one stopped.
+    out.Raw("<tr class='nohover'><td colspan='")
+        .Number(columns)
+        .Raw("'>[stopped: the search read ")
+        .Number(walk.visited())
+        .Raw(" commits in ")
+        .Number(static_cast<uint64_t>(kWalkLimit.count()))
+        .Raw(" s; older commits are not shown]</td></tr>\n");
   }
   out.Raw("</table><ul class='pager'>");
-  if (ctx.route.ofs > 0) {
-    const unsigned prev = ctx.route.ofs > kPerPage ? ctx.route.ofs - kPerPage : 0;
-    const std::string ofs = prev ? std::to_string(prev) : "";
+  if (route.ofs > 0) {
     out.Raw("<li><a href='");
-    RepoUrl(ctx, "log", "", {{"h", ctx.route.head}, {"id", ctx.route.id}, {"ofs", ofs}});
+    LogUrl(ctx, route.path, route.ofs > per_page ? route.ofs - per_page : 0, route.showmsg);
     out.Raw("'>[prev]</a></li>");
   }
   if (more) {
     out.Raw("<li><a href='");
-    RepoUrl(ctx, "log", "",
-            {{"h", ctx.route.head},
-             {"id", ctx.route.id},
-             {"ofs", std::to_string(ctx.route.ofs + kPerPage)}});
+    LogUrl(ctx, route.path, route.ofs + per_page, route.showmsg);
     out.Raw("'>[next]</a></li>");
   }
   out.Raw("</ul>");

@@ -962,7 +962,10 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "repo.desc=the stupid content tracker\n"
                                    "repo.owner=Junio\n"
                                    "repo.name=git.git\n"
+                                   "repo.enable-log-linecount=1\n"
                                    "repo.url=no-path\n"
+                                   "max-commit-count=25\n"
+                                   "enable-log-filecount=1\n"
                                    "scan-path=" + scan + "\n");
   const std::string conf = Write("shellac.conf", "repo = " + dir_ + "/plain/tool.git\ncgitrc = " + cgitrc +
                                                      "\nmax-open-repos = 7\nrender-threads = 3\n"
@@ -982,6 +985,13 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c->repositories[1].origin, cgitrc + ":6");
   EXPECT_EQ(c->repositories[3].desc, "Linux kernel");
   EXPECT_EQ(c->repositories[4].path, scan + "/work/.git");
+  // The log's columns: a repo.* key for its stanza; a global key for the stanzas after it.
+  EXPECT_FALSE(c->repositories[1].enable_log_filecount);
+  EXPECT_TRUE(c->repositories[1].enable_log_linecount);
+  EXPECT_TRUE(c->repositories[2].enable_log_filecount);
+  EXPECT_FALSE(c->repositories[2].enable_log_linecount);
+  EXPECT_FALSE(c->repositories[0].enable_log_filecount);
+  EXPECT_EQ(c->max_commit_count, 25u);
   EXPECT_EQ(c->virtual_root, "/git/");
   EXPECT_EQ(c->css, "/static/cgit.css");
   EXPECT_EQ(c->logo, "/static/logo.png");
@@ -989,6 +999,11 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c->max_open_repos, 7u);
   EXPECT_EQ(c->render_threads, 3u);
   EXPECT_EQ(c->render_queue, 99u);
+
+  // A max-commit-count that is not a count is the cgitrc's line.
+  const std::string bad_count = Write("bad-cgitrc", "css=/x.css\nmax-commit-count=lots\n");
+  EXPECT_EQ(LoadError(Write("bad-count.conf", "cgitrc = " + bad_count + "\n")),
+            bad_count + ":2: max-commit-count: not a number of commits (0-100000)");
 
   // shellac.conf's own virtual-root wins over the imported one.
   auto c2 = LoadOk(Write("b.conf", "virtual-root = /x/\ncgitrc = " + cgitrc + "\n"));

@@ -54,9 +54,10 @@ git push -q origin master
   }
 
   // shellac.conf importing a cgitrc that names the two repositories, as a forge's would.
-  std::string Config(int backend_port = 0) const {
+  // `extra`: cgitrc keys before the stanzas.
+  std::string Config(int backend_port = 0, const std::string& extra = "") const {
     WriteFile(dir_.File("cgitrc"),
-              "virtual-root=/\nrepo.url=base\nrepo.path=" + dir_.File("base.git") +
+              "virtual-root=/\n" + extra + "repo.url=base\nrepo.path=" + dir_.File("base.git") +
                   "\nrepo.url=pub/forks/fork\nrepo.path=" + dir_.File("fork.git") + "\n");
     return BaseConfig(backend_port, "cache=on\ncgitrc=" + dir_.File("cgitrc") + "\n");
   }
@@ -229,6 +230,36 @@ TEST(Resident, BadIdsAndOtherPages) {
   Response other = HttpGet(alone.Port(), "/base/blame/main.c");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
+}
+
+// Path-limited logs and searches are rendered resident (the backend never sees them), with the
+// imported cgitrc's max-commit-count and log columns; an unknown revision is a 404.
+TEST(Resident, PathLogsAndSearchesAreRendered) {
+  Repos repos;
+  Origin origin;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(
+      repos.Config(origin.port(), "max-commit-count=1\nenable-log-filecount=1\n")));
+  const std::string target = "/base/log/numbers";
+  const std::string want = Assembled(proxy, target);
+  ASSERT_NE(want.find("<th class='left'>Files</th>"), std::string::npos) << want;
+  ASSERT_NE(want.find("[next]"), std::string::npos) << "two commits, one per page: " << want;
+  Response page = HttpGet(proxy.Port(), target);
+  ASSERT_EQ(page.status, 200) << page.Describe();
+  EXPECT_EQ(page.body, want);
+  EXPECT_NE(page.body.find("href='/base/commit/numbers?id=" + repos.second()), std::string::npos)
+      << page.body;
+
+  Response search = HttpGet(proxy.Port(), "/base/log/?qt=grep&q=BOLD");
+  ASSERT_EQ(search.status, 200) << search.Describe();
+  EXPECT_NE(search.body.find("second &lt;b&gt;bold&lt;/b&gt;"), std::string::npos) << search.body;
+  EXPECT_EQ(search.body.find(">first<"), std::string::npos) << search.body;
+
+  Response unknown = HttpGet(proxy.Port(), "/base/log/numbers?id=nosuchref");
+  EXPECT_EQ(unknown.status, 404) << unknown.Describe();
+  EXPECT_NE(unknown.body.find("nosuchref"), std::string::npos) << unknown.body;
+  EXPECT_EQ(Renders(proxy, "log", 3), 3);
+  EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 }
 
 // A diff whose fragment is over 8 MiB even compressed (random base64 text): stored like any other
