@@ -8,6 +8,34 @@
 
 namespace shellac::gitfrag {
 
+void WriteLogRow(const PageContext& ctx, git_commit* raw, int64_t now) {
+  Writer& out = ctx.out;
+  const git_oid oid = *git_commit_id(raw);
+  const char* encoding = git_commit_message_encoding(raw);
+  std::string_view subject, body;
+  const std::string text = ToUtf8(git_commit_message_raw(raw), encoding);
+  SplitMessage(text, &subject, &body);
+  const std::string hex = OidHex(oid);
+  out.Raw("<tr><td>");
+  WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
+  out.Raw("</td><td><a href='");
+  RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
+  out.Raw("'>");
+  WriteSubject(out, subject);
+  out.Raw("</a>");
+  WriteDecorations(ctx, oid);
+  out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");
+}
+
+void WriteSubject(Writer& out, std::string_view subject) {
+  // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len), in bytes: the
+  // cut may fall inside a UTF-8 sequence, as cgit's does. An empty one gets cgit's placeholder.
+  if (subject.size() > 80)
+    out.Text(subject.substr(0, 77)).Raw("...");
+  else
+    out.Text(subject.empty() ? "(no commit message)" : subject);
+}
+
 Page RenderLog(const PageContext& ctx) {
   constexpr unsigned kPerPage = 50;
   int status = 200;
@@ -35,27 +63,7 @@ Page RenderLog(const PageContext& ctx) {
       more = true;
       break;
     }
-    git_commit* raw = commit.get();
-    const git_oid oid = *git_commit_id(raw);
-    const char* encoding = git_commit_message_encoding(raw);
-    std::string_view subject, body;
-    const std::string text = ToUtf8(git_commit_message_raw(raw), encoding);
-    SplitMessage(text, &subject, &body);
-    const std::string hex = OidHex(oid);
-    out.Raw("<tr><td>");
-    WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
-    out.Raw("</td><td><a href='");
-    RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
-    // cgit shortens subjects longer than 80 bytes to 77 and "..." (max-msg-len), in bytes: the
-    // cut may fall inside a UTF-8 sequence, as cgit's does.
-    if (subject.size() > 80) {
-      out.Raw("'>").Text(subject.substr(0, 77)).Raw("...</a>");
-    } else {
-      // An empty subject gets cgit's placeholder.
-      out.Raw("'>").Text(subject.empty() ? "(no commit message)" : subject).Raw("</a>");
-    }
-    WriteDecorations(ctx, oid);
-    out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding)).Raw("</td></tr>\n");
+    WriteLogRow(ctx, commit.get(), now);
   }
   out.Raw("</table><ul class='pager'>");
   if (ctx.route.ofs > 0) {
