@@ -377,6 +377,10 @@ class Builder {
       r.origin = origin.Describe();
       r.enable_log_filecount = config_->enable_log_filecount;
       r.enable_log_linecount = config_->enable_log_linecount;
+      r.clone_url = clone_url_;
+      r.readme = readme_;
+      r.about_filter = about_filter_;
+      repo_readme_set_ = false;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -431,6 +435,36 @@ class Builder {
       if (repo) repo->enable_log_filecount = CgitFlag(value);
     } else if (key == "repo.enable-log-linecount") {
       if (repo) repo->enable_log_linecount = CgitFlag(value);
+    } else if (key == "summary-branches" || key == "summary-tags" || key == "summary-log" ||
+               key == "max-atom-items") {
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size())
+        throw Failure{origin.Describe() + ": " + key + ": not a number"};
+      (key == "summary-branches" ? config_->summary_branches
+       : key == "summary-tags"   ? config_->summary_tags
+       : key == "summary-log"    ? config_->summary_log
+                                 : config_->max_atom_items) = n;
+    } else if (key == "clone-prefix") {
+      config_->clone_prefix = std::string(value);
+    } else if (key == "clone-url") {
+      clone_url_ = std::string(value);
+    } else if (key == "repo.clone-url") {
+      if (repo) repo->clone_url = std::string(value);
+    } else if (key == "about-filter") {
+      about_filter_ = std::string(value);
+    } else if (key == "repo.about-filter") {
+      if (repo) repo->about_filter = std::string(value);
+    } else if (key == "readme") {
+      // cgit: each readme= adds an entry for the repositories that follow.
+      readme_.emplace_back(value);
+    } else if (key == "repo.readme") {
+      // The first repo.readme of a stanza replaces the inherited list; more add to it.
+      if (repo) {
+        if (!repo_readme_set_) repo->readme.clear();
+        repo_readme_set_ = true;
+        repo->readme.emplace_back(value);
+      }
     }
   }
 
@@ -451,6 +485,9 @@ class Builder {
     r.desc = std::move(desc);
     r.section = section_;
     r.origin = origin.Describe();
+    r.clone_url = clone_url_;
+    r.readme = readme_;
+    r.about_filter = about_filter_;
     config_->repositories.push_back(std::move(r));
   }
 
@@ -535,6 +572,10 @@ class Builder {
   size_t cgit_first_repo_ = 0;       // repositories before this index came from shellac.conf
   bool virtual_root_given_ = false;  // shellac.conf's virtual-root wins over the cgitrc's
   std::string section_;
+  std::string clone_url_;            // the cgitrc's clone-url=, copied into each later stanza
+  std::vector<std::string> readme_;  // the cgitrc's readme= entries, likewise
+  bool repo_readme_set_ = false;     // the open stanza has its own repo.readme
+  std::string about_filter_;         // the cgitrc's about-filter=, likewise
   std::set<std::string> repo_key_paths_;  // git dirs added by repo= in a file
   Origin admin_origin_{"built-in default"};  // where admin-listen was last set
   std::set<std::string> cli_replaced_;  // list keys the command line has started to replace

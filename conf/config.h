@@ -95,6 +95,11 @@ struct Config {
     // global value when the stanza began, or its repo.* key.
     bool enable_log_filecount = false;
     bool enable_log_linecount = false;
+    std::string clone_url;      // repo.clone-url (or the cgitrc's clone-url when the stanza began)
+    // repo.readme (or the cgitrc's readme= in effect when the stanza began): "[REF]:PATH" entries,
+    // the first one present is the about page.
+    std::vector<std::string> readme;
+    std::string about_filter;   // repo.about-filter (or the cgitrc's about-filter likewise)
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -129,6 +134,13 @@ struct Config {
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
   std::string source_filter;
+  // The summary page's tables (cgit's summary-branches, summary-tags, summary-log) and clone URLs
+  // (clone-prefix: one "PREFIX/URL" per prefix, when a repository has no clone-url).
+  unsigned summary_branches = 10;
+  unsigned summary_tags = 10;
+  unsigned summary_log = 10;
+  unsigned max_atom_items = 10;  // cgit's max-atom-items: entries of the Atom feed
+  std::string clone_prefix;
 
   std::string access_log;                // a file path, "stderr" or "off"
 

@@ -66,7 +66,8 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
   if (!r.path.empty() && tree_path) FUZZ_CHECK(!r.path.ends_with('/'));
   if (!r.path.empty() && !tree_path) {  // a tree or plain path is checked by Render (404)
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
-               r.kind == PageKind::kDiffFragment);
+               r.kind == PageKind::kDiffFragment || r.kind == PageKind::kRefs);
+    if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
     FUZZ_CHECK(!r.path.starts_with('/') && !r.path.ends_with('/'));
     FUZZ_CHECK(r.path.find("//") == std::string::npos);
     FUZZ_CHECK(r.path != ".." && !r.path.starts_with("../") && !r.path.ends_with("/..") &&
@@ -120,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same path with one plain character percent-encoded.
   Choices choices(target);
   const size_t at = site.virtual_root().size() + choices.Below(path.size() - site.virtual_root().size());
-  // (Not a final '/': the log stands in for a repository's own URL only when it ends in '/'.)
+  // (Not a final '/', which was once significant for a repository's own URL.)
   if (at < path.size() && Plain(path[at]) && !(path[at] == '/' && at + 1 == path.size()) &&
       (at < 1 || path[at - 1] != '%') &&
       (at < 2 || path[at - 2] != '%')) {

@@ -54,8 +54,13 @@ enum class PageKind : uint8_t {
   kTree,          // "/REPO/tree/[PATH]?h=&id=" a folder's listing, or a file (include of kBlob)
   kBlob,          // "/REPO/esi-blob/?id=BLOB"  a file's numbered lines or hex dump, neutral
   kPlain,         // "/REPO/plain/[PATH]?h=&id=" a file's bytes, or a folder's plain listing
+  kSummary,       // "/REPO/"                  branches, tags, recent log, clone URLs (frame)
+  kRefs,          // "/REPO/refs/[heads|tags]"  every branch and tag (frame)
+  kTag,           // "/REPO/tag/?h=TAG"         one tag, annotated or lightweight (frame)
+  kAbout,         // "/REPO/about/"             the readme, through about-filter when set (frame)
+  kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
 };
-inline constexpr size_t kPageKinds = 10;
+inline constexpr size_t kPageKinds = 15;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -138,6 +143,13 @@ class Site {
   std::string BlobUrl(size_t repo, std::string_view sha) const;
   uint64_t max_blob_size() const { return max_blob_size_; }  // KiB, 0: no limit
   unsigned max_commit_count() const { return max_commit_count_; }  // log: commits per page
+  // cgit's summary-branches, summary-tags, summary-log and clone-prefix.
+  struct SummaryOptions {
+    unsigned branches = 10, tags = 10, log = 10;
+    std::string clone_prefix;
+  };
+  const SummaryOptions& summary() const { return summary_; }
+  unsigned max_atom_items() const { return max_atom_items_; }  // cgit's max-atom-items
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
@@ -167,6 +179,8 @@ class Site {
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
   bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
+  SummaryOptions summary_;
+  unsigned max_atom_items_ = 10;
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

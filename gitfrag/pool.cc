@@ -11,6 +11,11 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kDiff:
     case PageKind::kTree:
     case PageKind::kPlain:
+    case PageKind::kSummary:
+    case PageKind::kRefs:
+    case PageKind::kTag:
+    case PageKind::kAbout:
+    case PageKind::kAtom:
       return RenderClass::kFrame;
     case PageKind::kLog:
     case PageKind::kDiffFragment:

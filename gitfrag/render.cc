@@ -1,7 +1,9 @@
 #include "gitfrag/render.h"
 
 #include <iconv.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 
@@ -67,7 +69,13 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
   out.Raw("<meta name='robots' content='index, nofollow'/>\n");
   out.Raw("<link rel='stylesheet' type='text/css' href='").Text(ctx.chrome.css).Raw("'/>\n");
-  out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n</head>\n<body>\n");
+  out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n");
+  for (const std::string& url : CloneUrls(ctx)) {
+    out.Raw("<link rel='vcs-git' href='");
+    WriteUrlAttribute(out, url);
+    out.Raw("' title='").Text(ctx.repo.name).Raw(" Git repository'/>\n");
+  }
+  out.Raw("</head>\n<body>\n");
   out.Raw("<div id='cgit'><table id='header'>\n<tr>\n<td class='logo' rowspan='2'><a href='")
       .Text(ctx.chrome.virtual_root)
       .Raw("'><img src='")
@@ -112,6 +120,7 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   };
   out.Raw("<table class='tabs'><tr><td>\n");
   out.EndShared();
+  if (!ctx.repo.readme.empty() && ChooseReadme(ctx)) tab("about", "about", {{"h", r.head}});
   tab("summary", "", {{"h", r.head}});
   tab("refs", "refs", {{"h", r.head}, {"id", id}});
   tab("log", "log", {{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}});
@@ -182,6 +191,114 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
     out.Raw("</div>");
   }
   out.Raw("<div class='content'>");
+}
+
+std::optional<Readme> ChooseReadme(const PageContext& ctx) {
+  for (const std::string& entry : ctx.repo.readme) {
+    const size_t colon = entry.find(':');
+    Readme readme;
+    if (colon == std::string::npos) {
+      readme.name = entry;
+      readme.file = entry.starts_with('/') ? entry : ctx.repo.path + "/" + entry;
+      if (::access(readme.file.c_str(), R_OK) == 0) return readme;
+      continue;
+    }
+    readme.in_repo = true;
+    readme.name = readme.file = entry.substr(colon + 1);
+    readme.ref = entry.substr(0, colon);
+    if (readme.ref.empty()) {
+      readme.ref = !ctx.route.head.empty()                    ? ctx.route.head
+                   : !ctx.lease.refs().head_branch().empty() ? ctx.lease.refs().head_branch()
+                                                             : "HEAD";
+    }
+    // Names only: no revision syntax that walks history per request.
+    if (readme.ref.find_first_of("~^:?*[\\ ") != std::string::npos ||
+        readme.ref.find("@{") != std::string::npos || readme.ref.find("..") != std::string::npos ||
+        readme.file.empty() || BadPath(readme.file))
+      continue;
+    git_object* raw = nullptr;
+    if (git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0) continue;
+    const ObjectPtr object(raw);
+    // As cgit: the ref must name a commit itself (an annotated tag does not).
+    if (git_object_type(raw) != GIT_OBJECT_COMMIT) continue;
+    git_tree* raw_tree = nullptr;
+    if (git_commit_tree(&raw_tree, reinterpret_cast<git_commit*>(raw)) != 0) continue;
+    const TreePtr tree(raw_tree);
+    git_tree_entry* raw_entry = nullptr;
+    if (git_tree_entry_bypath(&raw_entry, tree.get(), readme.file.c_str()) != 0) continue;
+    const base::Owned<git_tree_entry_free> found(raw_entry);
+    if (git_tree_entry_type(found.get()) == GIT_OBJECT_BLOB) return readme;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Replaces cgit's macros ($CGIT_REPO_URL, $CGIT_REPO_NAME, ...) in a clone-url.
+std::string ExpandMacros(std::string_view text, const conf::Config::Repository& repo) {
+  const std::pair<std::string_view, const std::string*> macros[] = {
+      {"CGIT_REPO_URL", &repo.url},     {"CGIT_REPO_NAME", &repo.name},
+      {"CGIT_REPO_DESC", &repo.desc},   {"CGIT_REPO_OWNER", &repo.owner},
+      {"CGIT_REPO_SECTION", &repo.section},
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    size_t end = i + 1;
+    while (text[i] == '$' && end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    if (text[i] != '$' || end == i + 1) {
+      out += text[i];
+      continue;
+    }
+    const std::string_view name = text.substr(i + 1, end - i - 1);
+    for (const auto& [macro, value] : macros)
+      if (name == macro) out += *value;
+    i = end - 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+// A URL for an href as cgit's html_url_path writes it: bytes a URL cannot hold escaped.
+void WriteUrlAttribute(Writer& out, std::string_view url) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr std::string_view kEscaped = "\"#%'<>\\^`{|}";
+  for (const unsigned char c : url) {
+    if (c <= 0x20 || c >= 0x7f || kEscaped.find(static_cast<char>(c)) != std::string_view::npos) {
+      const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
+      out.Raw(std::string_view(escape, 3));
+    } else {
+      out.Text(std::string_view(reinterpret_cast<const char*>(&c), 1));
+    }
+  }
+}
+
+std::vector<std::string> CloneUrls(const PageContext& ctx) {
+  // A repository's clone-url (with macros), else one "PREFIX/URL" per clone-prefix word.
+  const bool own = !ctx.repo.clone_url.empty();
+  const std::string urls = own ? ExpandMacros(ctx.repo.clone_url, ctx.repo) : ctx.site.summary().clone_prefix;
+  std::vector<std::string> out;
+  std::string_view rest = urls;
+  while (!rest.empty()) {
+    const size_t start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    rest.remove_prefix(start);
+    const size_t end = rest.find(' ');
+    out.emplace_back(rest.substr(0, end));
+    if (!own) out.back() += "/" + ctx.repo.url;
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  }
+  return out;
+}
+
+Route LinkRoute(const PageContext& ctx) {
+  Route r = ctx.route;
+  const std::string& default_branch = ctx.lease.refs().head_branch();
+  if (r.head == default_branch) r.head.clear();
+  if (r.id == (r.head.empty() ? default_branch : r.head)) r.id.clear();
+  return r;
 }
 
 void PageEnd(Writer& out) {

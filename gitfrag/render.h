@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -157,6 +158,35 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
 // when older than `max_relative` seconds (negative: never).
 void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative);
 
+// One row of the log table (age, subject link, decorations, author), as the log and summary pages
+// write it; `now` is the time ages count from.
+void WriteLogRow(const PageContext& ctx, git_commit* commit, int64_t now);
+// A commit subject as cgit's commit links show it (cut after 77 bytes when over 80, a placeholder
+// when empty), escaped.
+void WriteSubject(Writer& out, std::string_view subject);
+
+// The readme the about page shows at h= (cgit's choice among the repository's readme entries:
+// "REF:PATH" in the repository, where an empty REF is h= or the default branch and must name a
+// commit itself, not a tag object; or a file's path, relative to the repository's folder). Null
+// when none is present.
+struct Readme {
+  std::string name;  // the path, as the about-filter's argument
+  std::string ref;   // "" for a file outside the repository
+  std::string file;  // that file's path
+  bool in_repo = false;
+};
+std::optional<Readme> ChooseReadme(const PageContext& ctx);
+
+// The repository's clone URLs as cgit lists them: its clone-url (cgit's $CGIT_REPO_URL and like
+// macros expanded), else "PREFIX/URL" for each clone-prefix word.
+std::vector<std::string> CloneUrls(const PageContext& ctx);
+// A URL in an attribute as cgit's html_url_path writes it: bytes a URL cannot hold escaped.
+void WriteUrlAttribute(Writer& out, std::string_view url);
+
+// cgit's links leave out h= when it names the default branch, and id= when it names the branch
+// shown: the route as links spell it.
+Route LinkRoute(const PageContext& ctx);
+
 // Shared by the commit and diff pages.
 void WriteOptionsPanel(const PageContext& ctx, std::string_view id);
 void WriteDecorations(const PageContext& ctx, const git_oid& oid);
@@ -176,6 +206,11 @@ Page RenderLog(const PageContext& ctx);
 Page RenderTree(const PageContext& ctx);
 Page RenderBlob(const PageContext& ctx);
 Page RenderPlain(const PageContext& ctx);
+Page RenderSummary(const PageContext& ctx);
+Page RenderRefs(const PageContext& ctx);
+Page RenderTag(const PageContext& ctx);
+Page RenderAbout(const PageContext& ctx);
+Page RenderAtom(const PageContext& ctx);
 Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);
 
 Page ErrorPage(int status, std::string reason);

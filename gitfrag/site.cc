@@ -51,6 +51,16 @@ const char* PageKindName(PageKind kind) {
       return "blob";
     case PageKind::kPlain:
       return "plain";
+    case PageKind::kSummary:
+      return "summary";
+    case PageKind::kRefs:
+      return "refs";
+    case PageKind::kTag:
+      return "tag";
+    case PageKind::kAbout:
+      return "about";
+    case PageKind::kAtom:
+      return "atom";
   }
   return "unknown";
 }
@@ -113,6 +123,9 @@ Site::Site(const conf::Config& config)
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
       source_filter_(!config.source_filter.empty()),
+      summary_{config.summary_branches, config.summary_tags, config.summary_log,
+               config.clone_prefix},
+      max_atom_items_(config.max_atom_items),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
@@ -192,11 +205,23 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     route.repo = *repo;
     std::string_view tail = std::string_view(rest).substr(repo_end);  // "/commit/PATH" or ""
     if (tail.starts_with('/')) tail.remove_prefix(1);
+    // "/REPO/" and "/REPO" are the summary; "/REPO/refs" is "/REPO/refs/", as cgit reads them.
     const size_t slash = tail.find('/');
-    if (slash == std::string_view::npos) return std::nullopt;  // summary and the like: not ours
     const std::string_view page = tail.substr(0, slash);
-    route.path = std::string(tail.substr(slash + 1));
-    if (page == "log")
+    if (slash != std::string_view::npos) route.path = std::string(tail.substr(slash + 1));
+    if (page.empty() && route.path.empty())
+      route.kind = PageKind::kSummary;
+    else if (page == "summary")
+      route.kind = PageKind::kSummary;
+    else if (page == "refs")
+      route.kind = PageKind::kRefs;
+    else if (page == "tag")
+      route.kind = PageKind::kTag;
+    else if (page == "about")
+      route.kind = PageKind::kAbout;
+    else if (page == "atom")
+      route.kind = PageKind::kAtom;
+    else if (page == "log")
       route.kind = PageKind::kLog;
     else if (page == "commit")
       route.kind = PageKind::kCommit;
@@ -216,6 +241,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPlain;
     else
       return std::nullopt;
+    // The about page of a file beside the readme (about/PATH), and an about-filter written in
+    // Lua (cgit runs it inside its own process), stay with the upstream.
+    if (route.kind == PageKind::kAbout &&
+        (!route.path.empty() || registry_->repos()[route.repo].about_filter.starts_with("lua:")))
+      return std::nullopt;
     // A source-filter colours a file's lines by running a program: cgit's tree pages of such a
     // repository stay with the upstream.
     if (route.kind == PageKind::kTree &&
@@ -226,8 +256,15 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain;
+    // refs/heads and refs/tags pick a table; any other refs path shows both, as cgit's.
+    if (route.kind == PageKind::kRefs) {
+      route.path = route.path.starts_with("heads") ? "heads"
+                   : route.path.starts_with("tags") ? "tags"
+                                                    : "";
+    }
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
-        route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog && !tree_path)
+        route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
+        route.kind != PageKind::kRefs && !tree_path)
       return std::nullopt;
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
@@ -354,6 +391,21 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kPlain:
         page = RenderPlain(ctx);
+        break;
+      case PageKind::kSummary:
+        page = RenderSummary(ctx);
+        break;
+      case PageKind::kRefs:
+        page = RenderRefs(ctx);
+        break;
+      case PageKind::kTag:
+        page = RenderTag(ctx);
+        break;
+      case PageKind::kAbout:
+        page = RenderAbout(ctx);
+        break;
+      case PageKind::kAtom:
+        page = RenderAtom(ctx);
         break;
       case PageKind::kIndex:
         break;

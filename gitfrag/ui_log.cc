@@ -183,13 +183,8 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
       rest.remove_suffix(1);
     message.append(rest).append("\n\n");
     out.Text(subject.substr(0, i)).Raw(" \xE2\x86\xB5");
-  } else if (subject.size() > kMaxMsgLen) {
-    // cgit shortens subjects longer than 80 bytes to 77 and "...", in bytes: the cut may fall
-    // inside a UTF-8 sequence, as cgit's does.
-    out.Text(subject.substr(0, kMaxMsgLen - 3)).Raw("...");
   } else {
-    // An empty subject gets cgit's placeholder.
-    out.Text(subject.empty() ? "(no commit message)" : subject);
+    WriteSubject(out, subject);
   }
   out.Raw("</a>");
   WriteDecorations(ctx, oid);
@@ -220,6 +215,19 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
 }
 
 }  // namespace
+
+void WriteLogRow(const PageContext& ctx, git_commit* commit, int64_t now) {
+  WriteCommitRow(ctx, commit, now, 3);
+}
+
+void WriteSubject(Writer& out, std::string_view subject) {
+  // cgit shortens subjects longer than 80 bytes (max-msg-len) to 77 and "...", in bytes: the cut
+  // may fall inside a UTF-8 sequence, as cgit's does. An empty one gets cgit's placeholder.
+  if (subject.size() > kMaxMsgLen)
+    out.Text(subject.substr(0, kMaxMsgLen - 3)).Raw("...");
+  else
+    out.Text(subject.empty() ? "(no commit message)" : subject);
+}
 
 Page RenderLog(const PageContext& ctx) {
   const Route& route = ctx.route;

@@ -189,16 +189,6 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   out.Raw("</table>\n");
 }
 
-// cgit's links leave out h= when it names the default branch, and id= when it names the branch
-// shown: the route as links spell it.
-Route LinkRoute(const PageContext& ctx) {
-  Route r = ctx.route;
-  const std::string& default_branch = ctx.lease.refs().head_branch();
-  if (r.head == default_branch) r.head.clear();
-  if (r.id == (r.head.empty() ? default_branch : r.head)) r.id.clear();
-  return r;
-}
-
 }  // namespace
 
 Page RenderTree(const PageContext& page_ctx) {

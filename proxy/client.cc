@@ -1,5 +1,7 @@
 #include "proxy/client.h"
 
+#include "proxy/assets.h"
+
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <netinet/in.h>
@@ -10,6 +12,7 @@
 #include <optional>
 
 #include "cache/cache.h"
+#include "proxy/assets.h"
 #include "proxy/background.h"
 #include "proxy/deliver.h"
 #include "proxy/exchange.h"
@@ -459,10 +462,15 @@ void ClientConnection::ServeLocal() {
             "Allow: GET, HEAD\r\n");
   } else if (PathOf(request_.target) == "/" && !runtime_->site) {
     Respond(200, "text/html; charset=utf-8", runtime_->builtin_page, keep);
+  } else if (runtime_->site && PathOf(request_.target) == runtime_->config->css) {
+    // No forge behind: the pages' css= and logo= paths get shellac's own.
+    Respond(200, "text/css; charset=utf-8", kStylesheet, keep, "Cache-Control: max-age=3600\r\n");
+  } else if (runtime_->site && PathOf(request_.target) == runtime_->config->logo) {
+    Respond(200, "image/svg+xml", kLogo, keep, "Cache-Control: max-age=3600\r\n");
   } else if (runtime_->site) {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: shellac renders commit, diff, patch, rawdiff and log pages of its "
-            "repositories; "
+            "404 Not Found: shellac renders the summary, refs, tag, about, log, tree, plain, "
+            "commit, diff, patch and rawdiff pages of its repositories; "
             "this page is served by the forge, and no backend is configured (see shellac.conf(5), "
             "backend=)\n",
             keep);

@@ -19,13 +19,7 @@ std::optional<gitfrag::Route> MatchResident(const Runtime& runtime, std::string_
   const std::string_view path = target.substr(0, q);
   const std::string_view query =
       q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
-  if (auto route = runtime.site->Match(path, query)) return route;
-  // A repository's own URL is cgit's summary page, which gitfrag does not render. Without a forge
-  // behind shellac (the embedded default, say) the log stands in for it rather than a 404.
-  if (runtime.config->backend || !path.ends_with('/')) return std::nullopt;
-  auto log = runtime.site->Match(std::string(path) + "log/", query);
-  if (log && log->kind == gitfrag::PageKind::kLog) return log;
-  return std::nullopt;
+  return runtime.site->Match(path, query);
 }
 
 namespace {

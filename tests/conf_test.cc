@@ -936,6 +936,41 @@ TEST_F(ConfTest, CgitrcImport) {
   EXPECT_EQ(c->threads, LoadOk("")->threads);
 }
 
+// The summary, about and feed keys of a cgitrc: readme= and clone-url= / about-filter= apply to the
+// stanzas that follow them (as cgit copies them), a stanza's own repo.readme replaces the inherited
+// list, the table sizes are numbers.
+TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
+  const std::string cgitrc = Write("cgitrc",
+                                   "summary-branches=3\nsummary-tags=0\nsummary-log=7\n"
+                                   "max-atom-items=20\nclone-prefix=https://x git://y\n"
+                                   "repo.url=early\nrepo.path=/srv/early.git\n"
+                                   "readme=:README.md\nreadme=master:README\n"
+                                   "clone-url=https://z/$CGIT_REPO_URL\nabout-filter=/bin/cat\n"
+                                   "repo.url=one\nrepo.path=/srv/one.git\n"
+                                   "repo.url=two\nrepo.path=/srv/two.git\nrepo.readme=:doc/x.md\n"
+                                   "repo.readme=:y\nrepo.clone-url=ssh://two\n"
+                                   "repo.about-filter=exec:/usr/bin/f\n");
+  auto c = LoadOk(Write("shellac.conf", "cgitrc = " + cgitrc + "\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->summary_branches, 3u);
+  EXPECT_EQ(c->summary_tags, 0u);
+  EXPECT_EQ(c->summary_log, 7u);
+  EXPECT_EQ(c->max_atom_items, 20u);
+  EXPECT_EQ(c->clone_prefix, "https://x git://y");
+  ASSERT_EQ(c->repositories.size(), 3u);
+  EXPECT_TRUE(c->repositories[0].readme.empty());
+  EXPECT_EQ(c->repositories[0].clone_url, "");
+  EXPECT_EQ(c->repositories[1].readme, (std::vector<std::string>{":README.md", "master:README"}));
+  EXPECT_EQ(c->repositories[1].clone_url, "https://z/$CGIT_REPO_URL");
+  EXPECT_EQ(c->repositories[1].about_filter, "/bin/cat");
+  EXPECT_EQ(c->repositories[2].readme, (std::vector<std::string>{":doc/x.md", ":y"}));
+  EXPECT_EQ(c->repositories[2].clone_url, "ssh://two");
+  EXPECT_EQ(c->repositories[2].about_filter, "exec:/usr/bin/f");
+  const std::string bad = Write("bad.rc", "summary-log=many\n");
+  const std::string error = LoadError(Write("bad.conf", "cgitrc = " + bad + "\n"));
+  EXPECT_NE(error.find("bad.rc:1: summary-log: not a number"), std::string::npos) << error;
+}
+
 // The repositories gitfrag serves: cgitrc stanzas with their details, scan-path= (nested folders
 // give URLs with slashes), repo=PATH, and the page keys cgit shares.
 TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {

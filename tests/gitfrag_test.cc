@@ -2,6 +2,7 @@
 // rendered pages, on fixture repositories made with git at test time. The commit page is compared
 // with what Debian's cgit 1.2.3 shows for the same repository and commit (visible text).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "gitfrag/filter.h"
 #include "gitfrag/gitfrag.h"
 #include "gitfrag/git.h"
 #include "gitfrag/history.h"
@@ -83,6 +85,8 @@ git tag -a v1.0 -m 'tag one'
 git tag -a v1.0-outer -m 'tag on a tag' v1.0
 git tag light
 git tag '<script>tag'
+git tag -a latin -F ../msg master~2
+git tag treetag 'master^{tree}'
 git branch 'feature/<i>x'
 git checkout -q -b wide master~3
 printf 'int function_with_trailing_blanks(int a)   \n{\n  int b = 1;\n  int c = 2;\n  int d = 3;\n  return a;\n}\n' > f.c
@@ -138,11 +142,12 @@ git checkout -q master
 
   // cgit's answer (body only) for PATH_INFO + QUERY_STRING on this repository under url "fix".
   std::string Cgit(const std::string& path_info, const std::string& query,
-                   const std::string& extra_config = "") {
+                   const std::string& extra_config = "", const std::string& global = "",
+                   const std::string& stanza = "") {
     const std::string rc = dir_.File("cgitrc");
-    std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << bare_
+    std::ofstream(rc) << "virtual-root=/\n" << global << "repo.url=fix\nrepo.path=" << bare_
                       << "\nrepo.desc=fixture <repo>\n"
-                      << extra_config;
+                      << stanza << extra_config;
     std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
                             " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
                             " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
@@ -508,8 +513,10 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
 
   EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
   EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
-  EXPECT_FALSE(site.Match("/cgit/git/summary/", "")) << "pages gitfrag does not render";
-  EXPECT_FALSE(site.Match("/cgit/git/", "")) << "summary";
+  EXPECT_FALSE(site.Match("/cgit/git/blame/", "")) << "pages gitfrag does not render";
+  EXPECT_FALSE(site.Match("/cgit/git/stats/", "")) << "pages gitfrag does not render";
+  EXPECT_EQ(site.Match("/cgit/git/", "")->kind, PageKind::kSummary);
+  EXPECT_EQ(site.Match("/cgit/git/refs/tags", "")->kind, PageKind::kRefs);
   EXPECT_FALSE(site.Match("/cgit/pub/scm/linuxx/commit/", "")) << "prefix must end at a '/'";
   ASSERT_TRUE(site.Match("/cgit/", ""));
   EXPECT_EQ(site.Match("/cgit/", "")->kind, PageKind::kIndex);
@@ -893,7 +900,7 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
   EXPECT_EQ(registry.open_count(), 2u);
 
   // A new branch shows up once the refs changed (looked at no more than once a second).
-  const std::string tip = fx.Rev("master~2");
+  const std::string tip = fx.Rev("master~1");
   {
     Registry::Lease l = registry.Acquire(3, &error);
     git_oid oid;
@@ -1232,6 +1239,16 @@ git checkout -q master
                  " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
                  " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
   }
+  // cgit's whole answer with the cgitrc `rc`.
+  std::string CgitWith(const std::string& rc_text, const std::string& path_info,
+                       const std::string& query) const {
+    const std::string rc = dir_.File("cgitrc-with");
+    std::ofstream(rc) << rc_text;
+    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) + " REQUEST_METHOD=GET PATH_INFO=" +
+                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) +
+                 " SCRIPT_NAME=/ " + kCgit);
+  }
+  std::string DirPath() const { return dir_.path(); }
   static std::string Body(const std::string& cgi) {
     const size_t body = cgi.find("\n\n");
     return body == std::string::npos ? cgi : cgi.substr(body + 2);
@@ -1424,6 +1441,208 @@ TEST_F(GitfragTree, BadInput) {
   Site with_filter(filtered);
   EXPECT_FALSE(with_filter.Match("/fix/tree/dir/f.c", "")) << "a source-filter: the upstream's";
   EXPECT_TRUE(with_filter.Match("/fix/plain/dir/f.c", "")) << "plain runs no filter";
+}
+
+// summary, refs and tag pages: cgit 1.2.3's visible text, links and classes, with its default
+// table sizes and with small ones (the "[...]" rows, the newest branches in name order, tags by
+// age), clone URLs from clone-prefix and from a clone-url with a macro, h= and id= spellings,
+// annotated, lightweight, nested, non-UTF-8 and hostile tags, a lightweight tag of a tree.
+TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0)
+      << kCgit
+      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  struct Setup {
+    std::string cgitrc;  // before the repository stanza
+    std::string stanza;  // inside it
+    unsigned branches = 10, tags = 10, log = 10;
+    std::string clone_prefix, clone_url;
+  };
+  const std::vector<Setup> setups = {
+      {},
+      {"summary-branches=2\nsummary-tags=3\nsummary-log=4\nclone-prefix=https://x.org/git "
+       "git://x.org\n",
+       "", 2, 3, 4, "https://x.org/git git://x.org", ""},
+      {"summary-log=0\n", "repo.clone-url=https://y.org/$CGIT_REPO_URL.git ssh://h/a b\n", 10, 10,
+       0, "", "https://y.org/$CGIT_REPO_URL.git ssh://h/a b"},
+  };
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/fix/", ""},
+      {"/fix/", "h=side"},
+      {"/fix/", "h=master"},
+      {"/fix/", "h=feature/%3Ci%3Ex"},
+      {"/fix/", "id=" + fx.Rev("side")},
+      {"/fix/refs/", ""},
+      {"/fix/refs/", "h=wide"},
+      {"/fix/refs/heads", ""},
+      {"/fix/refs/tags/", "h=side"},
+      {"/fix/tag/", "h=v1.0"},
+      {"/fix/tag/", "h=light"},
+      {"/fix/tag/", "h=v1.0-outer"},
+      {"/fix/tag/", "h=latin"},
+      {"/fix/tag/", "h=treetag"},
+      {"/fix/tag/", "id=%3Cscript%3Etag"},
+      {"/fix/tag/", "h=side&id=v1.0"},
+  };
+  for (const Setup& setup : setups) {
+    conf::Config c = fx.Config();
+    c.summary_branches = setup.branches;
+    c.summary_tags = setup.tags;
+    c.summary_log = setup.log;
+    c.clone_prefix = setup.clone_prefix;
+    c.repositories[0].clone_url = setup.clone_url;
+    Site site(c);
+    for (const auto& [path, query] : pages) {
+      SCOPED_TRACE(setup.cgitrc + setup.stanza + path + "?" + query);
+      const Page page = site.Render(MustMatch(site, path, query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      // The cgitrc's global keys go before the stanza: give cgit the whole file here.
+      const std::string theirs_html = fx.Cgit(path, query, "", setup.cgitrc, setup.stanza);
+      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+      const std::string our_links = LinksAndClasses(page.body, path);
+      const std::string their_links = LinksAndClasses(theirs_html, path);
+      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    }
+  }
+}
+
+// atom: cgit 1.2.3's feed byte for byte (no Host is known to either, so no links): the newest
+// max-atom-items commits of h= in date order, bodies, a Latin-1 message, hostile subjects.
+TEST_F(GitfragPages, AtomEqualsCgit) {
+  for (const unsigned items : {10u, 3u}) {
+    conf::Config c = fx.Config();
+    c.max_atom_items = items;
+    Site site(c);
+    const std::string global = items == 10 ? "" : "max-atom-items=3\n";
+    for (const std::string query : {"", "h=side", "h=wide", "h=long", "h=master"}) {
+      SCOPED_TRACE(std::to_string(items) + " " + query);
+      const Page page = site.Render(MustMatch(site, "/fix/atom/", query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      EXPECT_EQ(page.content_type, "text/xml; charset=utf-8");
+      const std::string theirs = fx.Cgit("/fix/atom/", query, "", global);
+      EXPECT_EQ(page.body, theirs) << FirstDifference(page.body, theirs);
+    }
+  }
+  Site site(fx.Config());
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/atom/", "h=nobranch")).status, 404);
+  EXPECT_FALSE(site.Match("/fix/atom/some/path", "")) << "path-limited feeds: the upstream's";
+}
+
+// Unknown tags and branches are 404s that say why; hostile names are escaped.
+TEST_F(GitfragPages, SummaryRefsAndTagBadInput) {
+  Site site(fx.Config());
+  Page page = site.Render(MustMatch(site, "/fix/tag/", "h=nope"));
+  EXPECT_EQ(page.status, 404);
+  EXPECT_EQ(page.reason, "bad tag reference: nope");
+  page = site.Render(MustMatch(site, "/fix/tag/", ""));  // the default branch is no tag
+  EXPECT_EQ(page.status, 404);
+  EXPECT_EQ(page.reason, "bad tag reference: master");
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/tag/", "h=side")).status, 404);
+  for (const char* path : {"/fix/", "/fix/refs/"}) {
+    page = site.Render(MustMatch(site, path, "h=nobranch"));
+    EXPECT_EQ(page.status, 404) << path;
+    EXPECT_NE(page.reason.find("invalid branch"), std::string::npos) << page.reason;
+  }
+  for (const char* path : {"/fix/", "/fix/refs/", "/fix/refs/tags"}) {
+    page = site.Render(MustMatch(site, path, ""));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    EXPECT_EQ(page.body.find("<script>"), std::string::npos) << path;
+    EXPECT_EQ(page.body.find("<i>"), std::string::npos) << path;
+  }
+  EXPECT_EQ(MustMatch(site, "/fix", "").kind, PageKind::kSummary);
+  EXPECT_EQ(MustMatch(site, "/fix/refs", "").kind, PageKind::kRefs);
+  EXPECT_EQ(MustMatch(site, "/fix/refs/headsx", "").path, "heads");
+  EXPECT_EQ(MustMatch(site, "/fix/refs/other", "").path, "");
+}
+
+// about: the readme cgit chooses (the first readme entry present at h=; an empty ref means h=,
+// and an annotated tag is no commit), written as it is or through the about-filter (its argument
+// the file name, its input the file), and the about tab on every page, as cgit 1.2.3 shows them.
+TEST_F(GitfragTree, AboutEqualsCgit) {
+  const std::string filter = fx.DirPath() + "/upper.sh";
+  std::ofstream(filter) << "#!/bin/sh\necho \"arg=$1 url=$CGIT_REPO_URL\"\ntr a-z A-Z\n";
+  ASSERT_EQ(chmod(filter.c_str(), 0755), 0);
+  Shell("git -C " + ShellQuote(fx.bare()) + " tag -a annotated -m a master");
+  struct Setup {
+    std::vector<std::string> readme;
+    std::string about_filter;
+  };
+  const std::vector<Setup> setups = {
+      {{":nope.md", ":dir/f.c"}, ""},
+      {{":side.txt", "master:dir/deep/a.txt"}, ""},
+      {{":dir/f.c"}, filter},
+  };
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/fix/about/", ""},         {"/fix/about/", "h=side"}, {"/fix/", "h=annotated"},
+      {"/fix/", ""},               {"/fix/tree/dir", "h=side"}, {"/fix/refs/", ""},
+  };
+  for (const Setup& setup : setups) {
+    conf::Config c = fx.Config();
+    c.repositories[0].readme = setup.readme;
+    c.repositories[0].about_filter = setup.about_filter;
+    Site site(c);
+    std::string rc = "virtual-root=/\nmax-blob-size=50\n";
+    if (!setup.about_filter.empty()) rc += "about-filter=" + setup.about_filter + "\n";
+    for (const auto& entry : setup.readme) rc += "readme=" + entry + "\n";
+    rc += "repo.url=fix\nrepo.path=" + fx.bare() + "\n";
+    for (const auto& [path, query] : pages) {
+      SCOPED_TRACE(setup.readme.back() + " " + path + "?" + query);
+      const Page page = site.RenderAssembled(MustMatch(site, path, query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, query));
+      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+      const std::string our_links = LinksAndClasses(page.body, path);
+      const std::string their_links = LinksAndClasses(theirs_html, path);
+      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    }
+  }
+  // No readme at the revision (an annotated tag names no commit), or none configured: 404s.
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":dir/f.c"};
+  Site site(c);
+  Page page = site.Render(MustMatch(site, "/fix/about/", "h=annotated"));
+  EXPECT_EQ(page.status, 404);
+  EXPECT_EQ(page.reason, "no readme at this revision");
+  Site bare(fx.Config());
+  EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/about/", "")).status, 404);
+  EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/", "")).body.find("/about/"), std::string::npos);
+  // A Lua filter runs inside cgit: such about pages stay with the upstream.
+  c.repositories[0].about_filter = "lua:/usr/lib/cgit/filters/x.lua";
+  EXPECT_FALSE(Site(c).Match("/fix/about/", ""));
+}
+
+// A filter that hangs is killed after its time, one that writes too much past its limit, one
+// that cannot start says why; the page says so under what the filter wrote.
+TEST_F(GitfragTree, AboutFilterIsBounded) {
+  const FilterLimits quick{std::chrono::milliseconds(300), 1000};
+  FilterResult r = RunFilter("exec:/bin/sh", "-c", "", quick);
+  EXPECT_TRUE(r.ok) << r.error;
+  r = RunFilter("/usr/bin/tr", "a-z", std::string(200000, 'a'), FilterLimits{});
+  // tr needs two arguments: it exits 1 at once, its input unread (no SIGPIPE for shellac), and
+  // what it wrote is the page's, as cgit's.
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.error, "the filter exited with status 1");
+  const auto start = std::chrono::steady_clock::now();
+  r = RunFilter("/bin/sleep", "30", "input", quick);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("ran longer than 0.3 s and was killed"), std::string::npos) << r.error;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  r = RunFilter("/usr/bin/yes", "y", "", quick);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("wrote more than 1000 bytes"), std::string::npos) << r.error;
+  r = RunFilter("/no/such/filter", "x", "", quick);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cannot run /no/such/filter"), std::string::npos) << r.error;
+  // Through the page: the output so far, then the reason.
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":dir/f.c"};
+  c.repositories[0].about_filter = "/no/such/filter";
+  Site site(c);
+  const Page page = site.Render(MustMatch(site, "/fix/about/", ""));
+  ASSERT_EQ(page.status, 200) << page.reason;
+  EXPECT_NE(page.body.find("<div class='error'>about-filter: cannot run /no/such/filter"),
+            std::string::npos);
 }
 
 TEST(GitfragPool, FullQueueSaysBusy) {

@@ -311,10 +311,18 @@ TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
   Response index = HttpGet(proxy.Port(), "/");
   ASSERT_EQ(index.status, 200) << index.Describe();
   EXPECT_NE(index.body.find("href='/work/'"), std::string::npos) << index.body;
-  // The repository's own URL (cgit's summary) shows its log: there is no forge to ask.
+  // The repository's own URL is its summary, rendered here: branches and the latest commits.
   Response summary = HttpGet(proxy.Port(), "/work/");
   EXPECT_EQ(summary.status, 200) << summary.Describe();
   EXPECT_NE(summary.body.find("second &lt;b&gt;bold&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(summary.body.find("summary='repository info'"), std::string::npos);
+  // With no forge behind, the pages' stylesheet and logo are shellac's own.
+  Response css = HttpGet(proxy.Port(), "/cgit.css");
+  EXPECT_EQ(css.status, 200) << css.Describe();
+  EXPECT_NE(css.body.find("table.tabs"), std::string::npos);
+  Response logo = HttpGet(proxy.Port(), "/cgit.png");
+  EXPECT_EQ(logo.status, 200) << logo.Describe();
+  EXPECT_NE(logo.body.find("<svg"), std::string::npos);
   Response commit = HttpGet(proxy.Port(), "/work/commit/?id=" + repos.second());
   EXPECT_EQ(commit.status, 200) << commit.Describe();
   EXPECT_NE(commit.body.find("five"), std::string::npos);

@@ -1,0 +1,340 @@
+// The pages about refs, as cgit 1.2.3 writes them: the summary (branches, tags, the latest
+// commits, clone URLs), refs (every branch and tag, or one of the two tables) and tag (one tag,
+// annotated or lightweight). They depend on the refs, so each is a frame rendered per request.
+#include <algorithm>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "gitfrag/history.h"
+#include "gitfrag/render.h"
+
+namespace shellac::gitfrag {
+
+namespace {
+
+
+// One branch or tag with what its row shows.
+struct RefRow {
+  std::string name;  // short name ("master", "v1.0")
+  ObjectPtr object;  // what the ref names: a commit, or for a tag maybe a tag object
+  int64_t age = 0;   // cgit's sort key: committer date, or tagger date (0: none)
+};
+
+git_object_t TypeOf(const ObjectPtr& object) { return git_object_type(object.get()); }
+git_commit* AsCommit(const ObjectPtr& object) { return reinterpret_cast<git_commit*>(object.get()); }
+git_tag* AsTag(const ObjectPtr& object) { return reinterpret_cast<git_tag*>(object.get()); }
+
+// Every ref under `prefix` ("refs/heads/", "refs/tags/") in name order (git's), with its object.
+std::vector<RefRow> ListRefs(git_repository* repo, std::string_view prefix) {
+  std::vector<RefRow> rows;
+  git_reference_iterator* raw_iter = nullptr;
+  if (git_reference_iterator_new(&raw_iter, repo) != 0) return rows;
+  const base::Owned<git_reference_iterator_free> iter(raw_iter);
+  git_reference* raw_ref = nullptr;
+  while (git_reference_next(&raw_ref, iter.get()) == 0) {
+    ReferencePtr ref(raw_ref);
+    const std::string_view name = git_reference_name(ref.get());
+    if (!name.starts_with(prefix)) continue;
+    if (git_reference_type(ref.get()) == GIT_REFERENCE_SYMBOLIC) {
+      git_reference* resolved = nullptr;
+      if (git_reference_resolve(&resolved, ref.get()) != 0) continue;
+      ref.reset(resolved);
+    }
+    git_object* object = nullptr;
+    if (git_object_lookup(&object, repo, git_reference_target(ref.get()), GIT_OBJECT_ANY) != 0)
+      continue;
+    RefRow row{std::string(name.substr(prefix.size())), ObjectPtr(object), 0};
+    if (TypeOf(row.object) == GIT_OBJECT_COMMIT) {
+      row.age = git_commit_time(AsCommit(row.object));
+    } else if (TypeOf(row.object) == GIT_OBJECT_TAG) {
+      const git_signature* tagger = git_tag_tagger(AsTag(row.object));
+      row.age = tagger != nullptr ? tagger->when.time : 0;
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const RefRow& a, const RefRow& b) { return a.name < b.name; });
+  return rows;
+}
+
+// cgit's age order: newest first, undated last; equal ages keep name order (glibc's qsort is a
+// merge sort).
+void SortByAge(std::vector<RefRow>* rows) {
+  std::stable_sort(rows->begin(), rows->end(), [](const RefRow& a, const RefRow& b) {
+    if (a.age != 0 && b.age != 0) return a.age > b.age;
+    return a.age != 0 && b.age == 0;
+  });
+}
+
+const char* TypeName(git_object_t type) {
+  switch (type) {
+    case GIT_OBJECT_COMMIT:
+      return "commit";
+    case GIT_OBJECT_TREE:
+      return "tree";
+    case GIT_OBJECT_TAG:
+      return "tag";
+    default:
+      return "blob";
+  }
+}
+
+// cgit's object link: "commit 0123456789..." to the object's page, keeping h=.
+void WriteObjectLink(const PageContext& ctx, git_object_t type, const git_oid& oid) {
+  const std::string hex = OidHex(oid);
+  const char* name = TypeName(type);
+  ctx.out.Raw("<a href='");
+  RepoUrl(ctx, name, "", {{"h", ctx.route.head}, {"id", hex}});
+  ctx.out.Raw("'>").Raw(name).Raw(" ").Raw(std::string_view(hex).substr(0, 10)).Raw("...</a>");
+}
+
+void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
+  Writer& out = ctx.out;
+  out.Raw(
+      "<tr class='nohover'><th class='left'>Branch</th><th class='left'>Commit message</th>"
+      "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
+  std::vector<RefRow> rows = ListRefs(ctx.lease.repo(), "refs/heads/");
+  const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
+  if (count < rows.size()) {
+    // The newest `max` branches, shown in name order.
+    SortByAge(&rows);
+    std::sort(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(count),
+              [](const RefRow& a, const RefRow& b) { return a.name < b.name; });
+  }
+  const std::string& default_branch = ctx.lease.refs().head_branch();
+  for (size_t i = 0; i < count; ++i) {
+    const RefRow& row = rows[i];
+    if (TypeOf(row.object) != GIT_OBJECT_COMMIT) continue;  // cgit skips such a branch
+    git_commit* commit = AsCommit(row.object);
+    const std::string_view h =
+        row.name == default_branch ? std::string_view() : std::string_view(row.name);
+    out.Raw("<tr><td><a href='");
+    RepoUrl(ctx, "log", "", {{"h", h}});
+    out.Raw("'>").Text(row.name).Raw("</a></td><td><a href='");
+    RepoUrl(ctx, "commit", "", {{"h", h}});
+    const char* encoding = git_commit_message_encoding(commit);
+    const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
+    std::string_view subject, body;
+    SplitMessage(text, &subject, &body);
+    out.Raw("'>");
+    WriteSubject(out, subject);
+    out.Raw("</a></td><td>").Text(ToUtf8(git_commit_author(commit)->name, encoding));
+    out.Raw("</td><td colspan='2'>");
+    WriteAge(out, git_commit_committer(commit)->when, now, -1);
+    out.Raw("</td></tr>\n");
+  }
+  if (count < rows.size()) {
+    out.Raw("<tr class='nohover'><td colspan='4'><a href='");
+    RepoUrl(ctx, "refs", "heads", {{"h", ctx.route.head}});
+    out.Raw("'>[...]</a></td></tr>");
+  }
+}
+
+void WriteTagTable(const PageContext& ctx, unsigned max, int64_t now) {
+  Writer& out = ctx.out;
+  std::vector<RefRow> rows = ListRefs(ctx.lease.repo(), "refs/tags/");
+  if (rows.empty()) return;
+  SortByAge(&rows);
+  const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
+  out.Raw(
+      "<tr class='nohover'><th class='left'>Tag</th><th class='left'>Download</th>"
+      "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
+  for (size_t i = 0; i < count; ++i) {
+    const RefRow& row = rows[i];
+    out.Raw("<tr><td><a href='");
+    RepoUrl(ctx, "tag", "", {{"h", row.name}});
+    out.Raw("'>").Text(row.name).Raw("</a></td><td>");
+    if (TypeOf(row.object) == GIT_OBJECT_TAG) {
+      git_tag* tag = AsTag(row.object);
+      WriteObjectLink(ctx, git_tag_target_type(tag), *git_tag_target_id(tag));
+      out.Raw("</td><td>");
+      const git_signature* tagger = git_tag_tagger(tag);
+      if (tagger != nullptr) out.Text(tagger->name);
+      out.Raw("</td><td colspan='2'>");
+      if (tagger != nullptr && tagger->when.time > 0) WriteAge(out, tagger->when, now, -1);
+    } else {
+      WriteObjectLink(ctx, TypeOf(row.object), *git_object_id(row.object.get()));
+      out.Raw("</td><td>");
+      if (TypeOf(row.object) == GIT_OBJECT_COMMIT) {
+        git_commit* commit = AsCommit(row.object);
+        out.Text(ToUtf8(git_commit_author(commit)->name, git_commit_message_encoding(commit)));
+        out.Raw("</td><td colspan='2'>");
+        // cgit shows a lightweight tag's date in UTC.
+        git_time when = git_commit_committer(commit)->when;
+        when.offset = 0;
+        WriteAge(out, when, now, -1);
+      } else {
+        out.Raw("</td><td colspan='2'>");
+      }
+    }
+    out.Raw("</td></tr>\n");
+  }
+  if (count < rows.size()) {
+    out.Raw("<tr class='nohover'><td colspan='4'><a href='");
+    RepoUrl(ctx, "refs", "tags", {{"h", ctx.route.head}});
+    out.Raw("'>[...]</a></td></tr>");
+  }
+}
+
+std::string RepoTitle(const PageContext& ctx) {
+  return ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
+}
+
+void WriteCloneUrls(const PageContext& ctx) {
+  bool first = true;
+  for (const std::string& url : CloneUrls(ctx)) {
+    if (first) {
+      ctx.out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
+      ctx.out.Raw("<tr class='nohover'><th class='left' colspan='4'>Clone</th></tr>\n");
+      first = false;
+    }
+    ctx.out.Raw("<tr><td colspan='4'><a rel='vcs-git' href='");
+    WriteUrlAttribute(ctx.out, url);
+    ctx.out.Raw("' title='").Text(ctx.repo.name).Raw(" Git repository'>").Text(url);
+    ctx.out.Raw("</a></td></tr>\n");
+  }
+}
+
+// 404 with the reason when h= names no revision (cgit: "Invalid branch").
+bool CheckHead(const PageContext& ctx, Page* error) {
+  if (ctx.route.head.empty()) return true;
+  int status = 200;
+  std::string reason;
+  if (ResolveCommit(ctx.lease.repo(), "", ctx.route.head, &status, &reason)) return true;
+  *error = ErrorPage(status, "invalid branch: " + reason);
+  return false;
+}
+
+}  // namespace
+
+Page RenderSummary(const PageContext& page_ctx) {
+  const Route link_route = LinkRoute(page_ctx);
+  const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
+                        page_ctx.out};
+  Page error;
+  if (!CheckHead(page_ctx, &error)) return error;
+  const Site::SummaryOptions& options = ctx.site.summary();
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  Writer& out = ctx.out;
+  PageStart(ctx, RepoTitle(ctx), "summary", ctx.route.id);
+  out.Raw("<table summary='repository info' class='list nowrap'>");
+  WriteBranchTable(ctx, options.branches, now);
+  out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
+  WriteTagTable(ctx, options.tags, now);
+  if (options.log > 0) {
+    out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
+    out.Raw(
+        "<tr class='nohover'><th class='left'>Age</th><th class='left'>Commit message</th>"
+        "<th class='left'>Author</th></tr>\n");
+    int status = 200;
+    std::string reason;
+    // The log starts at h= (or HEAD) as cgit's does; id= does not move it.
+    CommitPtr start = ResolveCommit(ctx.lease.repo(), "", page_ctx.route.head, &status, &reason);
+    if (start) {
+      DateWalk walk(ctx.lease.repo(), *git_commit_id(start.get()));
+      unsigned shown = 0;
+      while (CommitPtr commit = walk.Next()) {
+        if (shown++ == options.log) {
+          out.Raw("<tr class='nohover'><td colspan='3'><a href='");
+          RepoUrl(ctx, "log", "", {{"h", ctx.route.head}});
+          out.Raw("'>[...]</a></td></tr>\n");
+          break;
+        }
+        WriteLogRow(ctx, commit.get(), now);
+      }
+    }
+  }
+  WriteCloneUrls(ctx);
+  out.Raw("</table>");
+  PageEnd(out);
+  return Page{};
+}
+
+Page RenderRefs(const PageContext& page_ctx) {
+  const Route link_route = LinkRoute(page_ctx);
+  const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
+                        page_ctx.out};
+  Page error;
+  if (!CheckHead(page_ctx, &error)) return error;
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  Writer& out = ctx.out;
+  // The tabs of a refs page name no path.
+  Route tabs_route = link_route;
+  tabs_route.path.clear();
+  const PageContext tabs_ctx{ctx.site, ctx.chrome, tabs_route, ctx.repo, ctx.lease, ctx.out};
+  PageStart(tabs_ctx, RepoTitle(ctx), "refs", ctx.route.id);
+  out.Raw("<table class='list nowrap'>");
+  if (ctx.route.path == "heads") {
+    WriteBranchTable(ctx, 0, now);
+  } else if (ctx.route.path == "tags") {
+    WriteTagTable(ctx, 0, now);
+  } else {
+    WriteBranchTable(ctx, 0, now);
+    out.Raw("<tr class='nohover'><td colspan='5'>&nbsp;</td></tr>");
+    WriteTagTable(ctx, 0, now);
+  }
+  out.Raw("</table>");
+  PageEnd(out);
+  return Page{};
+}
+
+Page RenderTag(const PageContext& page_ctx) {
+  const Route link_route = LinkRoute(page_ctx);
+  const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
+                        page_ctx.out};
+  // The tag named by id=, else by h=, else (as cgit) the default branch's name.
+  const Route& r = page_ctx.route;
+  const std::string name =
+      !r.id.empty() ? r.id : !r.head.empty() ? r.head : ctx.lease.refs().head_branch();
+  git_repository* repo = ctx.lease.repo();
+  git_reference* raw_ref = nullptr;
+  const std::string full = "refs/tags/" + name;
+  if (name.empty() || git_reference_lookup(&raw_ref, repo, full.c_str()) != 0)
+    return ErrorPage(404, "bad tag reference: " + name);
+  ReferencePtr ref(raw_ref);
+  if (git_reference_type(ref.get()) == GIT_REFERENCE_SYMBOLIC) {
+    git_reference* resolved = nullptr;
+    if (git_reference_resolve(&resolved, ref.get()) != 0)
+      return ErrorPage(404, "bad tag reference: " + name);
+    ref.reset(resolved);
+  }
+  git_object* raw_object = nullptr;
+  if (git_object_lookup(&raw_object, repo, git_reference_target(ref.get()), GIT_OBJECT_ANY) != 0)
+    return ErrorPage(404, "bad object id for tag " + name);
+  const ObjectPtr object(raw_object);
+  Writer& out = ctx.out;
+  PageStart(ctx, RepoTitle(ctx), "tag", ctx.route.id);
+  out.Raw("<table class='commit-info'>\n<tr><td>tag name</td><td>").Text(name);
+  if (TypeOf(object) == GIT_OBJECT_TAG) {
+    git_tag* tag = AsTag(object);
+    out.Raw(" (").Raw(OidHex(*git_object_id(object.get()))).Raw(")</td></tr>\n");
+    const git_signature* tagger = git_tag_tagger(tag);
+    if (tagger != nullptr && tagger->when.time > 0)
+      out.Raw("<tr><td>tag date</td><td>").Text(FormatDate(tagger->when)).Raw("</td></tr>\n");
+    if (tagger != nullptr) {
+      out.Raw("<tr><td>tagged by</td><td>").Text(tagger->name);
+      out.Raw(" &lt;").Text(tagger->email).Raw("&gt;</td></tr>\n");
+    }
+    out.Raw("<tr><td>tagged object</td><td class='oid'>");
+    WriteObjectLink(ctx, git_tag_target_type(tag), *git_tag_target_id(tag));
+    out.Raw("</td></tr>\n</table>\n");
+    // The subject is the first line, the message every byte after it.
+    const char* message = git_tag_message(tag);
+    if (message != nullptr) {
+      const std::string_view text = message;
+      const size_t eol = text.find('\n');
+      out.Raw("<div class='commit-subject'>").Text(text.substr(0, eol)).Raw("</div>");
+      if (eol != std::string_view::npos)
+        out.Raw("<div class='commit-msg'>").Text(text.substr(eol + 1)).Raw("</div>");
+    }
+  } else {
+    out.Raw("</td></tr>\n<tr><td>tagged object</td><td class='oid'>");
+    WriteObjectLink(ctx, TypeOf(object), *git_object_id(object.get()));
+    out.Raw("</td></tr>\n</table>\n");
+  }
+  PageEnd(out);
+  return Page{};
+}
+
+}  // namespace shellac::gitfrag
