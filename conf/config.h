@@ -91,6 +91,10 @@ struct Config {
     std::string owner;    // repo.owner
     std::string section;  // section= in effect when the stanza began
     std::string source_filter;  // the cgitrc's repo.source-filter (its tree pages stay with the upstream)
+    // cgit's snapshot formats enabled, as its bit mask (gitfrag/archive.h): snapshots= in effect
+    // when the stanza began, narrowed by repo.snapshots; repo.snapshot-prefix ("": the basename).
+    unsigned snapshots = 0;
+    std::string snapshot_prefix;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -120,6 +124,7 @@ struct Config {
   // a source-filter (global here) leaves every repository's tree pages to the upstream.
   uint64_t max_blob_size = 0;
   std::string source_filter;
+  unsigned snapshots = 0;          // snapshots= (cgit's format mask; none by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"
 

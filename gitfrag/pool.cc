@@ -11,6 +11,7 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kDiff:
     case PageKind::kTree:
     case PageKind::kPlain:
+    case PageKind::kSnapshot:
       return RenderClass::kFrame;
     case PageKind::kLog:
     case PageKind::kDiffFragment:

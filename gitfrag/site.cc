@@ -4,6 +4,7 @@
 #include <charconv>
 #include <unordered_map>
 
+#include "gitfrag/archive.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -51,6 +52,8 @@ const char* PageKindName(PageKind kind) {
       return "blob";
     case PageKind::kPlain:
       return "plain";
+    case PageKind::kSnapshot:
+      return "snapshot";
   }
   return "unknown";
 }
@@ -213,8 +216,19 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kBlob;
     else if (page == "plain")
       route.kind = PageKind::kPlain;
+    else if (page == "snapshot")
+      route.kind = PageKind::kSnapshot;
     else
       return std::nullopt;
+    // Snapshots cgit makes with a program shellac does not run (lzip, zstd) and signatures
+    // (NAME.asc, from git notes) stay with the upstream when enabled.
+    if (route.kind == PageKind::kSnapshot) {
+      const auto* format = SnapshotFormatOf(route.path);
+      if (route.path.ends_with(".asc")) return std::nullopt;
+      if (format && !format->rendered &&
+          (registry_->repos()[route.repo].snapshots & format->bit) != 0)
+        return std::nullopt;
+    }
     // A source-filter colours a file's lines by running a program: cgit's tree pages of such a
     // repository stay with the upstream.
     if (route.kind == PageKind::kTree &&
@@ -224,7 +238,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
-    const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain;
+    const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain ||
+                           route.kind == PageKind::kSnapshot;
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && !tree_path)
       return std::nullopt;
@@ -347,6 +362,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kPlain:
         page = RenderPlain(ctx);
+        break;
+      case PageKind::kSnapshot:
+        page = RenderSnapshot(ctx);
         break;
       case PageKind::kIndex:
         break;
