@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -46,6 +47,29 @@ std::string DirName(const std::string& path) {
 bool IsGitDir(const Environment& env, const std::string& path) {
   return env.Access(path + "/HEAD", F_OK) == 0 && env.IsDirectory(path + "/objects") &&
          env.IsDirectory(path + "/refs");
+}
+
+// cgit's snapshots= value as its bit mask (the bit of each format in cgit's table order: .tar
+// .tar.gz .tar.bz2 .tar.lz .tar.xz .tar.zst .zip): "all", or suffixes with or without the leading
+// dot; a value that starts with a non-zero number is cgit's legacy setting, tar only.
+unsigned SnapshotsMask(std::string_view value) {
+  if (std::atoi(std::string(value).c_str()) != 0) return 1;
+  if (value == "all") return ~0u;
+  static constexpr std::string_view kSuffixes[] = {".tar",    ".tar.gz",  ".tar.bz2", ".tar.lz",
+                                                   ".tar.xz", ".tar.zst", ".zip"};
+  unsigned mask = 0;
+  while (!value.empty()) {
+    const size_t space = value.find(' ');
+    const std::string_view token = value.substr(0, space);
+    value = space == std::string_view::npos ? std::string_view() : value.substr(space + 1);
+    for (size_t i = 0; i < std::size(kSuffixes); ++i) {
+      if (!token.empty() && (token == kSuffixes[i] || token == kSuffixes[i].substr(1))) {
+        mask |= 1u << i;
+        break;
+      }
+    }
+  }
+  return mask;
 }
 
 std::string StripSlashes(std::string_view s) {
@@ -381,6 +405,7 @@ class Builder {
       r.readme = readme_;
       r.about_filter = about_filter_;
       repo_readme_set_ = false;
+      r.snapshots = config_->snapshots;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -465,6 +490,12 @@ class Builder {
         repo_readme_set_ = true;
         repo->readme.emplace_back(value);
       }
+    } else if (key == "snapshots") {
+      config_->snapshots = SnapshotsMask(value);
+    } else if (key == "repo.snapshots") {
+      if (repo) repo->snapshots = config_->snapshots & SnapshotsMask(value);
+    } else if (key == "repo.snapshot-prefix") {
+      if (repo) repo->snapshot_prefix = std::string(value);
     }
   }
 
@@ -488,6 +519,7 @@ class Builder {
     r.clone_url = clone_url_;
     r.readme = readme_;
     r.about_filter = about_filter_;
+    r.snapshots = config_->snapshots;
     config_->repositories.push_back(std::move(r));
   }
 

@@ -100,6 +100,10 @@ struct Config {
     // the first one present is the about page.
     std::vector<std::string> readme;
     std::string about_filter;   // repo.about-filter (or the cgitrc's about-filter likewise)
+    // cgit's snapshot formats enabled, as its bit mask (gitfrag/archive.h): snapshots= in effect
+    // when the stanza began, narrowed by repo.snapshots; repo.snapshot-prefix ("": the basename).
+    unsigned snapshots = 0;
+    std::string snapshot_prefix;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -141,6 +145,7 @@ struct Config {
   unsigned summary_log = 10;
   unsigned max_atom_items = 10;  // cgit's max-atom-items: entries of the Atom feed
   std::string clone_prefix;
+  unsigned snapshots = 0;          // snapshots= (cgit's format mask; none by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"
 

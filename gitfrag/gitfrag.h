@@ -59,8 +59,9 @@ enum class PageKind : uint8_t {
   kTag,           // "/REPO/tag/?h=TAG"         one tag, annotated or lightweight (frame)
   kAbout,         // "/REPO/about/"             the readme, through about-filter when set (frame)
   kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
+  kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
 };
-inline constexpr size_t kPageKinds = 15;
+inline constexpr size_t kPageKinds = 16;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -97,6 +98,19 @@ struct Route {
   std::string cache_key;
 };
 
+// A body made piece by piece on render threads (snapshots, large files): too large to hold whole,
+// so it is neither stored nor compressed by the proxy. The proxy sends the page's head, then asks
+// for one piece at a time (each on a pool thread) as the client takes them.
+class BodyStream {
+ public:
+  virtual ~BodyStream() = default;
+  enum class Result { kMore, kDone, kFailed };
+  // Appends the next piece (about kPieceBytes; more when one object is larger) to *out. kDone:
+  // that was the last (it may append a last piece); kFailed: *error says why, the body is cut.
+  virtual Result Next(std::string* out, std::string* error) = 0;
+  static constexpr size_t kPieceBytes = 256 * 1024;
+};
+
 struct Page {
   int status = 200;
   std::string content_type = "text/html; charset=UTF-8";
@@ -108,6 +122,8 @@ struct Page {
   // commit: head, branch list, option panel, footer), in order: the proxy compresses each once.
   std::vector<std::pair<uint64_t, uint64_t>> shared;
   Refusal refusal = Refusal::kNone;  // not rendered: the render queue refused it (status 503)
+  // Set (status 200, body empty): the body comes from this stream, not from `body`.
+  std::shared_ptr<BodyStream> stream;
 };
 
 class Registry;

@@ -16,6 +16,7 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kTag:
     case PageKind::kAbout:
     case PageKind::kAtom:
+    case PageKind::kSnapshot:
       return RenderClass::kFrame;
     case PageKind::kLog:
     case PageKind::kDiffFragment:

@@ -508,11 +508,8 @@ DiffOptions EffectiveDiffOptions(const PageContext& ctx) {
   return options;
 }
 
-CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
-                        int* status, std::string* reason) {
-  std::string spec(id);
-  // h= is any revision, as in cgit: a branch, a tag, a full or short id.
-  if (spec.empty()) spec = head.empty() ? "HEAD" : std::string(head);
+ObjectPtr ResolveObject(git_repository* repo, const std::string& spec, int* status,
+                        std::string* reason) {
   // Only object ids and ref names are accepted. Revision syntax (HEAD~3, v1^{}, :/text, @{...})
   // is refused: ":/text" searches all history and "~100000" walks it, per request. Every byte
   // refused here is one git never allows in a ref name, so no branch or tag becomes unreachable.
@@ -524,7 +521,8 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
       return nullptr;
     }
   }
-  if (spec.find("@{") != std::string::npos || spec.find("..") != std::string::npos) {
+  if (spec.empty() || spec.find("@{") != std::string::npos ||
+      spec.find("..") != std::string::npos) {
     *status = 404;
     *reason = "malformed id '" + spec + "'";
     return nullptr;
@@ -546,14 +544,33 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
     *reason = (rc == GIT_EINVALIDSPEC ? "malformed id '" : "unknown id '") + spec + "'";
     return nullptr;
   }
-  ObjectPtr object(raw);
+  return ObjectPtr(raw);
+}
+
+CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
+                        int* status, std::string* reason) {
+  std::string spec(id);
+  // h= is any revision, as in cgit: a branch, a tag, a full or short id.
+  if (spec.empty()) spec = head.empty() ? "HEAD" : std::string(head);
+  ObjectPtr object = ResolveObject(repo, spec, status, reason);
+  if (!object) return nullptr;
   git_object* peeled = nullptr;
-  if (git_object_peel(&peeled, raw, GIT_OBJECT_COMMIT) != 0) {
+  if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0) {
     *status = 404;
     *reason = "'" + spec + "' is not a commit";
     return nullptr;
   }
   return CommitPtr(reinterpret_cast<git_commit*>(peeled));
+}
+
+std::string QuotedFilename(std::string_view name) {
+  std::string quoted;
+  for (char c : name) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';  // no header injection
+    quoted += c;
+  }
+  return quoted;
 }
 
 namespace {

@@ -71,6 +71,15 @@ const char* ModeString(uint32_t mode);
 CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
                         int* status, std::string* reason);
 
+// The object a user-given id names (full or short SHA, ref name; revision syntax refused). Null
+// with *status (404, 400 ambiguous) and *reason on failure.
+ObjectPtr ResolveObject(git_repository* repo, const std::string& spec, int* status,
+                        std::string* reason);
+
+// A file name for Content-Disposition's quoted string: '"' and '\' escaped, control bytes
+// replaced by '_' (no header injection).
+std::string QuotedFilename(std::string_view name);
+
 // ResolveCommit for route.id and, when route.id2 is set, the other side of a diff. False with
 // *error set to the error page (404/400) when either fails.
 bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit, CommitPtr* other,
@@ -211,6 +220,9 @@ Page RenderRefs(const PageContext& ctx);
 Page RenderTag(const PageContext& ctx);
 Page RenderAbout(const PageContext& ctx);
 Page RenderAtom(const PageContext& ctx);
+Page RenderSnapshot(const PageContext& ctx);
+// cgit's snapshot prefix: repo.snapshot-prefix, else the last segment of the URL without ".git".
+std::string SnapshotPrefix(const conf::Config::Repository& repo);
 Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);
 
 Page ErrorPage(int status, std::string reason);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <unordered_map>
 
+#include "gitfrag/archive.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -61,6 +62,8 @@ const char* PageKindName(PageKind kind) {
       return "about";
     case PageKind::kAtom:
       return "atom";
+    case PageKind::kSnapshot:
+      return "snapshot";
   }
   return "unknown";
 }
@@ -239,6 +242,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kBlob;
     else if (page == "plain")
       route.kind = PageKind::kPlain;
+    else if (page == "snapshot")
+      route.kind = PageKind::kSnapshot;
     else
       return std::nullopt;
     // The about page of a file beside the readme (about/PATH), and an about-filter written in
@@ -246,6 +251,15 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if (route.kind == PageKind::kAbout &&
         (!route.path.empty() || registry_->repos()[route.repo].about_filter.starts_with("lua:")))
       return std::nullopt;
+    // Snapshots cgit makes with a program shellac does not run (lzip, zstd) and signatures
+    // (NAME.asc, from git notes) stay with the upstream when enabled.
+    if (route.kind == PageKind::kSnapshot) {
+      const auto* format = SnapshotFormatOf(route.path);
+      if (route.path.ends_with(".asc")) return std::nullopt;
+      if (format && !format->rendered &&
+          (registry_->repos()[route.repo].snapshots & format->bit) != 0)
+        return std::nullopt;
+    }
     // A source-filter colours a file's lines by running a program: cgit's tree pages of such a
     // repository stay with the upstream.
     if (route.kind == PageKind::kTree &&
@@ -255,7 +269,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
-    const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain;
+    const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain ||
+                           route.kind == PageKind::kSnapshot;
     // refs/heads and refs/tags pick a table; any other refs path shows both, as cgit's.
     if (route.kind == PageKind::kRefs) {
       route.path = route.path.starts_with("heads") ? "heads"
@@ -406,6 +421,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kAtom:
         page = RenderAtom(ctx);
+        break;
+      case PageKind::kSnapshot:
+        page = RenderSnapshot(ctx);
         break;
       case PageKind::kIndex:
         break;

@@ -351,12 +351,8 @@ Page RenderPlain(const PageContext& page_ctx) {
   page.headers.emplace_back("X-Content-Type-Options", "nosniff");
   page.headers.emplace_back("Content-Security-Policy", "default-src 'none'");
   const size_t slash = r.path.rfind('/');
-  std::string filename;
-  for (char c : std::string_view(r.path).substr(slash == std::string::npos ? 0 : slash + 1)) {
-    if (c == '"' || c == '\\') filename += '\\';
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';  // no header injection
-    filename += c;
-  }
+  const std::string filename =
+      QuotedFilename(std::string_view(r.path).substr(slash == std::string::npos ? 0 : slash + 1));
   page.headers.emplace_back("Content-Disposition", "inline; filename=\"" + filename + "\"");
   ctx.out.Raw(bytes);
   return page;

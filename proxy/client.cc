@@ -111,6 +111,7 @@ ClientConnection::ClientConnection(Worker& worker, BufferEventPtr bev, const soc
 }
 
 ClientConnection::~ClientConnection() {
+  stream_.reset();
   esi_.reset();
   exchange_.reset();
   FreeRetired();
@@ -182,6 +183,7 @@ void ClientConnection::OnWrite(bufferevent*, void* arg) {
   }
   if (self->state_ == State::kBusy && self->exchange_) self->exchange_->OnClientDrained();
   if (self->state_ == State::kBusy && self->esi_) self->esi_->OnClientDrained();
+  if (self->state_ == State::kBusy && self->stream_) self->stream_->OnClientDrained();
   if (evbuffer_get_length(self->output()) == 0) bufferevent_disable(self->bev_.get(), EV_WRITE);
 }
 
@@ -195,7 +197,8 @@ void ClientConnection::OnEvent(bufferevent*, short what, void* arg) {
     delete self;
     return;
   }
-  if ((self->state_ == State::kWaiting || (self->state_ == State::kBusy && self->esi_)) &&
+  if ((self->state_ == State::kWaiting ||
+       (self->state_ == State::kBusy && (self->esi_ || self->stream_))) &&
       (what & BEV_EVENT_EOF)) {
     self->close_after_response_ =
         true;  // half-closed while its fetch runs elsewhere: answer, then close
@@ -425,11 +428,27 @@ void ClientConnection::OnRendered(Rendered rendered) {
             "Retry-After: " + std::to_string(RetryAfterSeconds(*runtime_->config)) + "\r\n");
     return;
   }
+  if (rendered.stream && rendered.status == 200) {
+    StartStream(std::move(rendered));
+    return;
+  }
   if (!rendered.object ||
       !Deliver(rendered.object, rendered.stored ? "miss" : "pass", std::move(rendered.text))) {
     state_ = State::kReadingHead;
     RespondError(rendered.status == 200 ? 500 : rendered.status, rendered.reason);
   }
+}
+
+void ClientConnection::StartStream(Rendered rendered) {
+  cache_status_ = "pass";
+  state_ = State::kBusy;
+  ApplyIoTimeouts(false);
+  const conf::Config& config = *runtime_->config;
+  const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
+  stream_ = std::make_unique<StreamResponse>(
+      *this, runtime_, request_, std::move(rendered.headers), std::move(rendered.stream),
+      AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)), keep_alive, Hsts());
+  stream_->Start();
 }
 
 void ClientConnection::StartEsi(cache::ObjectRef page, std::string_view x_cache,
@@ -689,6 +708,7 @@ void ClientConnection::AbortExchange() {
 void ClientConnection::RetireExchange() {
   if (exchange_) retired_.push_back(std::move(exchange_));
   if (esi_) retired_esi_.push_back(std::move(esi_));
+  if (stream_) retired_streams_.push_back(std::move(stream_));
   NotifyWhenDrained(0);
 }
 
@@ -696,6 +716,7 @@ void ClientConnection::FreeRetired() {
   retired_esi_
       .clear();  // first: an ESI response's include fetches may use retired exchanges' state
   retired_.clear();
+  retired_streams_.clear();
 }
 
 void ClientConnection::FinishRequest(int status, bool keep_alive) {

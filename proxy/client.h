@@ -17,6 +17,7 @@
 #include "proxy/http1.h"
 #include "proxy/lookup.h"
 #include "proxy/resident.h"
+#include "proxy/stream_response.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {
@@ -95,6 +96,8 @@ class ClientConnection : public StreamingClient, private LookupClient {
   // Renders resident_; a non-empty `fill_key` makes it the render that fills the store.
   void StartRender(std::string fill_key);
   void OnRendered(Rendered rendered);
+  // Sends a rendered page whose body is a stream (StreamResponse).
+  void StartStream(Rendered rendered);
   // Forwards the request; a non-empty `fill_key` makes it the fetch that fills the store.
   void StartExchange(std::string fill_key);
   // Answers from a stored object; false when the object failed its integrity check.
@@ -154,6 +157,8 @@ class ClientConnection : public StreamingClient, private LookupClient {
   std::unique_ptr<ProxyExchange> exchange_;
   std::unique_ptr<EsiResponse> esi_;
   std::vector<std::unique_ptr<EsiResponse>> retired_esi_;
+  std::unique_ptr<StreamResponse> stream_;  // a resident page sent piece by piece (a snapshot)
+  std::vector<std::unique_ptr<StreamResponse>> retired_streams_;
   std::shared_ptr<const Runtime> runtime_;  // held for the request in progress
 
   // The request in progress (for the access log and metrics).

@@ -32,7 +32,11 @@ bool SharedByTier(std::string_view key) { return key.starts_with("gitfrag/"); }
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
                 std::string_view kind, bool gzip, gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false, page.refusal};
-  if (page.status == 200) {
+  if (page.status == 200 && page.stream) {
+    r.headers.emplace_back("Content-Type", page.content_type);
+    for (auto& header : page.headers) r.headers.push_back(std::move(header));
+    r.stream = std::move(page.stream);
+  } else if (page.status == 200) {
     std::vector<cache::Header> headers;
     headers.push_back({"Content-Type", page.content_type});
     for (const auto& [name, value] : page.headers) headers.push_back({name, value});

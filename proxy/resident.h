@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cache/cache.h"
 #include "gitfrag/gitfrag.h"
@@ -29,6 +30,10 @@ struct Rendered {
   // A frame made for this request: its identity text, so that a client without gzip is answered
   // from it rather than by inflating the object (which then holds stored, uncompressed segments).
   std::shared_ptr<const std::string> text;
+  // A page whose body is made piece by piece (a snapshot): its headers (Content-Type first) and
+  // the stream, for a StreamResponse; `object` is then null. Never stored.
+  std::shared_ptr<gitfrag::BodyStream> stream;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Renders `route` with runtime->site and calls `done` on `worker`'s thread unless `alive` has

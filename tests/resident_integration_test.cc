@@ -337,3 +337,67 @@ TEST(Resident, StartedInsideARepositoryWithoutConfigurationItServesIt) {
 
 }  // namespace
 }  // namespace shellac::test
+
+namespace shellac::test {
+namespace {
+
+// Snapshots through the binary: the formats the cgitrc enables, made by the render pool piece by
+// piece and sent chunked, the tar inside equal to git's archive of the same revision.
+TEST(ResidentSnapshot, StreamsGitsArchive) {
+  TempDir dir;
+  std::ofstream(dir.File("make.sh")) << R"SH(
+set -e
+git init -q -b master work
+cd work
+for i in 1 2 3 4 5 6 7 8; do head -c 300000 /dev/urandom | od -An -tx1 > "file$i.txt"; done
+git add . && git commit -q -m one
+git tag -a v1.0 -m one
+cd .. && git clone -q --bare work repo.git
+)SH";
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
+  WriteFile(dir.File("cgitrc"), "virtual-root=/\nsnapshots=tar.gz zip\nrepo.url=repo\nrepo.path=" +
+                                    dir.File("repo.git") + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  Response r = HttpGet(proxy.Port(), "/repo/snapshot/repo-1.0.tar.gz", "", Millis(60'000));
+  ASSERT_EQ(r.status, 200) << r.Describe();
+  EXPECT_TRUE(r.chunked) << "streamed, not sent with a length";
+  EXPECT_EQ(r.Header("content-type"), "application/x-gzip; charset=UTF-8");
+  EXPECT_EQ(r.Header("content-disposition"), "inline; filename=\"repo-1.0.tar.gz\"");
+  ASSERT_GT(r.body.size(), gitfrag::BodyStream::kPieceBytes) << "more than one piece";
+  const std::string got = dir.File("got.tar.gz");
+  std::ofstream(got, std::ios::binary) << r.body;
+  EXPECT_EQ(Shell("gzip -dc < " + ShellQuote(got) + " > " + ShellQuote(got + ".tar") + " && git -C " +
+                  ShellQuote(dir.File("repo.git")) +
+                  " archive --format=tar --prefix=repo-1.0/ v1.0 | cmp - " + ShellQuote(got + ".tar") +
+                  " && echo same"),
+            "same\n");
+
+  // HEAD, then a GET on the same connection: the stream's end leaves it ready for the next.
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  ReadOptions head_only;
+  head_only.head_request = true;
+  Response head = client.RoundTrip("HEAD /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n",
+                                   head_only);
+  EXPECT_EQ(head.status, 200) << head.Describe();
+  EXPECT_EQ(head.Header("content-type"), "application/x-zip; charset=UTF-8");
+  ReadOptions slow;
+  slow.timeout = Millis(60'000);
+  Response zip = client.RoundTrip("GET /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n", slow);
+  ASSERT_EQ(zip.status, 200) << zip.Describe();
+  EXPECT_EQ(zip.body.substr(0, 4), std::string("PK\x03\x04", 4));
+  Response again = client.RoundTrip("GET /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n", slow);
+  EXPECT_EQ(again.status, 200) << again.Describe();
+  EXPECT_TRUE(again.body == zip.body);
+
+  Response off = HttpGet(proxy.Port(), "/repo/snapshot/repo-1.0.tar.bz2");
+  EXPECT_EQ(off.status, 400) << off.Describe();
+  EXPECT_NE(off.body.find("Unsupported snapshot format"), std::string::npos) << off.body;
+  EXPECT_EQ(HttpGet(proxy.Port(), "/repo/snapshot/repo-9.9.zip").status, 404);
+}
+
+}  // namespace
+}  // namespace shellac::test

@@ -1,0 +1,236 @@
+// Tests for gitfrag's snapshot page (gitfrag/archive.*, gitfrag/ui_snapshot.cc): the archives are
+// compared with what Debian's cgit 1.2.3 serves for the same repository and URL (it runs git's
+// archive code): tar, zip, tar.bz2 and tar.xz byte for byte; tar.gz after decompression (cgit
+// pipes through GNU gzip, shellac uses zlib: the same tar inside, other deflate bytes).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "conf/config.h"
+#include "gitfrag/gitfrag.h"
+#include "tests/harness.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::Shell;
+using test::ShellQuote;
+using test::TempDir;
+
+constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+
+// A repository with every shape an archive must carry: executable and empty files, symlinks
+// (one target over 100 bytes), a path over 100 bytes that ustar splits and one over 255 that
+// needs a pax header, UTF-8 and Latin-1 names, a binary file, a submodule, annotated tags.
+class SnapshotFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string script = R"SH(
+set -e
+git init -q -b master work
+cd work
+git config core.autocrlf false
+printf 'hello\n' > hello.txt
+printf '#!/bin/sh\necho hi\n' > run.sh && chmod +x run.sh
+: > empty
+printf '\000\001\002binary' > bin.dat
+seq 1 20000 > big.txt
+ln -s hello.txt link
+ln -s "$(printf 'x%.0s' $(seq 1 120))" longlink
+mkdir -p "$(printf 'd%.0s' $(seq 1 60))/$(printf 'e%.0s' $(seq 1 60))"
+echo deep > "$(printf 'd%.0s' $(seq 1 60))/$(printf 'e%.0s' $(seq 1 60))/file.txt"
+long=$(printf 'f%.0s' $(seq 1 90))
+mkdir -p "$long/$long/$long"
+echo deeper > "$long/$long/$long/g.txt"
+echo u > "$(printf 'caf\303\251.txt')"
+echo l > "$(printf 'l\351.txt')"
+mkdir -p sub/dir && echo s > sub/dir/s.txt
+git add . && git commit -q -m one
+git update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,module
+git commit -q -m 'with a submodule'
+git tag -a v1.0 -m 'one'
+git tag -a fix-2.0 -m 'two' HEAD~1
+)SH";
+    std::ofstream(dir_.File("make.sh")) << script;
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
+          " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
+          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
+          " sh make.sh 2>&1");
+    Shell("cd " + ShellQuote(dir_.path()) + " && git clone -q --bare work repo.git 2>&1");
+    bare_ = dir_.File("repo.git");
+    conf::Config c;
+    conf::Config::Repository r;
+    r.url = "fix";
+    r.name = "fix";
+    r.path = bare_;
+    r.snapshots = ~0u;
+    c.repositories.push_back(r);
+    site_ = std::make_unique<Site>(c);
+  }
+
+  std::string Rev(const std::string& spec) {
+    std::string out = Shell("git -C " + ShellQuote(bare_) + " rev-parse " + ShellQuote(spec));
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  // cgit's response for PATH_INFO + QUERY_STRING: its head and its body.
+  std::pair<std::string, std::string> Cgit(const std::string& path_info, const std::string& query,
+                                           const std::string& snapshots = "all") {
+    const std::string rc = dir_.File("cgitrc");
+    std::ofstream(rc) << "virtual-root=/\nsnapshots=" << snapshots << "\nrepo.url=fix\nrepo.path="
+                      << bare_ << "\n";
+    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
+                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
+    const size_t body = out.find("\n\n");
+    if (body == std::string::npos) return {out, ""};
+    return {out.substr(0, body + 1), out.substr(body + 2)};
+  }
+
+  // shellac's page for the same URL, the stream read to its end.
+  Page Shellac(const std::string& path, const std::string& query, std::string* body) {
+    auto route = site_->Match(path, query);
+    EXPECT_TRUE(route) << path;
+    if (!route) return {};
+    EXPECT_EQ(route->kind, PageKind::kSnapshot);
+    Page page = site_->Render(*route);
+    body->clear();
+    if (!page.stream) {
+      *body = page.body;
+      return page;
+    }
+    std::string error;
+    for (int pieces = 0;; ++pieces) {
+      const size_t before = body->size();
+      const auto result = page.stream->Next(body, &error);
+      EXPECT_LE(body->size() - before, 4 * BodyStream::kPieceBytes) << "a piece is bounded";
+      EXPECT_NE(result, BodyStream::Result::kFailed) << error;
+      if (result != BodyStream::Result::kMore) break;
+      EXPECT_LT(pieces, 10000);
+    }
+    return page;
+  }
+
+  std::string Decompress(const std::string& program, const std::string& data) {
+    const std::string file = dir_.File("blob");
+    std::ofstream(file, std::ios::binary) << data;
+    return Shell(program + " -dc < " + ShellQuote(file));
+  }
+
+  TempDir dir_;
+  std::string bare_;
+  std::unique_ptr<Site> site_;
+};
+
+bool CgitAvailable() { return access(kCgit, X_OK) == 0; }
+
+TEST_F(SnapshotFixture, ArchivesAreCgitsBytes) {
+  if (!CgitAvailable()) GTEST_SKIP() << kCgit << " is missing";
+  // Each name exercises one of cgit's rules for finding the revision in the file name.
+  const std::string names[] = {
+      "fix-1.0",            // the prefix and '-' stripped, then "v" put in front
+      "v1.0",               // the name itself
+      "fix-2.0",            // a tag named like a snapshot: the name itself
+      "fix_master",         // '_' stripped after the prefix
+      Rev("master~1"),      // a commit id
+      Rev("master").substr(0, 10),  // a short one
+  };
+  for (const std::string& name : names) {
+    for (const char* ext : {".tar", ".zip", ".tar.bz2", ".tar.xz", ".tar.gz"}) {
+      SCOPED_TRACE(name + ext);
+      auto [head, cgit] = Cgit("fix/snapshot/" + name + ext, "");
+      ASSERT_EQ(head.find("Status: "), std::string::npos) << head;
+      std::string ours;
+      const Page page = Shellac("/fix/snapshot/" + name + ext, "", &ours);
+      ASSERT_EQ(page.status, 200) << page.reason;
+      EXPECT_NE(head.find("Content-Type: " + page.content_type + "\n"), std::string::npos) << head;
+      EXPECT_NE(head.find("filename=\"" + name + ext + "\""), std::string::npos);
+      if (std::string(ext) == ".tar.gz") {
+        EXPECT_EQ(ours.substr(0, 10), cgit.substr(0, 10)) << "gzip -n's header";
+        EXPECT_TRUE(Decompress("gzip", ours) == Decompress("gzip", cgit));
+      } else {
+        EXPECT_EQ(ours.size(), cgit.size());
+        EXPECT_TRUE(ours == cgit) << "archives differ";
+      }
+    }
+  }
+  // With h= (or id=) the revision is that, and the folder is the repository's name.
+  for (const char* query : {"h=v1.0", "id=master~1", "h=master&id=fix-2.0"}) {
+    SCOPED_TRACE(query);
+    auto [head, cgit] = Cgit("fix/snapshot/whatever.tar", query);
+    std::string ours;
+    const Page page = Shellac("/fix/snapshot/whatever.tar", query, &ours);
+    if (std::string(query) == "id=master~1") {  // revision syntax: cgit takes it, shellac not
+      EXPECT_EQ(page.status, 404);
+      continue;
+    }
+    ASSERT_EQ(page.status, 200) << page.reason;
+    EXPECT_TRUE(ours == cgit) << "archives differ";
+    EXPECT_NE(ours.find("fix/hello.txt"), std::string::npos);
+  }
+}
+
+TEST_F(SnapshotFixture, TarListingIsGits) {
+  std::string ours;
+  const Page page = Shellac("/fix/snapshot/fix-1.0.tar", "", &ours);
+  ASSERT_EQ(page.status, 200) << page.reason;
+  const std::string file = dir_.File("ours.tar");
+  std::ofstream(file, std::ios::binary) << ours;
+  const std::string expected =
+      Shell("git -C " + ShellQuote(bare_) + " archive --format=tar --prefix=fix-1.0/ v1.0 | cmp - " +
+            ShellQuote(file) + " && echo same");
+  EXPECT_EQ(expected, "same\n");
+  const std::string listing = Shell("tar tvf " + ShellQuote(file));
+  EXPECT_NE(listing.find("lrwxrwxrwx root/root         0 2021-03-04 13:07 fix-1.0/link -> hello.txt"),
+            std::string::npos)
+      << listing;
+  EXPECT_NE(listing.find("-rwxrwxr-x root/root        18 2021-03-04 13:07 fix-1.0/run.sh"),
+            std::string::npos)
+      << listing;
+  EXPECT_NE(listing.find("fix-1.0/module/"), std::string::npos) << "a submodule is a folder";
+  EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-1.0/hello.txt"), "hello\n");
+  EXPECT_EQ(page.headers.back().second, "\"" + Rev("v1.0") + "\"") << "ETag: the id as named";
+}
+
+TEST_F(SnapshotFixture, BadRequestsAreCgits) {
+  std::string body;
+  EXPECT_EQ(Shellac("/fix/snapshot/nothing-9.9.tar", "", &body).status, 404);
+  EXPECT_EQ(Shellac("/fix/snapshot/v1.0.7z", "", &body).status, 400);
+  EXPECT_FALSE(site_->Match("/fix/snapshot/v1.0.tar.lz", "")) << "enabled lzip: the upstream's";
+  EXPECT_FALSE(site_->Match("/fix/snapshot/v1.0.tar.gz.asc", "")) << "signatures: the upstream's";
+  EXPECT_EQ(Shellac("/fix/snapshot/", "", &body).status, 400);
+  EXPECT_EQ(Shellac("/fix/snapshot/x.tar", "h=nope", &body).status, 404);
+  EXPECT_EQ(Shellac("/fix/snapshot/x.tar", "id=" + Rev("master^{tree}"), &body).status, 400)
+      << "a tree is not a commit reference";
+  const Page climbing = Shellac("/fix/snapshot/..%2f..%2fetc.tar", "", &body);
+  EXPECT_EQ(climbing.status, 404);
+  const Page hostile = Shellac("/fix/snapshot/%0d%0aX-Evil:%201%22.tar", "h=master", &body);
+  ASSERT_EQ(hostile.status, 200);
+  for (const auto& [name, value] : hostile.headers)
+    EXPECT_EQ(value.find_first_of("\r\n"), std::string::npos) << name << ": " << value;
+
+  // snapshots= names what is enabled (cgit's default: none); repo.snapshots narrows it.
+  conf::Config c;
+  conf::Config::Repository r;
+  r.url = "fix";
+  r.path = bare_;
+  r.snapshots = 1u << 6;  // zip
+  c.repositories.push_back(r);
+  const Site zip_only(c);
+  auto route = zip_only.Match("/fix/snapshot/v1.0.tar", "");
+  ASSERT_TRUE(route);
+  const Page refused = zip_only.Render(*route);
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.reason, "Unsupported snapshot format: v1.0.tar");
+  if (CgitAvailable()) {
+    auto [head, cgit] = Cgit("fix/snapshot/v1.0.tar", "", "zip");
+    EXPECT_NE(head.find("Status: 400"), std::string::npos) << head;
+  }
+  EXPECT_EQ(zip_only.Render(*zip_only.Match("/fix/snapshot/v1.0.zip", "")).status, 200);
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
