@@ -375,6 +375,7 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
       {"render-threads", "9"},
       {"render-queue", "99"},
       {"client-max-renders", "3"},
+      {"render-reserve-threads", "0"},
   };
   const Overrides pinned = {{"threads", "2"}, {"render-threads", "2"}};  // not "number of cores"
   auto base = LoadOk("", pinned);
