@@ -1122,6 +1122,9 @@ const std::vector<Key>& Keys() {
        "repositories kept open at once"},
       {"render-threads", Note("number of cores"), kRestart, kOne, Count(&Config::render_threads, 1, 256),
        "threads rendering pages (1 to 256)"},
+      {"render-reserve-threads", "1", kRestart, kOne,
+       Count(&Config::render_reserve_threads, 0, 64),
+       "render threads more, only for clients with no render running"},
       // Render queue
       {"render-queue", "1024", kRestart, kOne, Count(&Config::render_queue, 1, 1000000),
        "renders that may wait for a thread"},

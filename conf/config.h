@@ -110,6 +110,7 @@ struct Config {
   std::string virtual_root;              // URL prefix of every rendered page; always ends with '/'
   unsigned max_open_repos = 0;           // repositories kept open at once (least recently used closed)
   unsigned render_threads = 0;           // 0 until Load() resolves "number of cores"
+  unsigned render_reserve_threads = 1;   // more threads, only for clients with no render running
   // Admission to the render pool (gitfrag/render_queue.h): frames ahead of parts, clients served
   // round-robin, a wait bounded by count and by time.
   unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused

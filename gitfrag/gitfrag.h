@@ -210,6 +210,8 @@ inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
 // Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
 struct PoolMetrics {
   uint64_t threads = 0;
+  uint64_t reserve_threads = 0;
+  uint64_t reserve_started = 0;  // renders a reserve thread ran, ever
   uint64_t queue_limit = 0;
   uint64_t client_max_renders = 0;  // 0: no cap
   uint64_t queue_depth = 0;         // waiting now, every class
@@ -232,6 +234,10 @@ RenderClass ClassOf(PageKind kind);
 // A fixed set of render threads fed by a RenderQueue (render_queue.h: classes, fair shares across
 // clients, bounds by count and time). Completion callbacks run on the pool thread that rendered.
 //
+// Reserve threads (`reserve_threads`, render-reserve-threads) take only frames and parts of
+// clients that have no render running: however long the renders a flood keeps every other thread
+// busy with, a newcomer's render starts at once instead of waiting for one of them to end.
+//
 // Pre-rendering (`shellac warm`, through an admin endpoint) submits at the lowest class:
 //   pool.Submit(site, route, {.client = "warm", .render_class = RenderClass::kBackground}, done)
 // which runs only while no request's render waits. Background jobs have their own count limit
@@ -245,7 +251,8 @@ class RenderPool {
   using Done = std::function<void(Page&&)>;
 
   // `client_max_renders`: renders one client may have running at once (0: no cap); more wait.
-  RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders = 0);
+  RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders = 0,
+             unsigned reserve_threads = 0);
   ~RenderPool();
   RenderPool(const RenderPool&) = delete;
   RenderPool& operator=(const RenderPool&) = delete;
@@ -276,20 +283,22 @@ class RenderPool {
   PoolMetrics Metrics() const;
 
  private:
-  void Loop();
+  void Loop(bool reserve);
   void Reap();  // refuses jobs past their deadline, as they pass it
 
   const size_t queue_limit_;
   const size_t client_max_renders_;
+  const unsigned reserve_threads_;
   mutable std::mutex mu_;
   std::condition_variable cv_;         // a job may run
+  std::condition_variable reserve_cv_;  // a job a reserve thread may take may run
   std::condition_variable reaper_cv_;  // an earlier deadline, or stopping
   RenderQueue queue_;
   bool stopping_ = false;
   std::function<void()> gate_;
   std::vector<std::thread> threads_;
   std::thread reaper_;
-  std::atomic<uint64_t> running_{0}, rejected_{0};
+  std::atomic<uint64_t> running_{0}, rejected_{0}, reserve_started_{0};
   struct KindCounters {
     std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};
     std::atomic<uint64_t> buckets[kRenderBucketCount] = {};

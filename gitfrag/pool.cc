@@ -28,12 +28,15 @@ RenderClass ClassOf(PageKind kind) {
   return RenderClass::kPart;
 }
 
-RenderPool::RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders)
+RenderPool::RenderPool(unsigned threads, size_t queue_limit, size_t client_max_renders,
+                       unsigned reserve_threads)
     : queue_limit_(std::max<size_t>(1, queue_limit)),
       client_max_renders_(client_max_renders),
+      reserve_threads_(reserve_threads),
       queue_(queue_limit_, client_max_renders) {
   threads = std::max(1u, threads);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(false); });
+  for (unsigned i = 0; i < reserve_threads; ++i) threads_.emplace_back([this] { Loop(true); });
   reaper_ = std::thread([this] { Reap(); });
 }
 
@@ -45,6 +48,7 @@ RenderPool::~RenderPool() {
     queue_.Drain(&refused);
   }
   cv_.notify_all();
+  reserve_cv_.notify_all();
   reaper_cv_.notify_all();
   for (auto& job : refused)
     if (job.refuse) job.refuse(Refusal::kStopping);
@@ -52,19 +56,21 @@ RenderPool::~RenderPool() {
   reaper_.join();
 }
 
-void RenderPool::Loop() {
+void RenderPool::Loop(bool reserve) {
+  std::condition_variable& cv = reserve ? reserve_cv_ : cv_;
   for (;;) {
     std::optional<RenderQueue::Job> job;
     std::vector<RenderQueue::Job> gone;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] {
+      cv.wait(lock, [&] {
         if (stopping_) return true;
-        job = queue_.Pop(RenderQueue::Clock::now(), &gone);
+        job = queue_.Pop(RenderQueue::Clock::now(), &gone, reserve);
         return job.has_value();
       });
       if (job) ++running_;
     }
+    if (job && reserve) ++reserve_started_;
     for (auto& g : gone)
       if (g.refuse) g.refuse(Refusal::kGone);
     gone.clear();
@@ -77,6 +83,8 @@ void RenderPool::Loop() {
       queue_.Finished(job->admission.client);
     }
     --running_;
+    // The client may now have nothing running while more of its jobs wait: a reserve thread's.
+    if (reserve_threads_ > 0) reserve_cv_.notify_one();
   }
 }
 
@@ -116,7 +124,12 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
       earlier_deadline = queued && timeout.count() > 0 && (!before || now + timeout < *before);
     }
   }
-  if (queued) cv_.notify_one();
+  if (queued) {
+    cv_.notify_one();
+    // A reserve thread takes the job only if its client has nothing running; when it does not
+    // take it, the thread woken above does.
+    if (reserve_threads_ > 0) reserve_cv_.notify_one();
+  }
   if (earlier_deadline) reaper_cv_.notify_one();
   for (auto& r : refused)
     if (r.refuse) r.refuse(r.refusal);
@@ -188,12 +201,17 @@ void RenderPool::Pause(RenderClass cls, bool paused) {
     std::lock_guard lock(mu_);
     queue_.Pause(cls, paused);
   }
-  if (!paused) cv_.notify_all();
+  if (!paused) {
+    cv_.notify_all();
+    reserve_cv_.notify_all();
+  }
 }
 
 PoolMetrics RenderPool::Metrics() const {
   PoolMetrics m;
-  m.threads = threads_.size();
+  m.threads = threads_.size() - reserve_threads_;
+  m.reserve_threads = reserve_threads_;
+  m.reserve_started = reserve_started_.load();
   m.queue_limit = queue_limit_;
   m.client_max_renders = client_max_renders_;
   {
@@ -209,7 +227,8 @@ PoolMetrics RenderPool::Metrics() const {
     m.kinds[i].renders = kinds_[i].renders.load();
     m.kinds[i].errors = kinds_[i].errors.load();
     m.kinds[i].render_us = kinds_[i].render_us.load();
-    for (size_t b = 0; b < kRenderBucketCount; ++b) m.kinds[i].buckets[b] = kinds_[i].buckets[b].load();
+    for (size_t b = 0; b < kRenderBucketCount; ++b)
+      m.kinds[i].buckets[b] = kinds_[i].buckets[b].load();
   }
   return m;
 }

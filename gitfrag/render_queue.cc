@@ -165,16 +165,19 @@ bool RenderQueue::Push(Job job, Clock::time_point now, std::vector<Job>* refused
   return true;
 }
 
-std::optional<RenderQueue::Job> RenderQueue::Pop(Clock::time_point now, std::vector<Job>* gone) {
+std::optional<RenderQueue::Job> RenderQueue::Pop(Clock::time_point now, std::vector<Job>* gone,
+                                                 bool newcomers_only) {
   std::vector<Job> dropped;
   if (gone == nullptr) gone = &dropped;
   for (size_t i = 0; i < kRenderClasses; ++i) {
     // Background work runs only when nothing else that may run waits: reaching it means so.
     if (paused_[i]) continue;
     const RenderClass cls = static_cast<RenderClass>(i);
+    if (newcomers_only && cls == RenderClass::kBackground) break;
     for (auto at = ring_[i].begin(); at != ring_[i].end();) {
       Client& c = **at;
-      if (client_max_running_ != 0 && c.running >= client_max_running_) {
+      if ((client_max_running_ != 0 && c.running >= client_max_running_) ||
+          (newcomers_only && c.running > 0)) {
         ++at;
         continue;
       }

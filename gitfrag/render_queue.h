@@ -14,7 +14,9 @@
 // under its running cap and moves it to the back. A client that arrives while another has 400 jobs
 // waiting is served after at most one job of the other client per pop, so its wait is at most one
 // render per thread. A client with `client_max_running` renders running is skipped (its jobs wait,
-// they are not refused) until one of them finishes.
+// they are not refused) until one of them finishes. A pool's reserve threads pop only for clients
+// with no render running (Pop's `newcomers_only`): a long render of a flood cannot hold them, so
+// a newcomer's render starts at once.
 //
 // Bounds: at most `limit` frame and part jobs wait (and `limit` background jobs). A job pushed into
 // a full queue refuses, with Refusal::kFull, the newest job of the client with the most waiting
@@ -102,7 +104,10 @@ class RenderQueue {
   // The next job to run, removed from the queue; its client counts it as running until
   // Finished(client). nullopt when nothing waits that may run now. Jobs whose requester is gone,
   // met on the way, leave the queue into *gone (Refusal::kGone; dropped when `gone` is null).
-  std::optional<Job> Pop(Clock::time_point now, std::vector<Job>* gone = nullptr);
+  // `newcomers_only` (a reserve thread asking): only a frame or part of a client that has no
+  // render running now.
+  std::optional<Job> Pop(Clock::time_point now, std::vector<Job>* gone = nullptr,
+                         bool newcomers_only = false);
   void Finished(const std::string& client);
 
   // Moves every job whose deadline is at or before `now` to *refused (Refusal::kTimeout).

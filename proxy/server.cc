@@ -181,6 +181,12 @@ std::string Shared::RenderMetrics() const {
   if (render_pool) {
     const gitfrag::PoolMetrics m = render_pool->Metrics();
     line("shellac_render_threads", "gauge", "Render threads (render-threads).", m.threads);
+    line("shellac_render_reserve_threads", "gauge",
+         "Render threads kept for clients with no render running (render-reserve-threads).",
+         m.reserve_threads);
+    line("shellac_render_reserve_started_total", "counter",
+         "Renders a reserve thread ran (a client with no render running, all others busy).",
+         m.reserve_started);
     line("shellac_render_queue_limit", "gauge",
          "Renders that may wait for a thread (render-queue).", m.queue_limit);
     line("shellac_render_client_max_renders", "gauge",
@@ -556,7 +562,8 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   state_->shared.store =
       std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
   state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
-      loaded.render_threads, loaded.render_queue, loaded.client_max_renders);
+      loaded.render_threads, loaded.render_queue, loaded.client_max_renders,
+      loaded.render_reserve_threads);
   if (!loaded.l2_servers.empty()) {
     state_->shared.l2 = std::make_unique<cache::SharedTier>(
         cache::SharedTierOptions{.servers = loaded.l2_servers});

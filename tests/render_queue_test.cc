@@ -93,6 +93,36 @@ TEST(RenderQueue, ClientsTakeTurnsInsideAClass) {
   EXPECT_EQ(q.Snapshot(now).clients, 0u) << "a client with nothing waiting or running is forgotten";
 }
 
+// A reserve thread's pop: only frames and parts of a client with nothing running, never
+// background work, and the client's running count then keeps it off the reserve.
+TEST(RenderQueue, ANewcomersOnlyPopSkipsClientsWithARenderRunning) {
+  RenderQueue q(100, 0);
+  std::vector<std::string> log;
+  std::vector<RenderQueue::Job> refused;
+  const auto now = Clock::now();
+  for (int i = 0; i < 3; ++i)
+    q.Push(Named("crawler", RenderClass::kPart, "c" + std::to_string(i), &log), now, &refused);
+  q.Push(Named("warm", RenderClass::kBackground, "w0", &log), now, &refused);
+  ASSERT_TRUE(RunOne(q, now, /*hold=*/true));  // c0 runs and holds its thread
+  EXPECT_FALSE(q.Pop(now, nullptr, /*newcomers_only=*/true))
+      << "the crawler has a render running, and background work is never a reserve thread's";
+  q.Push(Named("person", RenderClass::kPart, "p0", &log), now, &refused);
+  q.Push(Named("person", RenderClass::kPart, "p1", &log), now, &refused);
+  auto job = q.Pop(now, nullptr, true);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->admission.client, "person");
+  EXPECT_FALSE(q.Pop(now, nullptr, true)) << "p1 waits: the person now has a render running";
+  q.Finished("person");
+  job = q.Pop(now, nullptr, true);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->admission.client, "person");
+  q.Finished("person");
+  q.Finished("crawler");
+  job = q.Pop(now, nullptr, true);  // nothing of the crawler's runs now: it is a newcomer again
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->admission.client, "crawler");
+}
+
 TEST(RenderQueue, FramesGoFirstAndBackgroundOnlyWhenNothingElseWaits) {
   RenderQueue q(100, 0);
   std::vector<std::string> log;
@@ -325,6 +355,48 @@ TEST(RenderPoolQueue, ThePersonsRenderRunsWithinOneRenderPerThreadOfAFlood) {
   const auto at = std::find(order.begin(), order.end(), "person") - order.begin();
   // The two held renders, then at most one more crawler render per thread.
   EXPECT_LE(at, static_cast<long>(2 * kThreads)) << "the person's render started " << at << "th";
+}
+
+// However long the flood's renders take, a reserve thread starts the person's at once.
+TEST(RenderPoolQueue, AReserveThreadStartsANewcomersRenderWhileTheFloodHoldsEveryThread) {
+  constexpr unsigned kThreads = 2;
+  RenderPool pool(kThreads, 1000, 0, /*reserve_threads=*/1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  int crawler_running = 0;
+  auto crawler = [&] {
+    std::unique_lock lock(mu);
+    ++crawler_running;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  };
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(pool.SubmitJob({"crawler", RenderClass::kPart, {}}, crawler),
+              RenderPool::Submitted::kQueued);
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return crawler_running == static_cast<int>(kThreads); });
+  }
+  std::promise<void> person_ran;
+  ASSERT_EQ(pool.SubmitJob({"person", RenderClass::kPart, {}}, [&] { person_ran.set_value(); }),
+            RenderPool::Submitted::kQueued);
+  // Runs while both crawler renders are still held (without a reserve thread it never would).
+  const bool ran =
+      person_ran.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  const auto m = pool.Metrics();
+  int running;
+  {
+    std::lock_guard lock(mu);
+    running = crawler_running;
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(ran) << "the person's render did not start while the flood held both threads";
+  EXPECT_EQ(running, static_cast<int>(kThreads)) << "a reserve thread took a crawler's render";
+  EXPECT_EQ(m.threads, kThreads);
+  EXPECT_EQ(m.reserve_threads, 1u);
+  EXPECT_EQ(m.reserve_started, 1u);
 }
 
 TEST(RenderPoolQueue, AQueuedRenderIsRefusedOnlyPastItsTimeout) {
