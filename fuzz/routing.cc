@@ -62,11 +62,14 @@ std::shared_ptr<const proxy::Runtime> MakeRuntime(std::string virtual_root, bool
 
 void CheckRoute(const Route& r, const gitfrag::Site& site) {
   if (r.kind != PageKind::kIndex) FUZZ_CHECK(r.repo < site.repositories().size());
-  const bool tree_path = r.kind == PageKind::kTree || r.kind == PageKind::kPlain;
+  // A tree, plain or snapshot path is checked by Render (404).
+  const bool tree_path =
+      r.kind == PageKind::kTree || r.kind == PageKind::kPlain || r.kind == PageKind::kSnapshot;
   if (!r.path.empty() && tree_path) FUZZ_CHECK(!r.path.ends_with('/'));
-  if (!r.path.empty() && !tree_path) {  // a tree or plain path is checked by Render (404)
+  if (!r.path.empty() && !tree_path) {
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
-               r.kind == PageKind::kDiffFragment || r.kind == PageKind::kRefs);
+               r.kind == PageKind::kDiffFragment || r.kind == PageKind::kLog ||
+               r.kind == PageKind::kRefs);
     if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
     FUZZ_CHECK(!r.path.starts_with('/') && !r.path.ends_with('/'));
     FUZZ_CHECK(r.path.find("//") == std::string::npos);

@@ -288,10 +288,12 @@ class RenderPool {
 
   const size_t queue_limit_;
   const size_t client_max_renders_;
+  const unsigned normal_threads_;
   const unsigned reserve_threads_;
   mutable std::mutex mu_;
   std::condition_variable cv_;         // a job may run
   std::condition_variable reserve_cv_;  // a job a reserve thread may take may run
+  unsigned normal_running_ = 0;         // jobs the other threads run now (under mu_)
   std::condition_variable reaper_cv_;  // an earlier deadline, or stopping
   RenderQueue queue_;
   bool stopping_ = false;

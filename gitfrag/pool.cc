@@ -32,10 +32,10 @@ RenderPool::RenderPool(unsigned threads, size_t queue_limit, size_t client_max_r
                        unsigned reserve_threads)
     : queue_limit_(std::max<size_t>(1, queue_limit)),
       client_max_renders_(client_max_renders),
+      normal_threads_(std::max(1u, threads)),
       reserve_threads_(reserve_threads),
       queue_(queue_limit_, client_max_renders) {
-  threads = std::max(1u, threads);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(false); });
+  for (unsigned i = 0; i < normal_threads_; ++i) threads_.emplace_back([this] { Loop(false); });
   for (unsigned i = 0; i < reserve_threads; ++i) threads_.emplace_back([this] { Loop(true); });
   reaper_ = std::thread([this] { Reap(); });
 }
@@ -68,8 +68,9 @@ void RenderPool::Loop(bool reserve) {
         job = queue_.Pop(RenderQueue::Clock::now(), &gone, reserve);
         return job.has_value();
       });
-      if (job) ++running_;
+      if (job && !reserve) ++normal_running_;
     }
+    if (job) ++running_;
     if (job && reserve) ++reserve_started_;
     for (auto& g : gone)
       if (g.refuse) g.refuse(Refusal::kGone);
@@ -77,14 +78,18 @@ void RenderPool::Loop(bool reserve) {
     if (!job) return;  // stopping: what waited was refused, what runs finishes
     if (gate_) gate_();
     job->run();
+    bool wake_reserve = false;
     {
       std::lock_guard lock(mu_);
       // A capped client may now run again: this thread looks for it on its next turn.
       queue_.Finished(job->admission.client);
+      if (!reserve) --normal_running_;
+      // The client may now have nothing running while more of its jobs wait: a reserve thread's
+      // (this thread may pick another client's job next).
+      wake_reserve = reserve_threads_ > 0 && queue_.NewcomerWaiting(job->admission.client);
     }
     --running_;
-    // The client may now have nothing running while more of its jobs wait: a reserve thread's.
-    if (reserve_threads_ > 0) reserve_cv_.notify_one();
+    if (wake_reserve) reserve_cv_.notify_one();
   }
 }
 
@@ -112,6 +117,8 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
   std::vector<RenderQueue::Job> refused;
   bool queued = false;
   bool earlier_deadline = false;
+  bool wake_reserve = false;
+  const std::string client = admission.client;
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
@@ -122,14 +129,14 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
           RenderQueue::Job{std::move(job), std::move(refused_callback), std::move(admission), {}},
           now, &refused);
       earlier_deadline = queued && timeout.count() > 0 && (!before || now + timeout < *before);
+      // Woken only when it could take this job and every other render thread is busy: a wake-up
+      // that finds nothing costs two context switches per render.
+      wake_reserve = queued && reserve_threads_ > 0 && normal_running_ >= normal_threads_ &&
+                     queue_.NewcomerWaiting(client);
     }
   }
-  if (queued) {
-    cv_.notify_one();
-    // A reserve thread takes the job only if its client has nothing running; when it does not
-    // take it, the thread woken above does.
-    if (reserve_threads_ > 0) reserve_cv_.notify_one();
-  }
+  if (queued) cv_.notify_one();
+  if (wake_reserve) reserve_cv_.notify_one();
   if (earlier_deadline) reaper_cv_.notify_one();
   for (auto& r : refused)
     if (r.refuse) r.refuse(r.refusal);

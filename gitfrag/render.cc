@@ -217,7 +217,13 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
         readme.file.empty() || BadPath(readme.file))
       continue;
     git_object* raw = nullptr;
-    if (git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0) continue;
+    // Every page of a repository with a readme asks (for its about tab): a branch is found in
+    // the ref index, without the file lookups of git_revparse_single.
+    if (const auto tip = ctx.lease.refs().Branch(readme.ref)) {
+      if (git_object_lookup(&raw, ctx.lease.repo(), &*tip, GIT_OBJECT_ANY) != 0) continue;
+    } else if (git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0) {
+      continue;
+    }
     const ObjectPtr object(raw);
     // As cgit: the ref must name a commit itself (an annotated tag does not).
     if (git_object_type(raw) != GIT_OBJECT_COMMIT) continue;

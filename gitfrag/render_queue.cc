@@ -212,6 +212,11 @@ void RenderQueue::Finished(const std::string& client) {
   Forget(it->second);
 }
 
+bool RenderQueue::NewcomerWaiting(const std::string& client) const {
+  auto it = clients_.find(client);
+  return it != clients_.end() && it->second.running == 0 && it->second.Waiting() > 0;
+}
+
 void RenderQueue::Expire(Clock::time_point now, std::vector<Job>* refused) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     Entry* e = deadlines_.begin()->second;
