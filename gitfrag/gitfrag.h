@@ -294,6 +294,8 @@ class RenderPool {
   std::condition_variable cv_;         // a job may run
   std::condition_variable reserve_cv_;  // a job a reserve thread may take may run
   unsigned normal_running_ = 0;         // jobs the other threads run now (under mu_)
+  // Under mu_: every other thread is busy and a reserve thread could take a waiting job.
+  bool ReserveHasWork() const;
   std::condition_variable reaper_cv_;  // an earlier deadline, or stopping
   RenderQueue queue_;
   bool stopping_ = false;

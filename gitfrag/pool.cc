@@ -61,15 +61,23 @@ void RenderPool::Loop(bool reserve) {
   for (;;) {
     std::optional<RenderQueue::Job> job;
     std::vector<RenderQueue::Job> gone;
+    bool wake_reserve = false;
     {
       std::unique_lock lock(mu_);
       cv.wait(lock, [&] {
         if (stopping_) return true;
+        // A reserve thread takes a job only while every other thread is busy: otherwise one of
+        // them takes it, and the reserve stays free for the next newcomer.
+        if (reserve && normal_running_ < normal_threads_) return false;
         job = queue_.Pop(RenderQueue::Clock::now(), &gone, reserve);
         return job.has_value();
       });
-      if (job && !reserve) ++normal_running_;
+      if (job && !reserve) {
+        ++normal_running_;
+        wake_reserve = ReserveHasWork();
+      }
     }
+    if (wake_reserve) reserve_cv_.notify_one();
     if (job) ++running_;
     if (job && reserve) ++reserve_started_;
     for (auto& g : gone)
@@ -78,19 +86,18 @@ void RenderPool::Loop(bool reserve) {
     if (!job) return;  // stopping: what waited was refused, what runs finishes
     if (gate_) gate_();
     job->run();
-    bool wake_reserve = false;
     {
       std::lock_guard lock(mu_);
       // A capped client may now run again: this thread looks for it on its next turn.
       queue_.Finished(job->admission.client);
       if (!reserve) --normal_running_;
-      // The client may now have nothing running while more of its jobs wait: a reserve thread's
-      // (this thread may pick another client's job next).
-      wake_reserve = reserve_threads_ > 0 && queue_.NewcomerWaiting(job->admission.client);
     }
     --running_;
-    if (wake_reserve) reserve_cv_.notify_one();
   }
+}
+
+bool RenderPool::ReserveHasWork() const {
+  return reserve_threads_ > 0 && normal_running_ >= normal_threads_ && queue_.NewcomerWaiting();
 }
 
 void RenderPool::Reap() {
@@ -118,7 +125,6 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
   bool queued = false;
   bool earlier_deadline = false;
   bool wake_reserve = false;
-  const std::string client = admission.client;
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
@@ -129,10 +135,9 @@ RenderPool::Submitted RenderPool::SubmitJob(Admission admission, std::function<v
           RenderQueue::Job{std::move(job), std::move(refused_callback), std::move(admission), {}},
           now, &refused);
       earlier_deadline = queued && timeout.count() > 0 && (!before || now + timeout < *before);
-      // Woken only when it could take this job and every other render thread is busy: a wake-up
-      // that finds nothing costs two context switches per render.
-      wake_reserve = queued && reserve_threads_ > 0 && normal_running_ >= normal_threads_ &&
-                     queue_.NewcomerWaiting(client);
+      // Woken only when it could take a job: a wake-up that finds nothing costs two context
+      // switches per render.
+      wake_reserve = queued && ReserveHasWork();
     }
   }
   if (queued) cv_.notify_one();

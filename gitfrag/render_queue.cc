@@ -212,9 +212,13 @@ void RenderQueue::Finished(const std::string& client) {
   Forget(it->second);
 }
 
-bool RenderQueue::NewcomerWaiting(const std::string& client) const {
-  auto it = clients_.find(client);
-  return it != clients_.end() && it->second.running == 0 && it->second.Waiting() > 0;
+bool RenderQueue::NewcomerWaiting() const {
+  for (size_t i : {kFrame, kPart}) {
+    if (paused_[i]) continue;
+    for (const Client* c : ring_[i])
+      if (c->running == 0) return true;
+  }
+  return false;
 }
 
 void RenderQueue::Expire(Clock::time_point now, std::vector<Job>* refused) {

@@ -109,9 +109,9 @@ class RenderQueue {
   std::optional<Job> Pop(Clock::time_point now, std::vector<Job>* gone = nullptr,
                          bool newcomers_only = false);
   void Finished(const std::string& client);
-  // Whether a newcomers-only Pop could take a job of `client`: it waits with a frame or part and
-  // has no render running.
-  bool NewcomerWaiting(const std::string& client) const;
+  // Whether a newcomers-only Pop could take a job: some client with no render running waits with a
+  // frame or part in a class that is not paused. Looks at no more clients than have renders running.
+  bool NewcomerWaiting() const;
 
   // Moves every job whose deadline is at or before `now` to *refused (Refusal::kTimeout).
   void Expire(Clock::time_point now, std::vector<Job>* refused);

@@ -324,37 +324,61 @@ class Gate {
   bool open_ = false;
 };
 
-TEST(RenderPoolQueue, ThePersonsRenderRunsWithinOneRenderPerThreadOfAFlood) {
-  constexpr unsigned kThreads = 2;
+// Two crawler renders hold both threads while 398 more and the person's wait. Every crawler render
+// that starts after them keeps its thread until the person's has started, so the count is exact
+// however the threads are scheduled: a fair queue starts at most kThreads - 1 of them first; an
+// unfair one lets every thread take one, and the last to start says so instead of waiting.
+TEST(RenderPoolQueue, ThePersonsRenderStartsWithinOneRenderPerThreadOfAFlood) {
+  constexpr int kThreads = 2;
   Gate gate;
   RenderPool pool(kThreads, 1000);
   pool.SetGate([&] { gate.Enter(); });
   std::mutex mu;
-  std::vector<std::string> order;
-  std::atomic<int> done{0};
-  auto job = [&](std::string name) {
-    return [&, name] {
-      {
-        std::lock_guard lock(mu);
-        order.push_back(name);
-      }
-      ++done;
-    };
+  std::condition_variable cv;
+  int done = 0;
+  int crawler_started = 0;  // after the two held ones, before the person's started
+  bool person_started = false;
+  bool passed_over = false;  // every thread held a crawler render while the person's waited
+  auto finish = [&](std::unique_lock<std::mutex>& lock) {
+    ++done;
+    cv.notify_all();
+    lock.unlock();
   };
-  for (int i = 0; i < 400; ++i) {
-    ASSERT_EQ(pool.SubmitJob({"crawler", RenderClass::kPart, {}}, job("crawler")),
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_EQ(pool.SubmitJob({"crawler", RenderClass::kPart, {}},
+                             [&] {
+                               std::unique_lock lock(mu);
+                               finish(lock);
+                             }),
               RenderPool::Submitted::kQueued);
   }
-  gate.WaitInside(kThreads);  // both threads hold a crawler render; 398 wait
-  ASSERT_EQ(pool.SubmitJob({"person", RenderClass::kPart, {}}, job("person")),
+  gate.WaitInside(kThreads);  // both threads hold a crawler render
+  for (int i = 0; i < 398; ++i) {
+    ASSERT_EQ(pool.SubmitJob({"crawler", RenderClass::kPart, {}},
+                             [&] {
+                               std::unique_lock lock(mu);
+                               if (!person_started && !passed_over) {
+                                 if (++crawler_started == kThreads) passed_over = true;
+                                 cv.notify_all();
+                                 cv.wait(lock, [&] { return person_started || passed_over; });
+                               }
+                               finish(lock);
+                             }),
+              RenderPool::Submitted::kQueued);
+  }
+  ASSERT_EQ(pool.SubmitJob({"person", RenderClass::kPart, {}},
+                           [&] {
+                             std::unique_lock lock(mu);
+                             person_started = true;
+                             finish(lock);
+                           }),
             RenderPool::Submitted::kQueued);
   EXPECT_EQ(pool.Metrics().queue.depth[1], 399u);
   gate.Release();
-  while (done.load() < 401) std::this_thread::yield();
-  std::lock_guard lock(mu);
-  const auto at = std::find(order.begin(), order.end(), "person") - order.begin();
-  // The two held renders, then at most one more crawler render per thread.
-  EXPECT_LE(at, static_cast<long>(2 * kThreads)) << "the person's render started " << at << "th";
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done == 401; });
+  EXPECT_FALSE(passed_over) << "every thread started a crawler render before the person's";
+  EXPECT_LE(crawler_started, kThreads - 1);
 }
 
 // However long the flood's renders take, a reserve thread starts the person's at once.
