@@ -1172,6 +1172,46 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
 
 // Bad input on the log: an unknown revision is a 404 with the reason; a pattern git would refuse
 // is a 400; a path no commit touched is an empty page, as cgit's.
+// Ages relative to now: the log (and the summary's log) show a date past two weeks, the branch
+// table never does (cgit's TM_WEEK * 2 and -1). Ages well inside their units, so the second
+// between the two renders cannot change a word.
+TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  TempDir dir;
+  std::string script = "set -e\ngit init -q -b master work && cd work\n";
+  for (const int days : {40, 20, 3}) {
+    const std::string when = std::to_string(std::time(nullptr) - days * 86400L) + " +0000";
+    script += "echo " + std::to_string(days) + " >> f && git add f && GIT_AUTHOR_DATE='" + when +
+              "' GIT_COMMITTER_DATE='" + when + "' git commit -q -m '" + std::to_string(days) +
+              " days ago'\n";
+  }
+  std::ofstream(dir.File("make.sh")) << script;
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+        " git clone -q --bare work repo.git 2>&1");
+  conf::Config config;
+  conf::Config::Repository r;
+  r.url = r.name = "fix";
+  r.path = dir.File("repo.git");
+  config.repositories.push_back(r);
+  config.css = "/cgit.css";
+  const std::string rc = dir.File("cgitrc");
+  std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
+  Site site(config);
+  for (const std::string path : {"/fix/", "/fix/log/"}) {
+    SCOPED_TRACE(path);
+    Page page = site.RenderAssembled(MustMatch(site, path, ""));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                                  " REQUEST_METHOD=GET PATH_INFO=" + path + " SCRIPT_NAME=/ " + kCgit);
+    const std::string theirs = VisibleText(out.substr(out.find("\n\n") + 2));
+    const std::string ours = VisibleText(page.body);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    EXPECT_NE(ours.find("3 days"), std::string::npos);
+  }
+}
+
 TEST_F(GitfragHistory, BadInput) {
   Site site(fx.Config());
   auto render = [&](const std::string& path, const std::string& q) {
