@@ -91,6 +91,9 @@ struct Route {
   // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as
   // given (cgit's links carry both when both were given, even empty).
   std::optional<std::string> grep, search;
+  // atom: the query string as given (part of the feed's id), and "http[s]://HOST" that its links
+  // start with, set by the proxy from the request (cgit: HTTP_HOST, HTTPS); empty: no links.
+  std::string query, origin;
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
   // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
   // abbrev=N", "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that

@@ -222,8 +222,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kTag;
     else if (page == "about")
       route.kind = PageKind::kAbout;
-    else if (page == "atom")
+    else if (page == "atom") {
       route.kind = PageKind::kAtom;
+      route.query = query;
+    }
     else if (page == "log")
       route.kind = PageKind::kLog;
     else if (page == "commit")

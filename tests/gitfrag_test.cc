@@ -143,12 +143,12 @@ git checkout -q master
   // cgit's answer (body only) for PATH_INFO + QUERY_STRING on this repository under url "fix".
   std::string Cgit(const std::string& path_info, const std::string& query,
                    const std::string& extra_config = "", const std::string& global = "",
-                   const std::string& stanza = "") {
+                   const std::string& stanza = "", const std::string& env = "") {
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\n" << global << "repo.url=fix\nrepo.path=" << bare_
                       << "\nrepo.desc=fixture <repo>\n"
                       << stanza << extra_config;
-    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+    std::string out = Shell("env -i " + env + " CGIT_CONFIG=" + ShellQuote(rc) +
                             " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
                             " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
     const size_t body = out.find("\n\n");
@@ -1117,7 +1117,9 @@ TEST_F(GitfragHistory, PathLogAndSearchEqualCgit) {
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
     ExpectSameLinks(LinksAndClasses(page.body, c.ours), LinksAndClasses(theirs_html, c.ours),
                     c.ours, c.query);
-    if (c.ours == "/fix/") EXPECT_EQ(colspans(page.body), colspans(theirs_html));
+    if (c.ours == "/fix/") {
+      EXPECT_EQ(colspans(page.body), colspans(theirs_html));
+    }
   }
   // The commits listed are git's own for the path (the history simplification is git's).
   Site site(fx.Config());
@@ -1557,7 +1559,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
   }
 }
 
-// atom: cgit 1.2.3's feed byte for byte (no Host is known to either, so no links): the newest
+// atom: cgit 1.2.3's feed byte for byte (first with no Host known to either, so no links): the newest
 // max-atom-items commits of h= in date order, bodies, a Latin-1 message, hostile subjects.
 TEST_F(GitfragPages, AtomEqualsCgit) {
   for (const unsigned items : {10u, 3u}) {
@@ -1574,7 +1576,22 @@ TEST_F(GitfragPages, AtomEqualsCgit) {
       EXPECT_EQ(page.body, theirs) << FirstDifference(page.body, theirs);
     }
   }
+  // With the request's host (cgit: HTTP_HOST, and HTTPS=on), the feed's id and links.
   Site site(fx.Config());
+  const std::pair<std::string, std::string> hosts[] = {
+      {"http://example.org:8080", "HTTP_HOST=example.org:8080"},
+      {"https://h<o>st", "HTTPS=on HTTP_HOST='h<o>st'"}};
+  for (const auto& [origin, env] : hosts) {
+    for (const std::string query : {"", "h=side&x=%3Cb%3E"}) {
+      SCOPED_TRACE(origin + " " + query);
+      Route route = MustMatch(site, "/fix/atom/", query);
+      route.origin = origin;
+      const Page page = site.Render(route);
+      const std::string theirs = fx.Cgit("/fix/atom/", query, "", "", "", env);
+      EXPECT_EQ(page.body, theirs) << FirstDifference(page.body, theirs);
+      EXPECT_NE(page.body.find("<link rel='alternate'"), std::string::npos);
+    }
+  }
   EXPECT_EQ(site.Render(MustMatch(site, "/fix/atom/", "h=nobranch")).status, 404);
   EXPECT_FALSE(site.Match("/fix/atom/some/path", "")) << "path-limited feeds: the upstream's";
 }

@@ -207,6 +207,23 @@ TEST(Resident, PatchesAreStoredBySha) {
   EXPECT_EQ(Renders(proxy, "patch", 1), 1);
 }
 
+// A feed's links start with the request's Host, and https when a TLS terminator in front says so.
+TEST(Resident, AFeedLinksToTheHostItWasAskedOn) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config()));
+  Response plain = HttpGet(proxy.Port(), "/base/atom/?h=master");
+  ASSERT_EQ(plain.status, 200) << plain.Describe();
+  EXPECT_NE(plain.body.find("<id>http://test.local/base/atom?h=master</id>"), std::string::npos)
+      << plain.body;
+  EXPECT_NE(plain.body.find("href='http://test.local/base/commit/?id=" + repos.second() + "'"),
+            std::string::npos);
+  Response tls = HttpGet(proxy.Port(), "/base/atom/", "X-Forwarded-Proto: https\r\n");
+  EXPECT_NE(tls.body.find("<link rel='self' href='https://test.local/base/atom'/>"),
+            std::string::npos)
+      << tls.body;
+}
+
 TEST(Resident, BadIdsAndOtherPages) {
   Repos repos;
   Origin origin;
