@@ -452,6 +452,8 @@ class Builder {
       if (ec != std::errc() || end != value.data() + value.size() || count > 100000)
         throw Failure{origin.Describe() + ": max-commit-count: not a number of commits (0-100000)"};
       config_->max_commit_count = count;
+    } else if (key == "enable-http-clone") {
+      config_->enable_http_clone = CgitFlag(value);
     } else if (key == "enable-log-filecount") {
       config_->enable_log_filecount = CgitFlag(value);
     } else if (key == "enable-log-linecount") {

@@ -147,6 +147,9 @@ struct Config {
   unsigned max_atom_items = 10;  // cgit's max-atom-items: entries of the Atom feed
   std::string clone_prefix;
   unsigned snapshots = 0;          // snapshots= (cgit's format mask; none by default, as cgit)
+  // From an imported cgitrc: enable-http-clone (on by default, as cgit): the dumb-HTTP clone paths
+  // (info/refs, objects/..., HEAD) are served from the repositories' files.
+  bool enable_http_clone = true;
 
   std::string access_log;                // a file path, "stderr" or "off"
 

@@ -60,8 +60,9 @@ enum class PageKind : uint8_t {
   kAbout,         // "/REPO/about/"             the readme, through about-filter when set (frame)
   kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
   kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
+  kClone,         // "/REPO/info/refs", "/REPO/objects/...", "/REPO/HEAD": dumb-HTTP clone files
 };
-inline constexpr size_t kPageKinds = 16;
+inline constexpr size_t kPageKinds = 17;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -193,11 +194,16 @@ class Site {
   Page RenderAssembled(const Route& route) const;
 
  private:
+  // Whether a dumb-HTTP clone path is served here (enable-http-clone), and its route.
+  std::optional<Route> MatchClone(Route route, std::string_view file, std::string_view query) const;
+
   std::string virtual_root_;
   std::string css_, logo_, root_title_, root_desc_;
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
   bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
+  bool http_clone_ = true;      // cgit's enable-http-clone
+  bool backend_ = false;        // an upstream is configured (smart-HTTP info/refs go to it)
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
   std::unique_ptr<Registry> registry_;

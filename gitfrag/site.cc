@@ -64,6 +64,8 @@ const char* PageKindName(PageKind kind) {
       return "atom";
     case PageKind::kSnapshot:
       return "snapshot";
+    case PageKind::kClone:
+      return "clone";
   }
   return "unknown";
 }
@@ -126,6 +128,8 @@ Site::Site(const conf::Config& config)
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
       source_filter_(!config.source_filter.empty()),
+      http_clone_(config.enable_http_clone),
+      backend_(config.backend.has_value()),
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
@@ -209,6 +213,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     std::string_view tail = std::string_view(rest).substr(repo_end);  // "/commit/PATH" or ""
     if (tail.starts_with('/')) tail.remove_prefix(1);
     // "/REPO/" and "/REPO" are the summary; "/REPO/refs" is "/REPO/refs/", as cgit reads them.
+    // cgit's dumb-HTTP clone paths: the file's path in the repository is the route's path
+    // (checked by Render, which answers 404 for one outside the objects folder).
+    if (tail == "HEAD" || tail.starts_with("info/") || tail.starts_with("objects/"))
+      return MatchClone(std::move(route), tail, query);
     const size_t slash = tail.find('/');
     const std::string_view page = tail.substr(0, slash);
     if (slash != std::string_view::npos) route.path = std::string(tail.substr(slash + 1));
@@ -348,6 +356,26 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
   return route;
 }
 
+std::optional<Route> Site::MatchClone(Route route, std::string_view file,
+                                      std::string_view query) const {
+  // enable-http-clone=0: cgit answers 404; the upstream (cgit with the same cgitrc, or a
+  // smart-HTTP server such as git http-backend at these URLs) answers instead.
+  if (!http_clone_) return std::nullopt;
+  // A git client asks for "info/refs?service=git-upload-pack" first: with an upstream, that goes
+  // to it, so a smart-HTTP server behind shellac keeps serving clones (cgit answers it as shellac
+  // would). A dumb client's later requests carry no service=.
+  if (backend_ && file == "info/refs") {
+    for (size_t start = 0; start <= query.size();) {
+      const size_t amp = std::min(query.find('&', start), query.size());
+      if (query.substr(start, amp - start).starts_with("service=")) return std::nullopt;
+      start = amp + 1;
+    }
+  }
+  route.kind = PageKind::kClone;
+  route.path = std::string(file);
+  return route;
+}
+
 std::string Site::BlobUrl(size_t repo, std::string_view sha) const {
   std::string url = virtual_root_;
   AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
@@ -426,6 +454,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kSnapshot:
         page = RenderSnapshot(ctx);
+        break;
+      case PageKind::kClone:
+        page = RenderClone(ctx);
         break;
       case PageKind::kIndex:
         break;

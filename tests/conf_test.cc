@@ -937,6 +937,17 @@ TEST_F(ConfTest, CgitrcImport) {
   EXPECT_EQ(c->threads, LoadOk("")->threads);
 }
 
+// enable-http-clone: on unless the cgitrc turns it off (cgit's atoi flag).
+TEST_F(ConfTest, CgitrcEnableHttpClone) {
+  auto on = LoadOk(Write("on.conf", "cgitrc = " + Write("on.rc", "repo.url=a\nrepo.path=/a\n") + "\n"));
+  ASSERT_NE(on, nullptr);
+  EXPECT_TRUE(on->enable_http_clone);
+  auto off = LoadOk(
+      Write("off.conf", "cgitrc = " + Write("off.rc", "enable-http-clone=0\nrepo.url=a\nrepo.path=/a\n") + "\n"));
+  ASSERT_NE(off, nullptr);
+  EXPECT_FALSE(off->enable_http_clone);
+}
+
 // The summary, about and feed keys of a cgitrc: readme= and clone-url= / about-filter= apply to the
 // stanzas that follow them (as cgit copies them), a stanza's own repo.readme replaces the inherited
 // list, the table sizes are numbers.
