@@ -104,6 +104,10 @@ struct Config {
     // when the stanza began, narrowed by repo.snapshots; repo.snapshot-prefix ("": the basename).
     unsigned snapshots = 0;
     std::string snapshot_prefix;
+    // cgit's max-stats: the stats page's periods enabled, 1 (week) .. 4 (year: week, month,
+    // quarter and year); 0: no stats tab. The cgitrc's max-stats when the stanza began, or
+    // repo.max-stats.
+    unsigned max_stats = 0;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -147,6 +151,7 @@ struct Config {
   unsigned max_atom_items = 10;  // cgit's max-atom-items: entries of the Atom feed
   std::string clone_prefix;
   unsigned snapshots = 0;          // snapshots= (cgit's format mask; none by default, as cgit)
+  unsigned max_stats = 0;          // max-stats= (Repository::max_stats; off by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"
 
