@@ -406,6 +406,7 @@ class Builder {
       r.about_filter = about_filter_;
       repo_readme_set_ = false;
       r.snapshots = config_->snapshots;
+      r.max_stats = config_->max_stats;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -498,7 +499,23 @@ class Builder {
       if (repo) repo->snapshots = config_->snapshots & SnapshotsMask(value);
     } else if (key == "repo.snapshot-prefix") {
       if (repo) repo->snapshot_prefix = std::string(value);
+    } else if (key == "max-stats") {
+      config_->max_stats = StatsPeriods(value);
+    } else if (key == "repo.max-stats") {
+      if (repo) repo->max_stats = StatsPeriods(value);
     }
+  }
+
+  // cgit's max-stats value: a period's letter or name (week, month, quarter, year) as the number
+  // of periods it enables (1-4); anything else is 0, no stats, as cgit reads it.
+  static unsigned StatsPeriods(std::string_view value) {
+    static constexpr std::pair<char, std::string_view> kPeriods[] = {
+        {'w', "week"}, {'m', "month"}, {'q', "quarter"}, {'y', "year"}};
+    for (unsigned i = 0; i < std::size(kPeriods); ++i) {
+      if ((value.size() == 1 && value[0] == kPeriods[i].first) || value == kPeriods[i].second)
+        return i + 1;
+    }
+    return 0;
   }
 
   // cgit's flags are atoi(value): "1" (or any non-zero number) is on.
@@ -522,6 +539,7 @@ class Builder {
     r.readme = readme_;
     r.about_filter = about_filter_;
     r.snapshots = config_->snapshots;
+    r.max_stats = config_->max_stats;
     config_->repositories.push_back(std::move(r));
   }
 

@@ -104,6 +104,10 @@ struct Config {
     // when the stanza began, narrowed by repo.snapshots; repo.snapshot-prefix ("": the basename).
     unsigned snapshots = 0;
     std::string snapshot_prefix;
+    // cgit's max-stats: the stats page's periods enabled, 1 (week) .. 4 (year: week, month,
+    // quarter and year); 0: no stats tab. The cgitrc's max-stats when the stanza began, or
+    // repo.max-stats.
+    unsigned max_stats = 0;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -150,6 +154,7 @@ struct Config {
   // From an imported cgitrc: enable-http-clone (on by default, as cgit): the dumb-HTTP clone paths
   // (info/refs, objects/..., HEAD) are served from the repositories' files.
   bool enable_http_clone = true;
+  unsigned max_stats = 0;          // max-stats= (Repository::max_stats; off by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"
 

@@ -61,8 +61,9 @@ enum class PageKind : uint8_t {
   kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
   kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
   kClone,         // "/REPO/info/refs", "/REPO/objects/...", "/REPO/HEAD": dumb-HTTP clone files
+  kStats,         // "/REPO/stats/[PATH]?h=&period=&ofs=" commits per author per period (frame)
 };
-inline constexpr size_t kPageKinds = 17;
+inline constexpr size_t kPageKinds = 18;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -88,6 +89,9 @@ struct Route {
                      // or trailing '/'; tree and plain keep a climbing one ("..") for Render's 404
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
+  // ofs= as cgit's atoi reads it, sign kept: the stats page's authors shown (-1: all).
+  int ofs_signed = 0;
+  std::optional<std::string> period;  // stats: period= as given (w, m, q, y or a period's name)
   bool showmsg = false;  // log: each commit's whole message under its subject
   // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as
   // given (cgit's links carry both when both were given, even empty).

@@ -19,6 +19,7 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kSnapshot:
       return RenderClass::kFrame;
     case PageKind::kLog:
+    case PageKind::kStats:
     case PageKind::kDiffFragment:
     case PageKind::kPatch:
     case PageKind::kRawDiff:

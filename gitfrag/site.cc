@@ -2,6 +2,7 @@
 // repository from the registry and hands it to the page's renderer.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <unordered_map>
 
 #include "gitfrag/archive.h"
@@ -66,6 +67,8 @@ const char* PageKindName(PageKind kind) {
       return "snapshot";
     case PageKind::kClone:
       return "clone";
+    case PageKind::kStats:
+      return "stats";
   }
   return "unknown";
 }
@@ -97,6 +100,18 @@ bool Decode(std::string_view in, bool plus_is_space, std::string* out) {
     out->push_back(c);
   }
   return true;
+}
+
+// C's atoi, as cgit reads numbers from a query: leading blanks, a sign, the digits that follow
+// (none: 0), the rest ignored; clamped to int.
+int Atoi(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
+  int64_t v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) v = std::min<int64_t>(v * 10 + (s[i] - '0'), INT32_MAX);
+  return static_cast<int>(negative ? -v : v);
 }
 
 int ParseInt(std::string_view s, int fallback) {
@@ -254,6 +269,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPlain;
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
+    else if (page == "stats")
+      route.kind = PageKind::kStats;
     else
       return std::nullopt;
     // The about page of a file beside the readme (about/PATH), and an about-filter written in
@@ -289,7 +306,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     }
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
-        route.kind != PageKind::kRefs && !tree_path)
+        route.kind != PageKind::kRefs && route.kind != PageKind::kStats && !tree_path)
       return std::nullopt;
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
@@ -320,8 +337,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     } else if (key == "abbrev") {
       const int abbrev = ParseInt(value, 0);
       route.diff.abbrev = abbrev >= 7 && abbrev <= 40 ? abbrev : 0;
-    } else if (key == "ofs")
+    } else if (key == "ofs") {
       route.ofs = static_cast<unsigned>(std::clamp(ParseInt(value, 0), 0, 1 << 30));
+      route.ofs_signed = Atoi(value);
+    } else if (key == "period")
+      route.period = value;
     else if (key == "showmsg")
       route.showmsg = ParseInt(value, 0) != 0;
     else if (key == "qt")
@@ -457,6 +477,8 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kClone:
         page = RenderClone(ctx);
+      case PageKind::kStats:
+        page = RenderStats(ctx);
         break;
       case PageKind::kIndex:
         break;

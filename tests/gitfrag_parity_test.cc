@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <tuple>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -76,18 +78,31 @@ std::string Widths(const std::string& html) {
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
-  Peers(std::string bare, std::string rc_dir) : bare_(std::move(bare)) {
+  // `max_stats`: cgit's max-stats for both (0: none), as a number of periods (1 week .. 4 year).
+  Peers(std::string bare, std::string rc_dir, unsigned max_stats = 0) : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
     r.url = r.name = "repo";
     r.path = bare_;
     r.desc = "parity";
+    r.max_stats = max_stats;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
     site_ = std::make_unique<Site>(c);
     rc_ = rc_dir + "/cgitrc";
-    std::ofstream(rc_) << "virtual-root=/\nrepo.url=repo\nrepo.path=" << bare_
-                       << "\nrepo.desc=parity\n";
+    static constexpr const char* kPeriods[] = {"", "week", "month", "quarter", "year"};
+    std::ofstream(rc_) << "virtual-root=/\n"
+                       << (max_stats > 0 ? std::string("max-stats=") + kPeriods[max_stats] + "\n" : "")
+                       << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
+  }
+
+  // cgit's status code for a page ("Status: 404 Not found" in its CGI head; 200 without one).
+  int CgitStatus(const std::string& path_info, const std::string& query) const {
+    const std::string whole = CgitWhole(path_info, query);
+    const size_t head_end = whole.find("\n\n");
+    const std::string head = whole.substr(0, head_end);
+    const size_t at = head.find("Status: ");
+    return at == std::string::npos ? 200 : std::atoi(head.c_str() + at + 8);
   }
 
   std::string CgitWhole(const std::string& path_info, const std::string& query) const {
@@ -378,6 +393,134 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
   // The octopus merge shows no diff on its commit page, as cgit's.
   const Page page = peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + octopus));
   EXPECT_EQ(page.body.find("diffstat"), std::string::npos);
+}
+
+// The stats page against cgit's on a repository whose commits are dated relative to now (cgit
+// counts the periods that end with the current one): twelve authors (the "Others" row), a
+// Latin-1 name with its encoding header, a hostile name, merges (not counted), commits in every
+// period and before the oldest shown, a path limit, h=, ofs= (authors shown, -1 all) and each
+// max-stats; the tab appears only with max-stats; unknown and disabled periods are cgit's errors.
+TEST(GitfragParity, StatsEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const int64_t now = std::time(nullptr);
+  std::ostringstream script;
+  script << "set -e\ngit init -q -b master work\ncd work\n";
+  // commit AUTHOR DAYS_AGO FILE [ENCODING]: one commit dated DAYS_AGO days and an hour before now.
+  script << "c() { printf '%s\\n' \"$2\" >> \"$3\"; git add \"$3\"; "
+            "d=$((NOW - $2 * 86400 - 3600)); "
+            "GIT_AUTHOR_NAME=\"$1\" GIT_AUTHOR_DATE=\"$d +0000\" GIT_COMMITTER_DATE=\"$d +0000\" "
+            "git ${4:+-c i18n.commitEncoding=$4} commit -q -m \"work $2\"; }\n";
+  script << "mkdir dir\n";
+  const std::vector<std::pair<std::string, std::vector<int>>> authors = {
+      {"Alice", {0, 1, 2, 8, 15, 22, 40, 70, 100, 200, 400, 800, 1200, 2000}},
+      {"Bob", {0, 3, 9, 16, 35, 95, 380}},
+      {"<script>alert(1)</script> & Co", {1, 10, 50}},
+      {"Zed", {2, 18, 25, 29, 300}},
+      {"Ann", {4, 5, 6}},
+      {"Carl", {7}},
+      {"Dora", {11, 12}},
+      {"Eve", {13}},
+      {"Finn", {14, 60}},
+      {"Gus", {17}},
+      {"Hal", {19, 20}},
+      {"Ivy", {21}},
+  };
+  std::vector<std::pair<int, std::string>> commits;  // days ago, command
+  for (const auto& [name, days] : authors) {
+    for (size_t i = 0; i < days.size(); ++i)
+      commits.push_back({days[i], "c " + ShellQuote(name) + " " + std::to_string(days[i]) +
+                                      (i % 2 == 0 ? " dir/f" : " top")});
+  }
+  // A Latin-1 name, declared by the commit's encoding header.
+  commits.push_back({5, "c \"$(printf 'J\\366rg')\" 5 dir/latin ISO-8859-1"});
+  std::sort(commits.begin(), commits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; i < commits.size(); ++i) {
+    script << commits[i].second << "\n";
+    if (i == commits.size() / 2) {
+      // A side branch merged back: the merge is not counted.
+      const int days = commits[i].first;
+      script << "git checkout -q -b side\nc Sidekick " << days << " side.txt\n"
+             << "git checkout -q master\nd=$((NOW - " << days << " * 86400 - 1800))\n"
+             << "GIT_AUTHOR_NAME=Merger GIT_AUTHOR_DATE=\"$d +0000\" GIT_COMMITTER_DATE=\"$d +0000\" "
+                "git merge -q --no-ff --no-edit side\n";
+    }
+  }
+  std::ofstream(dir.File("make.sh")) << script.str();
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " NOW=" + std::to_string(now) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME='C O Mitter'"
+        " GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+  const std::string bare = dir.File("repo.git");
+  ASSERT_NE(Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-list --merges HEAD")), "");
+
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/stats/", ""},
+      {"/repo/stats/", "period=w"},
+      {"/repo/stats/", "period=m"},
+      {"/repo/stats/", "period=month"},
+      {"/repo/stats/", "period=q"},
+      {"/repo/stats/", "period=y"},
+      {"/repo/stats/", "period=y&ofs=-1"},
+      {"/repo/stats/", "period=q&ofs=3"},
+      {"/repo/stats/", "period=m&ofs=25"},
+      {"/repo/stats/", "h=side&period=y"},
+      {"/repo/stats/", "h=master&period=m"},
+      {"/repo/stats/dir", "period=y"},
+      {"/repo/stats/dir/f", "period=m&ofs=-1"},
+      {"/repo/", ""},
+  };
+  for (const unsigned max_stats : {4u, 3u, 1u}) {
+    TempDir rc;
+    Peers peers(bare, rc.path(), max_stats);
+    for (const auto& [path, query] : pages) {
+      SCOPED_TRACE(std::to_string(max_stats) + " " + path + "?" + query);
+      const int theirs = peers.CgitStatus(path, query);
+      if (theirs != 200) {
+        const Page page = peers.site().Render(*peers.site().Match(path, query));
+        EXPECT_EQ(page.status, theirs) << page.reason;
+        continue;
+      }
+      EXPECT_EQ(peers.Difference(path, query), "");
+    }
+    // The tab, on every page of the repository.
+    const Page summary = peers.site().Render(*peers.site().Match("/repo/", ""));
+    EXPECT_NE(summary.body.find("<a href='/repo/stats/'>stats</a>"), std::string::npos);
+    const Page stats = peers.site().Render(*peers.site().Match("/repo/stats/dir", "h=side"));
+    ASSERT_EQ(stats.status, 200) << stats.reason;
+    EXPECT_NE(stats.body.find("<a class='active' href='/repo/stats/dir?h=side'>stats</a>"),
+              std::string::npos);
+    EXPECT_EQ(stats.body.find("<script>"), std::string::npos) << "the hostile name is escaped";
+    const Page master = peers.site().Render(*peers.site().Match("/repo/stats/", "ofs=-1"));
+    EXPECT_NE(master.body.find("J\xc3\xb6rg"), std::string::npos) << "Latin-1 shown as UTF-8";
+    // git keeps no angle brackets in a name; its ampersand is escaped.
+    EXPECT_NE(master.body.find("/script &amp; Co"), std::string::npos);
+  }
+  // Without max-stats: no tab, and the page is cgit's 400; an unknown period is its 404.
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  EXPECT_EQ(peers.site().Render(*peers.site().Match("/repo/", "")).body.find("/stats/"),
+            std::string::npos);
+  EXPECT_EQ(peers.Difference("/repo/", ""), "");
+  for (const auto& [query, status, reason] :
+       std::vector<std::tuple<std::string, int, std::string>>{
+           {"", 400, "Statistics type disabled: week"},
+           {"period=x", 404, "Unknown statistics type: x"},
+           {"period=years", 404, "Unknown statistics type: y"},
+           {"h=nobranch", 404, ""}}) {
+    SCOPED_TRACE(query);
+    EXPECT_EQ(peers.CgitStatus("/repo/stats/", query), status);
+    const Page page = peers.site().Render(*peers.site().Match("/repo/stats/", query));
+    EXPECT_EQ(page.status, status);
+    if (!reason.empty()) {
+      EXPECT_EQ(page.reason, reason);
+    }
+  }
+  Peers weekly(bare, dir.path(), 1);
+  const Page disabled = weekly.site().Render(*weekly.site().Match("/repo/stats/", "period=m"));
+  EXPECT_EQ(disabled.status, 400);
+  EXPECT_EQ(disabled.reason, "Statistics type disabled: month");
+  EXPECT_EQ(weekly.CgitStatus("/repo/stats/", "period=m"), 400);
 }
 
 // bench/parity.sh: random non-merge commits of a real repository, every page kind.

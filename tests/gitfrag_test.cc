@@ -514,7 +514,9 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
   EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
   EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
   EXPECT_FALSE(site.Match("/cgit/git/blame/", "")) << "pages gitfrag does not render";
-  EXPECT_FALSE(site.Match("/cgit/git/stats/", "")) << "pages gitfrag does not render";
+  EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->kind, PageKind::kStats);
+  EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->ofs_signed, -1);
+  EXPECT_EQ(*site.Match("/cgit/git/stats/dir", "period=q")->period, "q");
   EXPECT_EQ(site.Match("/cgit/git/", "")->kind, PageKind::kSummary);
   EXPECT_EQ(site.Match("/cgit/git/refs/tags", "")->kind, PageKind::kRefs);
   EXPECT_FALSE(site.Match("/cgit/pub/scm/linuxx/commit/", "")) << "prefix must end at a '/'";
