@@ -477,6 +477,7 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kClone:
         page = RenderClone(ctx);
+        break;
       case PageKind::kStats:
         page = RenderStats(ctx);
         break;
