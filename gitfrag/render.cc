@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdio>
 #include <ctime>
+#include <string>
+#include <unordered_map>
 
 #include "base/text.h"
 #include "gitfrag/tree_diff.h"
@@ -196,6 +198,53 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   out.Raw("<div class='content'>");
 }
 
+namespace {
+
+// Whether `object` is a commit (as cgit asks: an annotated tag is not) whose tree has a blob at
+// `path`.
+bool CommitHasBlob(git_object* object, const std::string& path) {
+  if (git_object_type(object) != GIT_OBJECT_COMMIT) return false;
+  git_tree* raw_tree = nullptr;
+  if (git_commit_tree(&raw_tree, reinterpret_cast<git_commit*>(object)) != 0) return false;
+  const TreePtr tree(raw_tree);
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return false;
+  const base::Owned<git_tree_entry_free> entry(raw_entry);
+  return git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB;
+}
+
+// CommitHasBlob's answers for branch tips, per render thread. A commit id fixes its tree, so an
+// answer holds in every repository (every fork) and needs no invalidation: a branch that moves
+// asks for its new tip. Bounded: forgotten all at once past kMaxEntries.
+class ReadmeMemo {
+ public:
+  static std::optional<bool> Find(const git_oid& commit, const std::string& path) {
+    const auto& memo = Map();
+    const auto it = memo.find(Key(commit, path));
+    if (it == memo.end()) return std::nullopt;
+    return it->second;
+  }
+  static void Add(const git_oid& commit, const std::string& path, bool found) {
+    auto& memo = Map();
+    if (memo.size() >= kMaxEntries) memo.clear();
+    memo.emplace(Key(commit, path), found);
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  static std::string Key(const git_oid& commit, const std::string& path) {
+    std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
+    key += path;
+    return key;
+  }
+  static std::unordered_map<std::string, bool>& Map() {
+    thread_local std::unordered_map<std::string, bool> memo;
+    return memo;
+  }
+};
+
+}  // namespace
+
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {
   for (const std::string& entry : ctx.repo.readme) {
     const size_t colon = entry.find(':');
@@ -219,24 +268,24 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
         readme.ref.find("@{") != std::string::npos || readme.ref.find("..") != std::string::npos ||
         readme.file.empty() || BadPath(readme.file))
       continue;
-    git_object* raw = nullptr;
     // Every page of a repository with a readme asks (for its about tab): a branch is found in
-    // the ref index, without the file lookups of git_revparse_single.
-    if (const auto tip = ctx.lease.refs().Branch(readme.ref)) {
-      if (git_object_lookup(&raw, ctx.lease.repo(), &*tip, GIT_OBJECT_ANY) != 0) continue;
-    } else if (git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0) {
-      continue;
+    // the ref index, without the file lookups of git_revparse_single, and the answer for its tip
+    // is remembered (below).
+    const std::optional<git_oid> tip = ctx.lease.refs().Branch(readme.ref);
+    if (tip) {
+      if (const std::optional<bool> known = ReadmeMemo::Find(*tip, readme.file)) {
+        if (*known) return readme;
+        continue;
+      }
     }
+    git_object* raw = nullptr;
+    if (tip ? git_object_lookup(&raw, ctx.lease.repo(), &*tip, GIT_OBJECT_ANY) != 0
+            : git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0)
+      continue;
     const ObjectPtr object(raw);
-    // As cgit: the ref must name a commit itself (an annotated tag does not).
-    if (git_object_type(raw) != GIT_OBJECT_COMMIT) continue;
-    git_tree* raw_tree = nullptr;
-    if (git_commit_tree(&raw_tree, reinterpret_cast<git_commit*>(raw)) != 0) continue;
-    const TreePtr tree(raw_tree);
-    git_tree_entry* raw_entry = nullptr;
-    if (git_tree_entry_bypath(&raw_entry, tree.get(), readme.file.c_str()) != 0) continue;
-    const base::Owned<git_tree_entry_free> found(raw_entry);
-    if (git_tree_entry_type(found.get()) == GIT_OBJECT_BLOB) return readme;
+    const bool found = CommitHasBlob(raw, readme.file);
+    if (tip) ReadmeMemo::Add(*tip, readme.file, found);
+    if (found) return readme;
   }
   return std::nullopt;
 }

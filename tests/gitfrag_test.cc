@@ -1682,6 +1682,42 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
   EXPECT_FALSE(Site(c).Match("/fix/about/", ""));
 }
 
+// The about tab follows its branch: once the branch moves to a commit that has the readme, the
+// tab is there (the answer is remembered per tip, so an old tip's "none" must not stick), and
+// it goes again when the branch moves back.
+TEST_F(GitfragTree, AboutTabFollowsTheBranchTip) {
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":later.md"};
+  Site site(c);
+  auto has_about = [&site] {
+    const Page page = site.RenderAssembled(MustMatch(site, "/fix/", ""));
+    EXPECT_EQ(page.status, 200) << page.reason;
+    return page.body.find("/fix/about/") != std::string::npos;
+  };
+  // Polled: a moved branch is seen once the ref index is looked at again (once a second at most).
+  auto eventually = [&has_about](bool want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (has_about() != want && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return has_about() == want;
+  };
+  const std::string old_tip = fx.Rev("master");
+  EXPECT_FALSE(has_about());
+  EXPECT_FALSE(has_about());  // asked again: the remembered answer
+  const std::string git = "git -C " + ShellQuote(fx.bare());
+  const std::string index = "GIT_INDEX_FILE=" + ShellQuote(fx.bare() + "/later-index") + " ";
+  const std::string blob = Trimmed(Shell("echo later | " + git + " hash-object -w --stdin"));
+  Shell(index + git + " read-tree master && " + index + git +
+        " update-index --add --cacheinfo 100644," + blob + ",later.md");
+  const std::string tree = Trimmed(Shell(index + git + " write-tree"));
+  const std::string commit = Trimmed(Shell(git + " -c user.name=A -c user.email=a@example.org" +
+                                           " commit-tree " + tree + " -p master -m later"));
+  Shell(git + " update-ref refs/heads/master " + commit);
+  EXPECT_TRUE(eventually(true)) << "the about tab never showed up for the new tip";
+  Shell(git + " update-ref refs/heads/master " + old_tip);
+  EXPECT_TRUE(eventually(false)) << "the about tab stayed after the branch moved back";
+}
+
 // A filter that hangs is killed after its time, one that writes too much past its limit, one
 // that cannot start says why; the page says so under what the filter wrote.
 TEST_F(GitfragTree, AboutFilterIsBounded) {
