@@ -1346,9 +1346,68 @@ def cluster_report(run):
     return lines, None
 
 
+def pages_report(run):
+    """points.tsv rows 'KIND:TARGET'; kinds.tsv (KIND LINES WHAT); crawl.tsv (KIND TARGET REPEATS URLS
+    RENDERS-BEFORE RENDERS-AFTER)."""
+    kinds = [r for r in read_tsv(run.file("kinds.tsv"))]
+    crawl = {(r[0], r[1]): r for r in read_tsv(run.file("crawl.tsv"))}
+    targets = run.m("targets", []) or ["cgit", "shellac", "varnish"]
+    conns = run.m("conns", "?")
+    lines = head(run, "pages: every page kind a crawler walks, each URL once", [
+        "Issue 13. Per page kind, a list of unique URLs (bench/wrk/pages_urls.py; commit-based kinds each on commits",
+        "of their own, each commit through up to 3 repositories of the fork farm, drawn at random) walked by wrk",
+        "(bench/wrk/crawler.lua, -c %s, %s s a point, no warm-up), against cgit direct, shellac rendering (the" % (
+            conns, run.opt("duration") if run.opt("duration") != "5" else "3"),
+        "resident renderer with the corpus' cgitrc; its store empty at the start; pages it does not render go to",
+        "the same cgit) and Varnish -> cgit. Then the kinds mixed: the last quarter of every list, one URL of each",
+        "kind in turn (pages no kind's run asked for). Target (issue 13): each kind >= 20x cgit's pages/s."])
+    lines += ["- load: " + "; ".join("%s: %s URLs (`%s`)" % (r[0], r[1], r[2]) for r in kinds)]
+    lines += run_health(run)
+    lines += ["", "## Per page kind", "",
+              "| kind | shellac pages/s | p50 ms | p99 ms | cgit pages/s | p50 ms | p99 ms | varnish pages/s | p99 ms "
+              "| shellac / cgit | errors (shellac, cgit, varnish) | shellac renders (kind: count, mean ms) | repeats |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    met, missed = [], []
+    for kind in [r[0] for r in kinds] + ["mix"]:
+        p = {t: next((x for x in run.points if x["target"] == "%s:%s" % (kind, t)), None) for t in targets}
+        if not p.get("shellac"):
+            continue
+        s, c, v = p.get("shellac"), p.get("cgit"), p.get("varnish")
+        ratio = s["rps"] / c["rps"] if c and c["rps"] > 0 else 0
+        (met if ratio >= 20 else missed).append("%s %.1fx" % (kind, ratio))
+        r = crawl.get((kind, "shellac"))
+        renders = "-"
+        if r and len(r) >= 6:
+            b, a = parse_counts(r[4]), parse_counts(r[5])
+            parts = []
+            for k in sorted(a):
+                n = a[k][0] - b.get(k, (0, 0))[0]
+                if n > 0:
+                    parts.append("%s: %d, %.2f" % (k, n, (a[k][1] - b.get(k, (0, 0))[1]) / n * 1000))
+            renders = "; ".join(parts) or "none"
+        reps = ", ".join("%s %s" % (t, crawl[(kind, t)][2]) for t in targets
+                         if (kind, t) in crawl and crawl[(kind, t)][2] not in ("0", ""))
+        errs = ", ".join(str(p[t]["errors"]) if p.get(t) else "-" for t in ("shellac", "cgit", "varnish"))
+
+        def f(x, key):
+            return "-" if not x else ("%.0f" % x[key] if key == "rps" else ms(x[key]))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | **%.1fx** | %s | %s | %s |" % (
+            "**mix**" if kind == "mix" else kind, f(s, "rps"), f(s, "p50_us"), f(s, "p99_us"), f(c, "rps"),
+            f(c, "p50_us"), f(c, "p99_us"), f(v, "rps"), f(v, "p99_us"), ratio, errs, renders, reps or "0"))
+    lines += ["", "## Summary", ""]
+    lines.append("- at or above 20x cgit: %s" % (", ".join(met) or "none"))
+    lines.append("- **below 20x cgit**: %s" % (", ".join(missed) or "none"))
+    lines.append("- repeats: URLs a target asked for again after walking past the end of a list (a list shorter "
+                 "than the run: summary, about, atom, stats and clone have one URL per repository and branch)")
+    lines.append("- shellac renders: what its /metrics counted during the point (a commit page is a frame "
+                 "(commit) and, unless stored, a diff-fragment; a file view a tree frame and a blob part)")
+    lines += stderr_tail(run)
+    return lines, None
+
+
 REPORTS = {"cluster": cluster_report, "crawler": forge_report, "cold": forge_report, "hot": forge_report, "fork-spread": forge_report,
            "burst": burst_report, "passthrough": passthrough_report, "cached": cached_report, "esi": esi_report,
-           "tls": tls_report, "render": render_report, "flood": flood_report}
+           "tls": tls_report, "render": render_report, "flood": flood_report, "pages": pages_report}
 
 
 def make_report(raw, out_dir, with_plot=True):

@@ -2,7 +2,7 @@
 # bench/run.sh: shellac against its peers on a forge-shaped corpus, side by side, in one run.
 #
 # Usage: bench/run.sh SCENARIO [options]
-#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | all
+#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | all
 #              | corpus
 #
 # run.sh parses the options and runs bench/scenarios/SCENARIO.sh, which measures, checks, writes the
@@ -32,7 +32,9 @@
 # Varnish -> cgit, and the person alone (bench/wrk/flood.lua counts the crawler's statuses). cluster: HAProxy
 # (conf/haproxy.cfg.example) in front of 3 shellac nodes sharing fragments through 2 memcached, against
 # 3 independent nodes round-robin; a node killed mid-walk; a restart from the store snapshot
-# (bench/scenarios/cluster.sh; CLUSTER_COMMITS, CLUSTER_CONNS in the environment). all runs every scenario,
+# (bench/scenarios/cluster.sh; CLUSTER_COMMITS, CLUSTER_CONNS in the environment). pages: every page kind
+# a crawler walks, a list of unique URLs per kind (bench/wrk/pages_urls.py), cgit direct vs shellac
+# rendering vs Varnish -> cgit at one level (--sweep C, default 8; 3 s a point), then the kinds mixed. all runs every scenario,
 # one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png) and
 # bench/results/raw/SCENARIO/, bench/results/all.md for `all`.
 #
@@ -82,7 +84,7 @@ case $1 in -h | --help) usage 0 ;; esac
 SCENARIO=$1
 shift
 case $SCENARIO in
-  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | all | corpus) ;;
+  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | all | corpus) ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac
 

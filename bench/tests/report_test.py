@@ -111,6 +111,34 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 2000 | 560 (vs 1440 gzip) |", text)
         self.assertIn("**110.0 B beyond key, headers and body**", text)
 
+    def test_pages_per_kind(self):
+        raw = os.path.join(self.dir, "raw", "pages")
+        os.makedirs(raw)
+        meta = dict(META, scenario="pages", report="pages", conns="8", targets=["cgit", "shellac", "varnish"])
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        with open(os.path.join(raw, "kinds.tsv"), "w") as f:
+            f.write("tree-dir\t5000\t/R/tree/DIR?id=SHA\nsummary\t101\t/R/\n")
+        with open(os.path.join(raw, "crawl.tsv"), "w") as f:
+            f.write("tree-dir\tshellac\t0\t3000\ttree 0 0\ttree 3000 1.5\n"
+                    "summary\tshellac\t2000\t101\t\tsummary 2100 4.2\n")
+        with open(os.path.join(raw, "points.tsv"), "w") as f:
+            f.write("tree-dir:cgit\t8\t100.0\t70000\t0\t90000\t0\t300\t0\t-\t9000\t3.0\tother:0\n"
+                    "tree-dir:shellac\t8\t3000.0\t2000\t0\t5000\t0\t9000\t0\t-\t2000\t3.0\tother:0\n"
+                    "tree-dir:varnish\t8\t95.0\t75000\t0\t95000\t0\t285\t0\t-\t9000\t3.0\tother:0\n"
+                    "summary:cgit\t8\t50.0\t150000\t0\t200000\t0\t150\t0\t-\t9000\t3.0\tother:0\n"
+                    "summary:shellac\t8\t700.0\t10000\t0\t30000\t0\t2100\t3\tstatus 3\t2000\t3.0\tother:0\n")
+        md = report.make_report(raw, self.dir, with_plot=False)
+        with open(md) as f:
+            text = f.read()
+        # tree-dir: 3000 / 100 = 30x, 3000 renders in 1.5 s = 0.50 ms each; summary 700 / 50 = 14x
+        self.assertIn("| tree-dir | 3000 | 2.00 | 5.00 | 100 | 70.0 | 90.0 | 95 | 95.0 | **30.0x** | 0, 0, 0 "
+                      "| tree: 3000, 0.50 | 0 |", text)
+        self.assertIn("| summary | 700 | 10.0 | 30.0 | 50 | 150.0 | 200.0 | - | - | **14.0x** | 3, 0, - "
+                      "| summary: 2100, 2.00 | shellac 2000 |", text)
+        self.assertIn("- at or above 20x cgit: tree-dir 30.0x", text)
+        self.assertIn("- **below 20x cgit**: summary 14.0x", text)
+
     def test_finish_meta(self):
         raw = os.path.join(self.dir, "m")
         os.makedirs(raw)
