@@ -9,8 +9,10 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gitfrag/history.h"
@@ -134,24 +136,85 @@ bool PlanRange(git_repository* repo, std::string_view q, WalkPlan* plan, Page* e
 struct Counts {
   size_t files = 0, added = 0, removed = 0;
 };
-Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
+
+// Counts already made, shared by every render thread: a commit's counts depend only on the
+// commit (its first parent is part of it), the path and ignorews, so they hold in every
+// repository and fork, and a crawler's log pages (each row's commit counted again on every page
+// it appears on: 100 pages for one commit at max-commit-count=100) cost a diff per commit once.
+// Bounded: two generations of at most kGeneration entries (~100 bytes each); when the newer one
+// is full the older is dropped, so what was used lately stays.
+class CountsMemo {
+ public:
+  static std::string Key(const git_oid& commit, std::string_view path, bool ignorews, bool lines) {
+    std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
+    key += static_cast<char>((ignorews ? 1 : 0) | (lines ? 2 : 0));
+    key += path;
+    return key;
+  }
+  static std::optional<Counts> Find(const std::string& key) {
+    CountsMemo& m = Get();
+    const std::lock_guard<std::mutex> lock(m.mu_);
+    if (const auto it = m.newer_.find(key); it != m.newer_.end()) return it->second;
+    const auto it = m.older_.find(key);
+    if (it == m.older_.end()) return std::nullopt;
+    const Counts counts = it->second;
+    m.Insert(key, counts);  // used again: into the newer generation
+    return counts;
+  }
+  static void Add(const std::string& key, const Counts& counts) {
+    CountsMemo& m = Get();
+    const std::lock_guard<std::mutex> lock(m.mu_);
+    m.Insert(key, counts);
+  }
+
+ private:
+  static constexpr size_t kGeneration = 100000;
+  static CountsMemo& Get() {
+    static CountsMemo memo;
+    return memo;
+  }
+  void Insert(const std::string& key, const Counts& counts) {
+    if (newer_.size() >= kGeneration) {
+      older_ = std::move(newer_);
+      newer_ = {};
+    }
+    newer_.insert_or_assign(key, counts);
+  }
+  std::mutex mu_;
+  std::unordered_map<std::string, Counts> newer_, older_;
+};
+
+Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   Counts counts;
   std::string reason;
-  const DiffPtr diff = CommitDiff(ctx.lease.repo(), commit, nullptr, ctx.route.diff,
-                                  DiffEngine::kCgitPages, &reason, ctx.route.path);
-  if (!diff) return counts;
-  counts.files = git_diff_num_deltas(diff.get());
-  if (!lines) return counts;
-  for (size_t i = 0; i < counts.files; ++i) {
-    git_patch* raw = nullptr;
-    if (git_patch_from_diff(&raw, diff.get(), i) != 0 || raw == nullptr) continue;
-    const PatchPtr patch(raw);
+  if (!lines) {
+    const DiffPtr diff = CommitDiff(ctx.lease.repo(), commit, nullptr, ctx.route.diff,
+                                    DiffEngine::kCgitPages, &reason, ctx.route.path);
+    if (diff) counts.files = git_diff_num_deltas(diff.get());
+    return counts;
+  }
+  // The commit page's file list and patches (its own tree diff where that equals libgit2's).
+  CommitFiles changed;
+  if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
+                       &reason, FileDiffPath::kOwn, nullptr))
+    return counts;
+  counts.files = changed.files.size();
+  for (const FileDiff& f : changed.files) {
     size_t context = 0, added = 0, removed = 0;
-    if (git_patch_line_stats(&context, &added, &removed, patch.get()) == 0) {
+    if (f.patch && git_patch_line_stats(&context, &added, &removed, f.patch.get()) == 0) {
       counts.added += added;
       counts.removed += removed;
     }
   }
+  return counts;
+}
+
+Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
+  const std::string key =
+      CountsMemo::Key(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews, lines);
+  if (const std::optional<Counts> known = CountsMemo::Find(key)) return *known;
+  const Counts counts = CountChangesOf(ctx, commit, lines);
+  CountsMemo::Add(key, counts);
   return counts;
 }
 
