@@ -251,7 +251,11 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
   };
 
   index->by_commit_.reserve(refs.size() + 1);
+  index->refs_.reserve(refs.size());
   for (const auto& [name, raw] : refs) {
+    if (name.starts_with("refs/")) {
+      if (const RawRef* r = resolve(raw)) index->refs_.push_back({name, *r->oid, r->peel_known, r->peeled});
+    }
     if (name.starts_with("refs/heads/")) {
       if (const RawRef* r = resolve(raw)) {
         std::string short_name(name.substr(11));

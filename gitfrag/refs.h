@@ -50,6 +50,15 @@ class RefIndex {
   std::optional<git_oid> Branch(const std::string& short_name) const;
   size_t peel_calls() const { return peel_calls_; }  // objects read to build this index
 
+  // Every ref under refs/ in name order (git's), a symbolic one resolved to its target's id.
+  struct Ref {
+    std::string_view name;          // "refs/tags/v1.0", owned by the RefIndex
+    git_oid id;                     // the object the ref names
+    bool peel_known = false;        // packed-refs recorded whether it peels (its "peeled" traits)
+    std::optional<git_oid> peeled;  // with peel_known: the object a tag finally points at
+  };
+  const std::vector<Ref>& refs() const { return refs_; }
+
  private:
   struct OidHash {
     size_t operator()(const git_oid& id) const {
@@ -68,6 +77,7 @@ class RefIndex {
   std::unordered_map<git_oid, std::vector<Decoration>, OidHash, OidEqual> by_commit_;
   std::unordered_map<std::string, git_oid> branch_tips_;
   std::vector<std::string> branches_;
+  std::vector<Ref> refs_;
   std::string head_branch_;
   size_t peel_calls_ = 0;
 };

@@ -31,7 +31,6 @@ namespace shellac::gitfrag {
 
 namespace {
 
-using ReferenceIteratorPtr = base::Owned<git_reference_iterator_free>;
 using DirPtr = base::Owned<closedir>;
 
 // An open file descriptor, closed with its owner.
@@ -120,40 +119,38 @@ Page SendFile(const std::string& git_dir, const std::string& root, const std::st
 // a ref whose object cannot be read is left out).
 Page InfoRefs(const PageContext& ctx) {
   git_repository* repo = ctx.lease.repo();
-  git_reference_iterator* raw_iter = nullptr;
-  if (git_reference_iterator_new(&raw_iter, repo) != 0)
-    return ErrorPage(500, "cannot list the repository's refs");
-  const ReferenceIteratorPtr iter(raw_iter);
-  std::vector<std::string> names;
-  const char* name = nullptr;
-  while (git_reference_next_name(&name, iter.get()) == 0)
-    if (std::string_view(name).starts_with("refs/")) names.emplace_back(name);
-  std::sort(names.begin(), names.end());
   git_odb* raw_odb = nullptr;
   if (git_repository_odb(&raw_odb, repo) != 0) return ErrorPage(500, "cannot read the objects");
   const OdbPtr odb(raw_odb);
   Writer& out = ctx.out;
-  for (const std::string& ref : names) {
-    git_oid oid;
-    if (git_reference_name_to_id(&oid, repo, ref.c_str()) != 0) continue;
+  auto line = [&out](const git_oid& id, std::string_view name, std::string_view suffix) {
+    out.Raw(OidHex(id)).Raw("\t").Raw(name).Raw(suffix).Raw("\n");
+  };
+  // The ref index has every ref in name order, and packed-refs' peeled lines: a packed ref needs
+  // no object read beyond knowing it exists (cgit leaves out a ref whose object it cannot read).
+  for (const RefIndex::Ref& ref : ctx.lease.refs().refs()) {
+    if (ref.peel_known) {
+      if (!git_odb_exists(odb.get(), &ref.id)) continue;
+      line(ref.id, ref.name, "");
+      if (ref.peeled) line(*ref.peeled, ref.name, "^{}");
+      continue;
+    }
+    // A loose ref (or packed-refs without the traits): the object says whether it is a tag.
     size_t size = 0;
     git_object_t type = GIT_OBJECT_INVALID;
-    if (git_odb_read_header(&size, &type, odb.get(), &oid) != 0) continue;
-    if (type == GIT_OBJECT_TAG) {
-      git_object* raw_tag = nullptr;
-      if (git_object_lookup(&raw_tag, repo, &oid, GIT_OBJECT_TAG) != 0) continue;
-      const ObjectPtr tag(raw_tag);
-      git_object* raw_peeled = nullptr;
-      if (git_tag_peel(&raw_peeled, reinterpret_cast<git_tag*>(raw_tag)) != 0) continue;
-      const ObjectPtr peeled(raw_peeled);
-      out.Raw(OidHex(oid)).Raw("\t");
-      out.Raw(ref).Raw("\n");
-      out.Raw(OidHex(*git_object_id(peeled.get()))).Raw("\t");
-      out.Raw(ref).Raw("^{}\n");
-    } else {
-      out.Raw(OidHex(oid)).Raw("\t");
-      out.Raw(ref).Raw("\n");
+    if (git_odb_read_header(&size, &type, odb.get(), &ref.id) != 0) continue;
+    if (type != GIT_OBJECT_TAG) {
+      line(ref.id, ref.name, "");
+      continue;
     }
+    git_object* raw_tag = nullptr;
+    if (git_object_lookup(&raw_tag, repo, &ref.id, GIT_OBJECT_TAG) != 0) continue;
+    const ObjectPtr tag(raw_tag);
+    git_object* raw_peeled = nullptr;
+    if (git_tag_peel(&raw_peeled, reinterpret_cast<git_tag*>(raw_tag)) != 0) continue;
+    const ObjectPtr peeled(raw_peeled);
+    line(ref.id, ref.name, "");
+    line(*git_object_id(peeled.get()), ref.name, "^{}");
   }
   return FilePage("text/plain; charset=UTF-8", "info/refs");
 }
