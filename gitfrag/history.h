@@ -34,6 +34,10 @@ class DateWalk {
 
   // The next commit, or null at the end (or when the deadline passed: see stopped()).
   CommitPtr Next();
+  // The next commit's id (false at the end): a walk without a path reads no commit object for
+  // it once its parents and date are known (CommitLinks), so pages that skip commits (log?ofs=)
+  // pay only for those they show.
+  bool NextId(git_oid* out);
 
   // Stops the walk (Next() returns null, stopped() is true) once `deadline` has passed.
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
@@ -57,6 +61,16 @@ class DateWalk {
       return present == o.present && (!present || (mode == o.mode && git_oid_equal(&id, &o.id)));
     }
   };
+  struct Node {
+    int64_t date;  // committer date
+    git_oid id;
+  };
+  struct OidHash {
+    size_t operator()(const git_oid& id) const;
+  };
+  struct OidEqual {
+    bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
+  };
   void Add(const git_oid& oid);
   Entry PathEntry(git_commit* commit);
   // Adds the parents git follows for `commit`; true when git shows it (not TREESAME).
@@ -65,8 +79,8 @@ class DateWalk {
   git_repository* repo_;
   const Set* only_;
   std::string path_;
-  std::list<CommitPtr> frontier_;
-  Set seen_;
+  std::list<Node> frontier_;  // newest first; equal dates in the order they came
+  std::unordered_set<git_oid, OidHash, OidEqual> seen_;
   std::unordered_map<std::string, Entry> entries_;  // path entries by commit (Key())
   Clock::time_point deadline_ = Clock::time_point::max();
   bool stopped_ = false;

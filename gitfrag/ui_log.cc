@@ -366,8 +366,16 @@ Page RenderLog(const PageContext& ctx) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   unsigned index = 0, shown = 0;
   bool more = false;
-  while (CommitPtr commit = walk.Next()) {
-    if (!matches(commit.get())) continue;
+  git_oid id;
+  while (walk.NextId(&id)) {
+    // Without a search, a commit the page skips (ofs=) is never read: the walk knows its links.
+    CommitPtr commit;
+    if (filter != Filter::kNone || index >= route.ofs) {
+      git_commit* raw = nullptr;
+      if (git_commit_lookup(&raw, repo, &id) != 0) continue;
+      commit.reset(raw);
+      if (!matches(commit.get())) continue;
+    }
     if (index++ < route.ofs) continue;
     if (shown == per_page) {
       more = true;
