@@ -2,8 +2,11 @@
 // commits, clone URLs), refs (every branch and tag, or one of the two tables) and tag (one tag,
 // annotated or lightweight). They depend on the refs, so each is a frame rendered per request.
 #include <algorithm>
+#include <cstring>
 #include <ctime>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gitfrag/history.h"
@@ -17,45 +20,107 @@ namespace {
 // One branch or tag with what its row shows.
 struct RefRow {
   std::string name;  // short name ("master", "v1.0")
-  ObjectPtr object;  // what the ref names: a commit, or for a tag maybe a tag object
+  git_oid id{};      // what the ref names: a commit, or for a tag maybe a tag object
+  git_object_t type = GIT_OBJECT_INVALID;
   int64_t age = 0;   // cgit's sort key: committer date, or tagger date (0: none)
+  ObjectPtr object;  // read for the rows a page shows (Load)
 };
 
 git_object_t TypeOf(const ObjectPtr& object) { return git_object_type(object.get()); }
 git_commit* AsCommit(const ObjectPtr& object) { return reinterpret_cast<git_commit*>(object.get()); }
 git_tag* AsTag(const ObjectPtr& object) { return reinterpret_cast<git_tag*>(object.get()); }
 
-// Every ref under `prefix` ("refs/heads/", "refs/tags/") in name order (git's), with its object.
-std::vector<RefRow> ListRefs(git_repository* repo, std::string_view prefix) {
-  std::vector<RefRow> rows;
-  git_reference_iterator* raw_iter = nullptr;
-  if (git_reference_iterator_new(&raw_iter, repo) != 0) return rows;
-  const base::Owned<git_reference_iterator_free> iter(raw_iter);
-  git_reference* raw_ref = nullptr;
-  while (git_reference_next(&raw_ref, iter.get()) == 0) {
-    ReferencePtr ref(raw_ref);
-    const std::string_view name = git_reference_name(ref.get());
-    if (!name.starts_with(prefix)) continue;
-    if (git_reference_type(ref.get()) == GIT_REFERENCE_SYMBOLIC) {
-      git_reference* resolved = nullptr;
-      if (git_reference_resolve(&resolved, ref.get()) != 0) continue;
-      ref.reset(resolved);
+// An object's type and cgit's age for it, which its id fixes: shared by the render threads, so a
+// summary (the newest few of a thousand tags) reads only the objects it shows once any repository
+// or fork with the same tags was listed. Bounded: two generations of kGeneration objects.
+class RefAges {
+ public:
+  struct Age {
+    git_object_t type = GIT_OBJECT_INVALID;
+    int64_t age = 0;
+  };
+  // False when `repo` has no such object.
+  static bool Get(git_repository* repo, const git_oid& id, Age* out) {
+    RefAges& m = Instance();
+    {
+      const std::lock_guard<std::mutex> lock(m.mu_);
+      if (m.Find(id, out)) return true;
     }
-    git_object* object = nullptr;
-    if (git_object_lookup(&object, repo, git_reference_target(ref.get()), GIT_OBJECT_ANY) != 0)
-      continue;
-    RefRow row{std::string(name.substr(prefix.size())), ObjectPtr(object), 0};
-    if (TypeOf(row.object) == GIT_OBJECT_COMMIT) {
-      row.age = git_commit_time(AsCommit(row.object));
-    } else if (TypeOf(row.object) == GIT_OBJECT_TAG) {
-      const git_signature* tagger = git_tag_tagger(AsTag(row.object));
-      row.age = tagger != nullptr ? tagger->when.time : 0;
+    git_object* raw = nullptr;
+    if (git_object_lookup(&raw, repo, &id, GIT_OBJECT_ANY) != 0) return false;
+    const ObjectPtr object(raw);
+    out->type = git_object_type(raw);
+    out->age = 0;
+    if (out->type == GIT_OBJECT_COMMIT) {
+      out->age = git_commit_time(reinterpret_cast<git_commit*>(raw));
+    } else if (out->type == GIT_OBJECT_TAG) {
+      const git_signature* tagger = git_tag_tagger(reinterpret_cast<git_tag*>(raw));
+      out->age = tagger != nullptr ? tagger->when.time : 0;
     }
-    rows.push_back(std::move(row));
+    const std::lock_guard<std::mutex> lock(m.mu_);
+    m.Insert(id, *out);
+    return true;
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const RefRow& a, const RefRow& b) { return a.name < b.name; });
+
+ private:
+  static constexpr size_t kGeneration = 100000;
+  struct Hash {
+    size_t operator()(const git_oid& id) const {
+      size_t h;  // object ids are a hash already
+      std::memcpy(&h, id.id, sizeof h);
+      return h;
+    }
+  };
+  struct Equal {
+    bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
+  };
+  using Map = std::unordered_map<git_oid, Age, Hash, Equal>;
+  static RefAges& Instance() {
+    static RefAges ages;
+    return ages;
+  }
+  bool Find(const git_oid& id, Age* out) {
+    if (const auto it = newer_.find(id); it != newer_.end()) {
+      *out = it->second;
+      return true;
+    }
+    const auto it = older_.find(id);
+    if (it == older_.end()) return false;
+    *out = it->second;
+    Insert(id, *out);
+    return true;
+  }
+  void Insert(const git_oid& id, const Age& age) {
+    if (newer_.size() >= kGeneration) {
+      older_ = std::move(newer_);
+      newer_ = Map();
+    }
+    newer_.insert_or_assign(id, age);
+  }
+  std::mutex mu_;
+  Map newer_, older_;
+};
+
+// Every ref under `prefix` ("refs/heads/", "refs/tags/") in name order (git's), from the ref
+// index, with its object's type and age; refs whose object the repository lacks are left out.
+std::vector<RefRow> ListRefs(const PageContext& ctx, std::string_view prefix) {
+  std::vector<RefRow> rows;
+  for (const RefIndex::Ref& ref : ctx.lease.refs().refs()) {
+    if (!ref.name.starts_with(prefix)) continue;
+    RefAges::Age age;
+    if (!RefAges::Get(ctx.lease.repo(), ref.id, &age)) continue;
+    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age.type, age.age, {}});
+  }
   return rows;
+}
+
+// Reads a row's object (false when it cannot be read).
+bool Load(const PageContext& ctx, RefRow& row) {
+  if (row.object) return true;
+  git_object* raw = nullptr;
+  if (git_object_lookup(&raw, ctx.lease.repo(), &row.id, GIT_OBJECT_ANY) != 0) return false;
+  row.object.reset(raw);
+  return true;
 }
 
 // cgit's age order: newest first, undated last; equal ages keep name order (glibc's qsort is a
@@ -94,7 +159,7 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
   out.Raw(
       "<tr class='nohover'><th class='left'>Branch</th><th class='left'>Commit message</th>"
       "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
-  std::vector<RefRow> rows = ListRefs(ctx.lease.repo(), "refs/heads/");
+  std::vector<RefRow> rows = ListRefs(ctx, "refs/heads/");
   const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
   if (count < rows.size()) {
     // The newest `max` branches, shown in name order.
@@ -104,8 +169,8 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
   }
   const std::string& default_branch = ctx.lease.refs().head_branch();
   for (size_t i = 0; i < count; ++i) {
-    const RefRow& row = rows[i];
-    if (TypeOf(row.object) != GIT_OBJECT_COMMIT) continue;  // cgit skips such a branch
+    RefRow& row = rows[i];
+    if (row.type != GIT_OBJECT_COMMIT || !Load(ctx, row)) continue;  // cgit skips such a branch
     git_commit* commit = AsCommit(row.object);
     const std::string_view h =
         row.name == default_branch ? std::string_view() : std::string_view(row.name);
@@ -133,7 +198,7 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
 
 void WriteTagTable(const PageContext& ctx, unsigned max, int64_t now) {
   Writer& out = ctx.out;
-  std::vector<RefRow> rows = ListRefs(ctx.lease.repo(), "refs/tags/");
+  std::vector<RefRow> rows = ListRefs(ctx, "refs/tags/");
   if (rows.empty()) return;
   SortByAge(&rows);
   const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
@@ -141,7 +206,8 @@ void WriteTagTable(const PageContext& ctx, unsigned max, int64_t now) {
       "<tr class='nohover'><th class='left'>Tag</th><th class='left'>Download</th>"
       "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
   for (size_t i = 0; i < count; ++i) {
-    const RefRow& row = rows[i];
+    RefRow& row = rows[i];
+    if (!Load(ctx, row)) continue;
     out.Raw("<tr><td><a href='");
     RepoUrl(ctx, "tag", "", {{"h", row.name}});
     out.Raw("'>").Text(row.name).Raw("</a></td><td>");
