@@ -1,7 +1,9 @@
 #include "gitfrag/history.h"
 
-#include <cstring>
-#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
 
@@ -20,79 +22,28 @@ namespace {
 
 // A commit's date and parents, which its id fixes: shared by every walk, repository and fork, so
 // a walk over history another walk (or another fork's) already read reads no commit objects.
-// Bounded: two generations of at most kGeneration commits (~100 bytes each); when the newer one
-// is full the older is dropped, so the history walked lately stays.
-class CommitLinks {
- public:
-  struct Links {
-    int64_t date = 0;
-    std::vector<git_oid> parents;
-  };
-  // The links of `id` (read from `repo` when not known yet); false when it is no commit there.
-  static bool Get(git_repository* repo, const git_oid& id, Links* out) {
-    CommitLinks& m = Instance();
-    {
-      const std::lock_guard<std::mutex> lock(m.mu_);
-      if (m.Find(id, out)) return true;
-    }
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo, &id) != 0) return false;
-    const CommitPtr commit(raw);
-    out->date = git_commit_time(raw);
-    out->parents.clear();
-    const unsigned n = git_commit_parentcount(raw);
-    for (unsigned i = 0; i < n; ++i) out->parents.push_back(*git_commit_parent_id(raw, i));
-    const std::lock_guard<std::mutex> lock(m.mu_);
-    m.Insert(id, *out);
-    return true;
-  }
-
- private:
-  static constexpr size_t kGeneration = 200000;
-  struct Hash {
-    size_t operator()(const git_oid& id) const {
-      size_t h;  // object ids are a hash already
-      std::memcpy(&h, id.id, sizeof h);
-      return h;
-    }
-  };
-  struct Equal {
-    bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
-  };
-  using Map = std::unordered_map<git_oid, Links, Hash, Equal>;
-  static CommitLinks& Instance() {
-    static CommitLinks links;
-    return links;
-  }
-  bool Find(const git_oid& id, Links* out) {
-    if (const auto it = newer_.find(id); it != newer_.end()) {
-      *out = it->second;
-      return true;
-    }
-    const auto it = older_.find(id);
-    if (it == older_.end()) return false;
-    *out = it->second;
-    Insert(id, *out);  // used again: into the newer generation
-    return true;
-  }
-  void Insert(const git_oid& id, const Links& links) {
-    if (newer_.size() >= kGeneration) {
-      older_ = std::move(newer_);
-      newer_ = Map();
-    }
-    newer_.insert_or_assign(id, links);
-  }
-  std::mutex mu_;
-  Map newer_, older_;
+struct Links {
+  int64_t date = 0;
+  std::vector<git_oid> parents;
 };
+constexpr size_t kLinksGeneration = 200000;  // commits (~100 bytes each) per generation
+
+// The links of `id`, read from `repo` when not known yet; nullopt when it is no commit there.
+std::optional<Links> CommitLinks(git_repository* repo, const git_oid& id) {
+  static SharedMemo<git_oid, Links, OidHash, OidEqual> memo(kLinksGeneration);
+  if (std::optional<Links> known = memo.Find(id)) return known;
+  git_commit* raw = nullptr;
+  if (git_commit_lookup(&raw, repo, &id) != 0) return std::nullopt;
+  const CommitPtr commit(raw);
+  Links links;
+  links.date = git_commit_time(raw);
+  const unsigned n = git_commit_parentcount(raw);
+  for (unsigned i = 0; i < n; ++i) links.parents.push_back(*git_commit_parent_id(raw, i));
+  memo.Add(id, links);
+  return links;
+}
 
 }  // namespace
-
-size_t DateWalk::OidHash::operator()(const git_oid& id) const {
-  size_t h;
-  std::memcpy(&h, id.id, sizeof h);
-  return h;
-}
 
 bool DateWalk::NextId(git_oid* out) {
   while (!frontier_.empty()) {
@@ -106,9 +57,9 @@ bool DateWalk::NextId(git_oid* out) {
     ++visited_;
     if (node.date < since_) continue;  // a start older than since
     if (path_.empty()) {
-      CommitLinks::Links links;
-      if (!CommitLinks::Get(repo_, node.id, &links)) continue;
-      for (const git_oid& parent : links.parents) Add(parent);
+      const std::optional<Links> links = CommitLinks(repo_, node.id);
+      if (!links) continue;
+      for (const git_oid& parent : links->parents) Add(parent);
       *out = node.id;
       return true;
     }
@@ -171,12 +122,11 @@ DateWalk::Entry DateWalk::PathEntry(git_commit* commit) {
 void DateWalk::Add(const git_oid& oid) {
   if (only_ != nullptr && !only_->count(Key(oid))) return;
   if (!seen_.insert(oid).second) return;
-  CommitLinks::Links links;
-  if (!CommitLinks::Get(repo_, oid, &links)) return;
-  if (links.date < since_) return;
+  const std::optional<Links> links = CommitLinks(repo_, oid);
+  if (!links || links->date < since_) return;
   auto it = frontier_.begin();
-  while (it != frontier_.end() && it->date >= links.date) ++it;
-  frontier_.insert(it, Node{links.date, oid});
+  while (it != frontier_.end() && it->date >= links->date) ++it;
+  frontier_.insert(it, Node{links->date, oid});
 }
 
 }  // namespace shellac::gitfrag

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gitfrag/git.h"
+#include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
 
@@ -64,12 +65,6 @@ class DateWalk {
   struct Node {
     int64_t date;  // committer date
     git_oid id;
-  };
-  struct OidHash {
-    size_t operator()(const git_oid& id) const;
-  };
-  struct OidEqual {
-    bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
   };
   void Add(const git_oid& oid);
   Entry PathEntry(git_commit* commit);

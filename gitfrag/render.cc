@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
-#include <unordered_map>
 
 #include "base/text.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/tree_diff.h"
 
 namespace shellac::gitfrag {
@@ -213,35 +213,19 @@ bool CommitHasBlob(git_object* object, const std::string& path) {
   return git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB;
 }
 
-// CommitHasBlob's answers for branch tips, per render thread. A commit id fixes its tree, so an
-// answer holds in every repository (every fork) and needs no invalidation: a branch that moves
-// asks for its new tip. Bounded: forgotten all at once past kMaxEntries.
-class ReadmeMemo {
- public:
-  static std::optional<bool> Find(const git_oid& commit, const std::string& path) {
-    const auto& memo = Map();
-    const auto it = memo.find(Key(commit, path));
-    if (it == memo.end()) return std::nullopt;
-    return it->second;
-  }
-  static void Add(const git_oid& commit, const std::string& path, bool found) {
-    auto& memo = Map();
-    if (memo.size() >= kMaxEntries) memo.clear();
-    memo.emplace(Key(commit, path), found);
-  }
+// CommitHasBlob's answers for branch tips: a commit id fixes its tree, so an answer holds in
+// every repository (every fork) and needs no invalidation (a branch that moves asks for its new
+// tip). Keyed by the tip's raw id and the path.
+constexpr size_t kReadmeGeneration = 4096;
 
- private:
-  static constexpr size_t kMaxEntries = 4096;
-  static std::string Key(const git_oid& commit, const std::string& path) {
-    std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
-    key += path;
-    return key;
-  }
-  static std::unordered_map<std::string, bool>& Map() {
-    thread_local std::unordered_map<std::string, bool> memo;
-    return memo;
-  }
-};
+SharedMemo<std::string, bool>& ReadmeMemo() {
+  static SharedMemo<std::string, bool> memo(kReadmeGeneration);
+  return memo;
+}
+
+std::string ReadmeKey(const git_oid& commit, const std::string& path) {
+  return std::string(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ) + path;
+}
 
 }  // namespace
 
@@ -273,7 +257,7 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
     // is remembered (below).
     const std::optional<git_oid> tip = ctx.lease.refs().Branch(readme.ref);
     if (tip) {
-      if (const std::optional<bool> known = ReadmeMemo::Find(*tip, readme.file)) {
+      if (const std::optional<bool> known = ReadmeMemo().Find(ReadmeKey(*tip, readme.file))) {
         if (*known) return readme;
         continue;
       }
@@ -284,7 +268,7 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
       continue;
     const ObjectPtr object(raw);
     const bool found = CommitHasBlob(raw, readme.file);
-    if (tip) ReadmeMemo::Add(*tip, readme.file, found);
+    if (tip) ReadmeMemo().Add(ReadmeKey(*tip, readme.file), found);
     if (found) return readme;
   }
   return std::nullopt;

@@ -9,13 +9,12 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "gitfrag/history.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -137,52 +136,17 @@ struct Counts {
   size_t files = 0, added = 0, removed = 0;
 };
 
-// Counts already made, shared by every render thread: a commit's counts depend only on the
-// commit (its first parent is part of it), the path and ignorews, so they hold in every
-// repository and fork, and a crawler's log pages (each row's commit counted again on every page
-// it appears on: 100 pages for one commit at max-commit-count=100) cost a diff per commit once.
-// Bounded: two generations of at most kGeneration entries (~100 bytes each); when the newer one
-// is full the older is dropped, so what was used lately stays.
-class CountsMemo {
- public:
-  static std::string Key(const git_oid& commit, std::string_view path, bool ignorews, bool lines) {
-    std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
-    key += static_cast<char>((ignorews ? 1 : 0) | (lines ? 2 : 0));
-    key += path;
-    return key;
-  }
-  static std::optional<Counts> Find(const std::string& key) {
-    CountsMemo& m = Get();
-    const std::lock_guard<std::mutex> lock(m.mu_);
-    if (const auto it = m.newer_.find(key); it != m.newer_.end()) return it->second;
-    const auto it = m.older_.find(key);
-    if (it == m.older_.end()) return std::nullopt;
-    const Counts counts = it->second;
-    m.Insert(key, counts);  // used again: into the newer generation
-    return counts;
-  }
-  static void Add(const std::string& key, const Counts& counts) {
-    CountsMemo& m = Get();
-    const std::lock_guard<std::mutex> lock(m.mu_);
-    m.Insert(key, counts);
-  }
+// A commit's counts depend only on the commit (its first parent is part of it), the path and
+// ignorews: kept in a SharedMemo, so a crawler's log pages (each commit on up to
+// max-commit-count of them, in every fork) cost one diff per commit.
+constexpr size_t kCountsGeneration = 100000;  // entries (~100 bytes each) per generation
 
- private:
-  static constexpr size_t kGeneration = 100000;
-  static CountsMemo& Get() {
-    static CountsMemo memo;
-    return memo;
-  }
-  void Insert(const std::string& key, const Counts& counts) {
-    if (newer_.size() >= kGeneration) {
-      older_ = std::move(newer_);
-      newer_ = {};
-    }
-    newer_.insert_or_assign(key, counts);
-  }
-  std::mutex mu_;
-  std::unordered_map<std::string, Counts> newer_, older_;
-};
+std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorews, bool lines) {
+  std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
+  key += static_cast<char>((ignorews ? 1 : 0) | (lines ? 2 : 0));
+  key += path;
+  return key;
+}
 
 Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   Counts counts;
@@ -210,11 +174,12 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
 }
 
 Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
+  static SharedMemo<std::string, Counts> memo(kCountsGeneration);
   const std::string key =
-      CountsMemo::Key(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews, lines);
-  if (const std::optional<Counts> known = CountsMemo::Find(key)) return *known;
+      CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews, lines);
+  if (const std::optional<Counts> known = memo.Find(key)) return *known;
   const Counts counts = CountChangesOf(ctx, commit, lines);
-  CountsMemo::Add(key, counts);
+  memo.Add(key, counts);
   return counts;
 }
 

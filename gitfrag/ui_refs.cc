@@ -2,14 +2,13 @@
 // commits, clone URLs), refs (every branch and tag, or one of the two tables) and tag (one tag,
 // annotated or lightweight). They depend on the refs, so each is a frame rendered per request.
 #include <algorithm>
-#include <cstring>
 #include <ctime>
-#include <mutex>
+#include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "gitfrag/history.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -30,76 +29,33 @@ git_object_t TypeOf(const ObjectPtr& object) { return git_object_type(object.get
 git_commit* AsCommit(const ObjectPtr& object) { return reinterpret_cast<git_commit*>(object.get()); }
 git_tag* AsTag(const ObjectPtr& object) { return reinterpret_cast<git_tag*>(object.get()); }
 
-// An object's type and cgit's age for it, which its id fixes: shared by the render threads, so a
-// summary (the newest few of a thousand tags) reads only the objects it shows once any repository
-// or fork with the same tags was listed. Bounded: two generations of kGeneration objects.
-class RefAges {
- public:
-  struct Age {
-    git_object_t type = GIT_OBJECT_INVALID;
-    int64_t age = 0;
-  };
-  // False when `repo` has no such object.
-  static bool Get(git_repository* repo, const git_oid& id, Age* out) {
-    RefAges& m = Instance();
-    {
-      const std::lock_guard<std::mutex> lock(m.mu_);
-      if (m.Find(id, out)) return true;
-    }
-    git_object* raw = nullptr;
-    if (git_object_lookup(&raw, repo, &id, GIT_OBJECT_ANY) != 0) return false;
-    const ObjectPtr object(raw);
-    out->type = git_object_type(raw);
-    out->age = 0;
-    if (out->type == GIT_OBJECT_COMMIT) {
-      out->age = git_commit_time(reinterpret_cast<git_commit*>(raw));
-    } else if (out->type == GIT_OBJECT_TAG) {
-      const git_signature* tagger = git_tag_tagger(reinterpret_cast<git_tag*>(raw));
-      out->age = tagger != nullptr ? tagger->when.time : 0;
-    }
-    const std::lock_guard<std::mutex> lock(m.mu_);
-    m.Insert(id, *out);
-    return true;
-  }
-
- private:
-  static constexpr size_t kGeneration = 100000;
-  struct Hash {
-    size_t operator()(const git_oid& id) const {
-      size_t h;  // object ids are a hash already
-      std::memcpy(&h, id.id, sizeof h);
-      return h;
-    }
-  };
-  struct Equal {
-    bool operator()(const git_oid& a, const git_oid& b) const { return git_oid_equal(&a, &b); }
-  };
-  using Map = std::unordered_map<git_oid, Age, Hash, Equal>;
-  static RefAges& Instance() {
-    static RefAges ages;
-    return ages;
-  }
-  bool Find(const git_oid& id, Age* out) {
-    if (const auto it = newer_.find(id); it != newer_.end()) {
-      *out = it->second;
-      return true;
-    }
-    const auto it = older_.find(id);
-    if (it == older_.end()) return false;
-    *out = it->second;
-    Insert(id, *out);
-    return true;
-  }
-  void Insert(const git_oid& id, const Age& age) {
-    if (newer_.size() >= kGeneration) {
-      older_ = std::move(newer_);
-      newer_ = Map();
-    }
-    newer_.insert_or_assign(id, age);
-  }
-  std::mutex mu_;
-  Map newer_, older_;
+// An object's type and cgit's age for it, which its id fixes: kept in a SharedMemo, so a summary
+// (the newest few of a thousand tags) reads only the objects it shows once any repository or fork
+// with the same tags was listed.
+struct Age {
+  git_object_t type = GIT_OBJECT_INVALID;
+  int64_t age = 0;
 };
+constexpr size_t kAgesGeneration = 100000;  // objects per generation
+
+// nullopt when `repo` has no such object.
+std::optional<Age> ObjectAge(git_repository* repo, const git_oid& id) {
+  static SharedMemo<git_oid, Age, OidHash, OidEqual> memo(kAgesGeneration);
+  if (std::optional<Age> known = memo.Find(id)) return known;
+  git_object* raw = nullptr;
+  if (git_object_lookup(&raw, repo, &id, GIT_OBJECT_ANY) != 0) return std::nullopt;
+  const ObjectPtr object(raw);
+  Age age;
+  age.type = git_object_type(raw);
+  if (age.type == GIT_OBJECT_COMMIT) {
+    age.age = git_commit_time(reinterpret_cast<git_commit*>(raw));
+  } else if (age.type == GIT_OBJECT_TAG) {
+    const git_signature* tagger = git_tag_tagger(reinterpret_cast<git_tag*>(raw));
+    age.age = tagger != nullptr ? tagger->when.time : 0;
+  }
+  memo.Add(id, age);
+  return age;
+}
 
 // Every ref under `prefix` ("refs/heads/", "refs/tags/") in name order (git's), from the ref
 // index, with its object's type and age; refs whose object the repository lacks are left out.
@@ -107,9 +63,9 @@ std::vector<RefRow> ListRefs(const PageContext& ctx, std::string_view prefix) {
   std::vector<RefRow> rows;
   for (const RefIndex::Ref& ref : ctx.lease.refs().refs()) {
     if (!ref.name.starts_with(prefix)) continue;
-    RefAges::Age age;
-    if (!RefAges::Get(ctx.lease.repo(), ref.id, &age)) continue;
-    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age.type, age.age, {}});
+    const std::optional<Age> age = ObjectAge(ctx.lease.repo(), ref.id);
+    if (!age) continue;
+    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age->type, age->age, {}});
   }
   return rows;
 }

@@ -23,6 +23,7 @@
 #include "gitfrag/gitfrag.h"
 #include "gitfrag/git.h"
 #include "gitfrag/history.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/refs.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
@@ -1680,6 +1681,23 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
   // A Lua filter runs inside cgit: such about pages stay with the upstream.
   c.repositories[0].about_filter = "lua:/usr/lib/cgit/filters/x.lua";
   EXPECT_FALSE(Site(c).Match("/fix/about/", ""));
+}
+
+// A SharedMemo keeps two generations: what is found in the older one moves to the newer one, and
+// the older one is dropped when the newer one fills up, so the entries used lately stay.
+TEST(SharedMemo, KeepsWhatWasUsedLately) {
+  SharedMemo<int, int> memo(2);
+  memo.Add(1, 10);
+  memo.Add(2, 20);
+  memo.Add(3, 30);  // the newer generation was full: {1, 2} is the older one now
+  EXPECT_EQ(memo.Find(1), 10);  // moved into the newer generation {3, 1}
+  memo.Add(4, 40);              // {3, 1} becomes the older one; 2 is gone
+  EXPECT_EQ(memo.Find(2), std::nullopt);
+  EXPECT_EQ(memo.Find(1), 10);
+  EXPECT_EQ(memo.Find(3), 30);
+  EXPECT_EQ(memo.Find(4), 40);
+  memo.Add(4, 41);  // a value again: replaced
+  EXPECT_EQ(memo.Find(4), 41);
 }
 
 // The about tab follows its branch: once the branch moves to a commit that has the readme, the
