@@ -7,8 +7,10 @@
 #   peer_cgit_start CGITRC             cgit 1.2.3 (/usr/lib/cgit/cgit.cgi) as CGI under lighttpd, with
 #                                      CGIT_CONFIG=CGITRC (its cache-size=0 and virtual-root=/ apply)
 #                                      -> CGIT_PORT CGIT_PID CGIT_DIR CGIT_ACCESS_LOG
-#   peer_varnish_start BACKEND_PORT    Varnish 7 (malloc,256m; ESI for Surrogate-Control content=
+#   peer_varnish_start BACKEND_PORT [NAME]  Varnish 7 (malloc,256m; ESI for Surrogate-Control content=
 #                                      "ESI/1.0"; gzip for text/*) -> VARNISH_PORT VARNISH_PID VARNISH_DIR
+#                                      (NAME: its dir under $BENCH_TMP and its name, default varnish;
+#                                      another NAME starts one more instance)
 #   peer_nginx_static_start DOCROOT [gzip_static|-] [SERVER-LINES]  nginx (nginx-light) serving
 #                                      DOCROOT as static files (with gzip_static: FILE.gz to clients
 #                                      that accept gzip; SERVER-LINES: more nginx lines for the server
@@ -141,9 +143,9 @@ peer_origin_idle() {  # SECONDS  until lighttpd has no CGI child running
 # ---------------------------------------------------------------------------------------------
 # Varnish in front of an origin
 
-peer_varnish_start() {  # BACKEND_PORT
-  local backend=$1 d
-  d=$(peer_dir varnish)
+peer_varnish_start() {  # BACKEND_PORT [NAME]
+  local backend=$1 name=${2:-varnish} d
+  d=$(peer_dir "$name")
   VARNISH_DIR=$d
   VARNISH_PORT=$(bench_free_port)
   cat >"$d/bench.vcl" <<VCL
@@ -169,7 +171,7 @@ sub vcl_backend_response {
 VCL
   mkdir -p "$d/work"
   chmod 755 "$d/work"
-  bench_start varnishd "$d/stderr.log" varnishd -F -n "$d/work" -a "127.0.0.1:$VARNISH_PORT" \
+  bench_start "${name/varnish/varnishd}" "$d/stderr.log" varnishd -F -n "$d/work" -a "127.0.0.1:$VARNISH_PORT" \
     -T none -f "$d/bench.vcl" -s malloc,256m -p thread_pool_min=100 -p listen_depth=4096
   VARNISH_PID=$BENCH_LAST_PID
   bench_wait_listen "$VARNISH_PORT" 30 "$VARNISH_PID" || peer_fail varnishd "$d/stderr.log"

@@ -1299,18 +1299,31 @@ def all_report(run, out_dir):
     return lines, None
 
 
+def cluster_kv(text):
+    """"a=1 b=2" -> {"a": 1.0, "b": 2.0}"""
+    out = {}
+    for kv in text.split():
+        if "=" in kv:
+            k, v = kv.split("=", 1)
+            out[k] = num(v)
+    return out
+
+
 def cluster_report(run):
     rows = {r[0]: r for r in read_tsv(run.file("cluster.tsv"))}
     # phase requests errors statuses duration_us p50_us p99_us unique renders note
+    cm = run.m("cluster", {})
     lines = head(run, "cluster: HAProxy in front of 3 shellac nodes sharing fragments through memcached", [
         "Issue 17, on loopback. cluster: conf/haproxy.cfg.example (consistent hashing on id=, else the path;",
         "/health checks; retries with redispatch) in front of 3 shellac nodes with l2= on 2 memcached servers and",
         "store-snapshot=. independent: the same 3 nodes with no shared tier behind HAProxy round-robin (what a",
-        "cache per node without routing gives). A crawler (bench/wrk/cluster_crawl.py, %s keep-alive connections) walks"
-        % run.m("cluster", {}).get("conns", "?"),
-        "%s unique commits once, each commit page asked in 3 repositories of the fork farm (base and two forks) in"
-        % run.m("cluster", {}).get("unique", "?"),
-        "shuffled order; renders = diff fragments rendered by the nodes (shellac_renders_total{kind=diff-fragment})."])
+        "cache per node without routing gives). varnish: 3 Varnish 7.1 nodes behind HAProxy round-robin, each in",
+        "front of cgit (one lighttpd + Debian's cgit 1.2.3, the corpus' cgitrc). A crawler",
+        "(bench/wrk/cluster_crawl.py, %s keep-alive connections) walks %s unique commits once, each commit page asked"
+        % (cm.get("conns", "?"), cm.get("unique", "?")),
+        "in 3 repositories of the fork farm (base and two forks) in shuffled order; renders = diff fragments",
+        "rendered by the nodes (shellac_renders_total{kind=diff-fragment}); for Varnish the commit pages cgit",
+        "served (lighttpd's access log), each of which renders the commit's diff."])
     lines += ["", "## Summary", ""]
 
     def rate(r):
@@ -1318,30 +1331,77 @@ def cluster_report(run):
 
     def per(r):
         return num(r[8]) / num(r[7]) if num(r[7]) else 0
-    c, ind, k, rs = rows.get("cluster"), rows.get("independent"), rows.get("kill"), rows.get("restart")
-    if c and ind:
-        lines.append("- renders per unique fragment: cluster **%.2f** (target 1.00) vs independent nodes round-robin "
-                     "**%.2f** (3.00 at worst)" % (per(c), per(ind)))
-        lines.append("- pages/s: cluster %.0f, independent %.0f (%.2fx); p99 %s ms vs %s ms" % (
-            rate(c), rate(ind), rate(c) / rate(ind) if rate(ind) else 0, ms(c[6]), ms(ind[6])))
+    c, ind, k, rs, v = (rows.get(n) for n in ("cluster", "independent", "kill", "restart", "varnish"))
+    if c:
+        line = "- renders per unique fragment: cluster **%.2f** (target 1.00)" % per(c)
+        if ind:
+            line += " vs independent shellac nodes round-robin **%.2f**" % per(ind)
+        if v:
+            line += " vs Varnish nodes round-robin **%.2f** (%s commit pages rendered by cgit for %s unique pages)" % (
+                per(v), v[8], cm.get("unique_pages", v[1]))
+        lines.append(line + "; 3.00 = once per view (3 repositories a commit)")
+        peers = [(n, r) for n, r in (("independent", ind), ("Varnish", v)) if r]
+        if peers:
+            lines.append("- pages/s: cluster %.0f, %s; p50/p99 cluster %s/%s ms, %s" % (
+                rate(c), ", ".join("%s %.0f (cluster %.2fx)" % (n, rate(r), rate(c) / rate(r) if rate(r) else 0)
+                                   for n, r in peers),
+                ms(c[5]), ms(c[6]), ", ".join("%s %s/%s ms" % (n, ms(r[5]), ms(r[6])) for n, r in peers)))
     if k:
         lines.append("- a node killed mid-walk: **%s failed requests** of %s at the client (target 0); the survivors "
-                     "rendered %s fragments for %s unique commits (%.2f per fragment)" % (k[2], k[1], k[8], k[7], per(k)))
+                     "rendered %s fragments for %s unique commits during the whole walk (%.2f per fragment)"
+                     % (k[2], k[1], k[8], k[7], per(k)))
+    kc = cluster_kv(cm.get("kill_check", ""))
+    if kc:
+        lines.append("- after the kill (exact, from the nodes' l2-trace= files): the survivors looked up %d fragments in "
+                     "memcached: %d hits (%d of them written by the killed node), %d renders: **%d of fragments "
+                     "memcached already held** (target 0), %d written by another node while the lookup was under way, "
+                     "%d never written before (%d of them started by the killed node, which died before writing them)"
+                     % (kc.get("lookups", 0), kc.get("hits", 0), kc.get("hits_of_killed", 0), kc.get("renders", 0),
+                        kc.get("already", 0), kc.get("racing", 0), kc.get("never", 0), kc.get("never_lost", 0)))
     if rs:
         lines.append("- restart from the snapshot: %s; %s fragments rendered for its first %s pages" % (
             rs[9].split(": ", 1)[-1], rs[8], rs[1]))
     lines += ["", "## Per phase", "",
               "| phase | requests | errors | statuses | seconds | pages/s | p50 ms | p99 ms | unique fragments | renders "
               "| per fragment | note |", "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for name in ("cluster", "kill", "restart", "independent"):
+    for name in ("cluster", "kill", "restart", "independent", "varnish"):
         r = rows.get(name)
         if r:
             lines.append("| %s | %s | %s | %s | %.1f | %.0f | %s | %s | %s | %s | %.2f | %s |" % (
                 name, r[1], r[2], r[3], num(r[4]) / 1e6, rate(r), ms(r[5]), ms(r[6]), r[7], r[8], per(r), r[9]))
     for key in ("snapshot_written", "snapshot_read"):
-        v = run.m("cluster", {}).get(key, "")
-        if v:
-            lines.append("- %s" % v)
+        val = cm.get(key, "")
+        if val:
+            lines.append("- %s" % val)
+    if kc:
+        lines += ["", "## The kill, exactly", "",
+                  "Each node wrote an l2-trace= file (a line per shared-tier lookup and write, with the time; see",
+                  "shellac.conf(5)); bench/wrk/cluster_trace.py reads them with the time the crawler sent its SIGKILL.",
+                  "Every lookup a survivor made after the kill that was not a hit is a render; it is classed by the",
+                  "first write of that fragment memcached acknowledged (to any node): before the lookup was asked",
+                  "(already held: target 0), while it was under way (racing), or not before its answer (never).", "",
+                  "| | count |", "|---|---:|"]
+        for key, label in (("lookups", "survivors' lookups after the kill"), ("hits", "... hits"),
+                           ("hits_of_killed", "... hits of fragments the killed node had written"),
+                           ("renders", "... renders (miss, unavailable or corrupt)"),
+                           ("renders_miss", "... of which memcached answered 'not found'"),
+                           ("renders_unavailable", "... of which the tier was unavailable (timeout, error, queue full)"),
+                           ("renders_corrupt", "... of which the value was corrupt"),
+                           ("already", "**renders of fragments memcached already held** (target 0)"),
+                           ("racing", "renders of fragments written while the lookup was under way"),
+                           ("never", "renders of fragments never written before"),
+                           ("never_lost", "... of which the killed node had started and never written"),
+                           ("walk_renders", "survivors' renders over the whole walk, from the traces (metrics: %s)"
+                            % (k[8] if k else "?")),
+                           ("killed_puts", "fragments the killed node wrote before it died"),
+                           ("puts_ok", "fragments written (acknowledged) over the run"),
+                           ("puts_listed", "... listed by memcached after the walk (lru_crawler metadump)")):
+            lines.append("| %s | %d |" % (label, kc.get(key, 0)))
+        details = [x for x in run.text("kill-check-details.txt").split("\n") if x]
+        if details:
+            lines += ["", "Renders of fragments that were, or were being, written (first %d of %d):" % (
+                min(10, len(details)), len(details)), ""]
+            lines += ["- %s" % x for x in details[:10]]
     lines += stderr_tail(run)
     return lines, None
 

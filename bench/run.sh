@@ -31,7 +31,8 @@
 # 127.0.0.3) opens a new cold commit page every 200 ms, against shellac rendering, cgit direct and
 # Varnish -> cgit, and the person alone (bench/wrk/flood.lua counts the crawler's statuses). cluster: HAProxy
 # (conf/haproxy.cfg.example) in front of 3 shellac nodes sharing fragments through 2 memcached, against
-# 3 independent nodes round-robin; a node killed mid-walk; a restart from the store snapshot
+# 3 independent nodes round-robin and 3 Varnish nodes round-robin (each -> lighttpd+cgit); a node killed
+# mid-walk (with the exact re-render check from the nodes' l2-trace= files); a restart from the store snapshot
 # (bench/scenarios/cluster.sh; CLUSTER_COMMITS, CLUSTER_CONNS in the environment). pages: every page kind
 # a crawler walks, a list of unique URLs per kind (bench/wrk/pages_urls.py), cgit direct vs shellac
 # rendering vs Varnish -> cgit at one level (--sweep C, default 8; 3 s a point), then the kinds mixed. all runs every scenario,

@@ -3,8 +3,12 @@
 #include <libmemcached/memcached.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 
 #include "cache/hash.h"
 #include "cache/wire.h"
@@ -18,6 +22,12 @@ using MemcachedPtr = std::unique_ptr<memcached_st, decltype(&FreeMemcached)>;
 // Fixed keys: every node must derive the same memcached key from a cache key.
 constexpr SipKey kTierKeyA{0x7368656c6c616331ull, 0x6c32206b65792061ull};
 constexpr SipKey kTierKeyB{0x7368656c6c616332ull, 0x6c32206b65792062ull};
+
+int64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -42,6 +52,13 @@ std::string SharedTier::TierKey(std::string_view key) {
 
 SharedTier::SharedTier(SharedTierOptions options)
     : options_(std::move(options)), counters_(std::make_unique<Counters>()) {
+  if (!options_.trace.empty()) {
+    trace_.reset(std::fopen(options_.trace.c_str(), "a"));
+    if (!trace_) {
+      throw std::runtime_error("l2-trace=" + options_.trace + ": " + std::strerror(errno));
+    }
+    std::setvbuf(trace_.get(), nullptr, _IOLBF, 0);  // whole lines reach the file as they are made
+  }
   for (unsigned i = 0; i < std::max(1u, options_.threads); ++i) threads_.emplace_back([this] { Run(); });
 }
 
@@ -66,6 +83,7 @@ void SharedTier::Get(std::string key, GetDone done) {
     }
   }
   counters_->busy++;
+  if (trace_) Trace("get", "busy", key, NowMicros());
   done(Outcome::kUnavailable, {});
 }
 
@@ -79,6 +97,27 @@ void SharedTier::Put(ObjectRef object) {
     }
   }
   counters_->dropped++;
+  if (trace_) Trace("put", "dropped", object->key(), 0);
+}
+
+void SharedTier::Trace(const char* event, const char* outcome, std::string_view key,
+                       int64_t asked_us) const {
+  std::string line = std::to_string(NowMicros());
+  line.append(" ").append(event).append(" ").append(outcome).append(" ").append(TierKey(key));
+  line.push_back(' ');
+  for (const unsigned char ch : key) {
+    if (ch > ' ' && ch < 0x7f && ch != '%') {
+      line.push_back(static_cast<char>(ch));
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", ch);
+      line.append(hex);
+    }
+  }
+  if (asked_us != 0) line.append(" asked=").append(std::to_string(asked_us));
+  line.push_back('\n');
+  std::lock_guard lock(trace_mu_);
+  std::fwrite(line.data(), 1, line.size(), trace_.get());
 }
 
 void SharedTier::Run() {
@@ -132,8 +171,10 @@ void SharedTier::Run() {
 }
 
 void SharedTier::DoGet(Connection& c, Task& task) {
+  const int64_t asked = trace_ ? NowMicros() : 0;
   if (!c.mc) {
     counters_->errors++;
+    if (trace_) Trace("get", "unavailable", task.key, asked);
     task.done(Outcome::kUnavailable, {});
     return;
   }
@@ -145,11 +186,13 @@ void SharedTier::DoGet(Connection& c, Task& task) {
   std::unique_ptr<char, decltype(&std::free)> owned(value, &std::free);
   if (rc == MEMCACHED_NOTFOUND) {
     counters_->misses++;
+    if (trace_) Trace("get", "miss", task.key, asked);
     task.done(Outcome::kMiss, {});
     return;
   }
   if (rc != MEMCACHED_SUCCESS || value == nullptr) {
     counters_->errors++;
+    if (trace_) Trace("get", "unavailable", task.key, asked);
     task.done(Outcome::kUnavailable, {});
     return;
   }
@@ -157,10 +200,12 @@ void SharedTier::DoGet(Connection& c, Task& task) {
   ObjectRef object = DecodeObject(std::string_view(value, length), &status);
   if (!object || object->key() != task.key) {
     counters_->corrupt++;
+    if (trace_) Trace("get", "corrupt", task.key, asked);
     task.done(Outcome::kMiss, {});
     return;
   }
   counters_->hits++;
+  if (trace_) Trace("get", "hit", task.key, asked);
   task.done(Outcome::kHit, std::move(object));
 }
 
@@ -169,10 +214,12 @@ void SharedTier::DoPut(Connection& c, Task& task) {
   if (!EncodeObject(*task.object, &value)) return;  // no wire form (an ESI template)
   if (value.size() > options_.item_limit) {
     counters_->too_large++;
+    if (trace_) Trace("put", "too-large", task.object->key(), 0);
     return;
   }
   if (!c.mc) {
     counters_->put_errors++;
+    if (trace_) Trace("put", "error", task.object->key(), 0);
     return;
   }
   const std::string tier_key = TierKey(task.object->key());
@@ -184,6 +231,7 @@ void SharedTier::DoPut(Connection& c, Task& task) {
   } else {
     counters_->put_errors++;
   }
+  if (trace_) Trace("put", rc == MEMCACHED_SUCCESS ? "ok" : "error", task.object->key(), 0);
 }
 
 SharedTierStats SharedTier::Stats() const {

@@ -19,11 +19,22 @@
 // corrupt, never returned. Objects whose wire form exceeds the item size are not written (counted
 // as too large): splitting would need a read of every part to agree on one version, and objects of
 // that size are rare (a diff of tens of thousands of lines).
+//
+// Trace (l2-trace=FILE, off by default): one line per lookup and per write, for checking what the
+// tier held when a node rendered (bench/scenarios/cluster.sh). Written on the tier threads (and on a
+// caller's thread for a Get refused at once), line-buffered, under a mutex; the cost when off is one
+// null test per task. Line formats (times in microseconds since the Unix epoch, CLOCK_REALTIME):
+//   TIME get OUTCOME TIER-KEY KEY asked=TIME   OUTCOME: hit miss corrupt unavailable busy
+//   TIME put OUTCOME TIER-KEY KEY              OUTCOME: ok error too-large dropped
+// A put line's TIME is taken once memcached acknowledged the write (ok) or failed it; a get line's
+// once the answer is known, asked= when the lookup was taken off the queue (busy: when refused).
+// KEY is the cache key with bytes outside '!'..'~' and '%' written as %XX.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -44,6 +55,7 @@ struct SharedTierOptions {
   std::chrono::milliseconds io_timeout{300};
   std::chrono::seconds retry{5};  // a failed server is skipped this long
   size_t item_limit = (1 << 20) - 512;  // memcached's default item size less its item header
+  std::string trace;  // l2-trace=: a file the trace lines are appended to; "" none
 };
 
 struct SharedTierStats {
@@ -64,6 +76,7 @@ class SharedTier {
   enum class Outcome { kHit, kMiss, kUnavailable };
   using GetDone = std::function<void(Outcome, ObjectRef)>;
 
+  // Throws std::runtime_error (naming the file) when the trace file cannot be opened.
   explicit SharedTier(SharedTierOptions options);
   ~SharedTier();  // stops the threads; queued tasks are dropped (a Get's callback gets kUnavailable)
   SharedTier(const SharedTier&) = delete;
@@ -91,8 +104,12 @@ class SharedTier {
   void Run();
   void DoGet(Connection& c, Task& task);
   void DoPut(Connection& c, Task& task);
+  void Trace(const char* event, const char* outcome, std::string_view key, int64_t asked_us) const;
 
   SharedTierOptions options_;
+  static void CloseTrace(std::FILE* f) { std::fclose(f); }
+  std::unique_ptr<std::FILE, decltype(&CloseTrace)> trace_{nullptr, &CloseTrace};
+  mutable std::mutex trace_mu_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> gets_;

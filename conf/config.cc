@@ -1166,6 +1166,8 @@ const std::vector<Key>& Keys() {
        "FILE the store is written to at stop and read from at start, or off"},
       {"l2", "off", kRestart, kOne, L2Servers(),
        "shared tier for repository-neutral objects: memcached://HOST:PORT[,...] or off"},
+      {"l2-trace", "off", kRestart, kOne, TextOrOff(&Config::l2_trace),
+       "FILE getting a line per shared-tier lookup and write (checks, benchmarks), or off"},
       // Timeouts and limits
       {"client-header-timeout", "10s", kReload, kOne, Duration(&Config::client_header_timeout),
        "from a request's first byte to the end of its head"},

@@ -161,6 +161,7 @@ struct Config {
   // More than one machine.
   std::string store_snapshot;            // store-snapshot=FILE: read at start, written at stop; "" off
   std::vector<std::string> l2_servers;   // l2=memcached://HOST:PORT,...: "HOST:PORT" each; empty off
+  std::string l2_trace;                  // l2-trace=FILE: a line per shared-tier lookup and write; "" off
 
   // Client side.
   Millis client_header_timeout{};        // from first byte (or end of previous response) to end of head

@@ -566,7 +566,7 @@ Server::Server(std::string config_file, conf::Overrides overrides,
       loaded.render_reserve_threads);
   if (!loaded.l2_servers.empty()) {
     state_->shared.l2 = std::make_unique<cache::SharedTier>(
-        cache::SharedTierOptions{.servers = loaded.l2_servers});
+        cache::SharedTierOptions{.servers = loaded.l2_servers, .trace = loaded.l2_trace});
     std::string list;
     for (const auto& server : loaded.l2_servers) list += (list.empty() ? "" : ", ") + server;
     std::fprintf(stderr, "shellac: shared tier: memcached %s\n", list.c_str());

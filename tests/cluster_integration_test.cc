@@ -362,6 +362,75 @@ TEST(SharedTier, TwoNodesShareAFragmentRenderedOnce) {
   EXPECT_EQ(Metric(a, "shellac_l2_servers"), 2);
 }
 
+// The lines of an l2-trace= file whose event and outcome are `what` ("get hit", "put ok", ...) and
+// whose tier key is `tier_key`.
+std::vector<std::string> TraceLines(const std::string& path, const std::string& what,
+                                    const std::string& tier_key) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    const size_t sp = line.find(' ');
+    if (line.compare(sp + 1, what.size() + 1 + tier_key.size() + 1, what + " " + tier_key + " ") == 0) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// A fragment the tier holds is not rendered by a node that misses it locally: node b's only
+// lookup of it is a hit (its l2-trace= says so, and no miss), it renders no diff fragment, and
+// the key it looked up is the one memcached lists (what bench/scenarios/cluster.sh relies on).
+TEST(SharedTier, ANodeWhoseTierHoldsAFragmentDoesNotRenderIt) {
+  Repos repos;
+  Memcached m;
+  ASSERT_TRUE(m.ok()) << "memcached did not start (is it installed?)";
+  const std::string trace_a = repos.dir().File("a.trace"), trace_b = repos.dir().File("b.trace");
+  ShellacProcess a, b;
+  ASSERT_TRUE(a.Start(repos.Config(L2({&m}) + "l2-trace=" + trace_a + "\n")));
+  const std::string commit = "/base/commit/?id=" + repos.second();
+  Response ra = HttpGet(a.Port(), commit);
+  ASSERT_EQ(ra.status, 200) << ra.Describe();
+  WaitForMetric(a.AdminPort(), "shellac_l2_puts_total", {}, 1);
+  // Node a's trace: one lookup of the commit's diff fragment, a miss, then its write. The tier key
+  // is the one SharedTier::TierKey derives from the store key.
+  std::string tier_key, key;
+  {
+    std::istringstream in(ReadFile(trace_a));
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string time, event, outcome, tk, k;
+      words >> time >> event >> outcome >> tk >> k;
+      if (event == "get" && k.starts_with("gitfrag/diff/")) {
+        EXPECT_TRUE(tier_key.empty()) << "a second lookup: " << line;
+        EXPECT_EQ(outcome, "miss") << line;
+        tier_key = tk;
+        key = k;
+      }
+    }
+  }
+  ASSERT_FALSE(tier_key.empty()) << ReadFile(trace_a);
+  EXPECT_EQ(cache::SharedTier::TierKey(key), tier_key);
+  EXPECT_EQ(TraceLines(trace_a, "put ok", tier_key).size(), 1u) << ReadFile(trace_a);
+  // memcached itself lists the key (lru_crawler metadump: one "key=K exp=..." line per item, K
+  // URL-encoded: '/' is %2F).
+  std::string listed = tier_key;
+  listed.replace(listed.find('/'), 1, "%2F");
+  const std::string dump = m.Command("lru_crawler metadump all\r\n", {"END\r\n"});
+  EXPECT_NE(dump.find("key=" + listed + " "), std::string::npos) << dump;
+
+  ASSERT_TRUE(b.Start(repos.Config(L2({&m}) + "l2-trace=" + trace_b + "\n")));
+  Response rb = HttpGet(b.Port(), "/fork/commit/?id=" + repos.second());
+  ASSERT_EQ(rb.status, 200) << rb.Describe();
+  EXPECT_NE(rb.body.find("five"), std::string::npos) << "the fragment is on the page";
+  EXPECT_EQ(Renders(b, "commit", 1), 1);
+  // The trace line is written before the lookup's answer is used, so it is there by now.
+  EXPECT_EQ(TraceLines(trace_b, "get hit", tier_key).size(), 1u) << ReadFile(trace_b);
+  EXPECT_EQ(TraceLines(trace_b, "get miss", tier_key).size(), 0u) << ReadFile(trace_b);
+  EXPECT_EQ(TraceLines(trace_b, "put ok", tier_key).size(), 0u) << ReadFile(trace_b);
+  EXPECT_EQ(Metric(b, "shellac_renders_total", {{"kind", "diff-fragment"}}), 0) << b.StderrText();
+  EXPECT_EQ(Metric(b, "shellac_l2_hits_total"), 1);
+}
+
 // memcached killed while nodes run: every page is still served (rendered locally), and the
 // failures are counted.
 TEST(SharedTier, PagesAreStillServedWhenMemcachedDies) {

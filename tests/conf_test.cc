@@ -377,6 +377,7 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
       {"client-max-renders", "3"},
       {"store-snapshot", "/var/lib/shellac/store.snapshot"},
       {"l2", "memcached://127.0.0.1:11211"},
+      {"l2-trace", "/tmp/shellac-l2.trace"},
       {"render-reserve-threads", "0"},
   };
   const Overrides pinned = {{"threads", "2"}, {"render-threads", "2"}};  // not "number of cores"

@@ -150,6 +150,39 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(meta, {"command": "bench/run.sh esi", "labels": {"a": "A b"}, "targets": ["a", "b"]})
         self.assertFalse(os.path.exists(os.path.join(raw, "meta.tsv")))
 
+    def test_cluster_report(self):
+        raw = os.path.join(self.dir, "raw", "cluster")
+        os.makedirs(raw)
+        meta = dict(META, scenario="cluster", report="cluster", command="bench/run.sh cluster")
+        meta["cluster"] = {"conns": "16", "unique": "600", "kill_check": (
+            "lookups=700 hits=300 hits_of_killed=120 renders=400 already=1 racing=2 never=397 never_lost=5 "
+            "renders_miss=399 renders_unavailable=1 renders_corrupt=0 killed_puts=150 killed_lines_after_kill=0 "
+            "walk_renders=452 puts_ok=1200 puts_listed=1200")}
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        with open(os.path.join(raw, "cluster.tsv"), "w") as f:
+            f.write("cluster\t1800\t0\t200:1800\t4000000\t15800\t245600\t600\t600\t3 nodes\n"
+                    "kill\t1800\t0\t200:1800\t4500000\t24400\t281400\t600\t452\tnode2 killed\n"
+                    "independent\t1800\t0\t200:1800\t6000000\t28600\t298600\t600\t1271\tround-robin\n"
+                    "varnish\t1800\t0\t200:1800\t18000000\t150000\t900000\t600\t1800\tvarnish rr\n")
+        with open(os.path.join(raw, "kill-check-details.txt"), "w") as f:
+            f.write("already node1: lookup asked 10, answered 20 (unavailable); first put ok by node2 at 5 (-5 µs from "
+                    "the ask) gitfrag/diff/abc\n")
+        md = report.make_report(raw, self.dir, with_plot=False)
+        with open(md) as f:
+            text = f.read()
+        # 600 / 600, 1271 / 600, 1800 / 600; 1800 pages in 4 s, 6 s, 18 s
+        self.assertIn("- renders per unique fragment: cluster **1.00** (target 1.00) vs independent shellac nodes "
+                      "round-robin **2.12** vs Varnish nodes round-robin **3.00**", text)
+        self.assertIn("- pages/s: cluster 450, independent 300 (cluster 1.50x), Varnish 100 (cluster 4.50x); "
+                      "p50/p99 cluster 15.8/245.6 ms, independent 28.6/298.6 ms, Varnish 150.0/900.0 ms", text)
+        self.assertIn("| varnish | 1800 | 0 | 200:1800 | 18.0 | 100 | 150.0 | 900.0 | 600 | 1800 | 3.00 | varnish rr |", text)
+        self.assertIn("400 renders: **1 of fragments memcached already held** (target 0), 2 written by another node "
+                      "while the lookup was under way, 397 never written before (5 of them", text)
+        self.assertIn("| **renders of fragments memcached already held** (target 0) | 1 |", text)
+        self.assertIn("| ... listed by memcached after the walk (lru_crawler metadump) | 1200 |", text)
+        self.assertIn("- already node1: lookup asked 10", text)
+
 
 if __name__ == "__main__":
     unittest.main()

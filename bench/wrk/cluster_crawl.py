@@ -5,6 +5,8 @@ asked once, the list shared), through one address (HAProxy, or a node). Optional
 
 Prints one line:
 BENCH requests=N errors=E err_status=S err_io=I duration_us=D p50_us=P p99_us=Q statuses=200:N,...
+      start_us=T end_us=T [kill_us=T]
+(start/end/kill: wall-clock µs since the epoch; kill_us is taken just before the SIGKILL is sent)
 """
 import argparse
 import http.client
@@ -30,7 +32,7 @@ def main():
     if a.limit:
         urls = urls[:a.limit]
     lock = threading.Lock()
-    state = {"next": 0, "done": 0, "killed": False}
+    state = {"next": 0, "done": 0, "killed": False, "kill_us": 0}
     lat, statuses = [], {}
     errors = {"status": 0, "io": 0}
     headers = {"Accept-Encoding": "gzip"} if a.gzip else {}
@@ -79,20 +81,25 @@ def main():
                 if kill:
                     state["killed"] = True
             if kill:
+                state["kill_us"] = time.time_ns() // 1000
                 os.kill(a.kill_pid, signal.SIGKILL)
 
     start = time.monotonic()
+    start_us = time.time_ns() // 1000
     threads = [threading.Thread(target=worker) for _ in range(a.conns)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     took = time.monotonic() - start
+    end_us = time.time_ns() // 1000
     lat.sort()
     pick = lambda q: int(lat[min(len(lat) - 1, int(q * len(lat)))] * 1e6) if lat else 0
-    print("BENCH requests=%d errors=%d err_status=%d err_io=%d duration_us=%d p50_us=%d p99_us=%d statuses=%s" % (
-        len(lat), errors["status"] + errors["io"], errors["status"], errors["io"], int(took * 1e6), pick(0.5),
-        pick(0.99), ",".join("%s:%d" % kv for kv in sorted(statuses.items()))))
+    print("BENCH requests=%d errors=%d err_status=%d err_io=%d duration_us=%d p50_us=%d p99_us=%d statuses=%s "
+          "start_us=%d end_us=%d%s" % (
+              len(lat), errors["status"] + errors["io"], errors["status"], errors["io"], int(took * 1e6), pick(0.5),
+              pick(0.99), ",".join("%s:%d" % kv for kv in sorted(statuses.items())), start_us, end_us,
+              " kill_us=%d" % state["kill_us"] if state["kill_us"] else ""))
 
 
 if __name__ == "__main__":
