@@ -404,6 +404,8 @@ class Builder {
       r.clone_url = clone_url_;
       r.readme = readme_;
       r.about_filter = about_filter_;
+      r.source_filter = config_->source_filter;
+      r.enable_html_serving = config_->enable_html_serving;
       repo_readme_set_ = false;
       r.snapshots = config_->snapshots;
       r.max_stats = config_->max_stats;
@@ -444,8 +446,19 @@ class Builder {
       config_->max_blob_size = kib;
     } else if (key == "source-filter") {
       config_->source_filter = std::string(value);
+    } else if (key == "enable-filter-overrides") {
+      filter_overrides_ = CgitFlag(value);
     } else if (key == "repo.source-filter") {
-      if (repo) repo->source_filter = std::string(value);
+      // cgit reads a stanza's own filters only after enable-filter-overrides=1.
+      if (repo && filter_overrides_) repo->source_filter = std::string(value);
+    } else if (key == "enable-html-serving") {
+      config_->enable_html_serving = CgitFlag(value);
+    } else if (key == "repo.enable-html-serving") {
+      if (repo) repo->enable_html_serving = CgitFlag(value);
+    } else if (key.starts_with("mimetype.")) {
+      config_->mimetypes[key.substr(9)] = std::string(value);
+    } else if (key == "mimetype-file") {
+      config_->mimetype_file = std::string(value);
     } else if (key == "max-commit-count") {
       // cgit reads it with atoi: a value that is not a number gives 0, and its log lists nothing.
       unsigned count = 0;
@@ -482,7 +495,7 @@ class Builder {
     } else if (key == "about-filter") {
       about_filter_ = std::string(value);
     } else if (key == "repo.about-filter") {
-      if (repo) repo->about_filter = std::string(value);
+      if (repo && filter_overrides_) repo->about_filter = std::string(value);
     } else if (key == "readme") {
       // cgit: each readme= adds an entry for the repositories that follow.
       readme_.emplace_back(value);
@@ -538,6 +551,8 @@ class Builder {
     r.clone_url = clone_url_;
     r.readme = readme_;
     r.about_filter = about_filter_;
+    r.source_filter = config_->source_filter;
+    r.enable_html_serving = config_->enable_html_serving;
     r.snapshots = config_->snapshots;
     r.max_stats = config_->max_stats;
     config_->repositories.push_back(std::move(r));
@@ -628,6 +643,7 @@ class Builder {
   std::vector<std::string> readme_;  // the cgitrc's readme= entries, likewise
   bool repo_readme_set_ = false;     // the open stanza has its own repo.readme
   std::string about_filter_;         // the cgitrc's about-filter=, likewise
+  bool filter_overrides_ = false;    // the cgitrc's enable-filter-overrides= so far
   std::set<std::string> repo_key_paths_;  // git dirs added by repo= in a file
   Origin admin_origin_{"built-in default"};  // where admin-listen was last set
   std::set<std::string> cli_replaced_;  // list keys the command line has started to replace
@@ -1150,6 +1166,8 @@ const std::vector<Key>& Keys() {
        "renders that may wait for a thread"},
       {"render-queue-timeout", "30s", kReload, kOne, PositiveDuration(&Config::render_queue_timeout),
        "a render still waiting after this is refused (503)"},
+      {"filter-timeout", "10s", kReload, kOne, PositiveDuration(&Config::filter_timeout),
+       "an about-filter or source-filter still running after this is killed"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),
        "renders one client may have running at once (0: no cap)"},
       {"client-prefix-v4", "32", kReload, kOne, Count(&Config::client_prefix_v4, 8, 32),

@@ -90,7 +90,14 @@ struct Config {
     std::string desc;     // repo.desc
     std::string owner;    // repo.owner
     std::string section;  // section= in effect when the stanza began
-    std::string source_filter;  // the cgitrc's repo.source-filter (its tree pages stay with the upstream)
+    // The cgitrc's source-filter in effect when the stanza began, or its repo.source-filter: the
+    // program a file view's lines go through ("exec:" or no prefix; "lua:" leaves the tree pages
+    // to the upstream).
+    std::string source_filter;
+    // cgit's enable-html-serving (the cgitrc's when the stanza began, or its repo.* key): plain
+    // sends every file with its mimetype.* type; off, text/ and application/ types (but PDF) are
+    // sent as text/plain or application/octet-stream, with a Content-Security-Policy.
+    bool enable_html_serving = false;
     // cgit's enable-log-filecount/-linecount (the log's Files and Lines columns): the cgitrc's
     // global value when the stanza began, or its repo.* key.
     bool enable_log_filecount = false;
@@ -119,6 +126,7 @@ struct Config {
   // round-robin, a wait bounded by count and by time.
   unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused
   Millis render_queue_timeout{};         // a render still waiting after this is refused: 503 + Retry-After
+  Millis filter_timeout{};               // a cgitrc filter (about-, source-filter) is killed after this
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
   unsigned client_prefix_v4 = 0;         // a client is its IPv4 address masked to this many bits
   unsigned client_prefix_v6 = 0;         // ... and its IPv6 address to this many
@@ -134,15 +142,20 @@ struct Config {
   std::string logo = "/cgit.png";
   std::string root_title = "Git repository browser";
   std::string root_desc = "a fast webinterface for the git dscm";
-  // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view;
-  // a source-filter (global here) leaves every repository's tree pages to the upstream.
+  // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view.
   uint64_t max_blob_size = 0;
   // From an imported cgitrc: max-commit-count, the log's commits per page (cgit's default 50), and
   // the global enable-log-filecount/-linecount that stanzas after them start with.
   unsigned max_commit_count = 50;
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
-  std::string source_filter;
+  std::string source_filter;       // source-filter= as last set (stanzas after it start with it)
+  bool enable_html_serving = false;  // enable-html-serving= likewise
+  // plain's content types: cgit's mimetype.EXT=TYPE keys (the extension as written, matched
+  // case-sensitively; the last key for an extension wins) and mimetype-file= (a mime.types file,
+  // read by gitfrag::Site when it is made, extensions matched ignoring case), tried in that order.
+  std::map<std::string, std::string> mimetypes;
+  std::string mimetype_file;
   // The summary page's tables (cgit's summary-branches, summary-tags, summary-log) and clone URLs
   // (clone-prefix: one "PREFIX/URL" per prefix, when a repository has no clone-url).
   unsigned summary_branches = 10;

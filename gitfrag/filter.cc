@@ -45,6 +45,11 @@ std::string Seconds(std::chrono::milliseconds ms) {
 
 }  // namespace
 
+bool IsExecFilter(std::string_view command) {
+  const size_t colon = command.find(':');
+  return colon == std::string_view::npos || colon == 1 || command.starts_with("exec:");
+}
+
 FilterResult RunFilter(std::string_view command, std::string_view argument, std::string_view input,
                        const FilterLimits& limits, const std::vector<std::string>& env) {
   FilterResult result;
@@ -84,7 +89,8 @@ FilterResult RunFilter(std::string_view command, std::string_view argument, std:
   for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const int spawned = ::posix_spawn(&pid, program.c_str(), &fa.actions, &attr, argv, envp.data());
+  // Looked up in PATH when it names no folder, as cgit's execvp.
+  const int spawned = ::posix_spawnp(&pid, program.c_str(), &fa.actions, &attr, argv, envp.data());
   posix_spawnattr_destroy(&attr);
   if (spawned != 0) {
     result.error = "cannot run " + program + ": " + std::strerror(spawned);

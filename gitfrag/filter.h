@@ -23,6 +23,10 @@ struct FilterResult {
                        // limit); or, when ok, a non-zero exit ("exited with status 2")
 };
 
+// Whether cgit would run `command` as a program: no "TYPE:" prefix (a one-letter one is a drive,
+// as cgit reads it) or "exec:". A "lua:" filter runs inside cgit: shellac does not run it.
+bool IsExecFilter(std::string_view command);
+
 // `command`: the program's path ("exec:" prefix allowed, as cgit's). Its standard error goes to
 // shellac's; it runs in shellac's working folder with shellac's environment plus `env`
 // ("NAME=value" each: cgit's CGIT_REPO_URL and the like).

@@ -19,6 +19,7 @@ using DiffPtr = base::Owned<git_diff_free>;
 using PatchPtr = base::Owned<git_patch_free>;
 using RevwalkPtr = base::Owned<git_revwalk_free>;
 using OdbPtr = base::Owned<git_odb_free>;
+using OdbObjectPtr = base::Owned<git_odb_object_free>;
 using ReferencePtr = base::Owned<git_reference_free>;
 using TreeEntryPtr = base::Owned<git_tree_entry_free>;
 

@@ -28,6 +28,7 @@
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "gitfrag/filter.h"
 #include "gitfrag/render_queue.h"
 
 namespace shellac::gitfrag {
@@ -52,7 +54,8 @@ enum class PageKind : uint8_t {
   kPatch,         // "/REPO/patch/?id="        text/plain, repository-neutral
   kRawDiff,       // "/REPO/rawdiff/?id="      text/plain, repository-neutral
   kTree,          // "/REPO/tree/[PATH]?h=&id=" a folder's listing, or a file (include of kBlob)
-  kBlob,          // "/REPO/esi-blob/?id=BLOB"  a file's numbered lines or hex dump, neutral
+  kBlob,          // "/REPO/esi-blob/[NAME]?id=BLOB" a file's numbered lines (through the
+                  // source-filter, given NAME, when one is set) or hex dump, neutral
   kPlain,         // "/REPO/plain/[PATH]?h=&id=" a file's bytes, or a folder's plain listing
   kSummary,       // "/REPO/"                  branches, tags, recent log, clone URLs (frame)
   kRefs,          // "/REPO/refs/[heads|tags]"  every branch and tag (frame)
@@ -64,6 +67,12 @@ enum class PageKind : uint8_t {
   kStats,         // "/REPO/stats/[PATH]?h=&period=&ofs=" commits per author per period (frame)
 };
 inline constexpr size_t kPageKinds = 18;
+// What the kinds above render, for messages (the proxy's 404 when no forge is behind it): keep it
+// true when a kind is added.
+inline constexpr const char* kRenderedPages =
+    "the repository index and the summary, refs, tag, about, log, tree, plain, commit, diff, "
+    "patch, rawdiff, atom, stats and snapshot pages of its repositories, and their dumb-HTTP "
+    "clone files (info/refs, objects/, HEAD)";
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -116,6 +125,9 @@ class BodyStream {
   // Appends the next piece (about kPieceBytes; more when one object is larger) to *out. kDone:
   // that was the last (it may append a last piece); kFailed: *error says why, the body is cut.
   virtual Result Next(std::string* out, std::string* error) = 0;
+  // The body's length when it is known before the first piece (sent as Content-Length; a stream
+  // that then fails cuts the connection): a file's. nullopt: chunked (HTTP/1.1) or to the close.
+  virtual std::optional<uint64_t> Length() const { return std::nullopt; }
   static constexpr size_t kPieceBytes = 256 * 1024;
 };
 
@@ -132,6 +144,9 @@ struct Page {
   Refusal refusal = Refusal::kNone;  // not rendered: the render queue refused it (status 503)
   // Set (status 200, body empty): the body comes from this stream, not from `body`.
   std::shared_ptr<BodyStream> stream;
+  // Served but never stored, even under a neutral key: the output of a filter that failed (killed
+  // after its time, or exited non-zero), which the next request tries again.
+  bool no_store = false;
 };
 
 class Registry;
@@ -163,9 +178,15 @@ class Site {
                           const DiffOptions& options, std::string_view path = {}) const;
 
   // The URL a tree page puts in <esi:include src=...> for the view of blob `sha` (numbered lines
-  // or hex dump): Match() on it gives kBlob with the neutral key "gitfrag/blob/SHA".
-  std::string BlobUrl(size_t repo, std::string_view sha) const;
+  // or hex dump): Match() on it gives kBlob with the neutral key "gitfrag/blob/SHA". When the
+  // repository has a source-filter the file's `name` (its argument) is in the URL and the key is
+  // "gitfrag/blob/SHA?filter=CMD&name=NAME".
+  std::string BlobUrl(size_t repo, std::string_view sha, std::string_view name = {}) const;
   uint64_t max_blob_size() const { return max_blob_size_; }  // KiB, 0: no limit
+  // The content type cgit's plain page looks up for the file `name` (a basename): its extension
+  // (after the last '.') in the cgitrc's mimetype.EXT= keys, then in its mimetype-file (read when
+  // this Site was made); "" when neither names one.
+  std::string MimeType(std::string_view name) const;
   unsigned max_commit_count() const { return max_commit_count_; }  // log: commits per page
   // cgit's summary-branches, summary-tags, summary-log and clone-prefix.
   struct SummaryOptions {
@@ -174,6 +195,8 @@ class Site {
   };
   const SummaryOptions& summary() const { return summary_; }
   unsigned max_atom_items() const { return max_atom_items_; }  // cgit's max-atom-items
+  // How long a cgitrc filter (about-filter, source-filter) may run (filter-timeout) and write.
+  const FilterLimits& filter_limits() const { return filter_limits_; }
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
@@ -205,11 +228,13 @@ class Site {
   std::string css_, logo_, root_title_, root_desc_;
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
-  bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
+  std::map<std::string, std::string> mimetypes_;                // mimetype.EXT=, as written
+  std::unordered_map<std::string, std::string> mimetype_file_;  // lower-case extension -> type
   bool http_clone_ = true;      // cgit's enable-http-clone
   bool backend_ = false;        // an upstream is configured (smart-HTTP info/refs go to it)
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
+  FilterLimits filter_limits_;
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

@@ -2,10 +2,13 @@
 // repository from the registry and hands it to the page's renderer.
 #include <algorithm>
 #include <charconv>
+#include <fstream>
+#include <iterator>
 #include <cstdint>
 #include <unordered_map>
 
 #include "gitfrag/archive.h"
+#include "gitfrag/filter.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -126,6 +129,43 @@ std::string OptionsKey(const DiffOptions& o) {
          "&dt=" + std::to_string(o.dt) + "&abbrev=" + std::to_string(o.abbrev);
 }
 
+std::string AsciiLower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+// A mime.types file as cgit reads it on each plain request: lines of at most 1023 bytes (a longer
+// one goes on as the next), those starting with '#' skipped, the first word of a line the type
+// and the others its extensions; the first line naming an extension (any case) wins. A file that
+// cannot be read gives no types, as in cgit.
+void ReadMimeTypes(const std::string& file, std::unordered_map<std::string, std::string>* types) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  static constexpr std::string_view kBlank = " \t\r\n";
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    end = end == std::string::npos ? text.size() : end + 1;
+    end = std::min(end, pos + 1023);
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end;
+    line = line.substr(0, line.find('\0'));  // fgets' buffer is read as a C string
+    if (line.empty() || line[0] == '#') continue;
+    std::string_view type;
+    for (size_t at = 0;;) {
+      const size_t from = line.find_first_not_of(kBlank, at);
+      if (from == std::string_view::npos) break;
+      const size_t to = std::min(line.find_first_of(kBlank, from), line.size());
+      const std::string_view word = line.substr(from, to - from);
+      if (type.empty())
+        type = word;
+      else
+        types->emplace(AsciiLower(std::string(word)), std::string(type));
+      at = to;
+    }
+  }
+}
+
 }  // namespace
 
 bool BadPath(std::string_view path) {
@@ -142,7 +182,7 @@ Site::Site(const conf::Config& config)
       root_desc_(config.root_desc),
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
-      source_filter_(!config.source_filter.empty()),
+      mimetypes_(config.mimetypes),
       http_clone_(config.enable_http_clone),
       backend_(config.backend.has_value()),
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
@@ -153,6 +193,17 @@ Site::Site(const conf::Config& config)
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
   for (size_t i = 0; i < registry_->repos().size(); ++i)
     by_url_.emplace(registry_->repos()[i].url, i);
+  if (!config.mimetype_file.empty()) ReadMimeTypes(config.mimetype_file, &mimetype_file_);
+  if (config.filter_timeout.count() > 0) filter_limits_.timeout = config.filter_timeout;
+}
+
+std::string Site::MimeType(std::string_view name) const {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == name.size()) return {};
+  const std::string ext(name.substr(dot + 1));
+  if (auto it = mimetypes_.find(ext); it != mimetypes_.end()) return it->second;
+  if (auto it = mimetype_file_.find(AsciiLower(ext)); it != mimetype_file_.end()) return it->second;
+  return {};
 }
 
 Site::~Site() = default;
@@ -287,10 +338,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
           (registry_->repos()[route.repo].snapshots & format->bit) != 0)
         return std::nullopt;
     }
-    // A source-filter colours a file's lines by running a program: cgit's tree pages of such a
-    // repository stay with the upstream.
-    if (route.kind == PageKind::kTree &&
-        (source_filter_ || !registry_->repos()[route.repo].source_filter.empty()))
+    // A source-filter written in Lua (cgit runs it inside its own process), or of a type cgit
+    // does not know, leaves the repository's tree pages to the upstream; an exec filter is run.
+    const std::string& source_filter = registry_->repos()[route.repo].source_filter;
+    if ((route.kind == PageKind::kTree || route.kind == PageKind::kBlob) &&
+        !source_filter.empty() && !IsExecFilter(source_filter))
       return std::nullopt;
     // Commit, diff and log pages are rendered limited to a path; a path-limited patch or
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
@@ -306,7 +358,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     }
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
-        route.kind != PageKind::kRefs && route.kind != PageKind::kStats && !tree_path)
+        route.kind != PageKind::kRefs && route.kind != PageKind::kStats &&
+        route.kind != PageKind::kBlob && !tree_path)
+      return std::nullopt;
+    // The blob part's path is the file's name, the source-filter's argument (no folder).
+    if (route.kind == PageKind::kBlob && route.path.find('/') != std::string::npos)
       return std::nullopt;
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
@@ -352,8 +408,20 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
 
   // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
   // names it (the frame knows its repository's); otherwise it is the repository's.
-  if (route.kind == PageKind::kBlob && IsFullSha(route.id) && route.id2.empty())
+  // With a source-filter the lines are the filter's output for the file's name and bytes: the
+  // key names both (forks with the same filter share it, another filter is another part).
+  if (route.kind == PageKind::kBlob && IsFullSha(route.id) && route.id2.empty()) {
     route.cache_key = "gitfrag/blob/" + route.id;
+    const std::string& source_filter = registry_->repos()[route.repo].source_filter;
+    if (!source_filter.empty()) {
+      route.cache_key += "?filter=";
+      AppendUrlEncoded(&route.cache_key, source_filter, /*keep_slash=*/true);
+      route.cache_key += "&name=";
+      AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/false);
+    } else {
+      route.path.clear();
+    }
+  }
   const bool neutral = route.kind == PageKind::kDiffFragment || route.kind == PageKind::kPatch ||
                        route.kind == PageKind::kRawDiff;
   if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->Abbrev(route.repo);
@@ -396,10 +464,13 @@ std::optional<Route> Site::MatchClone(Route route, std::string_view file,
   return route;
 }
 
-std::string Site::BlobUrl(size_t repo, std::string_view sha) const {
+std::string Site::BlobUrl(size_t repo, std::string_view sha, std::string_view name) const {
   std::string url = virtual_root_;
   AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
-  url += "/esi-blob/?id=";
+  url += "/esi-blob/";
+  if (!repositories()[repo].source_filter.empty())
+    AppendUrlEncoded(&url, name, /*keep_slash=*/false);
+  url += "?id=";
   url += sha;
   return url;
 }

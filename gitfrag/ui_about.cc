@@ -69,7 +69,7 @@ Page RenderAbout(const PageContext& page_ctx) {
         "CGIT_REPO_SECTION=" + ctx.repo.section, "CGIT_REPO_CLONE_URL=" + ctx.repo.clone_url,
     };
     const FilterResult result =
-        RunFilter(ctx.repo.about_filter, readme->name, bytes, FilterLimits{}, env);
+        RunFilter(ctx.repo.about_filter, readme->name, bytes, ctx.site.filter_limits(), env);
     out.Raw(result.output);
     if (!result.ok) out.Raw("<div class='error'>about-filter: ").Text(result.error).Raw("</div>");
   }

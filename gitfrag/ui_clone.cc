@@ -51,7 +51,9 @@ class Fd {
 // A file's bytes, kPieceBytes at a time.
 class FileStream : public BodyStream {
  public:
-  FileStream(std::unique_ptr<Fd> fd, uint64_t size) : fd_(std::move(fd)), left_(size) {}
+  FileStream(std::unique_ptr<Fd> fd, uint64_t size) : fd_(std::move(fd)), size_(size), left_(size) {}
+
+  std::optional<uint64_t> Length() const override { return size_; }
 
   Result Next(std::string* out, std::string* error) override {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(left_, kPieceBytes));
@@ -75,6 +77,7 @@ class FileStream : public BodyStream {
 
  private:
   std::unique_ptr<Fd> fd_;
+  const uint64_t size_;
   uint64_t left_;
 };
 

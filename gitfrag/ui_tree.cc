@@ -1,11 +1,13 @@
 // The tree page (a folder's listing, or a file's view around an include of the neutral blob
 // part), the blob part itself (numbered lines or a hex dump, keyed by the blob's id alone), and
 // the plain page (a file's bytes, or a folder's plain listing), as cgit 1.2.3 writes them.
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "gitfrag/filter.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -84,48 +86,76 @@ std::string JoinPath(std::string_view dir, std::string_view target) {
   return out;
 }
 
-// The object at route.path in the commit's tree (the root tree for an empty path). Null with
-// *error set when the commit or path does not resolve.
-ObjectPtr ResolvePath(const PageContext& ctx, CommitPtr* commit, uint32_t* mode, git_oid* oid,
-                      Page* error) {
+// What route.path names in the commit's tree (the root tree for an empty path).
+struct Resolved {
+  uint32_t mode = 0040000;
+  git_oid oid{};
+  git_object_t type = GIT_OBJECT_INVALID;  // a tree or a blob; GIT_OBJECT_INVALID: a submodule
+  size_t size = 0;                         // a blob's, from its header (the blob is not read)
+  TreePtr tree;                            // a folder's
+};
+
+// False with *error set when the commit or path does not resolve.
+bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   const Route& r = ctx.route;
   git_repository* repo = ctx.lease.repo();
   if (BadPath(r.path)) {
     *error = ErrorPage(404, "bad path: it climbs out of the tree or has an empty segment");
-    return nullptr;
+    return false;
   }
   int status = 200;
   std::string reason;
-  *commit = ResolveCommit(repo, r.id, r.head, &status, &reason);
-  if (!*commit) {
+  const CommitPtr commit = ResolveCommit(repo, r.id, r.head, &status, &reason);
+  if (!commit) {
     *error = ErrorPage(status, reason);
-    return nullptr;
+    return false;
   }
   git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, commit->get()) != 0) {
+  if (git_commit_tree(&raw_tree, commit.get()) != 0) {
     *error = ErrorPage(404, "the commit's tree cannot be read");
-    return nullptr;
+    return false;
   }
   TreePtr root(raw_tree);
-  *mode = 0040000;
-  *oid = *git_tree_id(root.get());
-  if (!r.path.empty()) {
-    git_tree_entry* raw_entry = nullptr;
-    if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0) {
-      *error = ErrorPage(404, "no such path in this revision: " + r.path);
-      return nullptr;
+  out->mode = 0040000;
+  out->oid = *git_tree_id(root.get());
+  if (r.path.empty()) {
+    out->type = GIT_OBJECT_TREE;
+    out->tree = std::move(root);
+    return true;
+  }
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0) {
+    *error = ErrorPage(404, "no such path in this revision: " + r.path);
+    return false;
+  }
+  const base::Owned<git_tree_entry_free> entry(raw_entry);
+  out->mode = git_tree_entry_filemode(entry.get());
+  out->oid = *git_tree_entry_id(entry.get());
+  if ((out->mode & 0170000) == 0160000) return true;  // a submodule: no object here
+  if ((out->mode & 0170000) == 0040000) {
+    git_tree* raw_sub = nullptr;
+    if (git_tree_lookup(&raw_sub, repo, &out->oid) != 0) {
+      *error = ErrorPage(404, "object missing from the repository: " + OidHex(out->oid));
+      return false;
     }
-    const base::Owned<git_tree_entry_free> entry(raw_entry);
-    *mode = git_tree_entry_filemode(entry.get());
-    *oid = *git_tree_entry_id(entry.get());
+    out->type = GIT_OBJECT_TREE;
+    out->tree.reset(raw_sub);
+    return true;
   }
-  if ((*mode & 0170000) == 0160000) return nullptr;  // a submodule: no object here
-  git_object* object = nullptr;
-  if (git_object_lookup(&object, repo, oid, GIT_OBJECT_ANY) != 0) {
-    *error = ErrorPage(404, "object missing from the repository: " + OidHex(*oid));
-    return nullptr;
+  git_odb* raw_odb = nullptr;
+  if (git_repository_odb(&raw_odb, repo) != 0) {
+    *error = ErrorPage(500, "no object database");
+    return false;
   }
-  return ObjectPtr(object);
+  const OdbPtr odb(raw_odb);
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&out->size, &type, odb.get(), &out->oid) != 0 ||
+      type != GIT_OBJECT_BLOB) {
+    *error = ErrorPage(404, "object missing from the repository: " + OidHex(out->oid));
+    return false;
+  }
+  out->type = GIT_OBJECT_BLOB;
+  return true;
 }
 
 void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
@@ -189,19 +219,67 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   out.Raw("</table>\n");
 }
 
+// The file name at the end of a tree path.
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A blob's bytes, read whole once (libgit2 inflates an object whole) and sent kPieceBytes at a
+// time: the page is neither copied into a body, nor compressed, nor stored.
+class BlobStream : public BodyStream {
+ public:
+  explicit BlobStream(OdbObjectPtr object) : object_(std::move(object)) {}
+
+  Result Next(std::string* out, std::string* /*error*/) override {
+    const std::string_view bytes(static_cast<const char*>(git_odb_object_data(object_.get())),
+                                 git_odb_object_size(object_.get()));
+    const std::string_view piece = bytes.substr(offset_, kPieceBytes);
+    out->append(piece);
+    offset_ += piece.size();
+    return offset_ == bytes.size() ? Result::kDone : Result::kMore;
+  }
+  std::optional<uint64_t> Length() const override { return git_odb_object_size(object_.get()); }
+
+ private:
+  OdbObjectPtr object_;  // independent of the repository: it may close while the body is sent
+  size_t offset_ = 0;
+};
+
+// plain sends a blob larger than this as a BodyStream.
+constexpr size_t kStreamAbove = 4 * BodyStream::kPieceBytes;
+
+// The lines' cell of a file view through the repository's source-filter, as cgit runs it: the
+// file's name its argument, the whole blob its input, its output the cell's HTML as written.
+// A filter that fails leaves what it wrote, then says why below the table; such a part is not
+// stored.
+void FilteredLines(const PageContext& ctx, std::string_view bytes, Page* page) {
+  Writer& out = ctx.out;
+  const std::vector<std::string> env = {
+      "CGIT_REPO_URL=" + ctx.repo.url,     "CGIT_REPO_NAME=" + ctx.repo.name,
+      "CGIT_REPO_PATH=" + ctx.repo.path,   "CGIT_REPO_OWNER=" + ctx.repo.owner,
+      "CGIT_REPO_DEFBRANCH=" + ctx.lease.refs().head_branch(),
+      "CGIT_REPO_SECTION=" + ctx.repo.section, "CGIT_REPO_CLONE_URL=" + ctx.repo.clone_url,
+  };
+  FilterLimits limits = ctx.site.filter_limits();
+  limits.max_output = std::max(limits.max_output, 8 * bytes.size());  // highlighting's markup
+  const FilterResult result = RunFilter(ctx.repo.source_filter, ctx.route.path, bytes, limits, env);
+  out.Raw("<td class='lines'><pre><code>").Raw(result.output);
+  out.Raw("</code></pre></td></tr></table>\n");
+  if (!result.ok || !result.error.empty()) page->no_store = true;
+  if (!result.ok) out.Raw("<div class='error'>source-filter: ").Text(result.error).Raw("</div>\n");
+}
+
 }  // namespace
 
 Page RenderTree(const PageContext& page_ctx) {
   const Route link_route = LinkRoute(page_ctx);
   const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
                         page_ctx.out};
-  CommitPtr commit;
-  uint32_t mode = 0;
-  git_oid oid;
+  Resolved found;
   Page error;
-  ObjectPtr object = ResolvePath(ctx, &commit, &mode, &oid, &error);
-  const bool submodule = (mode & 0170000) == 0160000;
-  if (!object && !submodule) return error;
+  if (!ResolvePath(ctx, &found, &error)) return error;
+  const bool submodule = found.type == GIT_OBJECT_INVALID;
   Writer& out = ctx.out;
   const Route& r = ctx.route;
   Page page;
@@ -210,27 +288,28 @@ Page RenderTree(const PageContext& page_ctx) {
             r.id);
   if (submodule) {
     // What cgit says when asked for a submodule's path: its commit is not in this repository.
-    out.Raw("<div class='error'>Bad object name: ").Raw(OidHex(oid)).Raw("</div>\n");
-  } else if (git_object_type(object.get()) == GIT_OBJECT_TREE) {
+    out.Raw("<div class='error'>Bad object name: ").Raw(OidHex(found.oid)).Raw("</div>\n");
+  } else if (found.type == GIT_OBJECT_TREE) {
     OdbPtr odb;
     git_odb* raw_odb = nullptr;
     if (git_repository_odb(&raw_odb, ctx.lease.repo()) != 0) return ErrorPage(500, "no object database");
     odb.reset(raw_odb);
-    WriteListing(ctx, reinterpret_cast<git_tree*>(object.get()), odb.get());
+    WriteListing(ctx, found.tree.get(), odb.get());
   } else {
-    const std::string hex = OidHex(oid);
+    const std::string hex = OidHex(found.oid);
     out.Raw("blob: ").Raw(hex).Raw(" (<a href='");
     RepoUrl(ctx, "plain", r.path, {{"h", r.head}, {"id", r.id}});
     out.Raw("'>plain</a>)\n");
-    const uint64_t size = git_blob_rawsize(reinterpret_cast<git_blob*>(object.get()));
     const uint64_t limit = ctx.site.max_blob_size();
-    if (limit != 0 && size / 1024 > limit) {
-      out.Raw("<div class='error'>blob size (").Number(size / 1024);
+    if (limit != 0 && found.size / 1024 > limit) {
+      out.Raw("<div class='error'>blob size (").Number(found.size / 1024);
       out.Raw("KB) exceeds display size limit (").Number(limit).Raw("KB).</div>");
     } else {
-      // The lines depend on the blob alone: one stored copy serves every path, revision and
-      // fork that shows it. Resolving the path here checked the blob is in this repository.
-      out.Raw("<esi:include src=\"").Raw(ctx.site.BlobUrl(r.repo, hex)).Raw("\"/>");
+      // The lines depend on the blob alone (and, with a source-filter, on the filter and the
+      // file's name, which the include then names): one stored copy serves every path, revision
+      // and fork that shows it. Resolving the path here checked the blob is in this repository.
+      out.Raw("<esi:include src=\"").Raw(ctx.site.BlobUrl(r.repo, hex, BaseName(r.path)));
+      out.Raw("\"/>");
       page.esi = true;
     }
   }
@@ -248,6 +327,7 @@ Page RenderBlob(const PageContext& ctx) {
   const BlobPtr blob(raw_blob);
   const std::string_view bytes = BlobBytes(blob.get());
   Writer& out = ctx.out;
+  Page page;
   if (IsBinary(bytes)) {
     // 32 bytes a row: offset, hex (an extra gap after 16) and the printable ones.
     static constexpr char kHex[] = "0123456789abcdef";
@@ -271,45 +351,45 @@ Page RenderBlob(const PageContext& ctx) {
       out.Text(ascii).Raw("</td></tr>\n");
     }
     out.Raw("</table>\n");
-  } else {
-    out.Raw("<table summary='blob content' class='blob'>\n<tr><td class='linenumbers'><pre>");
-    // One number per line; a last newline starts no line of its own.
-    if (!bytes.empty()) {
-      uint64_t line = 0;
-      auto number = [&] {
-        ++line;
-        out.Raw("<a id='n").Number(line).Raw("' href='#n").Number(line).Raw("'>");
-        out.Number(line).Raw("</a>\n");
-      };
-      number();
-      for (size_t i = 0; i + 1 < bytes.size(); ++i)
-        if (bytes[i] == '\n') number();
-    }
-    // cgit writes the text as a C string: a NUL past the first 8000 bytes ends it.
-    out.Raw("</pre></td>\n<td class='lines'><pre><code>")
-        .Text(bytes.substr(0, bytes.find('\0')))
-        .Raw("</code></pre></td></tr></table>\n");
+    return page;
   }
-  return Page{};
+  out.Raw("<table summary='blob content' class='blob'>\n<tr><td class='linenumbers'><pre>");
+  // One number per line; a last newline starts no line of its own.
+  if (!bytes.empty()) {
+    uint64_t line = 0;
+    auto number = [&] {
+      ++line;
+      out.Raw("<a id='n").Number(line).Raw("' href='#n").Number(line).Raw("'>");
+      out.Number(line).Raw("</a>\n");
+    };
+    number();
+    for (size_t i = 0; i + 1 < bytes.size(); ++i)
+      if (bytes[i] == '\n') number();
+  }
+  out.Raw("</pre></td>\n");
+  if (!ctx.repo.source_filter.empty()) {
+    FilteredLines(ctx, bytes, &page);
+    return page;
+  }
+  // cgit writes the text as a C string: a NUL past the first 8000 bytes ends it.
+  out.Raw("<td class='lines'><pre><code>")
+      .Text(bytes.substr(0, bytes.find('\0')))
+      .Raw("</code></pre></td></tr></table>\n");
+  return page;
 }
 
 Page RenderPlain(const PageContext& page_ctx) {
   const Route link_route = LinkRoute(page_ctx);
   const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
                         page_ctx.out};
-  CommitPtr commit;
-  uint32_t mode = 0;
-  git_oid oid;
+  Resolved found;
   Page error;
-  ObjectPtr object = ResolvePath(ctx, &commit, &mode, &oid, &error);
-  if (!object) {
-    if ((mode & 0170000) == 0160000) return ErrorPage(404, "a submodule has no plain view");
-    return error;
-  }
+  if (!ResolvePath(ctx, &found, &error)) return error;
+  if (found.type == GIT_OBJECT_INVALID) return ErrorPage(404, "a submodule has no plain view");
   const Route& r = ctx.route;
   Page page;
-  page.headers.emplace_back("ETag", "\"" + OidHex(oid) + "\"");
-  if (git_object_type(object.get()) == GIT_OBJECT_TREE) {
+  page.headers.emplace_back("ETag", "\"" + OidHex(found.oid) + "\"");
+  if (found.type == GIT_OBJECT_TREE) {
     // cgit's plain listing of a folder: a parent link, then one link per entry.
     Writer& out = ctx.out;
     const std::string folder = "/" + r.path + (r.path.empty() ? "" : "/");
@@ -322,7 +402,7 @@ Page RenderPlain(const PageContext& page_ctx) {
       RepoUrl(ctx, "plain", parent, {{"h", r.head}, {"id", r.id}});
       out.Raw("'>../</a></li>\n");
     }
-    const auto* tree = reinterpret_cast<git_tree*>(object.get());
+    const git_tree* tree = found.tree.get();
     const std::string prefix = r.path.empty() ? "" : r.path + "/";
     for (size_t i = 0; i < git_tree_entrycount(tree); ++i) {
       const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
@@ -345,16 +425,47 @@ Page RenderPlain(const PageContext& page_ctx) {
     out.Raw(" </ul>\n</body></html>\n");
     return page;
   }
-  // A file: its bytes, never interpreted by the browser (cgit's enable-html-serving is off).
-  const std::string_view bytes = BlobBytes(reinterpret_cast<git_blob*>(object.get()));
-  page.content_type = IsBinary(bytes) ? "application/octet-stream" : "text/plain; charset=UTF-8";
-  page.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  page.headers.emplace_back("Content-Security-Policy", "default-src 'none'");
-  const size_t slash = r.path.rfind('/');
-  const std::string filename =
-      QuotedFilename(std::string_view(r.path).substr(slash == std::string::npos ? 0 : slash + 1));
-  page.headers.emplace_back("Content-Disposition", "inline; filename=\"" + filename + "\"");
-  ctx.out.Raw(bytes);
+  // A file: its bytes. A large one is read once and streamed; a small one is the page's body.
+  OdbObjectPtr large;
+  BlobPtr small;
+  std::string_view bytes;
+  if (found.size > kStreamAbove) {
+    git_odb* raw_odb = nullptr;
+    if (git_repository_odb(&raw_odb, ctx.lease.repo()) != 0) return ErrorPage(500, "no object database");
+    const OdbPtr odb(raw_odb);
+    git_odb_object* raw = nullptr;
+    if (git_odb_read(&raw, odb.get(), &found.oid) != 0)
+      return ErrorPage(500, "cannot read the object " + OidHex(found.oid));
+    large.reset(raw);
+    bytes = {static_cast<const char*>(git_odb_object_data(raw)), git_odb_object_size(raw)};
+  } else {
+    git_blob* raw = nullptr;
+    if (git_blob_lookup(&raw, ctx.lease.repo(), &found.oid) != 0)
+      return ErrorPage(500, "cannot read the object " + OidHex(found.oid));
+    small.reset(raw);
+    bytes = BlobBytes(raw);
+  }
+  // cgit's content type: the cgitrc's for the file's extension; with enable-html-serving off, a
+  // text/ or application/ one (but PDF) is dropped and the browser told to sniff and run nothing.
+  // No type: binary or text/plain. The charset is named but for the binary default, as cgit.
+  const std::string_view name = BaseName(r.path);
+  std::string type = ctx.site.MimeType(name);
+  if (!ctx.repo.enable_html_serving) {
+    page.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    page.headers.emplace_back("Content-Security-Policy", "default-src 'none'");
+    if ((type.starts_with("text/") || type.starts_with("application/")) && type != "application/pdf")
+      type.clear();
+  }
+  if (type.empty())
+    page.content_type = IsBinary(bytes) ? "application/octet-stream" : "text/plain; charset=UTF-8";
+  else
+    page.content_type = type + "; charset=UTF-8";
+  page.headers.emplace_back("Content-Disposition",
+                            "inline; filename=\"" + QuotedFilename(name) + "\"");
+  if (large)
+    page.stream = std::make_shared<BlobStream>(std::move(large));
+  else
+    ctx.out.Raw(bytes);
   return page;
 }
 

@@ -495,10 +495,10 @@ void ClientConnection::ServeLocal() {
     Respond(200, "image/svg+xml", kLogo, keep, "Cache-Control: max-age=3600\r\n");
   } else if (runtime_->site) {
     Respond(404, "text/plain; charset=utf-8",
-            "404 Not Found: shellac renders the summary, refs, tag, about, log, tree, plain, "
-            "commit, diff, patch and rawdiff pages of its repositories; "
-            "this page is served by the forge, and no backend is configured (see shellac.conf(5), "
-            "backend=)\n",
+            std::string("404 Not Found: shellac renders ") + gitfrag::kRenderedPages +
+                "; this page (blame, a path-limited patch or rawdiff, a page through a Lua "
+                "filter, a tar.lz/tar.zst snapshot or its signature, ...) is served by the forge, "
+                "and no backend is configured (see shellac.conf(5), backend=)\n",
             keep);
   } else {
     Respond(404, "text/plain; charset=utf-8",

@@ -66,7 +66,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     if (!r.object) {
       r.status = 500;
       r.reason = "the rendered page cannot be kept: " + status.message();
-    } else if (!fill_key.empty() && worker.shared().store->Insert(r.object).ok()) {
+    } else if (!fill_key.empty() && !page.no_store && worker.shared().store->Insert(r.object).ok()) {
       r.stored = true;
       // The shared tier gets what this node rendered (in the background, on the tier's threads).
       if (worker.shared().l2 && SharedByTier(fill_key)) worker.shared().l2->Put(r.object);

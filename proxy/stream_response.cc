@@ -15,7 +15,8 @@ StreamResponse::StreamResponse(StreamingClient& client, std::shared_ptr<const Ru
     : client_(client),
       runtime_(std::move(runtime)),
       head_only_(request.method == "HEAD"),
-      chunked_(request.minor_version >= 1),
+      length_(stream->Length()),
+      chunked_(request.minor_version >= 1 && !length_),
       // An HTTP/1.0 body without a length ends with the connection.
       keep_alive_(keep_alive && request.minor_version >= 1),
       headers_(std::move(headers)),
@@ -34,6 +35,7 @@ void StreamResponse::Start() {
   for (const auto& [name, value] : headers_) head.append(name).append(": ").append(value).append("\r\n");
   head.append("Date: ").append(client_.worker().HttpDate()).append("\r\n");
   head.append("Via: 1.1 shellac\r\nX-Cache: pass\r\n");
+  if (length_) head.append("Content-Length: ").append(std::to_string(*length_)).append("\r\n");
   if (chunked_) head.append("Transfer-Encoding: chunked\r\n");
   if (!keep_alive_) head.append("Connection: close\r\n");
   head.append(extra_headers_);

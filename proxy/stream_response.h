@@ -2,11 +2,13 @@
 // head at once, then one piece at a time, each made on the render pool (at the part class, in
 // the client's fair share) and written when it comes back. One piece is in flight at a time, and
 // the next is asked for only while the client's output holds less than kHighWater bytes, so a
-// slow client holds neither a render thread nor more than about a megabyte. HTTP/1.1 gets
-// chunked framing; HTTP/1.0 a body delimited by the close. Neither stored nor compressed.
+// slow client holds neither a render thread nor more than about a megabyte. A stream that knows
+// its length (a file) gets Content-Length; otherwise HTTP/1.1 gets chunked framing and HTTP/1.0 a
+// body delimited by the close. Neither stored nor compressed.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,7 @@ class StreamResponse {
   StreamingClient& client_;
   std::shared_ptr<const Runtime> runtime_;
   const bool head_only_;
+  const std::optional<uint64_t> length_;  // the stream's, sent as Content-Length
   const bool chunked_;
   const bool keep_alive_;
   std::vector<std::pair<std::string, std::string>> headers_;

@@ -951,7 +951,8 @@ TEST_F(ConfTest, CgitrcEnableHttpClone) {
 
 // The summary, about and feed keys of a cgitrc: readme= and clone-url= / about-filter= apply to the
 // stanzas that follow them (as cgit copies them), a stanza's own repo.readme replaces the inherited
-// list, the table sizes are numbers.
+// list, a stanza's own filter counts only after enable-filter-overrides=1 (as cgit's), the table
+// sizes are numbers.
 TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
   const std::string cgitrc = Write("cgitrc",
                                    "summary-branches=3\nsummary-tags=0\nsummary-log=7\n"
@@ -962,6 +963,7 @@ TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
                                    "repo.url=one\nrepo.path=/srv/one.git\n"
                                    "repo.url=two\nrepo.path=/srv/two.git\nrepo.readme=:doc/x.md\n"
                                    "repo.readme=:y\nrepo.clone-url=ssh://two\n"
+                                   "repo.about-filter=/ignored\nenable-filter-overrides=1\n"
                                    "repo.about-filter=exec:/usr/bin/f\n");
   auto c = LoadOk(Write("shellac.conf", "cgitrc = " + cgitrc + "\n"));
   ASSERT_NE(c, nullptr);

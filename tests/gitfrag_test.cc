@@ -1454,8 +1454,205 @@ TEST_F(GitfragTree, PlainEqualsCgit) {
   }
 }
 
+// A cgitrc with `text` for the fixture's repository, loaded as shellac loads one.
+std::shared_ptr<const conf::Config> LoadCgitrc(const TreeFixture& fx, const std::string& text) {
+  const std::string rc = fx.DirPath() + "/cgitrc-load", conf_file = fx.DirPath() + "/shellac.conf";
+  std::ofstream(rc) << text;
+  std::ofstream(conf_file) << "cgitrc=" << rc << "\n";
+  std::string error;
+  auto config = conf::Load(conf_file, {{"render-threads", "1"}, {"threads", "1"}}, &error);
+  EXPECT_NE(config, nullptr) << error;
+  return config;
+}
+
+// A header of a CGI answer ("(none)" when absent), and the same of a rendered page.
+std::string CgiHeader(const std::string& cgi, const std::string& name) {
+  const std::string head = "\n" + cgi.substr(0, cgi.find("\n\n"));
+  const size_t at = head.find("\n" + name + ": ");
+  if (at == std::string::npos) return "(none)";
+  const size_t from = at + name.size() + 3;
+  return head.substr(from, head.find('\n', from) - from);
+}
+std::string PageHeader(const Page& page, const std::string& name) {
+  if (name == "Content-Type") return page.content_type;
+  for (const auto& [n, v] : page.headers)
+    if (n == name) return v;
+  return "(none)";
+}
+
+// plain's content types and headers as cgit 1.2.3 picks them: the cgitrc's mimetype.EXT= keys
+// (case-sensitive, the last for an extension wins), then its mimetype-file (any case, the first
+// line naming the extension wins, a line over 1023 bytes read on as the next), with
+// enable-html-serving off (text/ and application/ types but PDF dropped for text/plain or
+// application/octet-stream, nosniff and a Content-Security-Policy) and on (every type as given,
+// neither header), globally and per repository; a folder's listing stays text/html.
+TEST_F(GitfragTree, PlainContentTypesEqualCgit) {
+  Shell("cd " + ShellQuote(fx.DirPath()) + "/work && printf '<h1>x</h1>' > a.html && "
+        "printf '\\211PNG\\r\\n\\032\\n\\000' > i.png && printf '<svg/>' > s.svg && "
+        "printf '%%%%PDF' > d.pdf && printf '{}' > a.json && printf 'x' > T.TXT && "
+        "printf 'y' > X.Foo && printf 'z' > w.long && printf 'q' > n.bin && printf 'y' > noext. && "
+        "printf 'b\\000' > b.css && git add -A && "
+        "git -c user.name=a -c user.email=b commit -q -m types && git push -q ../repo.git master 2>&1");
+  const std::string mime = fx.DirPath() + "/mime.types";
+  std::ofstream(mime) << "# comment line\ntext/x-foo foo\nimage/png png PNG\ntext/html html htm\n"
+                         "application/pdf pdf\n  application/json json\ntext/plain txt\n"
+                         "text/x-other FOO\n"
+                      << "application/x-pad " << std::string(1030, 'p') << " long\n"
+                      << "text/css css\napplication/octet-stream bin\n";
+  const std::string repos = "repo.url=off\nrepo.path=" + fx.bare() + "\nrepo.url=on\nrepo.path=" +
+                            fx.bare() + "\nrepo.enable-html-serving=1\n";
+  const std::vector<std::string> cgitrcs = {
+      "virtual-root=/\n" + repos,
+      "virtual-root=/\nmimetype.svg=image/svg+xml\nmimetype.html=text/html\nmimetype.html=text/x-h\n"
+      "mimetype.Foo=image/x-foo\nmimetype-file=" + mime + "\n" + repos,
+      "virtual-root=/\nenable-html-serving=1\nmimetype-file=" + mime + "\n" + repos +
+          "repo.url=off2\nrepo.path=" + fx.bare() + "\nrepo.enable-html-serving=0\n",
+      "virtual-root=/\nmimetype-file=/no/such/mime.types\n" + repos,
+  };
+  const std::vector<std::string> files = {"a.html", "i.png",  "s.svg", "d.pdf", "a.json", "T.TXT",
+                                          "X.Foo",  "w.long", "n.bin", "noext.", "b.css", "dir/f.c",
+                                          "dir"};
+  for (const std::string& text : cgitrcs) {
+    auto config = LoadCgitrc(fx, text);
+    ASSERT_NE(config, nullptr);
+    Site site(*config);
+    for (const char* repo : {"off", "on", "off2"}) {
+      if (!site.RepositoryByUrl(repo)) continue;
+      for (const std::string& file : files) {
+        const std::string path = std::string("/") + repo + "/plain/" + file;
+        SCOPED_TRACE(text.substr(0, 120) + " " + path);
+        const Page page = site.Render(MustMatch(site, path, ""));
+        ASSERT_EQ(page.status, 200) << page.reason;
+        const std::string cgi = fx.CgitWith(text, path, "");
+        EXPECT_EQ(page.body, TreeFixture::Body(cgi));
+        for (const char* name : {"Content-Type", "ETag", "Content-Disposition",
+                                 "X-Content-Type-Options", "Content-Security-Policy"})
+          EXPECT_EQ(PageHeader(page, name), CgiHeader(cgi, name)) << name;
+      }
+    }
+  }
+}
+
+// A source-filter runs as cgit runs it on the file view: the file's name its argument, the whole
+// blob its input, its output the lines' cell, the line numbers still counted from the blob; a
+// binary file and a file over max-blob-size get no filter. Global and per-repository filters, as
+// a stanza inherits them, give cgit's page; the part's key names the filter and the name.
+TEST_F(GitfragTree, SourceFilterEqualsCgit) {
+  const std::string filter = fx.DirPath() + "/hl.sh";
+  std::ofstream(filter) << "#!/bin/sh\necho \"<b class='hl'>$1 $CGIT_REPO_NAME</b>\"\n"
+                           "sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' | tr a-z A-Z\n";
+  const std::string other = fx.DirPath() + "/other.sh";
+  std::ofstream(other) << "#!/bin/sh\necho \"other $1\"\nwc -c\n";
+  ASSERT_EQ(chmod(filter.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(other.c_str(), 0755), 0);
+  const std::string text =
+      "virtual-root=/\nmax-blob-size=50\nrepo.url=plain\nrepo.path=" + fx.bare() +
+      "\nsource-filter=" + filter + "\nrepo.url=fix\nrepo.path=" + fx.bare() +
+      "\nrepo.url=same\nrepo.path=" + fx.bare() +
+      "\nenable-filter-overrides=1\nrepo.url=forks/other\nrepo.path=" + fx.bare() +
+      "\nrepo.source-filter=exec:" + other +
+      "\nrepo.url=nofilter\nrepo.path=" + fx.bare() + "\nrepo.source-filter=\n";
+  auto config = LoadCgitrc(fx, text);
+  ASSERT_NE(config, nullptr);
+  Site site(*config);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/fix/tree/dir/f.c", ""},        {"/fix/tree/dir/deep/a.txt", "h=side"},
+      {"/fix/tree/empty", ""},          {"/fix/tree/bin.dat", ""},
+      {"/fix/tree/big.txt", ""},        {"/fix/tree/link", ""},
+      {"/fix/tree/dir", ""},            {"/forks/other/tree/dir/f.c", ""},
+      {"/plain/tree/dir/f.c", ""},      {"/nofilter/tree/dir/f.c", ""},
+      {"/fix/tree/caf%E9.txt", ""},
+  };
+  for (const auto& [path, query] : cases) {
+    SCOPED_TRACE(path + "?" + query);
+    const Page page = site.RenderAssembled(MustMatch(site, path, query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    std::string theirs_path = path;
+    if (const size_t e = theirs_path.find("%E9"); e != std::string::npos)
+      theirs_path.replace(e, 3, "\xe9");
+    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(text, theirs_path, query));
+    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    const std::string our_links = LinksAndClasses(page.body, path);
+    const std::string their_links = LinksAndClasses(theirs_html, path);
+    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+  }
+  // The filter's markup is the page's, as written.
+  const Page fix = site.RenderAssembled(MustMatch(site, "/fix/tree/dir/f.c", ""));
+  EXPECT_NE(fix.body.find("<b class='hl'>f.c fix</b>"), std::string::npos);
+  EXPECT_NE(fix.body.find("\tL2 &LT;B>&AMP;AMP;"), std::string::npos);
+  // Keys: the same filter and name share a part; another filter or name is another part; no
+  // filter keeps the blob's own key.
+  auto part_of = [&](const std::string& path) {
+    const Page frame = site.Render(MustMatch(site, path, ""));
+    const size_t at = frame.body.find("<esi:include src=\"");
+    EXPECT_NE(at, std::string::npos) << path;
+    if (at == std::string::npos) return Route();
+    const std::string url = frame.body.substr(at + 18, frame.body.find('"', at + 18) - at - 18);
+    const size_t q = url.find('?');
+    return MustMatch(site, url.substr(0, q), url.substr(q + 1));
+  };
+  const std::string blob = fx.Rev("master:dir/f.c");
+  const Route fix_part = part_of("/fix/tree/dir/f.c");
+  EXPECT_EQ(fix_part.cache_key, "gitfrag/blob/" + blob + "?filter=" + filter + "&name=f.c");
+  EXPECT_EQ(part_of("/same/tree/dir/f.c").cache_key, fix_part.cache_key)
+      << "one stored part for every repository with that filter";
+  EXPECT_EQ(part_of("/plain/tree/dir/f.c").cache_key, "gitfrag/blob/" + blob)
+      << "a stanza before the global source-filter has none";
+  EXPECT_EQ(part_of("/forks/other/tree/dir/f.c").cache_key,
+            "gitfrag/blob/" + blob + "?filter=exec%3A" + other + "&name=f.c");
+  EXPECT_EQ(part_of("/nofilter/tree/dir/f.c").cache_key, "gitfrag/blob/" + blob);
+  EXPECT_FALSE(site.Render(fix_part).no_store);
+  // plain runs no filter.
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/plain/dir/f.c", "")).body, "l1\n\tl2 <b>&amp;\n\nlast");
+}
+
+// A source-filter that hangs is killed after filter-timeout, one that cannot start or exits
+// non-zero says so: the page shows what it wrote, then the reason, and the part is not stored. A
+// Lua filter leaves the tree pages to the upstream.
+TEST_F(GitfragTree, SourceFilterFailures) {
+  const std::string hang = fx.DirPath() + "/hang.sh";
+  std::ofstream(hang) << "#!/bin/sh\necho started\nexec sleep 30\n";
+  const std::string fail = fx.DirPath() + "/fail.sh";
+  std::ofstream(fail) << "#!/bin/sh\necho partial\nexit 3\n";
+  ASSERT_EQ(chmod(hang.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(fail.c_str(), 0755), 0);
+  conf::Config c = fx.Config();
+  c.filter_timeout = std::chrono::milliseconds(300);
+  struct Case {
+    std::string filter, shown, reason;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {hang, "started", "source-filter: the filter ran longer than 0.3 s and was killed", false},
+      {"/no/such/filter", "", "source-filter: cannot run /no/such/filter", false},
+      {fail, "partial", "", true},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.filter);
+    c.repositories[0].source_filter = k.filter;
+    Site site(c);
+    const auto start = std::chrono::steady_clock::now();
+    const Route part = MustMatch(site, "/fix/esi-blob/f.c", "id=" + fx.Rev("master:dir/f.c"));
+    const Page page = site.Render(part);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    EXPECT_TRUE(page.no_store) << "a failure is not stored";
+    EXPECT_NE(page.body.find("<pre><code>" + k.shown), std::string::npos) << page.body;
+    if (!k.reason.empty())
+      EXPECT_NE(page.body.find("<div class='error'>" + k.reason), std::string::npos) << page.body;
+    else
+      EXPECT_EQ(page.body.find("class='error'"), std::string::npos) << page.body;
+  }
+  c.repositories[0].source_filter = "lua:/usr/lib/cgit/filters/x.lua";
+  Site lua(c);
+  EXPECT_FALSE(lua.Match("/fix/tree/dir/f.c", "")) << "a Lua filter: the upstream's";
+  EXPECT_FALSE(lua.Match("/fix/esi-blob/f.c", "id=" + fx.Rev("master:dir/f.c")));
+  EXPECT_TRUE(lua.Match("/fix/plain/dir/f.c", "")) << "plain runs no filter";
+}
+
 // Bad input: climbing and empty-segment paths, unknown paths and ids are 404s with the reason;
-// hostile names are escaped; a source-filter leaves tree pages to the upstream.
+// hostile names are escaped.
 TEST_F(GitfragTree, BadInput) {
   Site site(fx.Config());
   for (const char* path : {"/fix/tree/../x", "/fix/tree/dir/..", "/fix/plain/dir/../../x",
@@ -1492,11 +1689,6 @@ TEST_F(GitfragTree, BadInput) {
     EXPECT_EQ(page.body.find("a\"b"), std::string::npos);
   }
 
-  conf::Config filtered = fx.Config();
-  filtered.repositories[0].source_filter = "/usr/lib/cgit/filters/syntax-highlighting.py";
-  Site with_filter(filtered);
-  EXPECT_FALSE(with_filter.Match("/fix/tree/dir/f.c", "")) << "a source-filter: the upstream's";
-  EXPECT_TRUE(with_filter.Match("/fix/plain/dir/f.c", "")) << "plain runs no filter";
 }
 
 // summary, refs and tag pages: cgit 1.2.3's visible text, links and classes, with its default

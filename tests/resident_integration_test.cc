@@ -249,6 +249,15 @@ TEST(Resident, BadIdsAndOtherPages) {
   Response other = HttpGet(alone.Port(), "/base/blame/main.c");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
+  // It names every page kind shellac renders (the parts are named by the pages that show them).
+  for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
+    const auto kind = static_cast<gitfrag::PageKind>(k);
+    if (kind == gitfrag::PageKind::kDiffFragment || kind == gitfrag::PageKind::kBlob) continue;
+    const std::string name = kind == gitfrag::PageKind::kClone ? "clone files"
+                             : kind == gitfrag::PageKind::kIndex ? "repository index"
+                                                                 : gitfrag::PageKindName(kind);
+    EXPECT_NE(other.body.find(name), std::string::npos) << name << " missing: " << other.body;
+  }
 }
 
 // Path-limited logs and searches are rendered resident (the backend never sees them), with the
@@ -419,6 +428,119 @@ cd .. && git clone -q --bare work repo.git
 }
 
 
+// plain through the binary: a blob of several MiB is streamed with its length (Content-Length,
+// read by that framing, not chunked, never compressed), to HTTP/1.1 and HTTP/1.0 clients and for
+// HEAD on a kept-alive connection; a small file keeps cgit's content type from the cgitrc's
+// mimetype.* keys and its Content-Security-Policy; a folder is cgit's html listing.
+TEST(ResidentPlain, LargeBlobsAreStreamedWithTheirLength) {
+  TempDir dir;
+  std::ofstream(dir.File("make.sh")) << R"SH(
+set -e
+git init -q -b master work
+cd work
+head -c 6000000 /dev/urandom > big.bin
+seq 1 700000 > big.txt
+printf '<svg/>' > pic.svg && printf '<p>x</p>' > page.html
+git add . && git commit -q -m one
+cd .. && git clone -q --bare work repo.git
+)SH";
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
+  WriteFile(dir.File("cgitrc"), "virtual-root=/\nmimetype.svg=image/svg+xml\n"
+                                "mimetype.html=text/html\nrepo.url=repo\nrepo.path=" +
+                                    dir.File("repo.git") + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  auto same_as = [&](const std::string& body, const std::string& file) {
+    const std::string got = dir.File("got");
+    std::ofstream(got, std::ios::binary) << body;
+    return Shell("cmp " + ShellQuote(got) + " " + ShellQuote(dir.File("work/" + file)) +
+                 " && echo same") == "same\n";
+  };
+  ReadOptions slow;
+  slow.timeout = Millis(60'000);
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  Response big = client.RoundTrip(
+      "GET /repo/plain/big.bin HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", slow);
+  ASSERT_EQ(big.status, 200) << big.Describe();
+  EXPECT_FALSE(big.chunked);
+  EXPECT_EQ(big.Header("content-length"), "6000000");
+  EXPECT_EQ(big.Header("content-encoding"), std::nullopt) << "streamed as it is";
+  EXPECT_EQ(big.Header("content-type"), "application/octet-stream");
+  EXPECT_EQ(big.Header("content-security-policy"), "default-src 'none'");
+  EXPECT_EQ(big.Header("content-disposition"), "inline; filename=\"big.bin\"");
+  EXPECT_TRUE(same_as(big.body, "big.bin"));
+  ReadOptions head_only;
+  head_only.head_request = true;
+  Response head =
+      client.RoundTrip("HEAD /repo/plain/big.txt HTTP/1.1\r\nHost: x\r\n\r\n", head_only);
+  EXPECT_EQ(head.status, 200) << head.Describe();
+  const std::string text_size =
+      Shell("wc -c < " + ShellQuote(dir.File("work/big.txt"))).substr(0, 7);  // 4.8 MB
+  EXPECT_EQ(head.Header("content-length"), text_size);
+  EXPECT_EQ(head.Header("content-type"), "text/plain; charset=UTF-8");
+  Response text = client.RoundTrip("GET /repo/plain/big.txt HTTP/1.1\r\nHost: x\r\n\r\n", slow);
+  ASSERT_EQ(text.status, 200) << text.Describe();
+  EXPECT_TRUE(same_as(text.body, "big.txt"));
+
+  RawClient old;
+  ASSERT_TRUE(old.Connect(proxy.Port()));
+  Response ten = old.RoundTrip("GET /repo/plain/big.bin HTTP/1.0\r\n\r\n", slow);
+  ASSERT_EQ(ten.status, 200) << ten.Describe();
+  EXPECT_EQ(ten.Header("content-length"), "6000000");
+  EXPECT_TRUE(same_as(ten.body, "big.bin"));
+
+  Response svg = HttpGet(proxy.Port(), "/repo/plain/pic.svg");
+  EXPECT_EQ(svg.body, "<svg/>");
+  EXPECT_EQ(svg.Header("content-type"), "image/svg+xml; charset=UTF-8");
+  EXPECT_EQ(svg.Header("content-security-policy"), "default-src 'none'");
+  Response html = HttpGet(proxy.Port(), "/repo/plain/page.html");
+  EXPECT_EQ(html.Header("content-type"), "text/plain; charset=UTF-8") << "enable-html-serving is off";
+  Response folder = HttpGet(proxy.Port(), "/repo/plain/");
+  EXPECT_EQ(folder.Header("content-type"), "text/html; charset=UTF-8");
+  EXPECT_NE(folder.body.find("<li><a href='/repo/plain/big.bin'>big.bin</a></li>"),
+            std::string::npos) << folder.body;
+  Response missing = HttpGet(proxy.Port(), "/repo/plain/nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(missing.body.find("no such path in this revision: nope"), std::string::npos);
+}
+
+// A source-filter's part through the binary: rendered once for two repositories with that filter
+// (stored under a key naming it), again for a repository with another filter; a filter that
+// fails is shown with its reason and rendered again on the next request (never stored).
+TEST(ResidentPlain, SourceFilterPartsAreSharedByFilter) {
+  Repos repos;
+  const std::string upper = repos.dir().File("upper.sh"), broken = repos.dir().File("broken.sh");
+  WriteFile(upper, "#!/bin/sh\necho \"<i>$1</i>\"\ntr a-z A-Z\n");
+  WriteFile(broken, "#!/bin/sh\necho half\nexit 2\n");
+  Shell("chmod +x " + ShellQuote(upper) + " " + ShellQuote(broken));
+  WriteFile(repos.dir().File("cgitrc"),
+            "virtual-root=/\nenable-filter-overrides=1\nsource-filter=" + upper +
+                "\nrepo.url=base\nrepo.path=" +
+                repos.dir().File("base.git") + "\nrepo.url=pub/forks/fork\nrepo.path=" +
+                repos.dir().File("fork.git") + "\nrepo.url=broken\nrepo.path=" +
+                repos.dir().File("base.git") + "\nrepo.source-filter=" + broken + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(
+      proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + repos.dir().File("cgitrc") + "\n")));
+  Response base = HttpGet(proxy.Port(), "/base/tree/main.c");
+  ASSERT_EQ(base.status, 200) << base.Describe();
+  EXPECT_NE(base.body.find("<i>main.c</i>\nINT MAIN() {"), std::string::npos) << base.body;
+  Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/tree/main.c");
+  ASSERT_EQ(fork.status, 200) << fork.Describe();
+  EXPECT_NE(fork.body.find("RETURN 1;"), std::string::npos);
+  EXPECT_EQ(Renders(proxy, "blob", 1), 1) << "one filter run serves both repositories";
+  for (int i = 0; i < 2; ++i) {
+    Response half = HttpGet(proxy.Port(), "/broken/tree/main.c");
+    ASSERT_EQ(half.status, 200) << half.Describe();
+    EXPECT_NE(half.body.find("<code>half\n</code>"), std::string::npos) << half.body;
+  }
+  EXPECT_EQ(Renders(proxy, "blob", 3), 3) << "a failed filter's part is rendered each time";
+}
+
+
 // cgit's dumb-HTTP clone paths through the binary: a real `git clone` (the client falls back to
 // dumb HTTP, since shellac does not speak smart HTTP) of a repository with a pack and loose objects
 // gives the same objects and refs, with no backend; info/refs and objects/info/packs are cgit's
@@ -521,11 +643,12 @@ TEST(ResidentClone, GitClonesOverDumbHttp) {
     EXPECT_EQ(packs.body, CgitBody(f.dir().File("cgitrc"), "/repo/objects/info/packs"));
   }
 
-  // Files: streamed from the file, never stored or compressed.
+  // Files: streamed from the file with its length, never stored or compressed.
   Response got_pack = HttpGet(proxy.Port(), "/repo/objects/pack/" + pack_name,
                               "Accept-Encoding: gzip\r\n");
   ASSERT_EQ(got_pack.status, 200) << got_pack.Describe();
-  EXPECT_TRUE(got_pack.chunked);
+  EXPECT_FALSE(got_pack.chunked);
+  EXPECT_EQ(got_pack.Header("content-length"), std::to_string(got_pack.body.size()));
   EXPECT_EQ(got_pack.Header("content-encoding"), std::nullopt);
   EXPECT_EQ(got_pack.Header("content-type"), "application/octet-stream; charset=UTF-8");
   EXPECT_EQ(got_pack.Header("content-disposition"),
