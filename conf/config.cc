@@ -401,6 +401,7 @@ class Builder {
       r.origin = origin.Describe();
       r.enable_log_filecount = config_->enable_log_filecount;
       r.enable_log_linecount = config_->enable_log_linecount;
+      r.enable_blame = config_->enable_blame;
       r.clone_url = clone_url_;
       r.readme = readme_;
       r.about_filter = about_filter_;
@@ -456,6 +457,10 @@ class Builder {
       config_->enable_log_filecount = CgitFlag(value);
     } else if (key == "enable-log-linecount") {
       config_->enable_log_linecount = CgitFlag(value);
+    } else if (key == "enable-blame") {
+      config_->enable_blame = CgitFlag(value);
+    } else if (key == "repo.enable-blame") {
+      if (repo) repo->enable_blame = CgitFlag(value);
     } else if (key == "repo.enable-log-filecount") {
       if (repo) repo->enable_log_filecount = CgitFlag(value);
     } else if (key == "repo.enable-log-linecount") {
@@ -510,6 +515,7 @@ class Builder {
     Config::Repository r;
     r.enable_log_filecount = config_->enable_log_filecount;
     r.enable_log_linecount = config_->enable_log_linecount;
+    r.enable_blame = config_->enable_blame;
     r.name = url;
     r.url = std::move(url);
     r.path = std::move(path);

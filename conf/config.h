@@ -95,6 +95,9 @@ struct Config {
     // global value when the stanza began, or its repo.* key.
     bool enable_log_filecount = false;
     bool enable_log_linecount = false;
+    // cgit's enable-blame (the blame page and its links): the cgitrc's global value when the
+    // stanza began, or repo.enable-blame (Debian's cgit 1.2.3 reads both).
+    bool enable_blame = false;
     std::string clone_url;      // repo.clone-url (or the cgitrc's clone-url when the stanza began)
     // repo.readme (or the cgitrc's readme= in effect when the stanza began): "[REF]:PATH" entries,
     // the first one present is the about page.
@@ -138,6 +141,7 @@ struct Config {
   unsigned max_commit_count = 50;
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
+  bool enable_blame = false;  // the global enable-blame stanzas after it start with
   std::string source_filter;
   // The summary page's tables (cgit's summary-branches, summary-tags, summary-log) and clone URLs
   // (clone-prefix: one "PREFIX/URL" per prefix, when a repository has no clone-url).

@@ -60,8 +60,9 @@ enum class PageKind : uint8_t {
   kAbout,         // "/REPO/about/"             the readme, through about-filter when set (frame)
   kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
   kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
+  kBlame,         // "/REPO/blame/PATH?h=&id="  each line's commit (frame; enable-blame)
 };
-inline constexpr size_t kPageKinds = 16;
+inline constexpr size_t kPageKinds = 17;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;

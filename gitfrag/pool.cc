@@ -23,6 +23,7 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kPatch:
     case PageKind::kRawDiff:
     case PageKind::kBlob:
+    case PageKind::kBlame:
       return RenderClass::kPart;
   }
   return RenderClass::kPart;

@@ -64,6 +64,8 @@ const char* PageKindName(PageKind kind) {
       return "atom";
     case PageKind::kSnapshot:
       return "snapshot";
+    case PageKind::kBlame:
+      return "blame";
   }
   return "unknown";
 }
@@ -244,6 +246,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPlain;
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
+    else if (page == "blame")
+      route.kind = PageKind::kBlame;
     else
       return std::nullopt;
     // The about page of a file beside the readme (about/PATH), and an about-filter written in
@@ -270,7 +274,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain ||
-                           route.kind == PageKind::kSnapshot;
+                           route.kind == PageKind::kSnapshot || route.kind == PageKind::kBlame;
     // refs/heads and refs/tags pick a table; any other refs path shows both, as cgit's.
     if (route.kind == PageKind::kRefs) {
       route.path = route.path.starts_with("heads") ? "heads"
@@ -424,6 +428,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kSnapshot:
         page = RenderSnapshot(ctx);
+        break;
+      case PageKind::kBlame:
+        page = RenderBlame(ctx);
         break;
       case PageKind::kIndex:
         break;

@@ -184,6 +184,13 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
       RepoUrl(ctx, "plain", full, {{"h", r.head}, {"id", r.id}});
       out.Raw("'>plain</a>");
     }
+    // enable-blame: a blame button for everything but folders (cgit's listing gives a symlink
+    // and a submodule one too; their blame pages are 404s).
+    if (ctx.repo.enable_blame && type != 0040000) {
+      out.Raw("<a class='button' href='");
+      RepoUrl(ctx, "blame", full, {{"h", r.head}, {"id", r.id}});
+      out.Raw("'>blame</a>");
+    }
     out.Raw("</td></tr>\n");
   }
   out.Raw("</table>\n");
@@ -221,7 +228,15 @@ Page RenderTree(const PageContext& page_ctx) {
     const std::string hex = OidHex(oid);
     out.Raw("blob: ").Raw(hex).Raw(" (<a href='");
     RepoUrl(ctx, "plain", r.path, {{"h", r.head}, {"id", r.id}});
-    out.Raw("'>plain</a>)\n");
+    out.Raw("'>plain</a>");
+    // enable-blame: a blame link, unless the file is binary (cgit reads the blob to know).
+    if (ctx.repo.enable_blame &&
+        !IsBinary(BlobBytes(reinterpret_cast<git_blob*>(object.get())))) {
+      out.Raw(") (<a href='");
+      RepoUrl(ctx, "blame", r.path, {{"h", r.head}, {"id", r.id}});
+      out.Raw("'>blame</a>");
+    }
+    out.Raw(")\n");
     const uint64_t size = git_blob_rawsize(reinterpret_cast<git_blob*>(object.get()));
     const uint64_t limit = ctx.site.max_blob_size();
     if (limit != 0 && size / 1024 > limit) {

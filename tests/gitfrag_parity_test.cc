@@ -76,17 +76,20 @@ std::string Widths(const std::string& html) {
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
-  Peers(std::string bare, std::string rc_dir) : bare_(std::move(bare)) {
+  // `blame`: enable-blame=1 on both sides.
+  Peers(std::string bare, std::string rc_dir, bool blame = false) : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
     r.url = r.name = "repo";
     r.path = bare_;
     r.desc = "parity";
+    r.enable_blame = blame;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
     site_ = std::make_unique<Site>(c);
     rc_ = rc_dir + "/cgitrc";
-    std::ofstream(rc_) << "virtual-root=/\nrepo.url=repo\nrepo.path=" << bare_
+    std::ofstream(rc_) << "virtual-root=/\n"
+                       << (blame ? "enable-blame=1\n" : "") << "repo.url=repo\nrepo.path=" << bare_
                        << "\nrepo.desc=parity\n";
   }
 
@@ -378,6 +381,51 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
   // The octopus merge shows no diff on its commit page, as cgit's.
   const Page page = peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + octopus));
   EXPECT_EQ(page.body.find("diffstat"), std::string::npos);
+}
+
+// The blame page and the tree pages' blame links (enable-blame=1) against cgit's: files with
+// hunks from several commits, Latin-1 text, a renamed file, a binary file (cgit's note), a file at
+// an older commit and on another branch.
+TEST(GitfragParity, BlameEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ParityFixture fx;
+  Peers peers(fx.bare(), fx.dir().path(), /*blame=*/true);
+  const std::string po = fx.Git("rev-parse ':/po: update the catalogue'");
+  const std::string funcs = fx.Git("rev-parse ':/funcs and latin-1'");
+  // src/funcs.c at master has lines from three commits in several hunks.
+  EXPECT_GE(Lines(fx.Git("blame --porcelain master -- src/funcs.c | grep -E '^[0-9a-f]{40} ' | "
+                         "cut -c1-40 | sort -u")).size(),
+            3u);
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/blame/src/funcs.c", ""},
+      {"/repo/blame/src/funcs.c", "id=" + funcs},
+      {"/repo/blame/src/funcs.c", "id=" + po.substr(0, 10)},
+      {"/repo/blame/po/ru.po", ""},
+      {"/repo/blame/latin1.txt", ""},
+      {"/repo/blame/two.txt", ""},
+      {"/repo/blame/nums/numbers.txt", ""},
+      {"/repo/blame/README", "h=side-a"},
+      {"/repo/blame/a.txt", ""},
+      {"/repo/blame/dir/empty2", ""},
+      {"/repo/blame/img/logo.png", ""},
+      {"/repo/tree/", ""},
+      {"/repo/tree/src", "h=side-b"},
+      {"/repo/tree/src/funcs.c", ""},
+      {"/repo/tree/img/logo.png", ""},
+  };
+  for (const auto& [path, query] : pages) {
+    const std::string diff = peers.Difference(path, query);
+    EXPECT_TRUE(diff.empty()) << path << "?" << query << "\n" << diff;
+  }
+  // Folders, unknown paths and revisions are 404s, as cgit's.
+  for (const auto& [path, query] : std::vector<std::pair<std::string, std::string>>{
+           {"/repo/blame/src", ""}, {"/repo/blame/", ""}, {"/repo/blame/nope.c", ""},
+           {"/repo/blame/README", "id=nope"}}) {
+    auto route = peers.site().Match(path, query);
+    ASSERT_TRUE(route) << path;
+    EXPECT_EQ(peers.site().Render(*route).status, 404) << path << "?" << query;
+    EXPECT_NE(peers.CgitWhole(path, query).find("Status: 404"), std::string::npos) << path;
+  }
 }
 
 // bench/parity.sh: random non-merge commits of a real repository, every page kind.

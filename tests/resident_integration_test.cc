@@ -220,14 +220,14 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 
   // Pages gitfrag does not render, and unknown repositories, go to the forge.
-  EXPECT_EQ(HttpGet(proxy.Port(), "/base/blame/main.c").body, "origin:/base/blame/main.c");
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/stats/").body, "origin:/base/stats/");
   EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
             "origin:/nope/commit/?id=" + repos.second());
 
   // Without a backend they get a 404 that says so.
   ShellacProcess alone;
   ASSERT_TRUE(alone.Start(repos.Config()));
-  Response other = HttpGet(alone.Port(), "/base/blame/main.c");
+  Response other = HttpGet(alone.Port(), "/base/stats/");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
 }
