@@ -451,6 +451,42 @@ TEST(GitfragParity, TreeOfRepository) {
   EXPECT_EQ(peers.site().Render(*route).body, cgit.substr(cgit.find("\n\n") + 2));
 }
 
+// With SHELLAC_PARITY_REPO: blame pages of a few files at the repository's HEAD (enable-blame=1)
+// against cgit's, with each side's time printed. SHELLAC_PARITY_BLAME (space-separated paths)
+// replaces the default files. libgit2's blame is far slower than git's on long histories and
+// assigns some lines of much-rewritten files (po catalogues) to other commits than git: see
+// gitfrag/README.md.
+TEST(GitfragParity, BlameOfRepository) {
+  const char* repo = std::getenv("SHELLAC_PARITY_REPO");
+  if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  Peers peers(repo, dir.path(), /*blame=*/true);
+  std::vector<std::string> files = {"README.md", "GIT-VERSION-GEN"};
+  if (const char* list = std::getenv("SHELLAC_PARITY_BLAME"); list != nullptr && *list != '\0') {
+    files.clear();
+    std::istringstream in(list);
+    for (std::string f; in >> f;) files.push_back(f);
+  }
+  for (const std::string& file : files) {
+    const std::string path = "/repo/blame/" + file;
+    SCOPED_TRACE(path);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto route = peers.site().Match(path, "");
+    ASSERT_TRUE(route);
+    const Page page = peers.site().Render(*route);
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::string theirs = peers.Cgit(path, "");
+    const auto t2 = std::chrono::steady_clock::now();
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string a = VisibleText(page.body), b = VisibleText(theirs);
+    EXPECT_EQ(a, b) << FirstDifference(a, b);
+    std::cout << "[ time     ] " << path << ": shellac "
+              << std::chrono::duration<double>(t1 - t0).count() << " s, cgit "
+              << std::chrono::duration<double>(t2 - t1).count() << " s\n";
+  }
+}
+
 // With SHELLAC_PARITY_REPO: path-limited logs (files and folders, a second page, showmsg=1) and
 // searches of the repository's HEAD against cgit's, with each side's time printed.
 TEST(GitfragParity, HistoryOfRepository) {
