@@ -407,6 +407,7 @@ class Builder {
       r.about_filter = about_filter_;
       repo_readme_set_ = false;
       r.snapshots = config_->snapshots;
+      r.max_stats = config_->max_stats;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -453,6 +454,8 @@ class Builder {
       if (ec != std::errc() || end != value.data() + value.size() || count > 100000)
         throw Failure{origin.Describe() + ": max-commit-count: not a number of commits (0-100000)"};
       config_->max_commit_count = count;
+    } else if (key == "enable-http-clone") {
+      config_->enable_http_clone = CgitFlag(value);
     } else if (key == "enable-log-filecount") {
       config_->enable_log_filecount = CgitFlag(value);
     } else if (key == "enable-log-linecount") {
@@ -501,7 +504,23 @@ class Builder {
       if (repo) repo->snapshots = config_->snapshots & SnapshotsMask(value);
     } else if (key == "repo.snapshot-prefix") {
       if (repo) repo->snapshot_prefix = std::string(value);
+    } else if (key == "max-stats") {
+      config_->max_stats = StatsPeriods(value);
+    } else if (key == "repo.max-stats") {
+      if (repo) repo->max_stats = StatsPeriods(value);
     }
+  }
+
+  // cgit's max-stats value: a period's letter or name (week, month, quarter, year) as the number
+  // of periods it enables (1-4); anything else is 0, no stats, as cgit reads it.
+  static unsigned StatsPeriods(std::string_view value) {
+    static constexpr std::pair<char, std::string_view> kPeriods[] = {
+        {'w', "week"}, {'m', "month"}, {'q', "quarter"}, {'y', "year"}};
+    for (unsigned i = 0; i < std::size(kPeriods); ++i) {
+      if ((value.size() == 1 && value[0] == kPeriods[i].first) || value == kPeriods[i].second)
+        return i + 1;
+    }
+    return 0;
   }
 
   // cgit's flags are atoi(value): "1" (or any non-zero number) is on.
@@ -526,6 +545,7 @@ class Builder {
     r.readme = readme_;
     r.about_filter = about_filter_;
     r.snapshots = config_->snapshots;
+    r.max_stats = config_->max_stats;
     config_->repositories.push_back(std::move(r));
   }
 
@@ -1136,6 +1156,8 @@ const std::vector<Key>& Keys() {
        "renders that may wait for a thread"},
       {"render-queue-timeout", "30s", kReload, kOne, PositiveDuration(&Config::render_queue_timeout),
        "a render still waiting after this is refused (503)"},
+      {"blame-timeout", "10s", kReload, kOne, PositiveDuration(&Config::blame_timeout),
+       "a blame page still being worked out after this stops (503)"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),
        "renders one client may have running at once (0: no cap)"},
       {"client-prefix-v4", "32", kReload, kOne, Count(&Config::client_prefix_v4, 8, 32),

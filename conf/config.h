@@ -107,6 +107,10 @@ struct Config {
     // when the stanza began, narrowed by repo.snapshots; repo.snapshot-prefix ("": the basename).
     unsigned snapshots = 0;
     std::string snapshot_prefix;
+    // cgit's max-stats: the stats page's periods enabled, 1 (week) .. 4 (year: week, month,
+    // quarter and year); 0: no stats tab. The cgitrc's max-stats when the stanza began, or
+    // repo.max-stats.
+    unsigned max_stats = 0;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;
@@ -118,6 +122,7 @@ struct Config {
   // round-robin, a wait bounded by count and by time.
   unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused
   Millis render_queue_timeout{};         // a render still waiting after this is refused: 503 + Retry-After
+  Millis blame_timeout{};                // a blame page's budget: past it the render stops, 503
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
   unsigned client_prefix_v4 = 0;         // a client is its IPv4 address masked to this many bits
   unsigned client_prefix_v6 = 0;         // ... and its IPv6 address to this many
@@ -151,6 +156,10 @@ struct Config {
   unsigned max_atom_items = 10;  // cgit's max-atom-items: entries of the Atom feed
   std::string clone_prefix;
   unsigned snapshots = 0;          // snapshots= (cgit's format mask; none by default, as cgit)
+  // From an imported cgitrc: enable-http-clone (on by default, as cgit): the dumb-HTTP clone paths
+  // (info/refs, objects/..., HEAD) are served from the repositories' files.
+  bool enable_http_clone = true;
+  unsigned max_stats = 0;          // max-stats= (Repository::max_stats; off by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"
 

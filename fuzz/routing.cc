@@ -67,10 +67,13 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
       r.kind == PageKind::kTree || r.kind == PageKind::kPlain || r.kind == PageKind::kSnapshot ||
       r.kind == PageKind::kBlame;
   if (!r.path.empty() && tree_path) FUZZ_CHECK(!r.path.ends_with('/'));
-  if (!r.path.empty() && !tree_path) {
+  // A clone path is the file's path in the repository, checked by Render (404 outside objects/).
+  if (r.kind == PageKind::kClone)
+    FUZZ_CHECK(r.path == "HEAD" || r.path.starts_with("info/") || r.path.starts_with("objects/"));
+  if (!r.path.empty() && !tree_path && r.kind != PageKind::kClone) {
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
                r.kind == PageKind::kDiffFragment || r.kind == PageKind::kLog ||
-               r.kind == PageKind::kRefs);
+               r.kind == PageKind::kRefs || r.kind == PageKind::kStats);
     if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
     FUZZ_CHECK(!r.path.starts_with('/') && !r.path.ends_with('/'));
     FUZZ_CHECK(r.path.find("//") == std::string::npos);

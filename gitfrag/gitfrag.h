@@ -60,9 +60,11 @@ enum class PageKind : uint8_t {
   kAbout,         // "/REPO/about/"             the readme, through about-filter when set (frame)
   kAtom,          // "/REPO/atom/?h="           Atom feed of a branch's newest commits (frame)
   kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
+  kClone,         // "/REPO/info/refs", "/REPO/objects/...", "/REPO/HEAD": dumb-HTTP clone files
+  kStats,         // "/REPO/stats/[PATH]?h=&period=&ofs=" commits per author per period (frame)
   kBlame,         // "/REPO/blame/PATH?h=&id="  each line's commit (frame; enable-blame)
 };
-inline constexpr size_t kPageKinds = 17;
+inline constexpr size_t kPageKinds = 19;
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
 // Diff options as cgit has them. Normalised: context in 1..40 (cgit's choices are free-form too;
@@ -88,10 +90,16 @@ struct Route {
                      // or trailing '/'; tree and plain keep a climbing one ("..") for Render's 404
   DiffOptions diff;
   unsigned ofs = 0;  // log: commits to skip
+  // ofs= as cgit's atoi reads it, sign kept: the stats page's authors shown (-1: all).
+  int ofs_signed = 0;
+  std::optional<std::string> period;  // stats: period= as given (w, m, q, y or a period's name)
   bool showmsg = false;  // log: each commit's whole message under its subject
   // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as
   // given (cgit's links carry both when both were given, even empty).
   std::optional<std::string> grep, search;
+  // atom: the query string as given (part of the feed's id), and "http[s]://HOST" that its links
+  // start with, set by the proxy from the request (cgit: HTTP_HOST, HTTPS); empty: no links.
+  std::string query, origin;
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
   // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
   // abbrev=N", "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
@@ -167,6 +175,8 @@ class Site {
   };
   const SummaryOptions& summary() const { return summary_; }
   unsigned max_atom_items() const { return max_atom_items_; }  // cgit's max-atom-items
+  // blame-timeout: a blame page stops (503) once its blame has taken this long.
+  std::chrono::milliseconds blame_timeout() const { return blame_timeout_; }
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
@@ -191,13 +201,19 @@ class Site {
   Page RenderAssembled(const Route& route) const;
 
  private:
+  // Whether a dumb-HTTP clone path is served here (enable-http-clone), and its route.
+  std::optional<Route> MatchClone(Route route, std::string_view file, std::string_view query) const;
+
   std::string virtual_root_;
   std::string css_, logo_, root_title_, root_desc_;
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
   bool source_filter_ = false;  // a global source-filter: tree pages go to the upstream
+  bool http_clone_ = true;      // cgit's enable-http-clone
+  bool backend_ = false;        // an upstream is configured (smart-HTTP info/refs go to it)
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
+  std::chrono::milliseconds blame_timeout_{10000};
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

@@ -23,6 +23,7 @@ CommitPtr DateWalk::Next() {
     CommitPtr commit = std::move(frontier_.front());
     frontier_.pop_front();
     ++visited_;
+    if (git_commit_time(commit.get()) < since_) continue;  // a start older than since
     if (path_.empty()) {
       const unsigned parents = git_commit_parentcount(commit.get());
       for (unsigned i = 0; i < parents; ++i) Add(*git_commit_parent_id(commit.get(), i));
@@ -77,6 +78,7 @@ void DateWalk::Add(const git_oid& oid) {
   if (git_commit_lookup(&raw, repo_, &oid) != 0) return;
   CommitPtr commit(raw);
   const git_time_t date = git_commit_time(raw);
+  if (date < since_) return;
   auto it = frontier_.begin();
   while (it != frontier_.end() && git_commit_time(it->get()) >= date) ++it;
   frontier_.insert(it, std::move(commit));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <list>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,9 @@ class DateWalk {
 
   // Stops the walk (Next() returns null, stopped() is true) once `deadline` has passed.
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // Leaves out commits dated (committer) before `since`, Unix seconds, and does not walk past
+  // them (git's --since). Set it before the first Next(); the starts are checked again then.
+  void set_since(int64_t since) { since_ = since; }
   bool stopped() const { return stopped_; }
   // Commits taken off the frontier so far (returned or simplified away).
   size_t visited() const { return visited_; }
@@ -67,6 +71,7 @@ class DateWalk {
   Clock::time_point deadline_ = Clock::time_point::max();
   bool stopped_ = false;
   size_t visited_ = 0;
+  int64_t since_ = INT64_MIN;
 };
 
 }  // namespace shellac::gitfrag

@@ -19,11 +19,13 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kSnapshot:
       return RenderClass::kFrame;
     case PageKind::kLog:
+    case PageKind::kStats:
     case PageKind::kDiffFragment:
     case PageKind::kPatch:
     case PageKind::kRawDiff:
     case PageKind::kBlob:
     case PageKind::kBlame:
+    case PageKind::kClone:  // a clone's files: bulk, behind a person's pages
       return RenderClass::kPart;
   }
   return RenderClass::kPart;

@@ -115,7 +115,8 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
     if (name == active_tab) out.Raw(" class='active'");
     out.Raw(" href='");
     const bool keeps_path =
-        page == "log" || page == "tree" || page == "blame" || page == "commit" || page == "diff";
+        page == "log" || page == "tree" || page == "blame" || page == "commit" || page == "diff" ||
+        page == "stats";
     RepoUrl(ctx, page, keeps_path ? std::string_view(r.path) : std::string_view(), args);
     out.Raw("'>").Raw(name).Raw("</a>");
   };
@@ -139,6 +140,8 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
        {"context", context},
        {"ignorews", ignorews},
        {"dt", dt}});
+  // cgit shows the stats tab when max-stats enables a period.
+  if (ctx.repo.max_stats > 0) tab("stats", "stats", {{"h", r.head}});
   out.Raw("</td><td class='form'><form class='right' method='get' action='");
   RepoUrl(ctx, "log", r.path, {});
   out.Raw("'>\n");

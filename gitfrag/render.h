@@ -222,6 +222,8 @@ Page RenderAbout(const PageContext& ctx);
 Page RenderAtom(const PageContext& ctx);
 Page RenderSnapshot(const PageContext& ctx);
 Page RenderBlame(const PageContext& ctx);
+Page RenderClone(const PageContext& ctx);
+Page RenderStats(const PageContext& ctx);
 // cgit's snapshot prefix: repo.snapshot-prefix, else the last segment of the URL without ".git".
 std::string SnapshotPrefix(const conf::Config::Repository& repo);
 Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);

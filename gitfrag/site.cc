@@ -2,6 +2,7 @@
 // repository from the registry and hands it to the page's renderer.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <unordered_map>
 
 #include "gitfrag/archive.h"
@@ -66,6 +67,10 @@ const char* PageKindName(PageKind kind) {
       return "snapshot";
     case PageKind::kBlame:
       return "blame";
+    case PageKind::kClone:
+      return "clone";
+    case PageKind::kStats:
+      return "stats";
   }
   return "unknown";
 }
@@ -99,6 +104,18 @@ bool Decode(std::string_view in, bool plus_is_space, std::string* out) {
   return true;
 }
 
+// C's atoi, as cgit reads numbers from a query: leading blanks, a sign, the digits that follow
+// (none: 0), the rest ignored; clamped to int.
+int Atoi(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
+  int64_t v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) v = std::min<int64_t>(v * 10 + (s[i] - '0'), INT32_MAX);
+  return static_cast<int>(negative ? -v : v);
+}
+
 int ParseInt(std::string_view s, int fallback) {
   int v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -128,9 +145,12 @@ Site::Site(const conf::Config& config)
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
       source_filter_(!config.source_filter.empty()),
+      http_clone_(config.enable_http_clone),
+      backend_(config.backend.has_value()),
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
+      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(10)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
@@ -211,6 +231,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     std::string_view tail = std::string_view(rest).substr(repo_end);  // "/commit/PATH" or ""
     if (tail.starts_with('/')) tail.remove_prefix(1);
     // "/REPO/" and "/REPO" are the summary; "/REPO/refs" is "/REPO/refs/", as cgit reads them.
+    // cgit's dumb-HTTP clone paths: the file's path in the repository is the route's path
+    // (checked by Render, which answers 404 for one outside the objects folder).
+    if (tail == "HEAD" || tail.starts_with("info/") || tail.starts_with("objects/"))
+      return MatchClone(std::move(route), tail, query);
     const size_t slash = tail.find('/');
     const std::string_view page = tail.substr(0, slash);
     if (slash != std::string_view::npos) route.path = std::string(tail.substr(slash + 1));
@@ -224,8 +248,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kTag;
     else if (page == "about")
       route.kind = PageKind::kAbout;
-    else if (page == "atom")
+    else if (page == "atom") {
       route.kind = PageKind::kAtom;
+      route.query = query;
+    }
     else if (page == "log")
       route.kind = PageKind::kLog;
     else if (page == "commit")
@@ -248,6 +274,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kSnapshot;
     else if (page == "blame")
       route.kind = PageKind::kBlame;
+    else if (page == "stats")
+      route.kind = PageKind::kStats;
     else
       return std::nullopt;
     // The about page of a file beside the readme (about/PATH), and an about-filter written in
@@ -283,7 +311,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     }
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
-        route.kind != PageKind::kRefs && !tree_path)
+        route.kind != PageKind::kRefs && route.kind != PageKind::kStats && !tree_path)
       return std::nullopt;
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
@@ -314,8 +342,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     } else if (key == "abbrev") {
       const int abbrev = ParseInt(value, 0);
       route.diff.abbrev = abbrev >= 7 && abbrev <= 40 ? abbrev : 0;
-    } else if (key == "ofs")
+    } else if (key == "ofs") {
       route.ofs = static_cast<unsigned>(std::clamp(ParseInt(value, 0), 0, 1 << 30));
+      route.ofs_signed = Atoi(value);
+    } else if (key == "period")
+      route.period = value;
     else if (key == "showmsg")
       route.showmsg = ParseInt(value, 0) != 0;
     else if (key == "qt")
@@ -347,6 +378,26 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
           "gitfrag/rawdiff/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
     }
   }
+  return route;
+}
+
+std::optional<Route> Site::MatchClone(Route route, std::string_view file,
+                                      std::string_view query) const {
+  // enable-http-clone=0: cgit answers 404; the upstream (cgit with the same cgitrc, or a
+  // smart-HTTP server such as git http-backend at these URLs) answers instead.
+  if (!http_clone_) return std::nullopt;
+  // A git client asks for "info/refs?service=git-upload-pack" first: with an upstream, that goes
+  // to it, so a smart-HTTP server behind shellac keeps serving clones (cgit answers it as shellac
+  // would). A dumb client's later requests carry no service=.
+  if (backend_ && file == "info/refs") {
+    for (size_t start = 0; start <= query.size();) {
+      const size_t amp = std::min(query.find('&', start), query.size());
+      if (query.substr(start, amp - start).starts_with("service=")) return std::nullopt;
+      start = amp + 1;
+    }
+  }
+  route.kind = PageKind::kClone;
+  route.path = std::string(file);
   return route;
 }
 
@@ -431,6 +482,12 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kBlame:
         page = RenderBlame(ctx);
+        break;
+      case PageKind::kClone:
+        page = RenderClone(ctx);
+        break;
+      case PageKind::kStats:
+        page = RenderStats(ctx);
         break;
       case PageKind::kIndex:
         break;

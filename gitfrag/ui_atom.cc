@@ -50,6 +50,16 @@ Page RenderAtom(const PageContext& ctx) {
   out.Raw("</title>\n<subtitle>");
   XmlText(out, ctx.repo.desc);
   out.Raw("</subtitle>\n");
+  // With a host, the feed's own address and links that take a reader to the pages.
+  std::string repo_url;
+  if (!r.origin.empty()) {
+    repo_url = r.origin + ctx.chrome.virtual_root + ctx.repo.url + "/";
+    std::string self = repo_url + "atom";
+    if (!r.query.empty()) self += "?" + r.query;
+    XmlText(out.Raw("<id>"), self);
+    out.Raw("</id>\n<link rel='self' href='").Text(self).Raw("'/>\n");
+    out.Raw("<link rel='alternate' type='text/html' href='").Text(repo_url).Raw("'/>\n");
+  }
   DateWalk walk(ctx.lease.repo(), *git_commit_id(start.get()));
   bool first = true;
   for (unsigned n = 0; n < ctx.site.max_atom_items(); ++n) {
@@ -69,7 +79,17 @@ Page RenderAtom(const PageContext& ctx) {
     XmlText(out.Raw("</updated>\n<author>\n<name>"), ToUtf8(author->name, encoding));
     XmlText(out.Raw("</name>\n<email>"), author->email);
     out.Raw("</email>\n</author>\n<published>").Raw(AtomDate(author->when.time));
-    out.Raw("</published>\n<id>urn:sha1:").Raw(OidHex(*git_commit_id(raw))).Raw("</id>\n");
+    const std::string hex = OidHex(*git_commit_id(raw));
+    if (!repo_url.empty()) {
+      out.Raw("</published>\n<link rel='alternate' type='text/html' href='")
+          .Text(repo_url)
+          .Raw("commit/?id=")
+          .Raw(hex)
+          .Raw("'/>\n<id>urn:sha1:");
+    } else {
+      out.Raw("</published>\n<id>urn:sha1:");
+    }
+    out.Raw(hex).Raw("</id>\n");
     XmlText(out.Raw("<content type='text'>\n"), body);
     out.Raw("</content>\n</entry>\n");
   }

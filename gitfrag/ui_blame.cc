@@ -1,9 +1,8 @@
 // The blame page ("/REPO/blame/PATH?h=&id="), as Debian's cgit 1.2.3 writes it: a table of three
 // cells (each hunk's commit link with its author/committer/subject title and a "^" link to the
 // blame of the parent it came through; the line numbers; a bar per hunk behind the whole text),
-// rendered per request. The blame is libgit2's git_blame_file (no move or copy detection, as
-// cgit asks git for none); adjacent hunks of one commit whose original lines follow on are joined,
-// as git's blame_coalesce joins them.
+// rendered per request. The blame is gitfrag/blame.h's (git's, with cgit's options), bounded by
+// blame-timeout.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -11,22 +10,12 @@
 #include <vector>
 
 #include "gitfrag/abbrev.h"
-#include "gitfrag/history.h"
+#include "gitfrag/blame.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 
 namespace {
-
-using BlamePtr = base::Owned<git_blame_free>;
-
-struct Hunk {
-  git_oid commit{};
-  std::string path;  // the path in that commit (libgit2 follows no renames without flags)
-  size_t start = 0;  // first final line, 0-based
-  size_t lines = 0;
-  size_t orig_start = 0;
-};
 
 // cgit's title for a hunk's commit link: author and committer with their dates, then the subject.
 struct CommitInfo {
@@ -118,57 +107,32 @@ Page RenderBlame(const PageContext& page_ctx) {
     return Page{};
   }
 
-  git_blame_options options = GIT_BLAME_OPTIONS_INIT;
-  options.newest_commit = *git_commit_id(commit.get());
-  git_blame* raw_blame = nullptr;
-  if (git_blame_file(&raw_blame, repo, r.path.c_str(), &options) != 0) {
-    const git_error* e = git_error_last();
-    return ErrorPage(500, std::string("blame failed: ") + (e != nullptr ? e->message : "unknown"));
+  // The blame itself, within the time budget (blame-timeout): past it the page is a 503, as
+  // cgit's would have been killed, and the render thread is free again.
+  const auto budget = ctx.site.blame_timeout();
+  const BlameResult blame =
+      Blame(repo, *git_commit_id(commit.get()), r.path, blob_id, std::chrono::steady_clock::now() + budget);
+  if (blame.status == BlameResult::Status::kDeadline) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(budget).count();
+    const std::string budget_text = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+    return ErrorPage(503, "blame of " + r.path + " took longer than " + budget_text + " (blame-timeout)");
   }
-  const BlamePtr blame(raw_blame);
+  if (blame.status == BlameResult::Status::kError)
+    return ErrorPage(500, "blame failed: " + blame.error);
+  const std::vector<BlameEntry>& hunks = blame.entries;
 
   // Line starts: a last line without a newline is a line too.
   std::vector<size_t> starts;
   for (size_t i = 0; i < bytes.size(); ++i)
     if (i == 0 || bytes[i - 1] == '\n') starts.push_back(i);
-  const size_t line_count = starts.size();
   starts.push_back(bytes.size());
-
-  std::vector<Hunk> hunks;
-  const uint32_t count = git_blame_get_hunk_count(blame.get());
-  for (uint32_t i = 0; i < count; ++i) {
-    const git_blame_hunk* h = git_blame_get_hunk_byindex(blame.get(), i);
-    if (h == nullptr || h->lines_in_hunk == 0) continue;
-    const size_t start = h->final_start_line_number - 1;
-    if (start >= line_count) continue;
-    const size_t lines = std::min<size_t>(h->lines_in_hunk, line_count - start);
-    const std::string path = h->orig_path != nullptr ? h->orig_path : r.path;
-    if (!hunks.empty()) {
-      Hunk& last = hunks.back();
-      if (git_oid_equal(&last.commit, &h->final_commit_id) && last.path == path &&
-          last.start + last.lines == start &&
-          last.orig_start + last.lines == h->orig_start_line_number - 1) {
-        last.lines += lines;
-        continue;
-      }
-    }
-    hunks.push_back(Hunk{h->final_commit_id, path, start, lines, h->orig_start_line_number - 1});
-  }
-
-  // An empty file: git keeps one entry of no lines, on the newest commit that changed the path.
-  if (bytes.empty()) {
-    DateWalk walk(repo, std::vector<git_oid>{*git_commit_id(commit.get())}, nullptr, r.path);
-    walk.set_deadline(DateWalk::Clock::now() + std::chrono::seconds(5));
-    if (const CommitPtr last = walk.Next())
-      hunks.push_back(Hunk{*git_commit_id(last.get()), r.path, 0, 0, 0});
-  }
 
   git_odb* raw_odb = nullptr;
   if (git_repository_odb(&raw_odb, repo) != 0) return ErrorPage(500, "no object database");
   const OdbPtr odb(raw_odb);
   const int abbrev_len = EffectiveDiffOptions(ctx).abbrev;
   std::map<std::pair<std::string, std::string>, CommitInfo> infos;  // (id, path)
-  auto info_of = [&](const Hunk& h) -> const CommitInfo& {
+  auto info_of = [&](const BlameEntry& h) -> const CommitInfo& {
     auto key = std::make_pair(OidHex(h.commit), h.path);
     auto it = infos.find(key);
     if (it != infos.end()) return it->second;
@@ -194,7 +158,7 @@ Page RenderBlame(const PageContext& page_ctx) {
 
   page_head();
   out.Raw("<table class='blame blob'>\n<tr>\n<td class='hashes'>");
-  for (const Hunk& h : hunks) {
+  for (const BlameEntry& h : hunks) {
     const CommitInfo& info = info_of(h);
     out.Raw("<div class='alt'><pre><span class='oid'><a title='").Text(info.title).Raw("' href='");
     RepoUrl(ctx, "commit", h.path, {{"h", r.head}, {"id", OidHex(h.commit)}});
@@ -204,23 +168,23 @@ Page RenderBlame(const PageContext& page_ctx) {
       RepoUrl(ctx, "blame", h.path, {{"h", r.head}, {"id", info.previous}});
       out.Raw("'>^</a>");
     }
-    for (size_t i = 0; i < h.lines; ++i) out.Raw("\n");
+    for (size_t i = 0; i < h.num_lines; ++i) out.Raw("\n");
     out.Raw("</pre></div>");
   }
   out.Raw("</td>\n<td class='linenumbers'>");
-  for (const Hunk& h : hunks) {
+  for (const BlameEntry& h : hunks) {
     out.Raw("<div class='alt'><pre>");
-    for (size_t n = h.start + 1; n <= h.start + h.lines; ++n)
+    for (size_t n = h.lno + 1; n <= h.lno + h.num_lines; ++n)
       out.Raw("<a id='n").Number(n).Raw("' href='#n").Number(n).Raw("'>").Number(n).Raw("</a>\n");
     out.Raw("</pre></div>");
   }
   out.Raw("</td>\n<td class='lines'><div><div>");
   // The bar behind a hunk: a line break per line, then as many blanks as its widest line is long
   // (tabs to the next multiple of 8, the newline counted, bytes not characters), less one.
-  for (const Hunk& h : hunks) {
+  for (const BlameEntry& h : hunks) {
     out.Raw("<div class='alt'><pre>");
     size_t widest = 2;
-    for (size_t line = h.start; line < h.start + h.lines; ++line) {
+    for (size_t line = h.lno; line < h.lno + h.num_lines; ++line) {
       out.Raw("\n");
       size_t len = 0;
       for (size_t i = starts[line]; i < starts[line + 1]; ++i) {

@@ -165,7 +165,7 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
   SplitMessage(text, &subject, &body);
   const std::string hex = OidHex(oid);
   out.Raw(route.showmsg ? "<tr class='logheader'><td>" : "<tr><td>");
-  WriteAge(out, git_commit_committer(raw)->when, now, 60 * 86400);
+  WriteAge(out, git_commit_committer(raw)->when, now, 14 * 86400);  // cgit: TM_WEEK * 2
   out.Raw(route.showmsg ? "</td><td class='logsubject'><a href='" : "</td><td><a href='");
   RepoUrl(ctx, "commit", route.path, {{"h", route.head}, {"id", hex}});
   out.Raw("'>");

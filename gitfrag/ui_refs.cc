@@ -181,15 +181,20 @@ std::string RepoTitle(const PageContext& ctx) {
   return ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
 }
 
-void WriteCloneUrls(const PageContext& ctx) {
+// The summary's spacer rows: as wide as its log (cgit: 3 columns, and Files and Lines when shown).
+std::string Spacer(const std::string& columns) {
+  return "<tr class='nohover'><td colspan='" + columns + "'>&nbsp;</td></tr>";
+}
+
+void WriteCloneUrls(const PageContext& ctx, const std::string& columns) {
   bool first = true;
   for (const std::string& url : CloneUrls(ctx)) {
     if (first) {
-      ctx.out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
-      ctx.out.Raw("<tr class='nohover'><th class='left' colspan='4'>Clone</th></tr>\n");
+      ctx.out.Raw(Spacer(columns));
+      ctx.out.Raw("<tr class='nohover'><th class='left' colspan='" + columns + "'>Clone</th></tr>\n");
       first = false;
     }
-    ctx.out.Raw("<tr><td colspan='4'><a rel='vcs-git' href='");
+    ctx.out.Raw("<tr><td colspan='" + columns + "'><a rel='vcs-git' href='");
     WriteUrlAttribute(ctx.out, url);
     ctx.out.Raw("' title='").Text(ctx.repo.name).Raw(" Git repository'>").Text(url);
     ctx.out.Raw("</a></td></tr>\n");
@@ -218,15 +223,20 @@ Page RenderSummary(const PageContext& page_ctx) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   Writer& out = ctx.out;
   PageStart(ctx, RepoTitle(ctx), "summary", ctx.route.id);
+  const std::string columns =
+      std::to_string(3 + ctx.repo.enable_log_filecount + ctx.repo.enable_log_linecount);
   out.Raw("<table summary='repository info' class='list nowrap'>");
   WriteBranchTable(ctx, options.branches, now);
-  out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
+  out.Raw(Spacer(columns));
   WriteTagTable(ctx, options.tags, now);
   if (options.log > 0) {
-    out.Raw("<tr class='nohover'><td colspan='4'>&nbsp;</td></tr>");
+    out.Raw(Spacer(columns));
     out.Raw(
         "<tr class='nohover'><th class='left'>Age</th><th class='left'>Commit message</th>"
-        "<th class='left'>Author</th></tr>\n");
+        "<th class='left'>Author</th>");
+    if (ctx.repo.enable_log_filecount) out.Raw("<th class='left'>Files</th>");
+    if (ctx.repo.enable_log_linecount) out.Raw("<th class='left'>Lines</th>");
+    out.Raw("</tr>\n");
     int status = 200;
     std::string reason;
     // The log starts at h= (or HEAD) as cgit's does; id= does not move it.
@@ -236,7 +246,7 @@ Page RenderSummary(const PageContext& page_ctx) {
       unsigned shown = 0;
       while (CommitPtr commit = walk.Next()) {
         if (shown++ == options.log) {
-          out.Raw("<tr class='nohover'><td colspan='3'><a href='");
+          out.Raw("<tr class='nohover'><td colspan='" + columns + "'><a href='");
           RepoUrl(ctx, "log", "", {{"h", ctx.route.head}});
           out.Raw("'>[...]</a></td></tr>\n");
           break;
@@ -245,7 +255,7 @@ Page RenderSummary(const PageContext& page_ctx) {
       }
     }
   }
-  WriteCloneUrls(ctx);
+  WriteCloneUrls(ctx, columns);
   out.Raw("</table>");
   PageEnd(out);
   return Page{};

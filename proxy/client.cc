@@ -307,6 +307,13 @@ void ClientConnection::Dispatch() {
   resident_.reset();
   if (request_.method == "GET" || request_.method == "HEAD")
     resident_ = MatchResident(*runtime_, request_.target);
+  if (resident_ && resident_->kind == gitfrag::PageKind::kAtom && !request_.host.empty()) {
+    // A feed's links are absolute, as cgit's. The scheme a TLS terminator in front saw counts
+    // too: the feed is made for this request only, so the header changes no one else's.
+    const http::Header* proto = request_.Find("X-Forwarded-Proto");
+    const bool https = tls_ || (proto != nullptr && base::EqualsIgnoreCase(proto->value, "https"));
+    resident_->origin = (https ? "https://" : "http://") + request_.host;
+  }
   if (resident_) {
     ServeResident();
     return;

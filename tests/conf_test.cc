@@ -937,6 +937,17 @@ TEST_F(ConfTest, CgitrcImport) {
   EXPECT_EQ(c->threads, LoadOk("")->threads);
 }
 
+// enable-http-clone: on unless the cgitrc turns it off (cgit's atoi flag).
+TEST_F(ConfTest, CgitrcEnableHttpClone) {
+  auto on = LoadOk(Write("on.conf", "cgitrc = " + Write("on.rc", "repo.url=a\nrepo.path=/a\n") + "\n"));
+  ASSERT_NE(on, nullptr);
+  EXPECT_TRUE(on->enable_http_clone);
+  auto off = LoadOk(
+      Write("off.conf", "cgitrc = " + Write("off.rc", "enable-http-clone=0\nrepo.url=a\nrepo.path=/a\n") + "\n"));
+  ASSERT_NE(off, nullptr);
+  EXPECT_FALSE(off->enable_http_clone);
+}
+
 // The summary, about and feed keys of a cgitrc: readme= and clone-url= / about-filter= apply to the
 // stanzas that follow them (as cgit copies them), a stanza's own repo.readme replaces the inherited
 // list, the table sizes are numbers.
@@ -970,6 +981,26 @@ TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
   const std::string bad = Write("bad.rc", "summary-log=many\n");
   const std::string error = LoadError(Write("bad.conf", "cgitrc = " + bad + "\n"));
   EXPECT_NE(error.find("bad.rc:1: summary-log: not a number"), std::string::npos) << error;
+}
+
+// max-stats= applies to the stanzas that follow it (a period's letter or name: the number of periods
+// enabled; another value none, as cgit), repo.max-stats= to its own.
+TEST_F(ConfTest, CgitrcMaxStats) {
+  const std::string cgitrc = Write("cgitrc",
+                                   "repo.url=before\nrepo.path=/srv/before.git\n"
+                                   "max-stats=quarter\n"
+                                   "repo.url=one\nrepo.path=/srv/one.git\n"
+                                   "repo.url=two\nrepo.path=/srv/two.git\nrepo.max-stats=w\n"
+                                   "repo.url=three\nrepo.path=/srv/three.git\nrepo.max-stats=years\n"
+                                   "max-stats=y\nrepo.url=four\nrepo.path=/srv/four.git\n");
+  auto c = LoadOk(Write("shellac.conf", "cgitrc = " + cgitrc + "\n"));
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->repositories.size(), 5u);
+  EXPECT_EQ(c->repositories[0].max_stats, 0u);
+  EXPECT_EQ(c->repositories[1].max_stats, 3u);
+  EXPECT_EQ(c->repositories[2].max_stats, 1u);
+  EXPECT_EQ(c->repositories[3].max_stats, 0u);
+  EXPECT_EQ(c->repositories[4].max_stats, 4u);
 }
 
 // The repositories gitfrag serves: cgitrc stanzas with their details, scan-path= (nested folders

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
+#include <tuple>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -76,21 +78,41 @@ std::string Widths(const std::string& html) {
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
-  // `blame`: enable-blame=1 on both sides.
-  Peers(std::string bare, std::string rc_dir, bool blame = false) : bare_(std::move(bare)) {
+  // `blame`: enable-blame=1 on both sides. `max_stats`: cgit's max-stats for both (0: none), as a
+  // number of periods (1 week .. 4 year).
+  Peers(std::string bare, std::string rc_dir, bool blame = false, unsigned max_stats = 0)
+      : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
     r.url = r.name = "repo";
     r.path = bare_;
     r.desc = "parity";
     r.enable_blame = blame;
+    r.max_stats = max_stats;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
+    config_ = c;
     site_ = std::make_unique<Site>(c);
     rc_ = rc_dir + "/cgitrc";
+    static constexpr const char* kPeriods[] = {"", "week", "month", "quarter", "year"};
     std::ofstream(rc_) << "virtual-root=/\n"
-                       << (blame ? "enable-blame=1\n" : "") << "repo.url=repo\nrepo.path=" << bare_
-                       << "\nrepo.desc=parity\n";
+                       << (max_stats > 0 ? std::string("max-stats=") + kPeriods[max_stats] + "\n" : "")
+                       << (blame ? "enable-blame=1\n" : "") << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
+  }
+
+  // blame-timeout for gitfrag's side (a new Site).
+  void SetBlameTimeout(std::chrono::milliseconds budget) {
+    config_.blame_timeout = budget;
+    site_ = std::make_unique<Site>(config_);
+  }
+
+  // cgit's status code for a page ("Status: 404 Not found" in its CGI head; 200 without one).
+  int CgitStatus(const std::string& path_info, const std::string& query) const {
+    const std::string whole = CgitWhole(path_info, query);
+    const size_t head_end = whole.find("\n\n");
+    const std::string head = whole.substr(0, head_end);
+    const size_t at = head.find("Status: ");
+    return at == std::string::npos ? 200 : std::atoi(head.c_str() + at + 8);
   }
 
   std::string CgitWhole(const std::string& path_info, const std::string& query) const {
@@ -138,6 +160,7 @@ class Peers {
   const Site& site() const { return *site_; }
 
  private:
+  conf::Config config_;
   std::string bare_, rc_;
   std::unique_ptr<Site> site_;
 };
@@ -428,6 +451,264 @@ TEST(GitfragParity, BlameEqualsCgit) {
   }
 }
 
+// The stats page against cgit's on a repository whose commits are dated relative to now (cgit
+// counts the periods that end with the current one): twelve authors (the "Others" row), a
+// Latin-1 name with its encoding header, a hostile name, merges (not counted), commits in every
+// period and before the oldest shown, a path limit, h=, ofs= (authors shown, -1 all) and each
+// max-stats; the tab appears only with max-stats; unknown and disabled periods are cgit's errors.
+TEST(GitfragParity, StatsEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const int64_t now = std::time(nullptr);
+  std::ostringstream script;
+  script << "set -e\ngit init -q -b master work\ncd work\n";
+  // commit AUTHOR DAYS_AGO FILE [ENCODING]: one commit dated DAYS_AGO days and an hour before now.
+  script << "c() { printf '%s\\n' \"$2\" >> \"$3\"; git add \"$3\"; "
+            "d=$((NOW - $2 * 86400 - 3600)); "
+            "GIT_AUTHOR_NAME=\"$1\" GIT_AUTHOR_DATE=\"$d +0000\" GIT_COMMITTER_DATE=\"$d +0000\" "
+            "git ${4:+-c i18n.commitEncoding=$4} commit -q -m \"work $2\"; }\n";
+  script << "mkdir dir\n";
+  const std::vector<std::pair<std::string, std::vector<int>>> authors = {
+      {"Alice", {0, 1, 2, 8, 15, 22, 40, 70, 100, 200, 400, 800, 1200, 2000}},
+      {"Bob", {0, 3, 9, 16, 35, 95, 380}},
+      {"<script>alert(1)</script> & Co", {1, 10, 50}},
+      {"Zed", {2, 18, 25, 29, 300}},
+      {"Ann", {4, 5, 6}},
+      {"Carl", {7}},
+      {"Dora", {11, 12}},
+      {"Eve", {13}},
+      {"Finn", {14, 60}},
+      {"Gus", {17}},
+      {"Hal", {19, 20}},
+      {"Ivy", {21}},
+  };
+  std::vector<std::pair<int, std::string>> commits;  // days ago, command
+  for (const auto& [name, days] : authors) {
+    for (size_t i = 0; i < days.size(); ++i)
+      commits.push_back({days[i], "c " + ShellQuote(name) + " " + std::to_string(days[i]) +
+                                      (i % 2 == 0 ? " dir/f" : " top")});
+  }
+  // A Latin-1 name, declared by the commit's encoding header.
+  commits.push_back({5, "c \"$(printf 'J\\366rg')\" 5 dir/latin ISO-8859-1"});
+  std::sort(commits.begin(), commits.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; i < commits.size(); ++i) {
+    script << commits[i].second << "\n";
+    if (i == commits.size() / 2) {
+      // A side branch merged back: the merge is not counted.
+      const int days = commits[i].first;
+      script << "git checkout -q -b side\nc Sidekick " << days << " side.txt\n"
+             << "git checkout -q master\nd=$((NOW - " << days << " * 86400 - 1800))\n"
+             << "GIT_AUTHOR_NAME=Merger GIT_AUTHOR_DATE=\"$d +0000\" GIT_COMMITTER_DATE=\"$d +0000\" "
+                "git merge -q --no-ff --no-edit side\n";
+    }
+  }
+  std::ofstream(dir.File("make.sh")) << script.str();
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " NOW=" + std::to_string(now) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME='C O Mitter'"
+        " GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+  const std::string bare = dir.File("repo.git");
+  ASSERT_NE(Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-list --merges HEAD")), "");
+
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/stats/", ""},
+      {"/repo/stats/", "period=w"},
+      {"/repo/stats/", "period=m"},
+      {"/repo/stats/", "period=month"},
+      {"/repo/stats/", "period=q"},
+      {"/repo/stats/", "period=y"},
+      {"/repo/stats/", "period=y&ofs=-1"},
+      {"/repo/stats/", "period=q&ofs=3"},
+      {"/repo/stats/", "period=m&ofs=25"},
+      {"/repo/stats/", "h=side&period=y"},
+      {"/repo/stats/", "h=master&period=m"},
+      {"/repo/stats/dir", "period=y"},
+      {"/repo/stats/dir/f", "period=m&ofs=-1"},
+      {"/repo/", ""},
+  };
+  for (const unsigned max_stats : {4u, 3u, 1u}) {
+    TempDir rc;
+    Peers peers(bare, rc.path(), false, max_stats);
+    for (const auto& [path, query] : pages) {
+      SCOPED_TRACE(std::to_string(max_stats) + " " + path + "?" + query);
+      const int theirs = peers.CgitStatus(path, query);
+      if (theirs != 200) {
+        const Page page = peers.site().Render(*peers.site().Match(path, query));
+        EXPECT_EQ(page.status, theirs) << page.reason;
+        continue;
+      }
+      EXPECT_EQ(peers.Difference(path, query), "");
+    }
+    // The tab, on every page of the repository.
+    const Page summary = peers.site().Render(*peers.site().Match("/repo/", ""));
+    EXPECT_NE(summary.body.find("<a href='/repo/stats/'>stats</a>"), std::string::npos);
+    const Page stats = peers.site().Render(*peers.site().Match("/repo/stats/dir", "h=side"));
+    ASSERT_EQ(stats.status, 200) << stats.reason;
+    EXPECT_NE(stats.body.find("<a class='active' href='/repo/stats/dir?h=side'>stats</a>"),
+              std::string::npos);
+    EXPECT_EQ(stats.body.find("<script>"), std::string::npos) << "the hostile name is escaped";
+    const Page master = peers.site().Render(*peers.site().Match("/repo/stats/", "ofs=-1"));
+    EXPECT_NE(master.body.find("J\xc3\xb6rg"), std::string::npos) << "Latin-1 shown as UTF-8";
+    // git keeps no angle brackets in a name; its ampersand is escaped.
+    EXPECT_NE(master.body.find("/script &amp; Co"), std::string::npos);
+  }
+  // Without max-stats: no tab, and the page is cgit's 400; an unknown period is its 404.
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  EXPECT_EQ(peers.site().Render(*peers.site().Match("/repo/", "")).body.find("/stats/"),
+            std::string::npos);
+  EXPECT_EQ(peers.Difference("/repo/", ""), "");
+  for (const auto& [query, status, reason] :
+       std::vector<std::tuple<std::string, int, std::string>>{
+           {"", 400, "Statistics type disabled: week"},
+           {"period=x", 404, "Unknown statistics type: x"},
+           {"period=years", 404, "Unknown statistics type: y"},
+           {"h=nobranch", 404, ""}}) {
+    SCOPED_TRACE(query);
+    EXPECT_EQ(peers.CgitStatus("/repo/stats/", query), status);
+    const Page page = peers.site().Render(*peers.site().Match("/repo/stats/", query));
+    EXPECT_EQ(page.status, status);
+    if (!reason.empty()) {
+      EXPECT_EQ(page.reason, reason);
+    }
+  }
+  Peers weekly(bare, dir.path(), false, 1);
+  const Page disabled = weekly.site().Render(*weekly.site().Match("/repo/stats/", "period=m"));
+  EXPECT_EQ(disabled.status, 400);
+  EXPECT_EQ(disabled.reason, "Statistics type disabled: month");
+  EXPECT_EQ(weekly.CgitStatus("/repo/stats/", "period=m"), 400);
+}
+
+// The blame table's links (commit and "^" links: ids and paths), which the visible text leaves
+// out.
+std::string BlameLinks(const std::string& html) {
+  std::string out;
+  const size_t begin = html.find("<table class='blame");
+  const size_t end = html.find("</table>", begin);
+  if (begin == std::string::npos || end == std::string::npos) return out;
+  for (size_t p = begin; (p = html.find("href='", p)) != std::string::npos && p < end; p += 6)
+    out += html.substr(p + 6, html.find('\'', p + 6) - p - 6) + "\n";
+  return out;
+}
+
+// shellac's own blame against cgit's (git's blame library) on histories that exercise each of
+// its rules: a line from a merge's second parent and one made by the merge itself, both parents
+// with the identical blob, a whole-file rename (exact, edited with the same basename, and to
+// another name), a file deleted and added again, a line moved and a block copied (no -M/-C: blamed
+// where they land), Latin-1 and CRLF lines, a last line without a newline, an empty file and a file
+// emptied later. Visible text and every link of the table are compared.
+TEST(GitfragParity, BlameHistoryEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const char* script = R"(set -e
+git init -q -b master work
+cd work
+T=1600000000
+c() { git add -A; T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit -q -m "$1"; }
+m() { T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git merge -q --no-ff --no-edit "$@"; }
+seq 1 40 > m.txt; printf 'alpha\nbeta\ngamma\n' > keep.txt; : > empty; printf 'x\ny\n' > gone.txt
+seq 100 160 > moved.c; printf 'caf\351\r\nna\357ve\r\nend' > latin.txt
+git add -A; c root
+git checkout -q -b side
+sed -i 's/^3$/three (side)/' m.txt; c 'side: three'
+sed -i 's/^30$/thirty (side)/' m.txt; c 'side: thirty'
+git checkout -q master
+sed -i 's/^8$/eight (master)/' m.txt; c 'master: eight'
+printf 'caf\351\r\nna\357ve\r\nend\nmore' > latin.txt; c 'latin: more'
+m side
+sed -i 's/^20$/twenty (evil)/' m.txt; git add m.txt; GIT_COMMITTER_DATE="$((T + 1)) +0000" git commit -q --amend --no-edit
+git checkout -q -b same1; sed -i 's/^10$/ten (same)/' m.txt; c 'same change one'
+git checkout -q master; sed -i 's/^10$/ten (same)/' m.txt; c 'same change two'
+m same1
+git rm -q gone.txt; c 'gone'
+mkdir -p new; git mv moved.c new/moved.c; c 'exact rename'
+sed -i 's/^130$/one-thirty/' new/moved.c; c 'edit after rename'
+mkdir -p lib; git mv new/moved.c lib/moved.c; sed -i 's/^101$/hundred-one/' lib/moved.c; c 'rename with an edit'
+git mv lib/moved.c lib/other.c; sed -i 's/^150$/one-fifty/' lib/other.c; c 'rename to another name'
+printf 'x\nnew\ny\n' > gone.txt; git add gone.txt; c 'gone comes back'
+sed -i '5d' m.txt; echo 5 >> m.txt; c 'move a line'
+sed -n '11,16p' m.txt >> m.txt; c 'copy a block'
+printf 'alpha\n' > keep.txt; c 'keep shrinks'
+: > keep.txt; c 'keep emptied'
+echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
+)";
+  std::ofstream(dir.File("make.sh")) << script;
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+        " git clone -q --bare work repo.git 2>&1");
+  const std::string bare = dir.File("repo.git");
+  auto git = [&](const std::string& args) {
+    return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
+  };
+  // The history is what the test means: the merge line, the renames git follows.
+  ASSERT_NE(git("blame --porcelain master -- m.txt | grep -c 'three (side)'"), "0");
+  ASSERT_NE(git("blame --porcelain master -- lib/other.c | grep -c '^filename new/moved.c'"), "0")
+      << git("log --oneline --name-status master");
+  TempDir rc;
+  Peers peers(bare, rc.path(), /*blame=*/true);
+  const std::string side = git("rev-parse side");
+  const std::string shrunk = git("rev-parse ':/keep shrinks'");
+  const std::string renamed = git("rev-parse ':/rename with an edit'");
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/blame/m.txt", ""},           {"/repo/blame/m.txt", "id=" + side},
+      {"/repo/blame/lib/other.c", ""},     {"/repo/blame/gone.txt", ""},
+      {"/repo/blame/latin.txt", ""},       {"/repo/blame/empty", ""},
+      {"/repo/blame/keep.txt", ""},        {"/repo/blame/keep.txt", "id=" + shrunk},
+      {"/repo/blame/lib/moved.c", "id=" + renamed},
+  };
+  for (const auto& [path, query] : pages) {
+    SCOPED_TRACE(path + "?" + query);
+    EXPECT_EQ(peers.Difference(path, query), "");
+    auto route = peers.site().Match(path, query);
+    ASSERT_TRUE(route);
+    const Page page = peers.site().RenderAssembled(*route);
+    const std::string ours = BlameLinks(page.body), theirs = BlameLinks(peers.Cgit(path, query));
+    EXPECT_FALSE(theirs.empty());
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+  // An unknown path or revision: 404 with a reason, as cgit's.
+  for (const auto& [path, query] : std::vector<std::pair<std::string, std::string>>{
+           {"/repo/blame/nope.txt", ""}, {"/repo/blame/m.txt", "id=nope"}}) {
+    const Page page = peers.site().Render(*peers.site().Match(path, query));
+    EXPECT_EQ(page.status, 404);
+    EXPECT_FALSE(page.reason.empty());
+    EXPECT_EQ(peers.CgitStatus(path, query), 404);
+  }
+}
+
+// blame-timeout: a blame that outlives its budget stops with a 503 that says so (a long history:
+// 3000 commits, each changing one line between two the root wrote; a budget of 1 ms). With room, the same page renders.
+TEST(GitfragParity, BlameStopsAtItsDeadline) {
+  TempDir dir;
+  std::ostringstream in;
+  for (int i = 1; i <= 3000; ++i) {
+    // The first and last lines stay from the root: the blame walks every commit.
+    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
+    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
+       << 1600000000 + i << " +0000\ndata 2\nc\n";
+    if (i > 1) in << "from :" << i - 1 << "\n";
+    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
+  }
+  std::ofstream(dir.File("in")) << in.str();
+  Shell("git init -q --bare " + ShellQuote(dir.File("repo.git")) + " && git -C " +
+        ShellQuote(dir.File("repo.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  conf::Config c;
+  conf::Config::Repository r;
+  r.url = r.name = "repo";
+  r.path = dir.File("repo.git");
+  r.enable_blame = true;
+  c.repositories.push_back(r);
+  c.blame_timeout = std::chrono::milliseconds(1);
+  Site tight(c);
+  const Page late = tight.Render(*tight.Match("/repo/blame/f.txt", ""));
+  EXPECT_EQ(late.status, 503);
+  EXPECT_EQ(late.reason, "blame of f.txt took longer than 1 ms (blame-timeout)");
+  c.blame_timeout = std::chrono::seconds(60);
+  Site roomy(c);
+  EXPECT_EQ(roomy.Render(*roomy.Match("/repo/blame/f.txt", "")).status, 200);
+}
+
 // bench/parity.sh: random non-merge commits of a real repository, every page kind.
 // With SHELLAC_PARITY_REPO: tree pages (the root, two folders, two files) and a plain file of the
 // repository's HEAD, against cgit's.
@@ -453,16 +734,17 @@ TEST(GitfragParity, TreeOfRepository) {
 
 // With SHELLAC_PARITY_REPO: blame pages of a few files at the repository's HEAD (enable-blame=1)
 // against cgit's, with each side's time printed. SHELLAC_PARITY_BLAME (space-separated paths)
-// replaces the default files. libgit2's blame is far slower than git's on long histories and
-// assigns some lines of much-rewritten files (po catalogues) to other commits than git: see
-// gitfrag/README.md.
+// replaces the default files (README.md, Makefile, po/de.po: a short, a long and a much-rewritten
+// history on git/git). The budget is SHELLAC_PARITY_BLAME_TIMEOUT seconds (120).
 TEST(GitfragParity, BlameOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
   if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
   TempDir dir;
   Peers peers(repo, dir.path(), /*blame=*/true);
-  std::vector<std::string> files = {"README.md"};
+  const char* budget = std::getenv("SHELLAC_PARITY_BLAME_TIMEOUT");
+  peers.SetBlameTimeout(std::chrono::seconds(budget != nullptr ? std::atoi(budget) : 120));
+  std::vector<std::string> files = {"README.md", "Makefile", "po/de.po"};
   if (const char* list = std::getenv("SHELLAC_PARITY_BLAME"); list != nullptr && *list != '\0') {
     files.clear();
     std::istringstream in(list);

@@ -143,12 +143,12 @@ git checkout -q master
   // cgit's answer (body only) for PATH_INFO + QUERY_STRING on this repository under url "fix".
   std::string Cgit(const std::string& path_info, const std::string& query,
                    const std::string& extra_config = "", const std::string& global = "",
-                   const std::string& stanza = "") {
+                   const std::string& stanza = "", const std::string& env = "") {
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\n" << global << "repo.url=fix\nrepo.path=" << bare_
                       << "\nrepo.desc=fixture <repo>\n"
                       << stanza << extra_config;
-    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+    std::string out = Shell("env -i " + env + " CGIT_CONFIG=" + ShellQuote(rc) +
                             " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
                             " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
     const size_t body = out.find("\n\n");
@@ -515,7 +515,9 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
   EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
   EXPECT_EQ(site.Match("/cgit/git/blame/a/b.c", "id=master")->kind, PageKind::kBlame);
   EXPECT_EQ(site.Match("/cgit/git/blame/a/b.c", "id=master")->path, "a/b.c");
-  EXPECT_FALSE(site.Match("/cgit/git/stats/", "")) << "pages gitfrag does not render";
+  EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->kind, PageKind::kStats);
+  EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->ofs_signed, -1);
+  EXPECT_EQ(*site.Match("/cgit/git/stats/dir", "period=q")->period, "q");
   EXPECT_EQ(site.Match("/cgit/git/", "")->kind, PageKind::kSummary);
   EXPECT_EQ(site.Match("/cgit/git/refs/tags", "")->kind, PageKind::kRefs);
   EXPECT_FALSE(site.Match("/cgit/pub/scm/linuxx/commit/", "")) << "prefix must end at a '/'";
@@ -1096,6 +1098,16 @@ TEST_F(GitfragHistory, PathLogAndSearchEqualCgit) {
       {"/fix/log/", "/fix/log/", "qt=range&q=master+%5Eside"},
       {"/fix/log/", "/fix/log/", "qt=range&q=v1...side"},
       {"/fix/log/keep", "/fix/log/keep", "qt=grep&q=keep&showmsg=1"},
+      // The summary's log shows the counts too, and its rows span as many columns.
+      {"/fix/", "/fix/", ""},
+      {"/fix/", "/fix/", "", true},
+  };
+  auto colspans = [](const std::string& html) {
+    std::vector<std::string> out;
+    for (size_t at = html.find("colspan='"); at != std::string::npos;
+         at = html.find("colspan='", at + 1))
+      out.push_back(html.substr(at + 9, html.find('\'', at + 9) - at - 9));
+    return out;
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.ours + "?" + c.query);
@@ -1108,6 +1120,9 @@ TEST_F(GitfragHistory, PathLogAndSearchEqualCgit) {
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
     ExpectSameLinks(LinksAndClasses(page.body, c.ours), LinksAndClasses(theirs_html, c.ours),
                     c.ours, c.query);
+    if (c.ours == "/fix/") {
+      EXPECT_EQ(colspans(page.body), colspans(theirs_html));
+    }
   }
   // The commits listed are git's own for the path (the history simplification is git's).
   Site site(fx.Config());
@@ -1162,6 +1177,46 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
 
 // Bad input on the log: an unknown revision is a 404 with the reason; a pattern git would refuse
 // is a 400; a path no commit touched is an empty page, as cgit's.
+// Ages relative to now: the log (and the summary's log) show a date past two weeks, the branch
+// table never does (cgit's TM_WEEK * 2 and -1). Ages well inside their units, so the second
+// between the two renders cannot change a word.
+TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  TempDir dir;
+  std::string script = "set -e\ngit init -q -b master work && cd work\n";
+  for (const int days : {40, 20, 3}) {
+    const std::string when = std::to_string(std::time(nullptr) - days * 86400L) + " +0000";
+    script += "echo " + std::to_string(days) + " >> f && git add f && GIT_AUTHOR_DATE='" + when +
+              "' GIT_COMMITTER_DATE='" + when + "' git commit -q -m '" + std::to_string(days) +
+              " days ago'\n";
+  }
+  std::ofstream(dir.File("make.sh")) << script;
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+        " git clone -q --bare work repo.git 2>&1");
+  conf::Config config;
+  conf::Config::Repository r;
+  r.url = r.name = "fix";
+  r.path = dir.File("repo.git");
+  config.repositories.push_back(r);
+  config.css = "/cgit.css";
+  const std::string rc = dir.File("cgitrc");
+  std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
+  Site site(config);
+  for (const std::string path : {"/fix/", "/fix/log/"}) {
+    SCOPED_TRACE(path);
+    Page page = site.RenderAssembled(MustMatch(site, path, ""));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                                  " REQUEST_METHOD=GET PATH_INFO=" + path + " SCRIPT_NAME=/ " + kCgit);
+    const std::string theirs = VisibleText(out.substr(out.find("\n\n") + 2));
+    const std::string ours = VisibleText(page.body);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    EXPECT_NE(ours.find("3 days"), std::string::npos);
+  }
+}
+
 TEST_F(GitfragHistory, BadInput) {
   Site site(fx.Config());
   auto render = [&](const std::string& path, const std::string& q) {
@@ -1354,8 +1409,9 @@ TEST_F(GitfragTree, BlameEqualsCgit) {
                                  "/fix/blame/subm", "/fix/blame/nope", "/fix/blame/dir/../x"}) {
     SCOPED_TRACE(path);
     EXPECT_EQ(site.Render(MustMatch(site, path, "")).status, 404);
-    if (path.find("..") == std::string::npos)
+    if (path.find("..") == std::string::npos) {
       EXPECT_NE(fx.CgitWith(rc, path, "").find("Status: 404"), std::string::npos);
+    }
   }
   // Off (the default): 403, and no blame links in tree pages.
   Site off(fx.Config());
@@ -1555,7 +1611,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
   }
 }
 
-// atom: cgit 1.2.3's feed byte for byte (no Host is known to either, so no links): the newest
+// atom: cgit 1.2.3's feed byte for byte (first with no Host known to either, so no links): the newest
 // max-atom-items commits of h= in date order, bodies, a Latin-1 message, hostile subjects.
 TEST_F(GitfragPages, AtomEqualsCgit) {
   for (const unsigned items : {10u, 3u}) {
@@ -1572,7 +1628,22 @@ TEST_F(GitfragPages, AtomEqualsCgit) {
       EXPECT_EQ(page.body, theirs) << FirstDifference(page.body, theirs);
     }
   }
+  // With the request's host (cgit: HTTP_HOST, and HTTPS=on), the feed's id and links.
   Site site(fx.Config());
+  const std::pair<std::string, std::string> hosts[] = {
+      {"http://example.org:8080", "HTTP_HOST=example.org:8080"},
+      {"https://h<o>st", "HTTPS=on HTTP_HOST='h<o>st'"}};
+  for (const auto& [origin, env] : hosts) {
+    for (const std::string query : {"", "h=side&x=%3Cb%3E"}) {
+      SCOPED_TRACE(origin + " " + query);
+      Route route = MustMatch(site, "/fix/atom/", query);
+      route.origin = origin;
+      const Page page = site.Render(route);
+      const std::string theirs = fx.Cgit("/fix/atom/", query, "", "", "", env);
+      EXPECT_EQ(page.body, theirs) << FirstDifference(page.body, theirs);
+      EXPECT_NE(page.body.find("<link rel='alternate'"), std::string::npos);
+    }
+  }
   EXPECT_EQ(site.Render(MustMatch(site, "/fix/atom/", "h=nobranch")).status, 404);
   EXPECT_FALSE(site.Match("/fix/atom/some/path", "")) << "path-limited feeds: the upstream's";
 }

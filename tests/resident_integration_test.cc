@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "conf/config.h"
 #include "gitfrag/gitfrag.h"
@@ -207,6 +210,23 @@ TEST(Resident, PatchesAreStoredBySha) {
   EXPECT_EQ(Renders(proxy, "patch", 1), 1);
 }
 
+// A feed's links start with the request's Host, and https when a TLS terminator in front says so.
+TEST(Resident, AFeedLinksToTheHostItWasAskedOn) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config()));
+  Response plain = HttpGet(proxy.Port(), "/base/atom/?h=master");
+  ASSERT_EQ(plain.status, 200) << plain.Describe();
+  EXPECT_NE(plain.body.find("<id>http://test.local/base/atom?h=master</id>"), std::string::npos)
+      << plain.body;
+  EXPECT_NE(plain.body.find("href='http://test.local/base/commit/?id=" + repos.second() + "'"),
+            std::string::npos);
+  Response tls = HttpGet(proxy.Port(), "/base/atom/", "X-Forwarded-Proto: https\r\n");
+  EXPECT_NE(tls.body.find("<link rel='self' href='https://test.local/base/atom'/>"),
+            std::string::npos)
+      << tls.body;
+}
+
 TEST(Resident, BadIdsAndOtherPages) {
   Repos repos;
   Origin origin;
@@ -397,6 +417,213 @@ cd .. && git clone -q --bare work repo.git
   EXPECT_EQ(off.status, 400) << off.Describe();
   EXPECT_NE(off.body.find("Unsupported snapshot format"), std::string::npos) << off.body;
   EXPECT_EQ(HttpGet(proxy.Port(), "/repo/snapshot/repo-9.9.zip").status, 404);
+}
+
+
+// cgit's dumb-HTTP clone paths through the binary: a real `git clone` (the client falls back to
+// dumb HTTP, since shellac does not speak smart HTTP) of a repository with a pack and loose objects
+// gives the same objects and refs, with no backend; info/refs and objects/info/packs are cgit's
+// bytes; files outside the objects folder are 404 with the reason; enable-http-clone=0 leaves the
+// paths to the upstream.
+class CloneFixture {
+ public:
+  CloneFixture() {
+    std::ofstream(dir_.File("make.sh")) << R"SH(
+set -e
+git init -q -b master work
+cd work
+for i in 1 2 3; do seq 1 $((i * 3000)) > "f$i"; git add .; git commit -q -m "c$i"; done
+git tag -a v1.0 -m one
+git -c advice.nestedTag=false tag -a nested -m two v1.0
+git tag light HEAD~2
+git branch other HEAD~1
+cd ..
+git clone -q --bare work repo.git
+git -C repo.git repack -q -a -d
+git -C repo.git update-server-info
+cd work
+seq 1 5000 > f4 && git add . && git commit -q -m c4
+git tag -a v2.0 -m two
+git push -q ../repo.git master v2.0
+cd ..
+mkdir -p repo.git/objects/zz
+ln -s ../../config repo.git/objects/zz/config
+echo secret > secret
+)SH";
+    Shell("cd " + ShellQuote(dir_.path()) + " && env " + Env() + " sh make.sh 2>&1");
+  }
+  std::string Env() const {
+    return "HOME=" + ShellQuote(dir_.path()) +
+           " GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 GIT_AUTHOR_NAME=A"
+           " GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org";
+  }
+  std::string Git(const std::string& repo, const std::string& args) const {
+    return Shell("env " + Env() + " git -C " + ShellQuote(dir_.File(repo)) + " " + args);
+  }
+  std::string Cgitrc(const std::string& extra) const {
+    const std::string path = dir_.File("cgitrc");
+    WriteFile(path, "virtual-root=/\n" + extra + "repo.url=repo\nrepo.path=" + dir_.File("repo.git") + "\n");
+    return path;
+  }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+};
+
+// Body of cgit's answer to `path` (headers cut), or "" when cgit is not installed.
+std::string CgitBody(const std::string& cgitrc, const std::string& path) {
+  if (access("/usr/lib/cgit/cgit.cgi", X_OK) != 0) return {};
+  const std::string out =
+      Shell("env CGIT_CONFIG=" + ShellQuote(cgitrc) +
+            " GATEWAY_INTERFACE=CGI/1.1 REQUEST_METHOD=GET QUERY_STRING= PATH_INFO=" +
+            ShellQuote(path) + " /usr/lib/cgit/cgit.cgi 2>/dev/null");
+  const size_t end = out.find("\n\n");
+  return end == std::string::npos ? std::string() : out.substr(end + 2);
+}
+
+TEST(ResidentClone, GitClonesOverDumbHttp) {
+  CloneFixture f;
+  const std::string counts = f.Git("repo.git", "count-objects -v");
+  ASSERT_EQ(counts.find("count: 0\n"), std::string::npos) << "loose objects too: " << counts;
+  ASSERT_NE(counts.find("packs: 1\n"), std::string::npos) << counts;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + f.Cgitrc("cache-size=0\n") + "\n")));
+  const std::string url = "http://127.0.0.1:" + std::to_string(proxy.Port()) + "/repo";
+  Shell("cd " + ShellQuote(f.dir().path()) + " && env " + f.Env() + " git clone -q " + url +
+        " got 2>&1");
+  f.Git("got", "fsck --full --strict");
+  EXPECT_EQ(f.Git("got", "rev-parse HEAD origin/master origin/other"),
+            f.Git("repo.git", "rev-parse master master other"));
+  const std::string tags = "for-each-ref --format='%(objectname) %(refname)' refs/tags";
+  EXPECT_EQ(f.Git("got", tags), f.Git("repo.git", tags));
+  const std::string objects = "rev-list --objects --all | sort";
+  EXPECT_EQ(f.Git("got", objects), f.Git("repo.git", objects));
+
+  // info/refs is made per request (the file update-server-info left is stale) as cgit makes it.
+  Response refs = HttpGet(proxy.Port(), "/repo/info/refs?service=git-upload-pack");
+  ASSERT_EQ(refs.status, 200) << refs.Describe();
+  EXPECT_EQ(refs.Header("content-type"), "text/plain; charset=UTF-8");
+  EXPECT_NE(refs.body.find(f.Git("repo.git", "rev-parse v2.0").substr(0, 40) + "\trefs/tags/v2.0\n"),
+            std::string::npos)
+      << refs.body;
+  EXPECT_NE(refs.body.find(f.Git("repo.git", "rev-parse 'v1.0^{commit}'").substr(0, 40) +
+                           "\trefs/tags/nested^{}\n"),
+            std::string::npos)
+      << "a nested tag peels to its commit: " << refs.body;
+  EXPECT_NE(refs.body, ReadFile(f.dir().File("repo.git/info/refs")));
+  Response packs = HttpGet(proxy.Port(), "/repo/objects/info/packs");
+  ASSERT_EQ(packs.status, 200) << packs.Describe();
+  const std::string pack_name =
+      Shell("cd " + ShellQuote(f.dir().File("repo.git/objects/pack")) + " && ls *.pack | tr -d '\\n'");
+  EXPECT_EQ(packs.body, "P " + pack_name + "\n");
+  if (const std::string cgit = CgitBody(f.dir().File("cgitrc"), "/repo/info/refs"); !cgit.empty()) {
+    EXPECT_EQ(refs.body, cgit);
+    EXPECT_EQ(packs.body, CgitBody(f.dir().File("cgitrc"), "/repo/objects/info/packs"));
+  }
+
+  // Files: streamed from the file, never stored or compressed.
+  Response got_pack = HttpGet(proxy.Port(), "/repo/objects/pack/" + pack_name,
+                              "Accept-Encoding: gzip\r\n");
+  ASSERT_EQ(got_pack.status, 200) << got_pack.Describe();
+  EXPECT_TRUE(got_pack.chunked);
+  EXPECT_EQ(got_pack.Header("content-encoding"), std::nullopt);
+  EXPECT_EQ(got_pack.Header("content-type"), "application/octet-stream; charset=UTF-8");
+  EXPECT_EQ(got_pack.Header("content-disposition"),
+            "inline; filename=\"objects/pack/" + pack_name + "\"");
+  EXPECT_TRUE(got_pack.body == ReadFile(f.dir().File("repo.git/objects/pack/" + pack_name)));
+  const std::string loose = f.Git("repo.git", "rev-parse v2.0").substr(0, 40);
+  Response object = HttpGet(proxy.Port(), "/repo/objects/" + loose.substr(0, 2) + "/" + loose.substr(2));
+  ASSERT_EQ(object.status, 200) << object.Describe();
+  EXPECT_TRUE(object.body ==
+              ReadFile(f.dir().File("repo.git/objects/" + loose.substr(0, 2) + "/" + loose.substr(2))));
+  Response head = HttpGet(proxy.Port(), "/repo/HEAD");
+  ASSERT_EQ(head.status, 200) << head.Describe();
+  EXPECT_EQ(head.body, "ref: refs/heads/master\n");
+
+  // Nothing outside the objects folder; unknown paths.
+  const std::pair<const char*, const char*> refused[] = {
+      {"/repo/objects/../config", "\"..\""},
+      {"/repo/objects/%2e%2e/config", "\"..\""},
+      {"/repo/objects/pack/..%2f..%2f..%2fsecret", "\"..\""},
+      {"/repo/objects//etc/passwd", "no file named"},
+      {"/repo/objects/zz/config", "leads outside"},
+      {"/repo/objects/zz/a%20b", "outside [A-Za-z0-9/.-]"},
+      {"/repo/objects/pack", "not a file"},
+      {"/repo/objects/ff/0000000000000000000000000000000000000", "Not found"},
+      {"/repo/info/alternates", "Not found"},
+  };
+  for (const auto& [path, reason] : refused) {
+    Response r = HttpGet(proxy.Port(), path);
+    EXPECT_EQ(r.status, 404) << path << ": " << r.Describe();
+    EXPECT_NE(r.body.find(reason), std::string::npos) << path << ": " << r.body;
+  }
+  EXPECT_GE(Renders(proxy, "clone", 20), 20) << "git's requests and these, counted as clone renders";
+}
+
+TEST(ResidentClone, OffLeavesThePathsToTheUpstream) {
+  CloneFixture f;
+  {
+    ShellacProcess proxy;
+    ASSERT_TRUE(proxy.Start(BaseConfig(0, "cgitrc=" + f.Cgitrc("enable-http-clone=0\n") + "\n")));
+    EXPECT_EQ(HttpGet(proxy.Port(), "/repo/info/refs").status, 404);
+    EXPECT_EQ(HttpGet(proxy.Port(), "/repo/HEAD").status, 404);
+    const std::string url = "http://127.0.0.1:" + std::to_string(proxy.Port()) + "/repo";
+    EXPECT_EQ(Shell("cd " + ShellQuote(f.dir().path()) + " && env " + f.Env() + " git clone -q " +
+                    url + " off >/dev/null 2>&1 || echo refused"),
+              "refused\n");
+  }
+  Origin origin;
+  {
+    ShellacProcess proxy;
+    ASSERT_TRUE(proxy.Start(
+        BaseConfig(origin.port(), "cgitrc=" + f.Cgitrc("enable-http-clone=0\n") + "\n")));
+    Response packs = HttpGet(proxy.Port(), "/repo/objects/info/packs");
+    EXPECT_EQ(packs.body, "origin:/repo/objects/info/packs") << packs.Describe();
+  }
+  // On, with an upstream: a smart client's first request goes to it (a smart-HTTP server behind
+  // keeps serving clones); a dumb client's requests are answered here.
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(origin.port(), "cgitrc=" + f.Cgitrc("") + "\n")));
+  Response smart = HttpGet(proxy.Port(), "/repo/info/refs?service=git-upload-pack");
+  EXPECT_EQ(smart.body, "origin:/repo/info/refs?service=git-upload-pack") << smart.Describe();
+  Response dumb = HttpGet(proxy.Port(), "/repo/info/refs");
+  EXPECT_EQ(dumb.status, 200) << dumb.Describe();
+  EXPECT_NE(dumb.body.find("\trefs/heads/master\n"), std::string::npos) << dumb.body;
+  Response head = HttpGet(proxy.Port(), "/repo/HEAD");
+  EXPECT_EQ(head.body, "ref: refs/heads/master\n") << head.Describe();
+}
+
+// blame-timeout through the binary: with one render thread, a blame past its budget (1 ms on a
+// 3000-commit history) is answered 503 with the reason, not stored, and the thread renders the
+// next page at once.
+TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
+  TempDir dir;
+  std::ostringstream in;
+  for (int i = 1; i <= 3000; ++i) {
+    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
+    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
+       << 1600000000 + i << " +0000\ndata 2\nc\n";
+    if (i > 1) in << "from :" << i - 1 << "\n";
+    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
+  }
+  WriteFile(dir.File("in"), in.str());
+  Shell("git init -q --bare " + ShellQuote(dir.File("long.git")) + " && git -C " +
+        ShellQuote(dir.File("long.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  WriteFile(dir.File("cgitrc"),
+            "virtual-root=/\nenable-blame=1\nrepo.url=long\nrepo.path=" + dir.File("long.git") + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\nrender-threads=1\nrender-reserve-threads=0\n"
+                                        "blame-timeout=1ms\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  for (int round = 1; round <= 2; ++round) {
+    Response late = HttpGet(proxy.Port(), "/long/blame/f.txt");
+    EXPECT_EQ(late.status, 503) << late.Describe();
+    EXPECT_NE(late.body.find("blame of f.txt took longer than 1 ms"), std::string::npos) << late.body;
+    EXPECT_NE(late.Header("x-cache"), "hit") << "a stopped blame is not stored";
+  }
+  EXPECT_EQ(Renders(proxy, "blame", 2), 2);
+  Response next = HttpGet(proxy.Port(), "/long/tree/f.txt");
+  EXPECT_EQ(next.status, 200) << next.Describe();
 }
 
 }  // namespace

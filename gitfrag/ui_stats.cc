@@ -1,0 +1,238 @@
+// The stats page (/REPO/stats/[PATH]?period=&ofs=): commits per author in each of the last four
+// weeks, months, quarters or years (UTC), as cgit 1.2.3 counts them: the non-merge commits of h=
+// (limited to PATH, with git's history simplification) committed since the first day of the
+// oldest period shown, at the current time of day (git reads cgit's --since=YYYY-MM-DD so), by
+// author name; the ofs= most active authors (10 by default, -1 all), an "Others" row for the
+// rest and a total. max-stats (cgitrc) enables the periods up to the one it names; without it
+// the page is refused as cgit refuses it. It depends on the branch head and on the clock, so it
+// is rendered per request.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gitfrag/history.h"
+#include "gitfrag/render.h"
+
+namespace shellac::gitfrag {
+
+namespace {
+
+// A walk that reads more than this (a path limit on a large repository, the year period) stops
+// and says so on the page.
+constexpr std::chrono::seconds kWalkLimit{5};
+
+// Periods shown, as cgit's.
+constexpr int kColumns = 4;
+
+struct Period {
+  char code;
+  const char* name;
+};
+// cgit's order: max-stats=N enables the first N.
+constexpr Period kPeriods[] = {{'w', "week"}, {'m', "month"}, {'q', "quarter"}, {'y', "year"}};
+
+// The first day (00:00 UTC) of the period `t` falls in, moved `n` periods on (back when n < 0).
+time_t PeriodStart(char code, time_t t, int n) {
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  switch (code) {
+    case 'w': {
+      const time_t day = timegm(&tm);
+      return day - static_cast<time_t>((tm.tm_wday + 6) % 7) * 86400 +
+             static_cast<time_t>(n) * 7 * 86400;
+    }
+    case 'm':
+      tm.tm_mon += n;
+      break;
+    case 'q':
+      tm.tm_mon = tm.tm_mon / 3 * 3 + 3 * n;
+      break;
+    default:  // 'y'
+      tm.tm_mon = 0;
+      tm.tm_year += n;
+      break;
+  }
+  tm.tm_mday = 1;
+  return timegm(&tm);  // normalises a month out of range
+}
+
+// The column heading of the period that starts at `start`: "W48 2026", "Nov 2026", "Q4 2026",
+// "2026".
+std::string Label(char code, time_t start) {
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  struct tm tm;
+  gmtime_r(&start, &tm);
+  char text[32];
+  switch (code) {
+    case 'w':
+      std::strftime(text, sizeof text, "W%V %G", &tm);
+      return text;
+    case 'm':
+      return std::string(kMonths[tm.tm_mon]) + " " + std::to_string(tm.tm_year + 1900);
+    case 'q':
+      return "Q" + std::to_string(tm.tm_mon / 3 + 1) + " " + std::to_string(tm.tm_year + 1900);
+    default:
+      return std::to_string(tm.tm_year + 1900);
+  }
+}
+
+// cgit's walk starts at --since=YYYY-MM-DD (the oldest period's first day), which git reads as
+// that day at the current local time of day: commits of that day before it are left out.
+int64_t Since(time_t window_start, time_t now) {
+  struct tm day, local;
+  gmtime_r(&window_start, &day);
+  localtime_r(&now, &local);
+  local.tm_year = day.tm_year;
+  local.tm_mon = day.tm_mon;
+  local.tm_mday = day.tm_mday;
+  local.tm_isdst = -1;
+  return static_cast<int64_t>(mktime(&local));
+}
+
+struct Author {
+  long total = 0;  // every commit walked (the sort order), shown or not
+  std::map<std::string, long> by_period;
+};
+
+void WriteRow(Writer& out, std::string_view name_class, std::string_view name,
+              std::string_view cell_class, std::string_view sum_class,
+              const std::vector<const Author*>& authors, const std::vector<std::string>& labels) {
+  out.Raw("<tr><td class='").Raw(name_class).Raw("'>").Text(name).Raw("</td>");
+  long total = 0;
+  for (const std::string& label : labels) {
+    long n = 0;
+    for (const Author* a : authors) {
+      const auto it = a->by_period.find(label);
+      if (it != a->by_period.end()) n += it->second;
+    }
+    total += n;
+    out.Raw("<td class='").Raw(cell_class).Raw("'>").Number(static_cast<uint64_t>(n)).Raw("</td>");
+  }
+  out.Raw("<td class='").Raw(sum_class).Raw("'>").Number(static_cast<uint64_t>(total)).Raw("</td></tr>");
+}
+
+}  // namespace
+
+Page RenderStats(const PageContext& page_ctx) {
+  const Route link_route = LinkRoute(page_ctx);
+  const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
+                        page_ctx.out};
+  const Route& r = page_ctx.route;
+  // cgit's error pages, in its order: the branch, then the period (a letter or a name).
+  int status = 200;
+  std::string reason;
+  CommitPtr start = ResolveCommit(ctx.lease.repo(), "", r.head, &status, &reason);
+  if (!start) return ErrorPage(status, "invalid branch: " + reason);
+
+  const std::string code = r.period ? *r.period : "w";
+  int index = -1;
+  for (int i = 0; i < static_cast<int>(std::size(kPeriods)); ++i) {
+    if ((code.size() == 1 && code[0] == kPeriods[i].code) || code == kPeriods[i].name) index = i;
+  }
+  if (index < 0)
+    return ErrorPage(404, "Unknown statistics type: " + code.substr(0, code.empty() ? 0 : 1));
+  const Period& period = kPeriods[index];
+  if (index + 1 > static_cast<int>(ctx.repo.max_stats))
+    return ErrorPage(400, std::string("Statistics type disabled: ") + period.name);
+
+  // The periods shown, oldest first, and the walk back to the oldest one's first day.
+  const time_t now = std::time(nullptr);
+  const time_t window = PeriodStart(period.code, now, 1 - kColumns);
+  std::vector<std::string> labels;
+  for (int i = 1 - kColumns; i <= 0; ++i) labels.push_back(Label(period.code, PeriodStart(period.code, now, i)));
+  std::map<std::string, Author> by_name;  // byte order, as cgit's string list
+  DateWalk walk(ctx.lease.repo(), {*git_commit_id(start.get())}, nullptr, r.path);
+  walk.set_since(Since(window, now));
+  walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
+  while (CommitPtr commit = walk.Next()) {
+    if (git_commit_parentcount(commit.get()) > 1) continue;  // cgit counts no merges
+    const time_t when = static_cast<time_t>(git_commit_time(commit.get()));
+    Author& author = by_name[ToUtf8(git_commit_author(commit.get())->name,
+                                    git_commit_message_encoding(commit.get()))];
+    ++author.by_period[Label(period.code, PeriodStart(period.code, when, 0))];
+    ++author.total;
+  }
+  // Most commits first; equal totals in name order (cgit's sort keeps that order).
+  std::vector<std::pair<const std::string*, const Author*>> authors;
+  for (const auto& [name, author] : by_name) authors.emplace_back(&name, &author);
+  std::stable_sort(authors.begin(), authors.end(),
+                   [](const auto& a, const auto& b) { return a.second->total > b.second->total; });
+  const int top_asked = r.ofs_signed != 0 ? r.ofs_signed : 10;
+  const size_t top = top_asked <= 0 || static_cast<size_t>(top_asked) > authors.size()
+                         ? authors.size()
+                         : static_cast<size_t>(top_asked);
+
+  Writer& out = ctx.out;
+  PageStart(ctx, ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc),
+            "stats", "");
+  out.Raw("<div class='cgit-panel'><b>stat options</b><form method='get'>");
+  if (!ctx.route.head.empty())
+    out.Raw("<input type='hidden' name='h' value='").Text(ctx.route.head).Raw("'/>");
+  if (!r.id.empty()) out.Raw("<input type='hidden' name='id' value='").Text(r.id).Raw("'/>");
+  if (!r.id2.empty()) out.Raw("<input type='hidden' name='id2' value='").Text(r.id2).Raw("'/>");
+  if (r.showmsg) out.Raw("<input type='hidden' name='showmsg' value='1'/>");
+  out.Raw("<table><tr><td colspan='2'/></tr>");
+  if (ctx.repo.max_stats > 1) {
+    out.Raw("<tr><td class='label'>Period:</td><td class='ctrl'><select name='period' "
+            "onchange='this.form.submit();'>");
+    for (unsigned i = 0; i < ctx.repo.max_stats && i < std::size(kPeriods); ++i) {
+      out.Raw("<option value='").Raw(std::string_view(&kPeriods[i].code, 1)).Raw("'");
+      if (kPeriods[i].code == period.code) out.Raw(" selected='selected'");
+      out.Raw(">").Raw(kPeriods[i].name).Raw("</option>\n");
+    }
+    out.Raw("</select></td></tr>");
+  }
+  out.Raw("<tr><td class='label'>Authors:</td><td class='ctrl'><select name='ofs' "
+          "onchange='this.form.submit();'>");
+  for (const auto& [value, label] : {std::pair<int, const char*>{10, "10"}, {25, "25"}, {50, "50"},
+                                     {100, "100"}, {-1, "all"}}) {
+    out.Raw("<option value='").Raw(std::to_string(value)).Raw("'");
+    if (value == top_asked) out.Raw(" selected='selected'");
+    out.Raw(">").Raw(label).Raw("</option>");
+  }
+  out.Raw("</select></td></tr><tr><td/><td class='ctrl'><noscript><input type='submit' "
+          "value='Reload'/></noscript></td></tr></table></form></div>");
+  out.Raw("<h2>Commits per author per ").Raw(period.name);
+  if (!r.path.empty()) out.Raw(" (path '").Text(r.path).Raw("')");
+  out.Raw("</h2><table class='stats'><tr><th>Author</th>");
+  for (const std::string& label : labels) out.Raw("<th>").Text(label).Raw("</th>");
+  out.Raw("<th>Total</th></tr>\n");
+  for (size_t i = 0; i < top; ++i) {
+    out.Raw("<tr><td class='left'>").Text(*authors[i].first).Raw("</td>");
+    long total = 0;
+    for (const std::string& label : labels) {
+      const auto it = authors[i].second->by_period.find(label);
+      const long n = it == authors[i].second->by_period.end() ? 0 : it->second;
+      total += n;
+      out.Raw("<td>").Number(static_cast<uint64_t>(n)).Raw("</td>");
+    }
+    out.Raw("<td class='sum'>").Number(static_cast<uint64_t>(total)).Raw("</td></tr>");
+  }
+  std::vector<const Author*> rest, all;
+  for (size_t i = 0; i < authors.size(); ++i) {
+    all.push_back(authors[i].second);
+    if (i >= top) rest.push_back(authors[i].second);
+  }
+  if (top < authors.size())
+    WriteRow(out, "left", "Others (" + std::to_string(rest.size()) + ")", "", "sum", rest, labels);
+  WriteRow(out, "total", "Total", "sum", "sum", all, labels);
+  out.Raw("</table>");
+  if (walk.stopped()) {
+    // Not cgit's: its walk has no bound. The page says where this one stopped.
+    out.Raw("<div class='error'>[stopped: the walk read ")
+        .Number(walk.visited())
+        .Raw(" commits in ")
+        .Number(static_cast<uint64_t>(kWalkLimit.count()))
+        .Raw(" s; older commits are not counted]</div>");
+  }
+  PageEnd(out);
+  return Page{};
+}
+
+}  // namespace shellac::gitfrag
