@@ -497,6 +497,11 @@ class Scoreboard {
         lno += n;
       }
     }
+    // Entries may overlap (lines of the parent that several final lines came from, through
+    // merges): the pieces of one are not all before those of the next. Keep both lists sorted.
+    auto by_line = [](const Entry& x, const Entry& y) { return x.s_lno < y.s_lno; };
+    std::stable_sort(stay.begin(), stay.end(), by_line);
+    std::stable_sort(to_parent.begin(), to_parent.end(), by_line);
     target->suspects = std::move(stay);
     Queue(parent, std::move(to_parent));
     return true;
