@@ -1156,7 +1156,7 @@ const std::vector<Key>& Keys() {
        "renders that may wait for a thread"},
       {"render-queue-timeout", "30s", kReload, kOne, PositiveDuration(&Config::render_queue_timeout),
        "a render still waiting after this is refused (503)"},
-      {"blame-timeout", "10s", kReload, kOne, PositiveDuration(&Config::blame_timeout),
+      {"blame-timeout", "20s", kReload, kOne, PositiveDuration(&Config::blame_timeout),
        "a blame page still being worked out after this stops (503)"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),
        "renders one client may have running at once (0: no cap)"},

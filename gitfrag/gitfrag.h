@@ -213,7 +213,7 @@ class Site {
   bool backend_ = false;        // an upstream is configured (smart-HTTP info/refs go to it)
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
-  std::chrono::milliseconds blame_timeout_{10000};
+  std::chrono::milliseconds blame_timeout_{20000};
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

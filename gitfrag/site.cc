@@ -150,7 +150,7 @@ Site::Site(const conf::Config& config)
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
-      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(10)),
+      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
