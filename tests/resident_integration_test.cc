@@ -239,15 +239,15 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_EQ(malformed.status, 404) << malformed.Describe();
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 
-  // Pages gitfrag does not render, and unknown repositories, go to the forge.
-  EXPECT_EQ(HttpGet(proxy.Port(), "/base/stats/").body, "origin:/base/stats/");
+  // Pages gitfrag does not render (a path-limited rawdiff), and unknown repositories, go to the forge.
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/rawdiff/main.c").body, "origin:/base/rawdiff/main.c");
   EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
             "origin:/nope/commit/?id=" + repos.second());
 
   // Without a backend they get a 404 that says so.
   ShellacProcess alone;
   ASSERT_TRUE(alone.Start(repos.Config()));
-  Response other = HttpGet(alone.Port(), "/base/stats/");
+  Response other = HttpGet(alone.Port(), "/base/rawdiff/main.c");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
 }
