@@ -401,6 +401,7 @@ class Builder {
       r.origin = origin.Describe();
       r.enable_log_filecount = config_->enable_log_filecount;
       r.enable_log_linecount = config_->enable_log_linecount;
+      r.enable_blame = config_->enable_blame;
       r.clone_url = clone_url_;
       r.readme = readme_;
       r.about_filter = about_filter_;
@@ -472,6 +473,10 @@ class Builder {
       config_->enable_log_filecount = CgitFlag(value);
     } else if (key == "enable-log-linecount") {
       config_->enable_log_linecount = CgitFlag(value);
+    } else if (key == "enable-blame") {
+      config_->enable_blame = CgitFlag(value);
+    } else if (key == "repo.enable-blame") {
+      if (repo) repo->enable_blame = CgitFlag(value);
     } else if (key == "repo.enable-log-filecount") {
       if (repo) repo->enable_log_filecount = CgitFlag(value);
     } else if (key == "repo.enable-log-linecount") {
@@ -542,6 +547,7 @@ class Builder {
     Config::Repository r;
     r.enable_log_filecount = config_->enable_log_filecount;
     r.enable_log_linecount = config_->enable_log_linecount;
+    r.enable_blame = config_->enable_blame;
     r.name = url;
     r.url = std::move(url);
     r.path = std::move(path);
@@ -1166,6 +1172,8 @@ const std::vector<Key>& Keys() {
        "renders that may wait for a thread"},
       {"render-queue-timeout", "30s", kReload, kOne, PositiveDuration(&Config::render_queue_timeout),
        "a render still waiting after this is refused (503)"},
+      {"blame-timeout", "20s", kReload, kOne, PositiveDuration(&Config::blame_timeout),
+       "a blame page still being worked out after this stops (503)"},
       {"filter-timeout", "10s", kReload, kOne, PositiveDuration(&Config::filter_timeout),
        "an about-filter or source-filter still running after this is killed"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),

@@ -102,6 +102,9 @@ struct Config {
     // global value when the stanza began, or its repo.* key.
     bool enable_log_filecount = false;
     bool enable_log_linecount = false;
+    // cgit's enable-blame (the blame page and its links): the cgitrc's global value when the
+    // stanza began, or repo.enable-blame (Debian's cgit 1.2.3 reads both).
+    bool enable_blame = false;
     std::string clone_url;      // repo.clone-url (or the cgitrc's clone-url when the stanza began)
     // repo.readme (or the cgitrc's readme= in effect when the stanza began): "[REF]:PATH" entries,
     // the first one present is the about page.
@@ -126,6 +129,7 @@ struct Config {
   // round-robin, a wait bounded by count and by time.
   unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused
   Millis render_queue_timeout{};         // a render still waiting after this is refused: 503 + Retry-After
+  Millis blame_timeout{};                // a blame page's budget: past it the render stops, 503
   Millis filter_timeout{};               // a cgitrc filter (about-, source-filter) is killed after this
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
   unsigned client_prefix_v4 = 0;         // a client is its IPv4 address masked to this many bits
@@ -149,6 +153,7 @@ struct Config {
   unsigned max_commit_count = 50;
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
+  bool enable_blame = false;  // the global enable-blame stanzas after it start with
   std::string source_filter;       // source-filter= as last set (stanzas after it start with it)
   bool enable_html_serving = false;  // enable-html-serving= likewise
   // plain's content types: cgit's mimetype.EXT=TYPE keys (the extension as written, matched

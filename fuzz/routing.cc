@@ -64,7 +64,8 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
   if (r.kind != PageKind::kIndex) FUZZ_CHECK(r.repo < site.repositories().size());
   // A tree, plain or snapshot path is checked by Render (404).
   const bool tree_path =
-      r.kind == PageKind::kTree || r.kind == PageKind::kPlain || r.kind == PageKind::kSnapshot;
+      r.kind == PageKind::kTree || r.kind == PageKind::kPlain || r.kind == PageKind::kSnapshot ||
+      r.kind == PageKind::kBlame;
   if (!r.path.empty() && tree_path) FUZZ_CHECK(!r.path.ends_with('/'));
   // A clone path is the file's path in the repository, checked by Render (404 outside objects/).
   if (r.kind == PageKind::kClone)

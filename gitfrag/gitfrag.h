@@ -65,13 +65,14 @@ enum class PageKind : uint8_t {
   kSnapshot,      // "/REPO/snapshot/NAME.EXT?h=&id=" an archive (streamed)
   kClone,         // "/REPO/info/refs", "/REPO/objects/...", "/REPO/HEAD": dumb-HTTP clone files
   kStats,         // "/REPO/stats/[PATH]?h=&period=&ofs=" commits per author per period (frame)
+  kBlame,         // "/REPO/blame/PATH?h=&id="  each line's commit (frame; enable-blame)
 };
-inline constexpr size_t kPageKinds = 18;
+inline constexpr size_t kPageKinds = 19;
 // What the kinds above render, for messages (the proxy's 404 when no forge is behind it): keep it
 // true when a kind is added.
 inline constexpr const char* kRenderedPages =
     "the repository index and the summary, refs, tag, about, log, tree, plain, commit, diff, "
-    "patch, rawdiff, atom, stats and snapshot pages of its repositories, and their dumb-HTTP "
+    "patch, rawdiff, blame, atom, stats and snapshot pages of its repositories, and their dumb-HTTP "
     "clone files (info/refs, objects/, HEAD)";
 const char* PageKindName(PageKind kind);  // "index", "log", "commit", ... for metrics labels
 
@@ -197,6 +198,8 @@ class Site {
   unsigned max_atom_items() const { return max_atom_items_; }  // cgit's max-atom-items
   // How long a cgitrc filter (about-filter, source-filter) may run (filter-timeout) and write.
   const FilterLimits& filter_limits() const { return filter_limits_; }
+  // blame-timeout: a blame page stops (503) once its blame has taken this long.
+  std::chrono::milliseconds blame_timeout() const { return blame_timeout_; }
 
   const std::vector<conf::Config::Repository>& repositories() const;
   const std::string& virtual_root() const { return virtual_root_; }
@@ -235,6 +238,7 @@ class Site {
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
   FilterLimits filter_limits_;
+  std::chrono::milliseconds blame_timeout_{20000};
   std::unique_ptr<Registry> registry_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };

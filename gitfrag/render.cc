@@ -117,7 +117,8 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
     if (name == active_tab) out.Raw(" class='active'");
     out.Raw(" href='");
     const bool keeps_path =
-        page == "log" || page == "tree" || page == "commit" || page == "diff" || page == "stats";
+        page == "log" || page == "tree" || page == "blame" || page == "commit" || page == "diff" ||
+        page == "stats";
     RepoUrl(ctx, page, keeps_path ? std::string_view(r.path) : std::string_view(), args);
     out.Raw("'>").Raw(name).Raw("</a>");
   };
@@ -127,7 +128,11 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   tab("summary", "", {{"h", r.head}});
   tab("refs", "refs", {{"h", r.head}, {"id", id}});
   tab("log", "log", {{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}});
-  tab("tree", "tree", {{"h", r.head}, {"id", id}});
+  // On the blame page its own tab stands where the tree's does, as cgit's.
+  if (active_tab == "blame")
+    tab("blame", "blame", {{"h", r.head}, {"id", id}});
+  else
+    tab("tree", "tree", {{"h", r.head}, {"id", id}});
   tab("commit", "commit",
       {{"h", r.head}, {"id", id}, {"context", context}, {"ignorews", ignorews}, {"dt", dt}});
   tab("diff", "diff",

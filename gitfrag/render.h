@@ -221,6 +221,7 @@ Page RenderTag(const PageContext& ctx);
 Page RenderAbout(const PageContext& ctx);
 Page RenderAtom(const PageContext& ctx);
 Page RenderSnapshot(const PageContext& ctx);
+Page RenderBlame(const PageContext& ctx);
 Page RenderClone(const PageContext& ctx);
 Page RenderStats(const PageContext& ctx);
 // cgit's snapshot prefix: repo.snapshot-prefix, else the last segment of the URL without ".git".

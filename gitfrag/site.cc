@@ -68,6 +68,8 @@ const char* PageKindName(PageKind kind) {
       return "atom";
     case PageKind::kSnapshot:
       return "snapshot";
+    case PageKind::kBlame:
+      return "blame";
     case PageKind::kClone:
       return "clone";
     case PageKind::kStats:
@@ -188,6 +190,7 @@ Site::Site(const conf::Config& config)
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
+      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
@@ -320,6 +323,11 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPlain;
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
+    else if (page == "blame" && !backend_)
+      // Blame: rendered here only when no forge is behind shellac. Its blame takes 1.5-3x git's
+      // time on a large repository (gitfrag/README.md), so with an upstream the forge's cgit,
+      // which is faster at it, keeps the page and the render threads stay free for the others.
+      route.kind = PageKind::kBlame;
     else if (page == "stats")
       route.kind = PageKind::kStats;
     else
@@ -349,7 +357,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain ||
-                           route.kind == PageKind::kSnapshot;
+                           route.kind == PageKind::kSnapshot || route.kind == PageKind::kBlame;
     // refs/heads and refs/tags pick a table; any other refs path shows both, as cgit's.
     if (route.kind == PageKind::kRefs) {
       route.path = route.path.starts_with("heads") ? "heads"
@@ -545,6 +553,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kSnapshot:
         page = RenderSnapshot(ctx);
+        break;
+      case PageKind::kBlame:
+        page = RenderBlame(ctx);
         break;
       case PageKind::kClone:
         page = RenderClone(ctx);

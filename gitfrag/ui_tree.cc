@@ -214,6 +214,13 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
       RepoUrl(ctx, "plain", full, {{"h", r.head}, {"id", r.id}});
       out.Raw("'>plain</a>");
     }
+    // enable-blame: a blame button for everything but folders (cgit's listing gives a symlink
+    // and a submodule one too; their blame pages are 404s).
+    if (ctx.repo.enable_blame && type != 0040000) {
+      out.Raw("<a class='button' href='");
+      RepoUrl(ctx, "blame", full, {{"h", r.head}, {"id", r.id}});
+      out.Raw("'>blame</a>");
+    }
     out.Raw("</td></tr>\n");
   }
   out.Raw("</table>\n");
@@ -299,7 +306,20 @@ Page RenderTree(const PageContext& page_ctx) {
     const std::string hex = OidHex(found.oid);
     out.Raw("blob: ").Raw(hex).Raw(" (<a href='");
     RepoUrl(ctx, "plain", r.path, {{"h", r.head}, {"id", r.id}});
-    out.Raw("'>plain</a>)\n");
+    out.Raw("'>plain</a>");
+    // enable-blame: a blame link, unless the file is binary (cgit reads the blob to know).
+    if (ctx.repo.enable_blame) {
+      git_blob* raw_blob = nullptr;
+      if (git_blob_lookup(&raw_blob, ctx.lease.repo(), &found.oid) == 0) {
+        const BlobPtr blob(raw_blob);
+        if (!IsBinary(BlobBytes(blob.get()))) {
+          out.Raw(") (<a href='");
+          RepoUrl(ctx, "blame", r.path, {{"h", r.head}, {"id", r.id}});
+          out.Raw("'>blame</a>");
+        }
+      }
+    }
+    out.Raw(")\n");
     const uint64_t limit = ctx.site.max_blob_size();
     if (limit != 0 && found.size / 1024 > limit) {
       out.Raw("<div class='error'>blob size (").Number(found.size / 1024);

@@ -1033,9 +1033,11 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "repo.owner=Junio\n"
                                    "repo.name=git.git\n"
                                    "repo.enable-log-linecount=1\n"
+                                   "repo.enable-blame=1\n"
                                    "repo.url=no-path\n"
                                    "max-commit-count=25\n"
                                    "enable-log-filecount=1\n"
+                                   "enable-blame=1\n"
                                    "scan-path=" + scan + "\n");
   const std::string conf = Write("shellac.conf", "repo = " + dir_ + "/plain/tool.git\ncgitrc = " + cgitrc +
                                                      "\nmax-open-repos = 7\nrender-threads = 3\n"
@@ -1061,6 +1063,10 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_TRUE(c->repositories[2].enable_log_filecount);
   EXPECT_FALSE(c->repositories[2].enable_log_linecount);
   EXPECT_FALSE(c->repositories[0].enable_log_filecount);
+  // enable-blame likewise.
+  EXPECT_TRUE(c->repositories[1].enable_blame);
+  EXPECT_TRUE(c->repositories[2].enable_blame);
+  EXPECT_FALSE(c->repositories[0].enable_blame);
   EXPECT_EQ(c->max_commit_count, 25u);
   EXPECT_EQ(c->virtual_root, "/git/");
   EXPECT_EQ(c->css, "/static/cgit.css");

@@ -78,22 +78,32 @@ std::string Widths(const std::string& html) {
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
-  // `max_stats`: cgit's max-stats for both (0: none), as a number of periods (1 week .. 4 year).
-  Peers(std::string bare, std::string rc_dir, unsigned max_stats = 0) : bare_(std::move(bare)) {
+  // `blame`: enable-blame=1 on both sides. `max_stats`: cgit's max-stats for both (0: none), as a
+  // number of periods (1 week .. 4 year).
+  Peers(std::string bare, std::string rc_dir, bool blame = false, unsigned max_stats = 0)
+      : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
     r.url = r.name = "repo";
     r.path = bare_;
     r.desc = "parity";
+    r.enable_blame = blame;
     r.max_stats = max_stats;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
+    config_ = c;
     site_ = std::make_unique<Site>(c);
     rc_ = rc_dir + "/cgitrc";
     static constexpr const char* kPeriods[] = {"", "week", "month", "quarter", "year"};
     std::ofstream(rc_) << "virtual-root=/\n"
                        << (max_stats > 0 ? std::string("max-stats=") + kPeriods[max_stats] + "\n" : "")
-                       << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
+                       << (blame ? "enable-blame=1\n" : "") << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
+  }
+
+  // blame-timeout for gitfrag's side (a new Site).
+  void SetBlameTimeout(std::chrono::milliseconds budget) {
+    config_.blame_timeout = budget;
+    site_ = std::make_unique<Site>(config_);
   }
 
   // cgit's status code for a page ("Status: 404 Not found" in its CGI head; 200 without one).
@@ -150,6 +160,7 @@ class Peers {
   const Site& site() const { return *site_; }
 
  private:
+  conf::Config config_;
   std::string bare_, rc_;
   std::unique_ptr<Site> site_;
 };
@@ -395,6 +406,51 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
   EXPECT_EQ(page.body.find("diffstat"), std::string::npos);
 }
 
+// The blame page and the tree pages' blame links (enable-blame=1) against cgit's: files with
+// hunks from several commits, Latin-1 text, a renamed file, a binary file (cgit's note), a file at
+// an older commit and on another branch.
+TEST(GitfragParity, BlameEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ParityFixture fx;
+  Peers peers(fx.bare(), fx.dir().path(), /*blame=*/true);
+  const std::string po = fx.Git("rev-parse ':/po: update the catalogue'");
+  const std::string funcs = fx.Git("rev-parse ':/funcs and latin-1'");
+  // src/funcs.c at master has lines from three commits in several hunks.
+  EXPECT_GE(Lines(fx.Git("blame --porcelain master -- src/funcs.c | grep -E '^[0-9a-f]{40} ' | "
+                         "cut -c1-40 | sort -u")).size(),
+            3u);
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/blame/src/funcs.c", ""},
+      {"/repo/blame/src/funcs.c", "id=" + funcs},
+      {"/repo/blame/src/funcs.c", "id=" + po.substr(0, 10)},
+      {"/repo/blame/po/ru.po", ""},
+      {"/repo/blame/latin1.txt", ""},
+      {"/repo/blame/two.txt", ""},
+      {"/repo/blame/nums/numbers.txt", ""},
+      {"/repo/blame/README", "h=side-a"},
+      {"/repo/blame/a.txt", ""},
+      {"/repo/blame/dir/empty2", ""},
+      {"/repo/blame/img/logo.png", ""},
+      {"/repo/tree/", ""},
+      {"/repo/tree/src", "h=side-b"},
+      {"/repo/tree/src/funcs.c", ""},
+      {"/repo/tree/img/logo.png", ""},
+  };
+  for (const auto& [path, query] : pages) {
+    const std::string diff = peers.Difference(path, query);
+    EXPECT_TRUE(diff.empty()) << path << "?" << query << "\n" << diff;
+  }
+  // Folders, unknown paths and revisions are 404s, as cgit's.
+  for (const auto& [path, query] : std::vector<std::pair<std::string, std::string>>{
+           {"/repo/blame/src", ""}, {"/repo/blame/", ""}, {"/repo/blame/nope.c", ""},
+           {"/repo/blame/README", "id=nope"}}) {
+    auto route = peers.site().Match(path, query);
+    ASSERT_TRUE(route) << path;
+    EXPECT_EQ(peers.site().Render(*route).status, 404) << path << "?" << query;
+    EXPECT_NE(peers.CgitWhole(path, query).find("Status: 404"), std::string::npos) << path;
+  }
+}
+
 // The stats page against cgit's on a repository whose commits are dated relative to now (cgit
 // counts the periods that end with the current one): twelve authors (the "Others" row), a
 // Latin-1 name with its encoding header, a hostile name, merges (not counted), commits in every
@@ -472,7 +528,7 @@ TEST(GitfragParity, StatsEqualCgit) {
   };
   for (const unsigned max_stats : {4u, 3u, 1u}) {
     TempDir rc;
-    Peers peers(bare, rc.path(), max_stats);
+    Peers peers(bare, rc.path(), false, max_stats);
     for (const auto& [path, query] : pages) {
       SCOPED_TRACE(std::to_string(max_stats) + " " + path + "?" + query);
       const int theirs = peers.CgitStatus(path, query);
@@ -516,11 +572,141 @@ TEST(GitfragParity, StatsEqualCgit) {
       EXPECT_EQ(page.reason, reason);
     }
   }
-  Peers weekly(bare, dir.path(), 1);
+  Peers weekly(bare, dir.path(), false, 1);
   const Page disabled = weekly.site().Render(*weekly.site().Match("/repo/stats/", "period=m"));
   EXPECT_EQ(disabled.status, 400);
   EXPECT_EQ(disabled.reason, "Statistics type disabled: month");
   EXPECT_EQ(weekly.CgitStatus("/repo/stats/", "period=m"), 400);
+}
+
+// The blame table's links (commit and "^" links: ids and paths), which the visible text leaves
+// out.
+std::string BlameLinks(const std::string& html) {
+  std::string out;
+  const size_t begin = html.find("<table class='blame");
+  const size_t end = html.find("</table>", begin);
+  if (begin == std::string::npos || end == std::string::npos) return out;
+  for (size_t p = begin; (p = html.find("href='", p)) != std::string::npos && p < end; p += 6)
+    out += html.substr(p + 6, html.find('\'', p + 6) - p - 6) + "\n";
+  return out;
+}
+
+// shellac's own blame against cgit's (git's blame library) on histories that exercise each of
+// its rules: a line from a merge's second parent and one made by the merge itself, both parents
+// with the identical blob, a whole-file rename (exact, edited with the same basename, and to
+// another name), a file deleted and added again, a line moved and a block copied (no -M/-C: blamed
+// where they land), Latin-1 and CRLF lines, a last line without a newline, an empty file and a file
+// emptied later. Visible text and every link of the table are compared.
+TEST(GitfragParity, BlameHistoryEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const char* script = R"(set -e
+git init -q -b master work
+cd work
+T=1600000000
+c() { git add -A; T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit -q -m "$1"; }
+m() { T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git merge -q --no-ff --no-edit "$@"; }
+seq 1 40 > m.txt; printf 'alpha\nbeta\ngamma\n' > keep.txt; : > empty; printf 'x\ny\n' > gone.txt
+seq 100 160 > moved.c; printf 'caf\351\r\nna\357ve\r\nend' > latin.txt
+git add -A; c root
+git checkout -q -b side
+sed -i 's/^3$/three (side)/' m.txt; c 'side: three'
+sed -i 's/^30$/thirty (side)/' m.txt; c 'side: thirty'
+git checkout -q master
+sed -i 's/^8$/eight (master)/' m.txt; c 'master: eight'
+printf 'caf\351\r\nna\357ve\r\nend\nmore' > latin.txt; c 'latin: more'
+m side
+sed -i 's/^20$/twenty (evil)/' m.txt; git add m.txt; GIT_COMMITTER_DATE="$((T + 1)) +0000" git commit -q --amend --no-edit
+git checkout -q -b same1; sed -i 's/^10$/ten (same)/' m.txt; c 'same change one'
+git checkout -q master; sed -i 's/^10$/ten (same)/' m.txt; c 'same change two'
+m same1
+git rm -q gone.txt; c 'gone'
+mkdir -p new; git mv moved.c new/moved.c; c 'exact rename'
+sed -i 's/^130$/one-thirty/' new/moved.c; c 'edit after rename'
+mkdir -p lib; git mv new/moved.c lib/moved.c; sed -i 's/^101$/hundred-one/' lib/moved.c; c 'rename with an edit'
+git mv lib/moved.c lib/other.c; sed -i 's/^150$/one-fifty/' lib/other.c; c 'rename to another name'
+printf 'x\nnew\ny\n' > gone.txt; git add gone.txt; c 'gone comes back'
+sed -i '5d' m.txt; echo 5 >> m.txt; c 'move a line'
+sed -n '11,16p' m.txt >> m.txt; c 'copy a block'
+printf 'alpha\n' > keep.txt; c 'keep shrinks'
+: > keep.txt; c 'keep emptied'
+echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
+)";
+  std::ofstream(dir.File("make.sh")) << script;
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+        " git clone -q --bare work repo.git 2>&1");
+  const std::string bare = dir.File("repo.git");
+  auto git = [&](const std::string& args) {
+    return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
+  };
+  // The history is what the test means: the merge line, the renames git follows.
+  ASSERT_NE(git("blame --porcelain master -- m.txt | grep -c 'three (side)'"), "0");
+  ASSERT_NE(git("blame --porcelain master -- lib/other.c | grep -c '^filename new/moved.c'"), "0")
+      << git("log --oneline --name-status master");
+  TempDir rc;
+  Peers peers(bare, rc.path(), /*blame=*/true);
+  const std::string side = git("rev-parse side");
+  const std::string shrunk = git("rev-parse ':/keep shrinks'");
+  const std::string renamed = git("rev-parse ':/rename with an edit'");
+  const std::vector<std::pair<std::string, std::string>> pages = {
+      {"/repo/blame/m.txt", ""},           {"/repo/blame/m.txt", "id=" + side},
+      {"/repo/blame/lib/other.c", ""},     {"/repo/blame/gone.txt", ""},
+      {"/repo/blame/latin.txt", ""},       {"/repo/blame/empty", ""},
+      {"/repo/blame/keep.txt", ""},        {"/repo/blame/keep.txt", "id=" + shrunk},
+      {"/repo/blame/lib/moved.c", "id=" + renamed},
+  };
+  for (const auto& [path, query] : pages) {
+    SCOPED_TRACE(path + "?" + query);
+    EXPECT_EQ(peers.Difference(path, query), "");
+    auto route = peers.site().Match(path, query);
+    ASSERT_TRUE(route);
+    const Page page = peers.site().RenderAssembled(*route);
+    const std::string ours = BlameLinks(page.body), theirs = BlameLinks(peers.Cgit(path, query));
+    EXPECT_FALSE(theirs.empty());
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  }
+  // An unknown path or revision: 404 with a reason, as cgit's.
+  for (const auto& [path, query] : std::vector<std::pair<std::string, std::string>>{
+           {"/repo/blame/nope.txt", ""}, {"/repo/blame/m.txt", "id=nope"}}) {
+    const Page page = peers.site().Render(*peers.site().Match(path, query));
+    EXPECT_EQ(page.status, 404);
+    EXPECT_FALSE(page.reason.empty());
+    EXPECT_EQ(peers.CgitStatus(path, query), 404);
+  }
+}
+
+// blame-timeout: a blame that outlives its budget stops with a 503 that says so (a long history:
+// 3000 commits, each changing one line between two the root wrote; a budget of 1 ms). With room, the same page renders.
+TEST(GitfragParity, BlameStopsAtItsDeadline) {
+  TempDir dir;
+  std::ostringstream in;
+  for (int i = 1; i <= 3000; ++i) {
+    // The first and last lines stay from the root: the blame walks every commit.
+    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
+    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
+       << 1600000000 + i << " +0000\ndata 2\nc\n";
+    if (i > 1) in << "from :" << i - 1 << "\n";
+    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
+  }
+  std::ofstream(dir.File("in")) << in.str();
+  Shell("git init -q --bare " + ShellQuote(dir.File("repo.git")) + " && git -C " +
+        ShellQuote(dir.File("repo.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  conf::Config c;
+  conf::Config::Repository r;
+  r.url = r.name = "repo";
+  r.path = dir.File("repo.git");
+  r.enable_blame = true;
+  c.repositories.push_back(r);
+  c.blame_timeout = std::chrono::milliseconds(1);
+  Site tight(c);
+  const Page late = tight.Render(*tight.Match("/repo/blame/f.txt", ""));
+  EXPECT_EQ(late.status, 503);
+  EXPECT_EQ(late.reason, "blame of f.txt took longer than 1 ms (blame-timeout)");
+  c.blame_timeout = std::chrono::seconds(60);
+  Site roomy(c);
+  EXPECT_EQ(roomy.Render(*roomy.Match("/repo/blame/f.txt", "")).status, 200);
 }
 
 // bench/parity.sh: random non-merge commits of a real repository, every page kind.
@@ -544,6 +730,43 @@ TEST(GitfragParity, TreeOfRepository) {
   ASSERT_TRUE(route);
   const std::string cgit = peers.CgitWhole("/repo/plain/Makefile", "");
   EXPECT_EQ(peers.site().Render(*route).body, cgit.substr(cgit.find("\n\n") + 2));
+}
+
+// With SHELLAC_PARITY_REPO: blame pages of a few files at the repository's HEAD (enable-blame=1)
+// against cgit's, with each side's time printed. SHELLAC_PARITY_BLAME (space-separated paths)
+// replaces the default files (README.md, Makefile, po/de.po: a short, a long and a much-rewritten
+// history on git/git). The budget is SHELLAC_PARITY_BLAME_TIMEOUT seconds (120).
+TEST(GitfragParity, BlameOfRepository) {
+  const char* repo = std::getenv("SHELLAC_PARITY_REPO");
+  if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  Peers peers(repo, dir.path(), /*blame=*/true);
+  const char* budget = std::getenv("SHELLAC_PARITY_BLAME_TIMEOUT");
+  peers.SetBlameTimeout(std::chrono::seconds(budget != nullptr ? std::atoi(budget) : 120));
+  std::vector<std::string> files = {"README.md", "Makefile", "po/de.po"};
+  if (const char* list = std::getenv("SHELLAC_PARITY_BLAME"); list != nullptr && *list != '\0') {
+    files.clear();
+    std::istringstream in(list);
+    for (std::string f; in >> f;) files.push_back(f);
+  }
+  for (const std::string& file : files) {
+    const std::string path = "/repo/blame/" + file;
+    SCOPED_TRACE(path);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto route = peers.site().Match(path, "");
+    ASSERT_TRUE(route);
+    const Page page = peers.site().Render(*route);
+    const auto t1 = std::chrono::steady_clock::now();
+    const std::string theirs = peers.Cgit(path, "");
+    const auto t2 = std::chrono::steady_clock::now();
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string a = VisibleText(page.body), b = VisibleText(theirs);
+    EXPECT_EQ(a, b) << FirstDifference(a, b);
+    std::cout << "[ time     ] " << path << ": shellac "
+              << std::chrono::duration<double>(t1 - t0).count() << " s, cgit "
+              << std::chrono::duration<double>(t2 - t1).count() << " s\n";
+  }
 }
 
 // With SHELLAC_PARITY_REPO: path-limited logs (files and folders, a second page, showmsg=1) and

@@ -514,7 +514,8 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
 
   EXPECT_FALSE(site.Match("/cgit/unknown/commit/", "id=" + sha)) << "unknown repository";
   EXPECT_FALSE(site.Match("/other/git/commit/", "")) << "outside virtual-root";
-  EXPECT_FALSE(site.Match("/cgit/git/blame/", "")) << "pages gitfrag does not render";
+  EXPECT_EQ(site.Match("/cgit/git/blame/a/b.c", "id=master")->kind, PageKind::kBlame);
+  EXPECT_EQ(site.Match("/cgit/git/blame/a/b.c", "id=master")->path, "a/b.c");
   EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->kind, PageKind::kStats);
   EXPECT_EQ(site.Match("/cgit/git/stats/dir", "period=q&ofs=-1")->ofs_signed, -1);
   EXPECT_EQ(*site.Match("/cgit/git/stats/dir", "period=q")->period, "q");
@@ -1370,6 +1371,55 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
     const std::string their_links = LinksAndClasses(theirs_html, c.ours);
     EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
   }
+}
+
+// enable-blame=1 (cgit's global key; repo.enable-blame too): the blame page, the file view's
+// blame link (not for a binary file) and the listing's blame buttons, as cgit's text, links and
+// classes: markup in the file escaped, a file without a last newline, an empty file, a binary
+// file and one over max-blob-size (cgit's notes). Without it the page is a 403, as cgit's.
+TEST_F(GitfragTree, BlameEqualsCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  conf::Config c = fx.Config();
+  c.repositories[0].enable_blame = true;
+  Site site(c);
+  const std::string rc = "virtual-root=/\nmax-blob-size=50\nenable-blame=1\nrepo.url=fix\nrepo.path=" +
+                         fx.bare() + "\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/fix/blame/dir/f.c", ""},         {"/fix/blame/dir/f.c", "h=side"},
+      {"/fix/blame/dir/deep/a.txt", ""},  {"/fix/blame/empty", ""},
+      {"/fix/blame/bin.dat", ""},         {"/fix/blame/big.txt", ""},
+      {"/fix/blame/.hidden", "id=" + fx.Rev("master")},
+      {"/fix/tree/", ""},                 {"/fix/tree/dir", "h=side"},
+      {"/fix/tree/dir/f.c", ""},          {"/fix/tree/bin.dat", ""},
+  };
+  for (const auto& [path, query] : cases) {
+    SCOPED_TRACE(path + "?" + query);
+    const Page page = site.RenderAssembled(MustMatch(site, path, query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, query));
+    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    const std::string our_links = LinksAndClasses(page.body, path);
+    const std::string their_links = LinksAndClasses(theirs_html, path);
+    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+  }
+  const Page f = site.Render(MustMatch(site, "/fix/blame/dir/f.c", ""));
+  EXPECT_NE(f.body.find("\tl2 &lt;b&gt;&amp;amp;"), std::string::npos) << "markup escaped";
+  // Folders, the root, symlinks, submodules and unknown paths are 404s, as cgit's.
+  for (const std::string path : {"/fix/blame/dir", "/fix/blame/", "/fix/blame/link",
+                                 "/fix/blame/subm", "/fix/blame/nope", "/fix/blame/dir/../x"}) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(site.Render(MustMatch(site, path, "")).status, 404);
+    if (path.find("..") == std::string::npos) {
+      EXPECT_NE(fx.CgitWith(rc, path, "").find("Status: 404"), std::string::npos);
+    }
+  }
+  // Off (the default): 403, and no blame links in tree pages.
+  Site off(fx.Config());
+  EXPECT_EQ(off.Render(MustMatch(off, "/fix/blame/dir/f.c", "")).status, 403);
+  EXPECT_NE(fx.Cgit("/fix/blame/dir/f.c", "").find("Status: 403"), std::string::npos);
+  EXPECT_EQ(off.RenderAssembled(MustMatch(off, "/fix/tree/", "")).body.find("/blame/"),
+            std::string::npos);
 }
 
 // A file view is a frame around the blob part: the part's key is the blob id alone, so the same

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -238,15 +239,15 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_EQ(malformed.status, 404) << malformed.Describe();
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 
-  // Pages gitfrag does not render, and unknown repositories, go to the forge.
-  EXPECT_EQ(HttpGet(proxy.Port(), "/base/blame/main.c").body, "origin:/base/blame/main.c");
+  // Pages gitfrag does not render (a path-limited rawdiff), and unknown repositories, go to the forge.
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/rawdiff/main.c").body, "origin:/base/rawdiff/main.c");
   EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
             "origin:/nope/commit/?id=" + repos.second());
 
   // Without a backend they get a 404 that says so.
   ShellacProcess alone;
   ASSERT_TRUE(alone.Start(repos.Config()));
-  Response other = HttpGet(alone.Port(), "/base/blame/main.c");
+  Response other = HttpGet(alone.Port(), "/base/rawdiff/main.c");
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
   // It names every page kind shellac renders (the parts are named by the pages that show them).
@@ -714,6 +715,43 @@ TEST(ResidentClone, OffLeavesThePathsToTheUpstream) {
   EXPECT_NE(dumb.body.find("\trefs/heads/master\n"), std::string::npos) << dumb.body;
   Response head = HttpGet(proxy.Port(), "/repo/HEAD");
   EXPECT_EQ(head.body, "ref: refs/heads/master\n") << head.Describe();
+}
+
+// blame-timeout through the binary: with one render thread, a blame past its budget (1 ms on a
+// 3000-commit history) is answered 503 with the reason, not stored, and the thread renders the
+// next page at once.
+TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
+  TempDir dir;
+  std::ostringstream in;
+  for (int i = 1; i <= 3000; ++i) {
+    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
+    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
+       << 1600000000 + i << " +0000\ndata 2\nc\n";
+    if (i > 1) in << "from :" << i - 1 << "\n";
+    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
+  }
+  WriteFile(dir.File("in"), in.str());
+  Shell("git init -q --bare " + ShellQuote(dir.File("long.git")) + " && git -C " +
+        ShellQuote(dir.File("long.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  WriteFile(dir.File("cgitrc"),
+            "virtual-root=/\nenable-blame=1\nrepo.url=long\nrepo.path=" + dir.File("long.git") + "\n");
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\nrender-threads=1\nrender-reserve-threads=0\n"
+                                        "blame-timeout=1ms\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  for (int round = 1; round <= 2; ++round) {
+    Response late = HttpGet(proxy.Port(), "/long/blame/f.txt");
+    EXPECT_EQ(late.status, 503) << late.Describe();
+    EXPECT_NE(late.body.find("blame of f.txt took longer than 1 ms"), std::string::npos) << late.body;
+    EXPECT_NE(late.Header("x-cache"), "hit") << "a stopped blame is not stored";
+  }
+  EXPECT_EQ(Renders(proxy, "blame", 2), 2);
+  Response next = HttpGet(proxy.Port(), "/long/tree/f.txt");
+  EXPECT_EQ(next.status, 200) << next.Describe();
+  // With a forge behind shellac, blame pages are the forge's (its cgit is faster at blame).
+  Origin origin;
+  ShellacProcess with_forge;
+  ASSERT_TRUE(with_forge.Start(BaseConfig(origin.port(), "cgitrc=" + dir.File("cgitrc") + "\n")));
+  EXPECT_EQ(HttpGet(with_forge.Port(), "/long/blame/f.txt").body, "origin:/long/blame/f.txt");
 }
 
 }  // namespace
