@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gitfrag/memo.h"
+
 namespace shellac::gitfrag {
 
 struct Decoration {
@@ -60,18 +62,6 @@ class RefIndex {
   const std::vector<Ref>& refs() const { return refs_; }
 
  private:
-  struct OidHash {
-    size_t operator()(const git_oid& id) const {
-      size_t h;  // object ids are uniformly distributed: their first bytes are a hash already
-      std::memcpy(&h, id.id, sizeof h);
-      return h;
-    }
-  };
-  struct OidEqual {
-    bool operator()(const git_oid& a, const git_oid& b) const {
-      return std::memcmp(a.id, b.id, GIT_OID_RAWSZ) == 0;
-    }
-  };
   std::string packed_;                   // the packed-refs file, which decoration names view
   std::deque<std::string> loose_names_;  // names of loose refs and symbolic targets
   std::unordered_map<git_oid, std::vector<Decoration>, OidHash, OidEqual> by_commit_;
