@@ -73,8 +73,11 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
   if (!r.path.empty() && !tree_path && r.kind != PageKind::kClone) {
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
                r.kind == PageKind::kDiffFragment || r.kind == PageKind::kLog ||
-               r.kind == PageKind::kRefs || r.kind == PageKind::kStats);
+               r.kind == PageKind::kRefs || r.kind == PageKind::kStats ||
+               r.kind == PageKind::kBlob);
     if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
+    // A blob part's path is the file's name (a source-filter's argument), never a folder.
+    if (r.kind == PageKind::kBlob) FUZZ_CHECK(r.path.find('/') == std::string::npos);
     FUZZ_CHECK(!r.path.starts_with('/') && !r.path.ends_with('/'));
     FUZZ_CHECK(r.path.find("//") == std::string::npos);
     FUZZ_CHECK(r.path != ".." && !r.path.starts_with("../") && !r.path.ends_with("/..") &&
