@@ -655,6 +655,14 @@ make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ 
     python3 "$BENCH_DIR/wrk/urls.py" "$k" --cgitrc "$CGITRC" --commits "$COMMITS_FILE" --branch "$HEAD_BRANCH" \
       --seed "$SEED" >"$l/$k.txt" || bench_die "urls.py $k failed"
   done
+  if [ "${WORKLOAD:-}" = crawler-mix ]; then
+    # crawler-mix: every page kind shellac renders, weighted as crawlers walk a forge, each URL once
+    # (bench/wrk/pages_urls.py --mix); the sampled commits left out, as for cold
+    python3 "$BENCH_DIR/wrk/pages_urls.py" --cgitrc "$CGITRC" --repo "$BASE_REPO" --branch "$HEAD_BRANCH" \
+      --out "$l/kinds" --seed "$SEED" --skip "$COMMITS_FILE" --mix "$l/crawler-mix.txt" ||
+      bench_die "pages_urls.py failed"
+    cp "$l/kinds/kinds.tsv" "$RAW/kinds.tsv"
+  fi
   if [ "${WORKLOAD:-}" = cold ]; then
     # cold: every non-merge commit of the base, once, in a seeded order; the sampled commits (which
     # the checks and the probe ask for) left out, so that no measured URL is one a target saw.
@@ -666,7 +674,7 @@ make_lists() {  # writes $BENCH_TMP/lists/{crawler,forkspread,hot,burst}.txt (+ 
   fi
   # The warm-ups get URLs of their own (the last 15% of the shuffled list), so that every target's
   # measured run at a level starts at the same line and asks for the same pages as the others.
-  for k in crawler forkspread $([ "${WORKLOAD:-}" = cold ] && echo cold); do
+  for k in crawler forkspread $(case ${WORKLOAD:-} in cold | crawler-mix) echo "$WORKLOAD" ;; esac); do
     n=$(wc -l <"$l/$k.txt")
     w=$((n * 15 / 100 > 0 ? n * 15 / 100 : 1))
     tail -n "$w" "$l/$k.txt" >"$l/$k-warmup.txt"
@@ -817,8 +825,8 @@ WORKLOAD=""            # crawler | forkspread | hot
 workload_env() {  # TARGET [warmup]  exports what the wrk script of $WORKLOAD reads for TARGET
   local t=$1
   case $WORKLOAD in
-    crawler | forkspread | cold)
-      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/$([ "$WORKLOAD" = cold ] && echo crawler || echo "$WORKLOAD").lua CRAWL_LANES=2
+    crawler | forkspread | cold | crawler-mix)
+      export BENCH_WRK_SCRIPT=$BENCH_DIR/wrk/$([ "$WORKLOAD" = forkspread ] && echo forkspread || echo crawler).lua CRAWL_LANES=2
       if [ "${2:-}" = warmup ]; then
         export CRAWL_URLS=$BENCH_TMP/lists/$WORKLOAD-warmup.txt CRAWL_START=${WARM[$t]:-0}
       else
@@ -861,10 +869,21 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   [ -f "$out.warmup" ] && crawl_row "$t" "$c" warmup "$out.warmup"
   # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
   # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
-  # does not push the next level's start, which keeps the list from wrapping for the caching peers
-  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && [ "$WORKLOAD" != cold ] && return 0
+  # does not push the next level's start, which keeps the list from wrapping for the caching peers.
+  # cold and crawler-mix start with an empty store: there a URL seen before would be cheaper.
+  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && ! cold_workload && return 0
   [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
   return 0
+}
+
+cold_workload() { case ${WORKLOAD:-} in cold | crawler-mix) return 0 ;; esac; return 1; }  # store empty at the start
+
+render_point() {  # TARGET C  a point; shellac's render counts before and after -> $RAW/cold-renders.tsv
+  local before
+  [ "$1" = shellac ] && before=$(render_counts)
+  point "$@"
+  [ "$1" = shellac ] || return 0
+  printf '%s\t%s\t%s\n' "$2" "$before" "$(render_counts)" >>"$RAW/cold-renders.tsv"
 }
 
 # sweep's hooks: POINT_FN measures one target at one level (default: point, the cgit workloads);
@@ -920,7 +939,8 @@ stop_targets() {  # stops every server by pid (lighttpd last, so its log is comp
 # The sweep of the forge scenarios (crawler, cold, hot, fork-spread): cgit direct, shellac, Varnish
 # at every level, on the corpus' URL lists. A scenario script may define forge_extra_targets (after
 # the targets started: hot adds nginx static), forge_before_sweep (instead of filling shellac's
-# fragment store when it renders: cold) and forge_after_sweep (after the servers stopped: cold).
+# fragment store when it renders; cold and crawler-mix keep it empty) and forge_after_sweep (after
+# the servers stopped: cold).
 forge_run() {  # SCENARIO WORKLOAD LUA [REPORT-NAME]
   local name=$1 lua=$3 t check
   WORKLOAD=$2
@@ -936,6 +956,9 @@ forge_run() {  # SCENARIO WORKLOAD LUA [REPORT-NAME]
   for t in "${TARGETS[@]}"; do [ "$t" = nginx ] || check_target "$t" "$check"; done
   probe_shellac "$(head -n1 "$BENCH_TMP/lists/hot.txt")"
   if declare -F forge_before_sweep >/dev/null; then forge_before_sweep
+  elif cold_workload; then  # the store stays empty: nothing rendered before the sweep but the check and probe pages
+    POINT_FN=render_point
+    : >"$RAW/cold-renders.tsv"
   elif [ "$SHELLAC_RENDER" = 1 ]; then warm_fragments; fi
   quiet_wait || true
   bench_meta sweep_renders_before "$(render_counts)"

@@ -404,6 +404,15 @@ FORGE_TEXT = {
         "the next level starts past the furthest any target got. The floor is git's own diff work on the same",
         "commits: `git log --no-walk --stdin -p --stat --minimal`. Targets (issue 12): shellac's mean fragment",
         "render <= git's time a commit, and >= 800 pages/s on 2 cores."]),
+    "crawler-mix": ("crawler-mix: what crawlers walk on a forge, every URL once", [
+        "Every request asks for a URL no target was asked for before in this run, drawn from every page kind",
+        "shellac renders and weighted as crawlers walk a forge (bench/wrk/pages_urls.py --mix, per 100 URLs:",
+        "15 commit, 8 diff, 8 patch, 4 rawdiff, 12 tree of a folder, 12 tree of a file, 10 plain, 10 blame,",
+        "10 path log, 4 log from a commit, 3 log?ofs=, 2 tag, 2 snapshot), each naming a repository of the",
+        "fork farm at random. shellac's store starts empty; what it stores (a diff, a tree listing, a file",
+        "view) serves later URLs of other forks and kinds. Each target walks the same list from its start at",
+        "each level; the next level starts past the furthest any target got. Target (issue 14): shellac",
+        ">= 20x cgit direct on the mix on 2 cores."]),
     "hot": ("hot: ten pages over and over", [
         "Ten commit pages (base and forks, default options) requested again and again: a fully cached",
         "working set. Varnish serves them from its cache after the first warm-up round, and so does shellac",
@@ -469,7 +478,7 @@ def repeats_note(run):
                 "target starts a level at the same line)" % (urls, nxt))
     if wtotal > 0:
         note += "; warm-ups (a list of their own, %d URLs) repeated %d" % (wurls, wtotal)
-    if render and workload != "cold" and total == 0:
+    if render and workload not in ("cold", "crawler-mix") and total == 0:
         note += (". shellac's run at a level starts where the others' does and goes on much further, over URLs it was "
                  "asked at earlier levels (it does not move the levels' start, see bench/README.md): it keeps no page, "
                  "so those cost it what new URLs do")
@@ -498,7 +507,7 @@ def forge_report(run):
         lines.append("  it does not render), %s%s, everything else default (render-threads = cores);" % (
             run.m("render_lines"), ", " + conf if conf else ""))
         lines.append("  this build " + run.m("shellac_mode"))
-        if workload == "cold":
+        if workload in ("cold", "crawler-mix"):
             warm = ("empty: nothing rendered before the sweep but the check and probe pages (sampled commits, left out "
                     "of the list)")
         else:
@@ -539,6 +548,10 @@ def forge_report(run):
     lines += run_health(run)
     if workload == "cold":
         lines += cold_summary(run)
+    elif workload == "crawler-mix":
+        r, _ = run.ratios("cgit", "shellac")
+        lines.append("- target (issue 14, %d cores shared with wrk): >= 20x cgit direct on the mix: %s (%.2fx at peak)" % (
+            run.nproc(), met(round(r, 2) >= 20), r))
     elif render:
         pk = run.peak("shellac")
         if pk:
@@ -549,6 +562,8 @@ def forge_report(run):
     lines.append("")
     if workload == "cold":
         lines += cold_table(run)
+    elif workload == "crawler-mix":
+        lines += mix_table(run)
     lines += ["## Per level", "",
               "One row per target and level. shellac / this = shellac's req/s / this target's req/s at the same",
               "level (above 1: shellac faster). origin = requests that reached lighttpd+cgit during the measured",
@@ -625,6 +640,28 @@ def cold_table(run):
         out.append("| %d | %d | %.3f | %d | %.3f | %.2fx |" % (c, fn, fm, cn, cm, fm / floor if floor else 0))
     out.append("")
     return out
+
+
+def mix_table(run):
+    """crawler-mix: the lists (kinds.tsv) and shellac's renders by kind over its measured runs."""
+    total = {}
+    for d in cold_renders(run).values():
+        for kind, (n, sec) in d.items():
+            tn, ts = total.get(kind, (0, 0.0))
+            total[kind] = (tn + n, ts + sec)
+    out = ["## shellac's renders by kind", "",
+           "From its /metrics before and after its measured run at each level, summed over the sweep (warm-ups not",
+           "counted). A page may render several parts (a frame and a stored fragment), and a part stored for one",
+           "URL serves later ones: pages that found their parts stored render only their frame.", "",
+           "| part | renders | mean ms of render time |", "|---|---:|---:|"]
+    for kind in sorted(total, key=lambda k: -total[k][1]):
+        n, sec = total[kind]
+        out.append("| %s | %d | %.3f |" % (kind, n, sec / n * 1000 if n else 0))
+    kinds = read_tsv(run.file("kinds.tsv"))  # kind, urls, what
+    if kinds:
+        out += ["", "The lists the mix was drawn from (bench/wrk/pages_urls.py): " + ", ".join(
+            "%s %s (`%s`)" % (k[0], k[1], k[2]) for k in kinds if len(k) >= 3)]
+    return out + [""]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1465,7 +1502,7 @@ def pages_report(run):
     return lines, None
 
 
-REPORTS = {"cluster": cluster_report, "crawler": forge_report, "cold": forge_report, "hot": forge_report, "fork-spread": forge_report,
+REPORTS = {"cluster": cluster_report, "crawler": forge_report, "cold": forge_report, "crawler-mix": forge_report, "hot": forge_report, "fork-spread": forge_report,
            "burst": burst_report, "passthrough": passthrough_report, "cached": cached_report, "esi": esi_report,
            "tls": tls_report, "render": render_report, "flood": flood_report, "pages": pages_report}
 

@@ -2,8 +2,8 @@
 # bench/run.sh: shellac against its peers on a forge-shaped corpus, side by side, in one run.
 #
 # Usage: bench/run.sh SCENARIO [options]
-#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | all
-#              | corpus
+#   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages
+#              | crawler-mix | all | corpus
 #
 # run.sh parses the options and runs bench/scenarios/SCENARIO.sh, which measures, checks, writes the
 # raw results to OUT/raw/NAME/ (meta.json: command, date, machine, versions, options, checks; TSV
@@ -35,7 +35,9 @@
 # mid-walk (with the exact re-render check from the nodes' l2-trace= files); a restart from the store snapshot
 # (bench/scenarios/cluster.sh; CLUSTER_COMMITS, CLUSTER_CONNS in the environment). pages: every page kind
 # a crawler walks, a list of unique URLs per kind (bench/wrk/pages_urls.py), cgit direct vs shellac
-# rendering vs Varnish -> cgit at one level (--sweep C, default 8; 3 s a point), then the kinds mixed. all runs every scenario,
+# rendering vs Varnish -> cgit at one level (--sweep C, default 8; 3 s a point), then the kinds mixed. crawler-mix:
+# those kinds (and blame, path logs) weighted as crawlers walk a forge, every URL once, shellac's store
+# empty at the start, over the concurrency sweep (as cold), with shellac's renders by kind. all runs every scenario,
 # one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png) and
 # bench/results/raw/SCENARIO/, bench/results/all.md for `all`.
 #
@@ -63,7 +65,7 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
-#   --report NAME     render, cold, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
+#   --report NAME     render, cold, crawler-mix, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
 #                     (e.g. render-git, cold-git for a run --from a clone of git/git)
 #   --note TEXT       a line for the report's head (e.g. "the machine was shared with ..."); kept in
 #                     meta.json, so it can also be added there later and the report made again
@@ -85,7 +87,8 @@ case $1 in -h | --help) usage 0 ;; esac
 SCENARIO=$1
 shift
 case $SCENARIO in
-  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | all | corpus) ;;
+  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | crawler-mix | all \
+    | corpus) ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac
 

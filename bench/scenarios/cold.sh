@@ -7,19 +7,6 @@ set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 SHELLAC_RENDER=1
 
-cold_point() {  # TARGET C  a point; shellac's render counts before and after -> $RAW/cold-renders.tsv
-  local before
-  [ "$1" = shellac ] && before=$(render_counts)
-  point "$@"
-  [ "$1" = shellac ] || return 0
-  printf '%s\t%s\t%s\n' "$2" "$before" "$(render_counts)" >>"$RAW/cold-renders.tsv"
-}
-
-forge_before_sweep() {  # the store stays empty: nothing rendered before the sweep but the check and probe pages
-  POINT_FN=cold_point
-  : >"$RAW/cold-renders.tsv"
-}
-
 forge_after_sweep() {  # git's floor: git log -p --stat --minimal over the first commits of the measured list
   local n t0 t1
   n=$((NEXT < 2000 ? NEXT : 2000))

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# bench/scenarios/pages.sh: every page kind a crawler walks (issue 13), each URL asked once: per kind,
-# a list of unique URLs (bench/wrk/pages_urls.py: commit, diff, patch, rawdiff, log, log-ofs, tree of
-# a folder, tree of a file, plain, refs, tag, summary, about, atom, stats, snapshot, clone) walked
-# by wrk (bench/wrk/crawler.lua) at one concurrency level, against cgit direct, shellac rendering
-# (store empty at the start; each kind's commits its own) and Varnish -> cgit; then the kinds mixed
-# in one list. Per kind: pages/s, p50/p99 and shellac / cgit. Run through bench/run.sh pages
-# [--sweep C] (one level, default 8) [--duration S]; raw results -> OUT/raw/pages/ (points.tsv:
-# target "KIND:TARGET", kinds.tsv: the lists).
+# bench/scenarios/pages.sh: every page kind a crawler walks (issues 13, 14), each URL asked once: per
+# kind, a list of unique URLs (bench/wrk/pages_urls.py: commit, diff, patch, rawdiff, log, log-ofs,
+# tree of a folder, tree of a file, plain, blame, log-path, refs, tag, summary, about, atom, stats,
+# snapshot, clone) walked by wrk (bench/wrk/crawler.lua) at one concurrency level, against cgit
+# direct, shellac rendering (store empty at the start; each kind's commits its own) and Varnish ->
+# cgit; then the kinds mixed in one list. Per kind: pages/s, p50/p99 and shellac / cgit. Run through
+# bench/run.sh pages [--sweep C] (one level, default 8) [--duration S]; raw results ->
+# OUT/raw/pages/ (points.tsv: target "KIND:TARGET", kinds.tsv: the lists).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 
@@ -15,7 +15,7 @@ peers_need
 corpus_prepare
 [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/headers.txt"
 CONNS=8
-[ "$DURATION" = 5 ] && [ "$SMALL" = 0 ] && BENCH_DURATION=3   # default: 3 s a point (18 lists x 3 targets)
+[ "$DURATION" = 5 ] && [ "$SMALL" = 0 ] && BENCH_DURATION=3   # default: 3 s a point (20 lists x 3 targets)
 [ "$SWEEP_GIVEN" = 1 ] && CONNS=${SWEEP%%,*}
 LISTS=$BENCH_TMP/pages
 python3 "$BENCH_DIR/wrk/pages_urls.py" --cgitrc "$CGITRC" --repo "$BASE_REPO" --branch "$HEAD_BRANCH" \

@@ -139,6 +139,54 @@ class ReportTest(unittest.TestCase):
         self.assertIn("- at or above 20x cgit: tree-dir 30.0x", text)
         self.assertIn("- **below 20x cgit**: summary 14.0x", text)
 
+    def test_crawler_mix(self):
+        raw = os.path.join(self.dir, "raw", "crawler-mix")
+        os.makedirs(raw)
+        meta = dict(META, scenario="crawler-mix", report="crawler-mix", workload="crawler-mix", lua="crawler.lua",
+                    targets=["cgit", "shellac", "varnish"], peers=["cgit", "varnish"], next_line="9000",
+                    render_lines="cgitrc=/c/cgitrc", shellac_mode="renders", sweep_renders_before="",
+                    sweep_renders_after="",
+                    labels={"cgit": "cgit direct", "shellac": "shellac", "varnish": "varnish -> cgit"})
+        meta["options"] = dict(META["options"], render="1")
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        with open(os.path.join(raw, "kinds.tsv"), "w") as f:
+            f.write("blame\t400\t/R/blame/FILE?id=SHA\n")
+        # c=1: 10 blames in 2 s, 100 tree frames in 0.05 s; c=2: 30 more blames in 3 s
+        with open(os.path.join(raw, "cold-renders.tsv"), "w") as f:
+            f.write("1\tblame 0 0;tree 0 0\tblame 10 2;tree 100 0.05\n"
+                    "2\tblame 10 2;tree 100 0.05\tblame 40 5;tree 100 0.05\n")
+        with open(os.path.join(raw, "points.tsv"), "w") as f:
+            f.write("cgit\t1\t10.0\t90000\t0\t100000\t0\t50\t0\t-\t9000\t5.0\tother:0\n"
+                    "shellac\t1\t150.0\t6000\t0\t9000\t0\t750\t0\t-\t2000\t5.0\tother:0\n"
+                    "varnish\t1\t9.0\t95000\t0\t110000\t0\t45\t0\t-\t9000\t5.0\tother:0\n"
+                    "cgit\t2\t12.0\t150000\t0\t200000\t0\t60\t0\t-\t9000\t5.0\tother:0\n"
+                    "shellac\t2\t300.0\t6500\t0\t9500\t0\t1500\t0\t-\t2000\t5.0\tother:0\n"
+                    "varnish\t2\t11.0\t160000\t0\t210000\t0\t55\t0\t-\t9000\t5.0\tother:0\n")
+        md = report.make_report(raw, self.dir, with_plot=False)
+        with open(md) as f:
+            text = f.read()
+        self.assertIn("# crawler-mix: what crawlers walk on a forge, every URL once", text)
+        self.assertIn("- shellac's fragment store: empty", text)
+        self.assertIn("- shellac / cgit direct: **25.00x** at peak", text)  # 300 / 12
+        self.assertIn(">= 20x cgit direct on the mix: **met** (25.00x at peak)", text)
+        # blame: 40 renders in 5 s = 125 ms each, first (the most render time); tree: 100 in 0.05 s
+        self.assertIn("| blame | 40 | 125.000 |\n| tree | 100 | 0.500 |", text)
+        self.assertIn("blame 400 (`/R/blame/FILE?id=SHA`)", text)
+
+    def test_mix_weights(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "wrk"))
+        import pages_urls
+        from prng import Rng
+        lists = {k: ["/%s/%d" % (k, i) for i in range(1000)] for k in pages_urls.MIX_WEIGHTS}
+        lists["tag"] = lists["tag"][:20]  # weight 2 of 100: the mix ends at about 1,000 URLs
+        out = pages_urls.mix(Rng(1), lists)
+        self.assertEqual(len(out), len(set(out)))
+        self.assertEqual(sum(u.startswith("/tag/") for u in out), 20)
+        self.assertTrue(600 < len(out) < 1600, len(out))
+        commits = sum(u.startswith("/commit/") for u in out)
+        self.assertTrue(0.10 < commits / len(out) < 0.20, commits / len(out))  # weight 15 of 100
+
     def test_finish_meta(self):
         raw = os.path.join(self.dir, "m")
         os.makedirs(raw)

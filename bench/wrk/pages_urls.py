@@ -2,6 +2,7 @@
 """bench/wrk/pages_urls.py: one list of unique request paths per page kind, for the pages scenario.
 
     pages_urls.py --cgitrc F --repo BASE.git --branch B --out DIR [--seed S] [--count N] [--skip FILE]
+                  [--mix FILE]
 
 Writes DIR/KIND.txt for every kind below (one path a line, cgit's layout under virtual-root=/,
 every line distinct, in a seeded order) and DIR/kinds.tsv ("KIND<TAB>LINES<TAB>WHAT"). Repositories
@@ -17,9 +18,14 @@ walks past the end of a list.
 
 Kinds: commit, diff, patch, rawdiff (?id=SHA); log (?id=SHA: the 100 commits from there); log-ofs
 (?ofs=N, N a multiple of 100); tree-dir and tree-file (/tree/PATH?id=SHA, PATH a folder or a file
-the commit touched); plain (/plain/FILE?id=SHA); refs (?id=SHA); tag (?h=TAG); summary (/REPO/ and
-/REPO/?h=BRANCH); about (?h=BRANCH); atom (?h=BRANCH); stats (?period=w|m|q&h=BRANCH); snapshot
+the commit touched); plain (/plain/FILE?id=SHA); blame (/blame/FILE?id=SHA) and log-path
+(/log/FILE?id=SHA: the file's history from there); refs (?id=SHA); tag (?h=TAG); summary (/REPO/
+and /REPO/?h=BRANCH); about (?h=BRANCH); atom (?h=BRANCH); stats (?period=w|m|q&h=BRANCH); snapshot
 (/snapshot/SHA.tar.gz); clone (info/refs, HEAD, objects/info/packs).
+
+--mix FILE also writes one list of the kinds a crawler walks, interleaved by MIX_WEIGHTS (of every
+100 URLs, 15 commit pages, 12 folders, 12 files, 10 blames...: the crawler-mix scenario), each URL
+still unique; it ends when a kind's list runs out, so the proportions hold over every prefix.
 
 Deterministic: the order comes from bench/corpus/py/prng.py (splitmix64), never from `random`.
 """
@@ -31,7 +37,12 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "corpus", "py"))
 from prng import Rng  # noqa: E402
 
-COMMIT_KINDS = ["commit", "diff", "patch", "rawdiff", "log", "tree-dir", "tree-file", "plain", "refs", "snapshot"]
+COMMIT_KINDS = ["commit", "diff", "patch", "rawdiff", "log", "tree-dir", "tree-file", "plain", "blame", "log-path",
+                "refs", "snapshot"]
+# The crawler-mix: how often each kind comes, per 100 URLs (crawlers walk trees, files and history
+# pages far more than ref pages; what forges reported in 2025).
+MIX_WEIGHTS = {"commit": 15, "diff": 8, "patch": 8, "rawdiff": 4, "tree-dir": 12, "tree-file": 12, "plain": 10,
+               "blame": 10, "log-path": 10, "log": 4, "log-ofs": 3, "tag": 2, "snapshot": 2}
 WHAT = {
     "commit": "/R/commit/?id=SHA",
     "diff": "/R/diff/?id=SHA",
@@ -42,6 +53,8 @@ WHAT = {
     "tree-dir": "/R/tree/DIR?id=SHA",
     "tree-file": "/R/tree/FILE?id=SHA",
     "plain": "/R/plain/FILE?id=SHA",
+    "blame": "/R/blame/FILE?id=SHA",
+    "log-path": "/R/log/FILE?id=SHA",
     "refs": "/R/refs/?id=SHA",
     "tag": "/R/tag/?h=TAG",
     "summary": "/R/[?h=BRANCH]",
@@ -108,6 +121,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=20000, help="URLs per kind at most (default 20000)")
     ap.add_argument("--skip", help="a file of commit ids to leave out")
+    ap.add_argument("--mix", help="also write the crawler-mix list (MIX_WEIGHTS) to this file")
     a = ap.parse_args()
     rng = Rng(a.seed)
     stanzas = repos(a.cgitrc)
@@ -127,13 +141,14 @@ def main():
         mine = commits[n * per:(n + 1) * per]
         # each commit in up to 3 repositories: a crawler meets the same commit through several forks
         urls = []
-        if kind in ("tree-dir", "tree-file", "plain"):
+        if kind in ("tree-dir", "tree-file", "plain", "blame", "log-path"):
             paths = touched(a.repo, mine)
             for sha in mine:
                 if sha not in paths:
                     continue
                 f, d = paths[sha]
-                path = {"tree-dir": "tree/" + d, "tree-file": "tree/" + f, "plain": "plain/" + f}[kind]
+                path = {"tree-dir": "tree/" + d, "tree-file": "tree/" + f, "plain": "plain/" + f, "blame": "blame/" + f,
+                        "log-path": "log/" + f}[kind]
                 if kind == "tree-dir" and d == "":
                     path = "tree/"
                 urls += ["/%s/%s?id=%s" % (pick(), path, sha) for _ in range(3)]
@@ -159,9 +174,31 @@ def main():
         for kind in WHAT:
             urls = list(dict.fromkeys(lists[kind]))  # distinct, first seen kept
             urls = shuffle(rng, urls)[:a.count]
+            lists[kind] = urls
             with open(os.path.join(a.out, kind + ".txt"), "w") as f:
                 f.write("".join(u + "\n" for u in urls))
             kinds.write("%s\t%d\t%s\n" % (kind, len(urls), WHAT[kind]))
+    if a.mix:
+        with open(a.mix, "w") as f:
+            f.write("".join(u + "\n" for u in mix(rng, lists)))
+
+
+def mix(rng, lists):
+    """The kinds of MIX_WEIGHTS interleaved: each URL's kind drawn with those weights, until a kind runs out."""
+    kinds = list(MIX_WEIGHTS)
+    total = sum(MIX_WEIGHTS.values())
+    taken = dict.fromkeys(kinds, 0)
+    out = []
+    while True:
+        x = rng.below(total)
+        for kind in kinds:
+            x -= MIX_WEIGHTS[kind]
+            if x < 0:
+                break
+        if taken[kind] == len(lists[kind]):
+            return out
+        out.append(lists[kind][taken[kind]])
+        taken[kind] += 1
 
 
 if __name__ == "__main__":
