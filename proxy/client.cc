@@ -362,7 +362,7 @@ void ClientConnection::FetchFor(std::string fill_key) {
 }
 
 void ClientConnection::Refresh(std::string key) {
-  BackgroundFetch::Start(worker_, runtime_, request_, peer_ip_, std::move(key));
+  BackgroundFetch::Start(worker_, runtime_, request_, peer_ip_, secure(), std::move(key));
 }
 
 void ClientConnection::FillFailed(int status, const std::string& detail) {

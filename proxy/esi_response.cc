@@ -91,7 +91,7 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
   void FetchFor(std::string fill_key) override { Fetch(std::move(fill_key)); }
   void Refresh(std::string key) override {
     BackgroundFetch::Start(page_.worker(), page_.runtime(), MakeRequest(), page_.peer_ip(),
-                           std::move(key));
+                           page_.secure(), std::move(key));
   }
   void FillFailed(int, const std::string& detail) override { Done({}, detail); }
   // Waited too long for another request's fetch: fetch without it.

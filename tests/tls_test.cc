@@ -550,6 +550,28 @@ TEST_F(TlsTest, ForwardedProtoAndHsts) {
   }
 }
 
+// A stale object that a TLS client found is refreshed in the background: the refresh tells the
+// backend what the client's own fetch told it (https), so a page that names its scheme is stored
+// as the next TLS client should see it.
+TEST_F(TlsTest, BackgroundRefreshKeepsTheClientsScheme) {
+  Origin origin([](const OriginRequest& req, OriginConnection& c) {
+    c.SendFixed(200, "scheme " + req.Header("x-forwarded-proto").value_or("none"),
+                {{"Cache-Control", "max-age=1"}});
+  });
+  ASSERT_TRUE(shellac_.Start(BaseConfig(origin.port(), Listener() + "cache=on\ngrace=30s\n")));
+  TlsClient client;
+  ASSERT_TRUE(client.Connect(TlsPort()));
+  EXPECT_EQ(client.Get("/page").body, "scheme https");
+  std::this_thread::sleep_for(Millis(2'100));  // past max-age, within grace
+  const Response stale = client.Get("/page");
+  EXPECT_EQ(stale.body, "scheme https") << stale.Describe();
+  ASSERT_TRUE(origin.WaitForRequests(2, Millis(10'000))) << "no background refresh";
+  const std::vector<OriginRequest> requests = origin.Requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[1].Header("x-forwarded-proto"), "https")
+      << "the refresh started by a TLS client went upstream as plain http";
+}
+
 TEST_F(TlsTest, LargeResponsesStreamIntactOverTls) {
   constexpr uint64_t kSize = 6 << 20;
   Origin origin([](const OriginRequest& req, OriginConnection& c) {
