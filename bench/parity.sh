@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # parity: gitfrag's pages against Debian's cgit 1.2.3 on random non-merge commits of a real
-# repository. For each commit: the commit, diff and log pages (visible text: tags stripped,
-# entities decoded, whitespace collapsed, the generator footer left out) and the patch and rawdiff
-# (bytes, apart from the signature line naming the program), rendered by gitfrag in-process and by
-# cgit run as a CGI with the same settings (tests/gitfrag_parity_test.cc, SampleOfRepository).
+# repository. For each commit: the commit, diff and log pages, the tree at the commit, and of a file
+# the commit added or changed its folder, its file view and its history (`log/FILE`) (visible text:
+# tags stripped, entities decoded, whitespace collapsed, the generator footer left out); the patch,
+# rawdiff and the file's plain bytes (bytes, apart from the signature line naming the program).
+# Once: the summary, refs, atom and stats pages and five random tags. Rendered by gitfrag
+# in-process and by cgit run as a CGI with the same settings (max-stats=month) (tests/
+# gitfrag_parity_test.cc, SampleOfRepository).
 #
 # Usage: bench/parity.sh [--from REPO] [--n N] [--seed S] [--report NAME]
 #   --from    the repository (default /work/corpus/git.git; read only)
@@ -46,9 +49,11 @@ out="$BENCH_DIR/results/$report.md"
 {
   echo "# parity: gitfrag's pages vs cgit 1.2.3 on $(basename "$from")"
   echo
-  echo "Random non-merge commits of a real repository; for each, the commit, diff and log pages"
-  echo "(visible text) and the patch and rawdiff (bytes, signature line aside), rendered by shellac's"
-  echo "gitfrag in-process and by Debian's cgit run as a CGI with the same settings."
+  echo "Random non-merge commits of a real repository; for each, the commit, diff and log pages, the"
+  echo "tree at the commit, and for a file the commit added or changed: its folder, its file view and its"
+  echo "history (visible text), and the patch, rawdiff and the file's plain bytes (bytes, signature line"
+  echo "aside); once: the summary, refs, atom and stats pages and five random tags. Rendered by shellac's"
+  echo "gitfrag in-process and by Debian's cgit run as a CGI with the same settings (max-stats=month)."
   echo
   echo "- command: \`$cmdline\`"
   echo "- date: $start (run took ${secs} s)"

@@ -443,8 +443,9 @@ const char* ModeString(uint32_t mode) {
 }
 
 void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative) {
-  constexpr int64_t kMin = 60, kHour = 3600, kDay = 86400, kWeek = 7 * kDay, kMonth = 30 * kDay,
-                    kYear = 365 * kDay;
+  // cgit's units: a month is a twelfth of a 365-day year (30.4 days), not 30 days.
+  constexpr double kMin = 60, kHour = 3600, kDay = 86400, kWeek = 7 * kDay, kYear = 365 * kDay,
+                   kMonth = kYear / 12.0;
   int64_t secs = now - when.time;
   if (secs < 0) secs = 0;
   if (max_relative >= 0 && secs > max_relative) {
@@ -457,7 +458,7 @@ void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relati
   }
   const char* cls;
   const char* unit;
-  int64_t per;
+  double per;
   if (secs < 2 * kHour)
     cls = "age-mins", unit = " min.", per = kMin;
   else if (secs < 2 * kDay)
@@ -471,8 +472,7 @@ void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relati
   else
     cls = "age-years", unit = " years", per = kYear;
   char text[48];
-  std::snprintf(text, sizeof text, "%.0f%s", static_cast<double>(secs) / static_cast<double>(per),
-                unit);
+  std::snprintf(text, sizeof text, "%.0f%s", static_cast<double>(secs) / per, unit);
   out.Raw("<span class='")
       .Raw(cls)
       .Raw("' title='")

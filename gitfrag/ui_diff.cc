@@ -368,11 +368,13 @@ void WriteDiffstatGraph(const DiffFragment& f, const FileStat& s) {
   const double total = static_cast<double>(f.max_changes);
   const double add = 100.0 * static_cast<double>(s.added) / total;
   const double rem = 100.0 * static_cast<double>(s.removed) / total;
+  // The rest from the counts, as cgit: 100 - add - rem can round to -0.0.
+  const double none = 100.0 * static_cast<double>(f.max_changes - s.added - s.removed) / total;
   std::snprintf(buf, sizeof buf,
                 "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
                 "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
                 "%.1f%%;'/></tr></table>",
-                std::min<size_t>(f.max_changes, 100), add, rem, 100.0 - add - rem);
+                std::min<size_t>(f.max_changes, 100), add, rem, none);
   out.Raw(buf).Raw("</td></tr>\n");
 }
 

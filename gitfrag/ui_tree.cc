@@ -158,6 +158,26 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   return true;
 }
 
+// After a folder's link: while the folder holds exactly one entry and that is a folder, cgit goes
+// on into it, " / " and a link to each ("t4256 / 1"); the row's buttons stay the first folder's.
+void WriteFoldedFolders(const PageContext& ctx, git_oid folder, std::string path) {
+  for (;;) {
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, ctx.lease.repo(), &folder) != 0) return;
+    const TreePtr tree(raw);
+    if (git_tree_entrycount(tree.get()) != 1) return;
+    const git_tree_entry* only = git_tree_entry_byindex(tree.get(), 0);
+    if ((git_tree_entry_filemode(only) & 0170000) != 0040000) return;
+    const std::string_view name = git_tree_entry_name(only);
+    path += '/';
+    path += name;
+    ctx.out.Raw(" / <a class='ls-dir' href='");
+    RepoUrl(ctx, "tree", path, {{"h", ctx.route.head}, {"id", ctx.route.id}});
+    ctx.out.Raw("'>").Text(name).Raw("</a>");
+    folder = *git_tree_entry_id(only);
+  }
+}
+
 void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   Writer& out = ctx.out;
   const Route& r = ctx.route;
@@ -194,6 +214,7 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
       }
       RepoUrl(ctx, "tree", full, {{"h", r.head}, {"id", r.id}});
       out.Raw("'>").Text(name).Raw("</a>");
+      if (type == 0040000) WriteFoldedFolders(ctx, oid, full);
       if (type == 0120000) {
         git_blob* raw_blob = nullptr;
         if (git_blob_lookup(&raw_blob, ctx.lease.repo(), &oid) == 0) {
@@ -209,6 +230,12 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
     out.Raw("</td><td class='ls-size'>").Number(size).Raw("</td><td><a class='button' href='");
     RepoUrl(ctx, "log", full, {{"h", r.head}, {"id", r.id}});
     out.Raw("'>log</a>");
+    // max-stats: a stats button (the path's commits per author; no id, as cgit's).
+    if (ctx.repo.max_stats > 0) {
+      out.Raw("<a class='button' href='");
+      RepoUrl(ctx, "stats", full, {{"h", r.head}});
+      out.Raw("'>stats</a>");
+    }
     if (type != 0160000) {
       out.Raw("<a class='button' href='");
       RepoUrl(ctx, "plain", full, {{"h", r.head}, {"id", r.id}});

@@ -709,7 +709,6 @@ TEST(GitfragParity, BlameStopsAtItsDeadline) {
   EXPECT_EQ(roomy.Render(*roomy.Match("/repo/blame/f.txt", "")).status, 200);
 }
 
-// bench/parity.sh: random non-merge commits of a real repository, every page kind.
 // With SHELLAC_PARITY_REPO: tree pages (the root, two folders, two files) and a plain file of the
 // repository's HEAD, against cgit's.
 TEST(GitfragParity, TreeOfRepository) {
@@ -811,6 +810,10 @@ TEST(GitfragParity, HistoryOfRepository) {
   }
 }
 
+// bench/parity.sh: random non-merge commits of a real repository (SHELLAC_PARITY_REPO,
+// SHELLAC_PARITY_N, SHELLAC_PARITY_SEED or SHELLAC_PARITY_IDS), each commit's pages and its tree, a
+// file it touched (folder, file view, plain bytes, history), and the repository's summary, refs,
+// atom, stats and five tags; a summary by page kind to SHELLAC_PARITY_OUT.
 TEST(GitfragParity, SampleOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
@@ -819,8 +822,9 @@ TEST(GitfragParity, SampleOfRepository) {
   const unsigned seed =
       std::getenv("SHELLAC_PARITY_SEED") ? std::atoi(std::getenv("SHELLAC_PARITY_SEED")) : 1;
   TempDir dir;
-  Peers peers(repo, dir.path());
-  std::vector<std::string> all = Lines(Shell("git -C " + ShellQuote(repo) + " rev-list --no-merges --all"));
+  Peers peers(repo, dir.path(), /*blame=*/false, /*max_stats=*/2);
+  const std::string git = "git -C " + ShellQuote(repo) + " ";
+  std::vector<std::string> all = Lines(Shell(git + "rev-list --no-merges --all"));
   std::sort(all.begin(), all.end());
   std::mt19937 rng(seed);
   std::shuffle(all.begin(), all.end(), rng);
@@ -831,33 +835,82 @@ TEST(GitfragParity, SampleOfRepository) {
     std::istringstream in(ids);
     for (std::string id; in >> id;) all.push_back(id);
   }
-  std::map<std::string, std::pair<int, int>> by_kind;  // page -> equal, compared
-  int commits_equal = 0;
+  std::map<std::string, std::pair<int, int>> by_kind;  // page kind -> equal, compared
   std::ostringstream failures;
+  int stopped = 0;
+  // One page against cgit's, counted under `kind`; false when it differs.
+  auto compare = [&](const std::string& kind, const std::string& path, const std::string& query) {
+    std::string diff;
+    auto route = peers.site().Match(path, query);
+    if (route && route->kind == PageKind::kPlain) {
+      // A file's bytes, compared as bytes (cgit's head aside).
+      const std::string whole = peers.CgitWhole(path, query);
+      const Page page = peers.site().Render(*route);
+      if (page.body != whole.substr(whole.find("\n\n") + 2)) diff = "the bytes differ";
+    } else if (route && route->kind == PageKind::kLog && !route->path.empty()) {
+      // A path walk past its time limit says so and shows fewer commits than cgit: not compared.
+      const Page page = peers.site().RenderAssembled(*route);
+      if (page.body.find("[stopped: the search read") != std::string::npos) {
+        ++stopped;
+        return true;
+      }
+      diff = peers.Difference(path, query);
+    } else {
+      diff = peers.Difference(path, query);
+    }
+    auto& [eq, total] = by_kind[kind];
+    ++total;
+    eq += diff.empty();
+    if (!diff.empty())
+      failures << "- " << path << "?" << query << ": " << test::Printable(diff, 700) << "\n";
+    return diff.empty();
+  };
+  int commits_equal = 0;
   for (const std::string& id : all) {
     bool all_equal = true;
-    for (const auto& [path, query] : PagesOf(id)) {
-      const std::string diff = peers.Difference(path, query);
-      auto& [eq, total] = by_kind[path];
-      ++total;
-      eq += diff.empty();
-      if (!diff.empty()) {
-        all_equal = false;
-        failures << "- " << path << "?" << query << ": "
-                 << test::Printable(diff, 700) << "\n";
-      }
+    for (const auto& [path, query] : PagesOf(id)) all_equal &= compare(path, path, query);
+    // The tree pages of the commit: its root, and a file it added or changed (with a plain name),
+    // the file's folder, its bytes and its history from there.
+    all_equal &= compare("/repo/tree/ (root)", "/repo/tree/", "id=" + id);
+    for (const std::string& file :
+         Lines(Shell(git + "diff-tree --no-commit-id -r --name-only --diff-filter=AM " + id))) {
+      if (file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") !=
+          std::string::npos)
+        continue;
+      const size_t slash = file.rfind('/');
+      if (slash != std::string::npos)
+        all_equal &= compare("/repo/tree/DIR", "/repo/tree/" + file.substr(0, slash), "id=" + id);
+      all_equal &= compare("/repo/tree/FILE", "/repo/tree/" + file, "id=" + id);
+      all_equal &= compare("/repo/plain/FILE", "/repo/plain/" + file, "id=" + id);
+      all_equal &= compare("/repo/log/FILE", "/repo/log/" + file, "id=" + id);
+      break;
     }
     commits_equal += all_equal;
   }
+  // The repository's own pages, once: summary, refs, feed, stats, and five of its tags.
+  int repository_equal = 0, repository_pages = 0;
+  std::vector<std::pair<std::string, std::string>> once = {
+      {"/repo/", ""}, {"/repo/refs/", ""}, {"/repo/atom/", ""}, {"/repo/stats/", "period=month"}};
+  std::vector<std::string> tags = Lines(Shell(git + "for-each-ref --format='%(refname:short)' refs/tags"));
+  std::shuffle(tags.begin(), tags.end(), rng);
+  for (size_t i = 0; i < tags.size() && i < 5; ++i) once.push_back({"/repo/tag/", "h=" + tags[i]});
+  for (const auto& [path, query] : once) {
+    ++repository_pages;
+    repository_equal += compare(path == "/repo/tag/" ? "/repo/tag/ (5 tags)" : path, path, query);
+  }
   std::ostringstream summary;
   summary << commits_equal << " of " << all.size()
-          << " commits equal on every page kind (seed " << seed << ")\n\n";
-  for (const auto& [path, counts] : by_kind)
-    summary << "- `" << path << "`: " << counts.first << " of " << counts.second << " equal\n";
+          << " commits equal on every page kind (seed " << seed << "); " << repository_equal << " of "
+          << repository_pages << " of the repository's own pages equal\n\n";
+  for (const auto& [kind, counts] : by_kind)
+    summary << "- `" << kind << "`: " << counts.first << " of " << counts.second << " equal\n";
+  if (stopped > 0)
+    summary << "\n" << stopped << " path logs stopped at the walk's time limit were not compared.\n";
   summary << "\n" << failures.str();
   std::printf("%s", summary.str().c_str());
   if (const char* out = std::getenv("SHELLAC_PARITY_OUT")) std::ofstream(out) << summary.str();
   EXPECT_EQ(commits_equal, static_cast<int>(all.size()));
+  EXPECT_EQ(repository_equal, repository_pages);
 }
 
 }  // namespace

@@ -1185,12 +1185,14 @@ TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
   ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
   TempDir dir;
   std::string script = "set -e\ngit init -q -b master work && cd work\n";
-  for (const int days : {40, 20, 3}) {
-    const std::string when = std::to_string(std::time(nullptr) - days * 86400L) + " +0000";
-    script += "echo " + std::to_string(days) + " >> f && git add f && GIT_AUTHOR_DATE='" + when +
-              "' GIT_COMMITTER_DATE='" + when + "' git commit -q -m '" + std::to_string(days) +
-              " days ago'\n";
+  // 14,300,000 s: 5.44 of cgit's months (a twelfth of 365 days) but 5.52 of 30 days: "5 months".
+  for (const long secs : {14'300'000L, 40 * 86400L, 20 * 86400L, 3 * 86400L}) {
+    const std::string when = std::to_string(std::time(nullptr) - secs) + " +0000";
+    script += "echo " + std::to_string(secs) + " >> f && git add f && GIT_AUTHOR_DATE='" + when +
+              "' GIT_COMMITTER_DATE='" + when + "' git commit -q -m '" + std::to_string(secs) +
+              " s ago'\n";
   }
+  script += "git branch old HEAD~3\n";  // the summary shows each branch tip's age, unbounded
   std::ofstream(dir.File("make.sh")) << script;
   Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
         " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
@@ -1215,7 +1217,41 @@ TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
     const std::string ours = VisibleText(page.body);
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
     EXPECT_NE(ours.find("3 days"), std::string::npos);
+    if (path == "/fix/") {
+      EXPECT_NE(ours.find("5 months"), std::string::npos);
+    }
   }
+}
+
+// The diffstat graph's widths come from the counts, as cgit's: 13 lines added and 1 removed of
+// 14 give 92.9 %, 7.1 % and 0.0 % (100 - 92.857... - 7.142... would print -0.0).
+TEST(GitfragDiffstat, GraphWidthsAreCgits) {
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  TempDir dir;
+  std::ofstream(dir.File("make.sh")) << "set -e\ngit init -q -b master work && cd work\n"
+                                        "echo a > f && git add f && git commit -q -m one\n"
+                                        "seq 1 13 > f && git commit -q -am thirteen\n";
+  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+        " git clone -q --bare work repo.git 2>&1");
+  conf::Config config;
+  conf::Config::Repository r;
+  r.url = r.name = "fix";
+  r.path = dir.File("repo.git");
+  config.repositories.push_back(r);
+  const std::string rc = dir.File("cgitrc");
+  std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
+  Site site(config);
+  const Page page = site.RenderAssembled(MustMatch(site, "/fix/commit/", ""));
+  ASSERT_EQ(page.status, 200) << page.reason;
+  const std::string cgit = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
+                                 " REQUEST_METHOD=GET PATH_INFO=/fix/commit/ SCRIPT_NAME=/ " + kCgit);
+  const std::string graph =
+      "<td class='add' style='width: 92.9%;'/><td class='rem' style='width: 7.1%;'/>"
+      "<td class='none' style='width: 0.0%;'/>";
+  EXPECT_NE(cgit.find(graph), std::string::npos) << cgit;
+  EXPECT_NE(page.body.find(graph), std::string::npos) << page.body;
 }
 
 TEST_F(GitfragHistory, BadInput) {
@@ -1251,6 +1287,7 @@ set -e
 git init -q -b master sub && cd sub && echo s > s && git add s && git commit -q -m sub && cd ..
 git init -q -b master work && cd work
 mkdir -p dir/deep && echo hi > dir/deep/a.txt
+mkdir -p chain/one/two && echo leaf > chain/one/two/leaf.txt
 printf 'l1\n\tl2 <b>&amp;\n\nlast' > dir/f.c && chmod +x dir/f.c
 ln -s dir/f.c link && ln -s ../bin.dat dir/up
 printf '\000\001bin' > bin.dat
@@ -1352,6 +1389,7 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
       {"/fix/tree/caf%E9.txt", "/fix/tree/caf\xe9.txt", ""},
       {"/fix/tree/d%e9", "/fix/tree/d\xe9", "h=side"},
       {"/fix/tree/subm", "/fix/tree/subm", ""},
+      {"/fix/tree/chain", "/fix/tree/chain", ""},  // folders holding one folder, folded
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.ours + "?" + c.query);
@@ -1371,6 +1409,33 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
     const std::string their_links = LinksAndClasses(theirs_html, c.ours);
     EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
   }
+}
+
+// max-stats: every row of a listing gets a stats button for its path, as cgit's; a chain of
+// folders that each hold one folder is folded into one row ("chain / one / two").
+TEST_F(GitfragTree, ListingStatsButtonsAndFoldedFoldersEqualCgit) {
+  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  conf::Config config = fx.Config();
+  config.repositories[0].max_stats = 2;  // month
+  Site site(config);
+  const std::string rc = "virtual-root=/\nmax-blob-size=50\nmax-stats=month\nrepo.url=fix\nrepo.path=" +
+                         fx.bare() + "\n";
+  for (const std::string path : {"/fix/tree/", "/fix/tree/dir", "/fix/tree/chain/one"}) {
+    SCOPED_TRACE(path);
+    const Page page = site.RenderAssembled(MustMatch(site, path, "h=side"));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, "h=side"));
+    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
+    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+    const std::string our_links = LinksAndClasses(page.body, path);
+    const std::string their_links = LinksAndClasses(theirs_html, path);
+    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+  }
+  const Page root = site.RenderAssembled(MustMatch(site, "/fix/tree/", ""));
+  EXPECT_NE(root.body.find("<a class='button' href='/fix/stats/dir'>stats</a>"), std::string::npos);
+  EXPECT_NE(root.body.find(">chain</a> / <a class='ls-dir' href='/fix/tree/chain/one'>one</a> / "
+                           "<a class='ls-dir' href='/fix/tree/chain/one/two'>two</a>"),
+            std::string::npos);
 }
 
 // enable-blame=1 (cgit's global key; repo.enable-blame too): the blame page, the file view's
