@@ -1181,10 +1181,41 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
 // Ages relative to now: the log (and the summary's log) show a date past two weeks, the branch
 // table never does (cgit's TM_WEEK * 2 and -1). Ages well inside their units, so the second
 // between the two renders cannot change a word.
+// One repository, "fix", made by a shell script (run in `work` with fixed names, then cloned
+// bare), with the site that renders it and cgit's answer for the same cgitrc.
+class ScriptRepo {
+ public:
+  explicit ScriptRepo(const std::string& script) {
+    std::ofstream(dir_.File("make.sh"))
+        << "set -e\ngit init -q -b master work && cd work\n" << script;
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
+          " git clone -q --bare work repo.git 2>&1");
+    conf::Config::Repository r;
+    r.url = r.name = "fix";
+    r.path = dir_.File("repo.git");
+    config_.repositories.push_back(r);
+    config_.css = "/cgit.css";
+    std::ofstream(dir_.File("cgitrc"))
+        << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
+  }
+  const conf::Config& config() const { return config_; }
+  // cgit's body for PATH_INFO (its head cut off).
+  std::string Cgit(const std::string& path) const {
+    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(dir_.File("cgitrc")) +
+                                  " REQUEST_METHOD=GET PATH_INFO=" + path + " SCRIPT_NAME=/ " + kCgit);
+    return out.substr(out.find("\n\n") + 2);
+  }
+
+ private:
+  TempDir dir_;
+  conf::Config config_;
+};
+
 TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
   ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
-  TempDir dir;
-  std::string script = "set -e\ngit init -q -b master work && cd work\n";
+  std::string script;
   // 14,300,000 s: 5.44 of cgit's months (a twelfth of 365 days) but 5.52 of 30 days: "5 months".
   for (const long secs : {14'300'000L, 40 * 86400L, 20 * 86400L, 3 * 86400L}) {
     const std::string when = std::to_string(std::time(nullptr) - secs) + " +0000";
@@ -1193,27 +1224,13 @@ TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
               " s ago'\n";
   }
   script += "git branch old HEAD~3\n";  // the summary shows each branch tip's age, unbounded
-  std::ofstream(dir.File("make.sh")) << script;
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
-        " git clone -q --bare work repo.git 2>&1");
-  conf::Config config;
-  conf::Config::Repository r;
-  r.url = r.name = "fix";
-  r.path = dir.File("repo.git");
-  config.repositories.push_back(r);
-  config.css = "/cgit.css";
-  const std::string rc = dir.File("cgitrc");
-  std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
-  Site site(config);
+  const ScriptRepo repo(script);
+  Site site(repo.config());
   for (const std::string path : {"/fix/", "/fix/log/"}) {
     SCOPED_TRACE(path);
     Page page = site.RenderAssembled(MustMatch(site, path, ""));
     ASSERT_EQ(page.status, 200) << page.reason;
-    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
-                                  " REQUEST_METHOD=GET PATH_INFO=" + path + " SCRIPT_NAME=/ " + kCgit);
-    const std::string theirs = VisibleText(out.substr(out.find("\n\n") + 2));
+    const std::string theirs = VisibleText(repo.Cgit(path));
     const std::string ours = VisibleText(page.body);
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
     EXPECT_NE(ours.find("3 days"), std::string::npos);
@@ -1227,26 +1244,12 @@ TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
 // 14 give 92.9 %, 7.1 % and 0.0 % (100 - 92.857... - 7.142... would print -0.0).
 TEST(GitfragDiffstat, GraphWidthsAreCgits) {
   ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
-  TempDir dir;
-  std::ofstream(dir.File("make.sh")) << "set -e\ngit init -q -b master work && cd work\n"
-                                        "echo a > f && git add f && git commit -q -m one\n"
-                                        "seq 1 13 > f && git commit -q -am thirteen\n";
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
-        " git clone -q --bare work repo.git 2>&1");
-  conf::Config config;
-  conf::Config::Repository r;
-  r.url = r.name = "fix";
-  r.path = dir.File("repo.git");
-  config.repositories.push_back(r);
-  const std::string rc = dir.File("cgitrc");
-  std::ofstream(rc) << "virtual-root=/\nrepo.url=fix\nrepo.path=" << r.path << "\n";
-  Site site(config);
+  const ScriptRepo repo("echo a > f && git add f && git commit -q -m one\n"
+                        "seq 1 13 > f && git commit -q -am thirteen\n");
+  Site site(repo.config());
   const Page page = site.RenderAssembled(MustMatch(site, "/fix/commit/", ""));
   ASSERT_EQ(page.status, 200) << page.reason;
-  const std::string cgit = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
-                                 " REQUEST_METHOD=GET PATH_INFO=/fix/commit/ SCRIPT_NAME=/ " + kCgit);
+  const std::string cgit = repo.Cgit("/fix/commit/");
   const std::string graph =
       "<td class='add' style='width: 92.9%;'/><td class='rem' style='width: 7.1%;'/>"
       "<td class='none' style='width: 0.0%;'/>";
