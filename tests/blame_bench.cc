@@ -1,9 +1,11 @@
 // blame_bench: times gitfrag's Blame on a repository, outside any page.
 //
-//   blame_bench [--lines] [--seconds N] REPO PATH REV...
+//   blame_bench [--ignore-memo] [--lines] [--seconds N] REPO PATH REV...
 //
-// Blames PATH at each REV in turn, in one process, and prints per REV the seconds, the commits
-// the blame was passed through and the entries. --lines prints each line's commit, line in that commit and final line (1-based), as the first
+// Blames PATH at each REV in turn, in one process (so a later REV may find an earlier blame
+// remembered, as a crawler's later page would), and prints per REV the seconds, the commits the
+// blame was passed through and the entries. --ignore-memo works every blame out in full;
+// --lines prints each line's commit, line in that commit and final line (1-based), as the first
 // three fields of `git blame --porcelain`'s line headers; --seconds stops each blame after N
 // seconds (600), as blame-timeout does (for a profile of a part of a long blame).
 #include <git2.h>
@@ -21,11 +23,13 @@
 using namespace shellac::gitfrag;
 
 int main(int argc, char** argv) {
+  BlameMemo memo = BlameMemo::kUse;
   bool lines = false;
   int seconds_limit = 600;
   int arg = 1;
   for (; arg < argc && std::strncmp(argv[arg], "--", 2) == 0; ++arg) {
-    if (std::strcmp(argv[arg], "--lines") == 0) lines = true;
+    if (std::strcmp(argv[arg], "--ignore-memo") == 0) memo = BlameMemo::kIgnore;
+    else if (std::strcmp(argv[arg], "--lines") == 0) lines = true;
     else if (std::strcmp(argv[arg], "--seconds") == 0 && arg + 1 < argc) seconds_limit = std::atoi(argv[++arg]);
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[arg]);
@@ -33,10 +37,13 @@ int main(int argc, char** argv) {
     }
   }
   if (argc - arg < 3) {
-    std::fprintf(stderr, "usage: blame_bench [--lines] [--seconds N] REPO PATH REV...\n");
+    std::fprintf(stderr, "usage: blame_bench [--ignore-memo] [--lines] REPO PATH REV...\n");
     return 2;
   }
   EnsureLibgit2();
+  // BLAME_BENCH_CACHE_MB: libgit2's object cache limit (256 MiB by default), for experiments.
+  if (const char* mb = std::getenv("BLAME_BENCH_CACHE_MB"))
+    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(std::atoll(mb)) << 20);
   git_repository* raw_repo = nullptr;
   if (git_repository_open(&raw_repo, argv[arg]) != 0) {
     std::fprintf(stderr, "cannot open %s\n", argv[arg]);
@@ -66,7 +73,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const BlameResult result = Blame(repo.get(), *git_commit_id(commit.get()), path,
                                      *git_tree_entry_id(entry.get()),
-                                     t0 + std::chrono::seconds(seconds_limit));
+                                     t0 + std::chrono::seconds(seconds_limit), memo);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (result.status == BlameResult::Status::kDeadline) {
