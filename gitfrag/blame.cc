@@ -3,15 +3,27 @@
 // committer-date order; what no parent explains stays with the commit. Line fates are decided
 // per line exactly as git's blame_chunk decides them, so the order in which entries are split
 // does not matter; the final entries are coalesced as blame_coalesce does.
+//
+// Commits and trees are read raw from the object database (git_odb_read) and scanned here: a
+// blame visits tens of thousands of commits on a large repository and needs of each only its
+// parents, date and tree, and of each tree the one entry on the path; libgit2's parsed objects
+// cost most of the time before. What an object id fixes (a commit's links, a tree's entry for a
+// name) is remembered process-wide (memo.h), and so are finished blames (Blame's BlameMemo).
 #include "gitfrag/blame.h"
+
+#include <git2/sys/odb_backend.h>
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <queue>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+
+#include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
 
@@ -28,10 +40,6 @@ constexpr double kMaxScore = 60000.0;
 constexpr int kMinScore = 30000;
 constexpr int kMinBasenameScore = kMinScore + static_cast<int>(0.5 * (kMaxScore - kMinScore));
 constexpr size_t kRenameLimit = 1000;  // diff.renameLimit's default: sources x destinations <= 1000^2
-
-std::string Key(const git_oid& oid) {
-  return std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
-}
 
 // A run of suspected lines: final lines [lno, lno + num_lines) are lines [s_lno, ...) of the
 // owning origin's blob.
@@ -56,6 +64,296 @@ struct CommitData {
   std::vector<git_oid> parents;
   git_oid tree{};
 };
+
+// A name's entry in one tree (present false: no such name).
+struct TreeEntry {
+  bool present = false;
+  uint32_t mode = 0;
+  git_oid id{};
+};
+
+struct TreeName {
+  git_oid tree;
+  std::string name;
+};
+struct TreeNameHash {
+  size_t operator()(const TreeName& k) const {
+    return OidHash()(k.tree) ^ (std::hash<std::string>()(k.name) * 31);
+  }
+};
+struct TreeNameEqual {
+  bool operator()(const TreeName& a, const TreeName& b) const {
+    return OidEqual()(a.tree, b.tree) && a.name == b.name;
+  }
+};
+
+// Process-wide: a commit's links and a tree's entry for a name never change. Bounded by count:
+// two generations of 100,000 commits (~100 bytes each) and 200,000 tree entries (~100 bytes).
+SharedMemo<git_oid, CommitData, OidHash, OidEqual>& CommitMemo() {
+  static SharedMemo<git_oid, CommitData, OidHash, OidEqual> memo(100000);
+  return memo;
+}
+SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual>& TreeMemo() {
+  static SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual> memo(200000);
+  return memo;
+}
+
+bool ParseHexId(std::string_view text, git_oid* out) {
+  return text.size() >= GIT_OID_HEXSZ && git_oid_fromstrn(out, text.data(), GIT_OID_HEXSZ) == 0;
+}
+
+// A commit object's tree, parents and committer date (the number after the committer line's
+// last '>', as libgit2's signature parser reads it; 0 when there is none).
+bool ParseCommit(std::string_view raw, CommitData* out) {
+  bool tree = false;
+  while (!raw.empty()) {
+    const size_t nl = raw.find('\n');
+    const std::string_view line = raw.substr(0, nl);
+    if (line.empty()) break;  // the message follows
+    if (line.starts_with("tree ")) {
+      tree = ParseHexId(line.substr(5), &out->tree);
+      if (!tree) return false;
+    } else if (line.starts_with("parent ")) {
+      git_oid parent;
+      if (!ParseHexId(line.substr(7), &parent)) return false;
+      out->parents.push_back(parent);
+    } else if (line.starts_with("committer ")) {
+      const size_t gt = line.rfind('>');
+      int64_t time = 0;
+      if (gt != std::string_view::npos) {
+        size_t i = gt + 1;
+        while (i < line.size() && line[i] == ' ') ++i;
+        for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
+          time = time * 10 + (line[i] - '0');
+      }
+      out->time = time;
+    }
+    if (nl == std::string_view::npos) break;
+    raw.remove_prefix(nl + 1);
+  }
+  return tree;
+}
+
+// The entry named `name` in a raw tree object ("MODE NAME\0" and 20 id bytes per entry).
+TreeEntry ScanTree(std::string_view raw, std::string_view name) {
+  TreeEntry found;
+  const char* p = raw.data();
+  const char* const end = raw.data() + raw.size();
+  while (p < end) {
+    const char* space = static_cast<const char*>(std::memchr(p, ' ', static_cast<size_t>(end - p)));
+    if (space == nullptr) break;
+    const char* nul =
+        static_cast<const char*>(std::memchr(space + 1, '\0', static_cast<size_t>(end - space - 1)));
+    if (nul == nullptr || end - nul < 1 + GIT_OID_RAWSZ) break;
+    if (static_cast<size_t>(nul - space - 1) == name.size() &&
+        std::memcmp(space + 1, name.data(), name.size()) == 0) {
+      uint32_t mode = 0;
+      for (const char* m = p; m < space; ++m) mode = mode * 8 + static_cast<uint32_t>(*m - '0');
+      found.present = true;
+      found.mode = mode;
+      std::memcpy(found.id.id, nul + 1, GIT_OID_RAWSZ);
+      return found;
+    }
+    p = nul + 1 + GIT_OID_RAWSZ;
+  }
+  return found;
+}
+
+// An object's bytes as an object database backend gave them (freed with that backend's call).
+class BackendObject {
+ public:
+  BackendObject() = default;
+  BackendObject(git_odb_backend* backend, void* data, size_t size)
+      : backend_(backend), data_(data), size_(size) {}
+  BackendObject(BackendObject&& o) noexcept
+      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
+  BackendObject& operator=(BackendObject&& o) noexcept {
+    std::swap(backend_, o.backend_);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  ~BackendObject() {
+    if (data_ != nullptr) git_odb_backend_data_free(backend_, data_);
+  }
+  explicit operator bool() const { return data_ != nullptr; }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  git_odb_backend* backend_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Commits and trees read raw, through the process-wide memos. They are read from the object
+// database's backends (packs, loose objects) directly: git_odb_read would also keep each one in
+// libgit2's object cache, where a blame's tens of thousands of root trees, never read again (the
+// memo keeps the one entry wanted), pushed out what the other pages use and cost a page fault per
+// 4 KiB while the cache grew.
+class Objects {
+ public:
+  explicit Objects(git_repository* repo) {
+    git_odb* raw = nullptr;
+    if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
+  }
+
+  const CommitData* Commit(const git_oid& id) {
+    if (auto it = commits_.find(id); it != commits_.end()) return &it->second;
+    std::optional<CommitData> data = CommitMemo().Find(id);
+    if (!data) {
+      const BackendObject object = Read(id, GIT_OBJECT_COMMIT);
+      if (!object) return nullptr;
+      data.emplace();
+      if (!ParseCommit(object.bytes(), &*data)) {
+        incomplete_ = true;
+        return nullptr;
+      }
+      CommitMemo().Add(id, *data);
+    }
+    return &commits_.emplace(id, std::move(*data)).first->second;
+  }
+
+  // The entry for `path` under the root tree `root` (as git_tree_entry_bypath finds it: every
+  // folder on the way a tree).
+  bool PathEntry(const git_oid& root, std::string_view path, git_oid* id, uint32_t* mode) {
+    git_oid tree = root;
+    for (;;) {
+      const size_t slash = path.find('/');
+      const TreeEntry entry = Entry(tree, path.substr(0, slash));
+      if (!entry.present) return false;
+      if (slash == std::string_view::npos) {
+        *id = entry.id;
+        *mode = entry.mode;
+        return true;
+      }
+      if ((entry.mode & kTypeMask) != kTree) return false;
+      tree = entry.id;
+      path.remove_prefix(slash + 1);
+    }
+  }
+
+  // An object could not be read (a shallow or broken repository): this repository's blame may
+  // differ from another's with the whole history, so it is not remembered.
+  bool incomplete() const { return incomplete_; }
+  void set_incomplete() { incomplete_ = true; }
+
+ private:
+  // The object from the first backend that has it; through git_odb_read (which looks for new
+  // packs first) when none has.
+  BackendObject Read(const git_oid& id, git_object_t type) {
+    if (!odb_) {
+      incomplete_ = true;
+      return BackendObject();
+    }
+    for (size_t i = 0, n = git_odb_num_backends(odb_.get()); i < n; ++i) {
+      git_odb_backend* backend = nullptr;
+      if (git_odb_get_backend(&backend, odb_.get(), i) != 0 || backend->read == nullptr) continue;
+      void* data = nullptr;
+      size_t size = 0;
+      git_object_t got = GIT_OBJECT_INVALID;
+      if (backend->read(&data, &size, &got, backend, &id) != 0) continue;
+      BackendObject object(backend, data, size);
+      if (got != type) break;
+      return object;
+    }
+    git_odb_object* raw = nullptr;
+    if (git_odb_read(&raw, odb_.get(), &id) == 0) {
+      const OdbObjectPtr object(raw);
+      if (git_odb_object_type(object.get()) == type) {
+        const size_t size = git_odb_object_size(object.get());
+        void* copy = git_odb_backend_data_alloc(nullptr, size);
+        if (copy != nullptr) {
+          std::memcpy(copy, git_odb_object_data(object.get()), size);
+          return BackendObject(nullptr, copy, size);
+        }
+      }
+    }
+    incomplete_ = true;
+    return BackendObject();
+  }
+
+  TreeEntry Entry(const git_oid& tree, std::string_view name) {
+    TreeName key{tree, std::string(name)};
+    if (std::optional<TreeEntry> known = TreeMemo().Find(key)) return *known;
+    const BackendObject object = Read(tree, GIT_OBJECT_TREE);
+    if (!object) return TreeEntry{};  // unreadable: not remembered
+    const TreeEntry entry = ScanTree(object.bytes(), name);
+    TreeMemo().Add(key, entry);
+    return entry;
+  }
+
+  OdbPtr odb_;
+  std::unordered_map<git_oid, CommitData, OidHash, OidEqual> commits_;
+  bool incomplete_ = false;
+};
+
+// Finished blames by (the commit the lines were last passed whole to, its path): see Blame.
+class ResultMemo {
+ public:
+  using Entries = std::shared_ptr<const std::vector<BlameEntry>>;
+
+  Entries Find(const git_oid& commit, const std::string& path) {
+    const Key key{commit, path};
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = newer_.map.find(key); it != newer_.map.end()) return it->second;
+    auto it = older_.map.find(key);
+    if (it == older_.map.end()) return nullptr;
+    Entries found = it->second;
+    Insert(key, found);  // used again: into the newer generation
+    return found;
+  }
+  void Add(const git_oid& commit, const std::string& path, Entries entries) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    Insert(Key{commit, path}, std::move(entries));
+  }
+  RememberedBlames Stats() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return RememberedBlames{newer_.map.size() + older_.map.size(), newer_.bytes + older_.bytes};
+  }
+  void Clear() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    newer_ = Generation();
+    older_ = Generation();
+  }
+
+ private:
+  struct Key {
+    git_oid commit;
+    std::string path;
+    bool operator==(const Key& o) const { return OidEqual()(commit, o.commit) && path == o.path; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return OidHash()(k.commit) ^ (std::hash<std::string>()(k.path) * 31);
+    }
+  };
+  struct Generation {
+    std::unordered_map<Key, Entries, KeyHash> map;
+    size_t bytes = 0;
+  };
+  static size_t Size(const Key& key, const std::vector<BlameEntry>& entries) {
+    size_t bytes = sizeof(Key) + key.path.size() + 64;
+    for (const BlameEntry& e : entries) bytes += sizeof(BlameEntry) + e.path.capacity();
+    return bytes;
+  }
+  void Insert(const Key& key, Entries entries) {
+    const size_t bytes = Size(key, *entries);
+    if (newer_.bytes + bytes > kRememberedBytes) {
+      older_ = std::move(newer_);
+      newer_ = Generation();
+    }
+    auto [it, inserted] = newer_.map.try_emplace(key, entries);
+    if (!inserted) return;
+    newer_.bytes += bytes;
+  }
+  std::mutex mu_;
+  Generation newer_, older_;
+};
+
+ResultMemo& Results() {
+  static ResultMemo memo;
+  return memo;
+}
 
 // One hunk of a zero-context diff, 0-based: lines [a, a + a_count) of the parent's blob replaced
 // by lines [b, b + b_count) of the suspect's.
@@ -162,7 +460,8 @@ int Similarity(std::string_view src, std::string_view dst, int minimum) {
 
 class Scoreboard {
  public:
-  Scoreboard(git_repository* repo, Clock::time_point deadline) : repo_(repo), deadline_(deadline) {}
+  Scoreboard(git_repository* repo, Clock::time_point deadline, BlameMemo memo)
+      : repo_(repo), objects_(repo), deadline_(deadline), use_memo_(memo == BlameMemo::kUse) {}
 
   BlameResult Run(const git_oid& commit, const std::string& path, const git_oid& blob) {
     BlameResult result;
@@ -175,9 +474,10 @@ class Scoreboard {
     for (size_t i = 0; i < bytes.size(); ++i)
       if (bytes[i] == '\n' || i + 1 == bytes.size()) ++lines;
     origin->suspects.push_back(Entry{0, lines, 0});
-    const CommitData* data = Data(commit);
+    const CommitData* data = objects_.Commit(commit);
     if (data == nullptr) return Fail("the commit cannot be read");
     queue_.push(Queued{data->time, seq_++, commit});
+    whole_ = origin;
 
     while (!queue_.empty()) {
       if (Clock::now() >= deadline_) {
@@ -189,22 +489,32 @@ class Scoreboard {
       // One origin of this commit that still has suspects (a commit queued for several paths is
       // queued once per path).
       Origin* suspect = nullptr;
-      for (Origin* o : by_commit_[Key(next.commit)])
+      for (const auto& o : origins_[next.commit])
         if (!o->suspects.empty()) {
-          suspect = o;
+          suspect = o.get();
           break;
         }
       if (suspect == nullptr) continue;
+      const bool was_whole = suspect == whole_;
+      if (use_memo_ && Recall(suspect)) {
+        if (was_whole) recalled_whole_ = true;
+        continue;
+      }
       if (!PassBlame(suspect)) {
         if (failed_) return Fail(error_);
         result.status = BlameResult::Status::kDeadline;
         return result;
       }
       ++result.commits;
-      for (const Entry& e : suspect->suspects)
-        guilty_.push_back(BlameEntry{suspect->commit, suspect->path, e.lno, e.num_lines, e.s_lno});
-      suspect->suspects.clear();
-      suspect->content.reset();
+      // Still every line there (no parent had the identical blob): the blame to remember is this
+      // origin's.
+      if (was_whole && whole_ == suspect) whole_done_ = true;
+      Guilty(suspect);
+    }
+    // A rename search cut short by the deadline gives no origin: the blame would look finished.
+    if (Clock::now() >= deadline_) {
+      result.status = BlameResult::Status::kDeadline;
+      return result;
     }
 
     // blame_sort_final and blame_coalesce.
@@ -221,6 +531,12 @@ class Scoreboard {
       }
       result.entries.push_back(std::move(e));
     }
+    // An empty file's entry of no lines is never remembered (Recall takes only whole lines).
+    const bool empty_entry = std::any_of(result.entries.begin(), result.entries.end(),
+                                         [](const BlameEntry& e) { return e.num_lines == 0; });
+    if (use_memo_ && whole_done_ && !recalled_whole_ && !empty_entry && !objects_.incomplete())
+      Results().Add(whole_->commit, whole_->path,
+                    std::make_shared<const std::vector<BlameEntry>>(result.entries));
     return result;
   }
 
@@ -240,37 +556,61 @@ class Scoreboard {
     return r;
   }
 
+  // What stays with the origin's commit: its remaining suspects.
+  void Guilty(Origin* origin) {
+    for (const Entry& e : origin->suspects)
+      guilty_.push_back(BlameEntry{origin->commit, origin->path, e.lno, e.num_lines, e.s_lno});
+    origin->suspects.clear();
+    origin->content.reset();
+  }
+
+  // The origin's suspects resolved from a remembered blame of its commit and path: the line at
+  // s_lno there has the commit (and line) that blame gives line s_lno. False when none is
+  // remembered (or an entry of no lines is involved).
+  bool Recall(Origin* origin) {
+    const ResultMemo::Entries known = Results().Find(origin->commit, origin->path);
+    if (!known || known->empty()) return false;
+    const std::vector<BlameEntry>& all = *known;
+    const size_t total = all.back().lno + all.back().num_lines;
+    for (const Entry& e : origin->suspects)
+      if (e.num_lines == 0 || e.s_lno + e.num_lines > total) return false;
+    for (const Entry& e : origin->suspects) {
+      // The remembered entry holding line s_lno: the last one starting at or before it.
+      auto it = std::upper_bound(all.begin(), all.end(), e.s_lno,
+                                 [](size_t line, const BlameEntry& b) { return line < b.lno; });
+      --it;
+      size_t s = e.s_lno, lno = e.lno;
+      const size_t end = e.s_lno + e.num_lines;
+      while (s < end) {
+        const size_t n = std::min(end, it->lno + it->num_lines) - s;
+        guilty_.push_back(BlameEntry{it->commit, it->path, lno, n, it->s_lno + (s - it->lno)});
+        s += n;
+        lno += n;
+        ++it;
+      }
+    }
+    origin->suspects.clear();
+    origin->content.reset();
+    return true;
+  }
+
   Origin* GetOrigin(const git_oid& commit, const std::string& path) {
-    auto key = std::make_pair(Key(commit), path);
-    auto it = origins_.find(key);
-    if (it != origins_.end()) return it->second.get();
+    std::vector<std::unique_ptr<Origin>>& list = origins_[commit];
+    for (const auto& o : list)
+      if (o->path == path) return o.get();
     auto origin = std::make_unique<Origin>();
     origin->commit = commit;
     origin->path = path;
-    Origin* raw = origin.get();
-    by_commit_[key.first].push_back(raw);
-    origins_.emplace(std::move(key), std::move(origin));
-    return raw;
+    list.push_back(std::move(origin));
+    return list.back().get();
   }
 
   Origin* FindOrigin(const git_oid& commit, const std::string& path) {
-    auto it = origins_.find(std::make_pair(Key(commit), path));
-    return it == origins_.end() ? nullptr : it->second.get();
-  }
-
-  const CommitData* Data(const git_oid& id) {
-    const std::string key = Key(id);
-    auto it = commits_.find(key);
-    if (it != commits_.end()) return &it->second;
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo_, &id) != 0) return nullptr;
-    const CommitPtr commit(raw);
-    CommitData data;
-    data.time = git_commit_time(commit.get());
-    data.tree = *git_commit_tree_id(commit.get());
-    for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i)
-      data.parents.push_back(*git_commit_parent_id(commit.get(), i));
-    return &commits_.emplace(key, std::move(data)).first->second;
+    auto it = origins_.find(commit);
+    if (it == origins_.end()) return nullptr;
+    for (const auto& o : it->second)
+      if (o->path == path) return o.get();
+    return nullptr;
   }
 
   bool Load(Origin* origin, std::string_view* bytes) {
@@ -283,28 +623,15 @@ class Scoreboard {
     return true;
   }
 
-  // The entry for `path` in a commit's tree: false when there is none.
-  bool PathEntry(const git_oid& tree_id, const std::string& path, git_oid* id, uint32_t* mode) {
-    git_tree* raw_tree = nullptr;
-    if (git_tree_lookup(&raw_tree, repo_, &tree_id) != 0) return false;
-    const TreePtr tree(raw_tree);
-    git_tree_entry* raw_entry = nullptr;
-    if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return false;
-    const TreeEntryPtr entry(raw_entry);
-    *id = *git_tree_entry_id(entry.get());
-    *mode = static_cast<uint32_t>(git_tree_entry_filemode(entry.get()));
-    return true;
-  }
-
   // git's find_origin: the same path in the parent, when it is there as the same kind of file
   // (a missing path, a folder there or a changed type give none).
   Origin* FindSamePath(const git_oid& parent, Origin* origin) {
     if (Origin* known = FindOrigin(parent, origin->path)) return known;
-    const CommitData* data = Data(parent);
+    const CommitData* data = objects_.Commit(parent);
     if (data == nullptr) return nullptr;
     git_oid id;
     uint32_t mode = 0;
-    if (!PathEntry(data->tree, origin->path, &id, &mode)) return nullptr;
+    if (!objects_.PathEntry(data->tree, origin->path, &id, &mode)) return nullptr;
     if ((mode & kTypeMask) == kTree || (mode & kTypeMask) != (origin->mode & kTypeMask))
       return nullptr;
     Origin* porigin = GetOrigin(parent, origin->path);
@@ -318,19 +645,27 @@ class Scoreboard {
   // copy first (the same basename preferred), then the only deleted file of the same basename if
   // it is similar enough, then the most similar deleted file of at least 50 %.
   Origin* FindRename(const git_oid& parent, Origin* origin) {
-    const CommitData* pdata = Data(parent);
-    const CommitData* cdata = Data(origin->commit);
+    const CommitData* pdata = objects_.Commit(parent);
+    const CommitData* cdata = objects_.Commit(origin->commit);
     if (pdata == nullptr || cdata == nullptr) return nullptr;
     git_tree *raw_old = nullptr, *raw_new = nullptr;
-    if (git_tree_lookup(&raw_old, repo_, &pdata->tree) != 0) return nullptr;
+    if (git_tree_lookup(&raw_old, repo_, &pdata->tree) != 0) {
+      objects_.set_incomplete();
+      return nullptr;
+    }
     const TreePtr old_tree(raw_old);
-    if (git_tree_lookup(&raw_new, repo_, &cdata->tree) != 0) return nullptr;
+    if (git_tree_lookup(&raw_new, repo_, &cdata->tree) != 0) {
+      objects_.set_incomplete();
+      return nullptr;
+    }
     const TreePtr new_tree(raw_new);
     git_diff_options options = GIT_DIFF_OPTIONS_INIT;
     options.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
     git_diff* raw_diff = nullptr;
-    if (git_diff_tree_to_tree(&raw_diff, repo_, old_tree.get(), new_tree.get(), &options) != 0)
+    if (git_diff_tree_to_tree(&raw_diff, repo_, old_tree.get(), new_tree.get(), &options) != 0) {
+      objects_.set_incomplete();
       return nullptr;
+    }
     const DiffPtr diff(raw_diff);
     struct Source {
       std::string path;
@@ -376,11 +711,17 @@ class Scoreboard {
     if ((dst_mode & kTypeMask) != kRegular) return nullptr;
     if (sources.size() > kRenameLimit * kRenameLimit) return nullptr;
     std::string_view dst;
-    if (!Load(origin, &dst)) return nullptr;
+    if (!Load(origin, &dst)) {
+      objects_.set_incomplete();
+      return nullptr;
+    }
     auto similarity = [&](const Source& s) -> int {
       if ((s.mode & kTypeMask) != kRegular) return 0;
       git_blob* raw = nullptr;
-      if (git_blob_lookup(&raw, repo_, &s.id) != 0) return 0;
+      if (git_blob_lookup(&raw, repo_, &s.id) != 0) {
+        objects_.set_incomplete();
+        return 0;
+      }
       const BlobPtr blob(raw);
       return Similarity(Bytes(blob.get()), dst, kMinScore);
     };
@@ -412,6 +753,7 @@ class Scoreboard {
 
   // Hands the origin's suspects a parent with the same blob keeps as they are.
   void PassWhole(Origin* origin, Origin* parent) {
+    if (origin == whole_ && !whole_done_) whole_ = parent;
     if (!parent->content && origin->content) parent->content = std::move(origin->content);
     Queue(parent, std::move(origin->suspects));
     origin->suspects.clear();
@@ -428,7 +770,7 @@ class Scoreboard {
                [](const Entry& a, const Entry& b) { return a.s_lno < b.s_lno; });
     parent->suspects = std::move(merged);
     if (was_empty) {
-      const CommitData* data = Data(parent->commit);
+      const CommitData* data = objects_.Commit(parent->commit);
       queue_.push(Queued{data != nullptr ? data->time : 0, seq_++, parent->commit});
     }
   }
@@ -509,7 +851,7 @@ class Scoreboard {
 
   // git's pass_blame without move or copy detection. False on a deadline or a failure.
   bool PassBlame(Origin* origin) {
-    const CommitData* data = Data(origin->commit);
+    const CommitData* data = objects_.Commit(origin->commit);
     if (data == nullptr) {
       failed_ = true;
       error_ = "a commit cannot be read";
@@ -548,23 +890,33 @@ class Scoreboard {
   }
 
   git_repository* repo_;
+  Objects objects_;
   Clock::time_point deadline_;
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<Origin>> origins_;
-  std::unordered_map<std::string, std::vector<Origin*>> by_commit_;
-  std::unordered_map<std::string, CommitData> commits_;
+  const bool use_memo_;
+  std::unordered_map<git_oid, std::vector<std::unique_ptr<Origin>>, OidHash, OidEqual> origins_;
   std::priority_queue<Queued> queue_;
   uint64_t seq_ = 0;
   std::vector<BlameEntry> guilty_;
   bool failed_ = false;
   std::string error_;
+  // The origin holding every line while they are passed whole from the page's commit; once it
+  // passes them through a diff (whole_done_) its blame is the one to remember, unless it was
+  // recalled (recalled_whole_).
+  Origin* whole_ = nullptr;
+  bool whole_done_ = false;
+  bool recalled_whole_ = false;
 };
 
 }  // namespace
 
 BlameResult Blame(git_repository* repo, const git_oid& commit, const std::string& path,
-                  const git_oid& blob, Clock::time_point deadline) {
-  Scoreboard board(repo, deadline);
+                  const git_oid& blob, Clock::time_point deadline, BlameMemo memo) {
+  Scoreboard board(repo, deadline, memo);
   return board.Run(commit, path, blob);
 }
+
+RememberedBlames Remembered() { return Results().Stats(); }
+
+void ForgetBlames() { Results().Clear(); }
 
 }  // namespace shellac::gitfrag

@@ -324,9 +324,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
     else if (page == "blame" && !backend_)
-      // Blame: rendered here only when no forge is behind shellac. Its blame takes 1.5-3x git's
-      // time on a large repository (gitfrag/README.md), so with an upstream the forge's cgit,
-      // which is faster at it, keeps the page and the render threads stay free for the others.
+      // Blame: rendered here only when no forge is behind shellac. A first blame of a file changed
+      // thousands of times still takes 1.2-1.5x git's time (bench/results/blame-git.md), so with
+      // an upstream the forge's cgit keeps the page and the render threads stay free for others.
       route.kind = PageKind::kBlame;
     else if (page == "stats")
       route.kind = PageKind::kStats;

@@ -30,6 +30,8 @@
 
 #include "conf/config.h"
 #include "gitfrag/abbrev.h"
+#include "gitfrag/blame.h"
+#include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
 #include "tests/harness.h"
 
@@ -591,6 +593,36 @@ std::string BlameLinks(const std::string& html) {
   return out;
 }
 
+// gitfrag::Blame of `path` at `commit` (hex) as text, one entry a line ("" when the path is no
+// regular file there); `commits` gets the number of commits the blame was passed through.
+std::string BlameText(git_repository* repo, const std::string& commit, const std::string& path,
+                      BlameMemo memo, size_t* commits = nullptr) {
+  git_oid id;
+  git_commit* raw_commit = nullptr;
+  if (git_oid_fromstr(&id, commit.c_str()) != 0 || git_commit_lookup(&raw_commit, repo, &id) != 0)
+    return "no commit " + commit;
+  const CommitPtr c(raw_commit);
+  git_tree* raw_tree = nullptr;
+  if (git_commit_tree(&raw_tree, c.get()) != 0) return "no tree";
+  const TreePtr tree(raw_tree);
+  git_tree_entry* raw_entry = nullptr;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return "";
+  const TreeEntryPtr entry(raw_entry);
+  if (git_tree_entry_filemode(entry.get()) != GIT_FILEMODE_BLOB) return "";
+  const BlameResult result = Blame(repo, id, path, *git_tree_entry_id(entry.get()),
+                                   std::chrono::steady_clock::now() + std::chrono::seconds(60), memo);
+  if (commits != nullptr) *commits = result.commits;
+  if (result.status != BlameResult::Status::kOk) return "failed: " + result.error;
+  std::string out;
+  for (const BlameEntry& e : result.entries) {
+    char hex[GIT_OID_HEXSZ + 1];
+    git_oid_tostr(hex, sizeof hex, &e.commit);
+    out += std::string(hex) + " " + e.path + " " + std::to_string(e.lno) + " " +
+           std::to_string(e.num_lines) + " " + std::to_string(e.s_lno) + "\n";
+  }
+  return out;
+}
+
 // shellac's own blame against cgit's (git's blame library) on histories that exercise each of
 // its rules: a line from a merge's second parent and one made by the merge itself, both parents
 // with the identical blob, a whole-file rename (exact, edited with the same basename, and to
@@ -675,24 +707,34 @@ echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
     EXPECT_FALSE(page.reason.empty());
     EXPECT_EQ(peers.CgitStatus(path, query), 404);
   }
+  // Remembered blames change nothing: every file at every commit, oldest first (so merges and
+  // renames reach the remembered blames of their parents), equals the blame worked out in full.
+  ForgetBlames();
+  EnsureLibgit2();
+  git_repository* raw_repo = nullptr;
+  ASSERT_EQ(git_repository_open(&raw_repo, bare.c_str()), 0);
+  const RepositoryPtr repo(raw_repo);
+  size_t compared = 0;
+  for (const std::string& commit : Lines(git("rev-list --reverse --topo-order --all"))) {
+    for (const std::string path : {"m.txt", "keep.txt", "empty", "gone.txt", "latin.txt", "moved.c",
+                                   "new/moved.c", "lib/moved.c", "lib/other.c"}) {
+      SCOPED_TRACE(commit + ":" + path);
+      const std::string full = BlameText(repo.get(), commit, path, BlameMemo::kIgnore);
+      const std::string remembered = BlameText(repo.get(), commit, path, BlameMemo::kUse);
+      EXPECT_EQ(remembered, full) << FirstDifference(remembered, full);
+      if (!full.empty()) ++compared;
+    }
+  }
+  EXPECT_GT(compared, 100u);
+  EXPECT_GT(Remembered().blames, 10u);
 }
 
 // blame-timeout: a blame that outlives its budget stops with a 503 that says so (a long history:
 // 3000 commits, each changing one line between two the root wrote; a budget of 1 ms). With room, the same page renders.
 TEST(GitfragParity, BlameStopsAtItsDeadline) {
   TempDir dir;
-  std::ostringstream in;
-  for (int i = 1; i <= 3000; ++i) {
-    // The first and last lines stay from the root: the blame walks every commit.
-    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
-    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
-       << 1600000000 + i << " +0000\ndata 2\nc\n";
-    if (i > 1) in << "from :" << i - 1 << "\n";
-    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
-  }
-  std::ofstream(dir.File("in")) << in.str();
-  Shell("git init -q --bare " + ShellQuote(dir.File("repo.git")) + " && git -C " +
-        ShellQuote(dir.File("repo.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  test::MakeLongHistory(dir.File("repo.git"));
+  ForgetBlames();  // a blame remembered by another test of this fixture would answer at once
   conf::Config c;
   conf::Config::Repository r;
   r.url = r.name = "repo";
@@ -707,6 +749,56 @@ TEST(GitfragParity, BlameStopsAtItsDeadline) {
   c.blame_timeout = std::chrono::seconds(60);
   Site roomy(c);
   EXPECT_EQ(roomy.Render(*roomy.Match("/repo/blame/f.txt", "")).status, 200);
+}
+
+// A blame that reaches a remembered one (Blame's memo) is the blame worked out in full. On the
+// long-history fixture, oldest first: every commit that touched g.txt (edits of every kind), and
+// f.txt at every commit, compared with the full blame at every 50th; after the first, an f.txt
+// blame passes blame through its own commit only (the rest is the parent's remembered blame), a
+// g.txt blame only through the commits back to the last one that gave g.txt a new text.
+TEST(GitfragParity, RememberedBlameEqualsFullBlame) {
+  TempDir dir;
+  test::MakeLongHistory(dir.File("repo.git"));
+  ForgetBlames();
+  EnsureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, dir.File("repo.git").c_str()), 0);
+  const RepositoryPtr repo(raw);
+  const std::vector<std::string> commits =
+      Lines(Shell("git -C " + ShellQuote(dir.File("repo.git")) + " rev-list --reverse master"));
+  ASSERT_EQ(commits.size(), 3000u);
+  size_t entries = 0;
+  size_t last_change = 1;  // the commit where g.txt last got a new text
+  std::string last_blob;
+  for (size_t i = 0; i < commits.size(); ++i) {
+    const size_t n = i + 1;  // the fixture's commit number
+    SCOPED_TRACE("commit " + std::to_string(n));
+    size_t passed = 0;
+    const std::string f = BlameText(repo.get(), commits[i], "f.txt", BlameMemo::kUse, &passed);
+    if (n > 1) {
+      EXPECT_EQ(passed, 1u);
+    }
+    if (n % 50 == 0 || n == commits.size()) {
+      const std::string full = BlameText(repo.get(), commits[i], "f.txt", BlameMemo::kIgnore);
+      EXPECT_EQ(f, full) << FirstDifference(f, full);
+    }
+    if (n == 1 || n % 5 == 0) {
+      const std::string g = BlameText(repo.get(), commits[i], "g.txt", BlameMemo::kUse, &passed);
+      // An edit may give g.txt the text it had: then the lines go back whole to where it last
+      // changed.
+      const std::string blob = Shell("git -C " + ShellQuote(dir.File("repo.git")) + " rev-parse " +
+                                     commits[i] + ":g.txt");
+      if (n > 1) {
+        EXPECT_LE(passed, n - last_change);
+      }
+      if (blob != last_blob) last_change = n;
+      last_blob = blob;
+      const std::string full = BlameText(repo.get(), commits[i], "g.txt", BlameMemo::kIgnore);
+      EXPECT_EQ(g, full) << FirstDifference(g, full);
+      entries = std::count(full.begin(), full.end(), '\n');
+    }
+  }
+  EXPECT_GT(entries, 20u) << "g.txt's last blame has lines of many commits";
 }
 
 // With SHELLAC_PARITY_REPO: tree pages (the root, two folders, two files) and a plain file of the

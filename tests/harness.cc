@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 namespace shellac::test {
 namespace {
@@ -308,6 +309,66 @@ std::string Shell(const std::string& command) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "failed: " << command << "\n"
                                                              << out;
   return out;
+}
+
+void MakeLongHistory(const std::string& bare, int commits) {
+  std::ostringstream in;
+  std::vector<std::string> g;
+  for (int n = 1; n <= 40; ++n) g.push_back(n % 7 == 0 ? "}" : n % 5 == 0 ? "" : "g0-" + std::to_string(n));
+  uint32_t seed = 12345;
+  auto next = [&seed](uint32_t bound) {
+    seed = seed * 1103515245u + 12345u;
+    return (seed >> 16) % bound;
+  };
+  for (int i = 1; i <= commits; ++i) {
+    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
+    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
+       << 1600000000 + i << " +0000\ndata 2\nc\n";
+    if (i > 1) in << "from :" << i - 1 << "\n";
+    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
+    if (i == 1 || i % 5 == 0) {
+      if (i > 1) {
+        const std::string fresh = "g" + std::to_string(i) + "-";
+        for (int edit = 0, edits = 1 + static_cast<int>(next(3)); edit < edits; ++edit) {
+          const size_t at = next(static_cast<uint32_t>(g.size()) + 1);
+          switch (next(6)) {
+            case 0:  // insert a few lines
+              for (uint32_t k = 0, n = 1 + next(3); k < n; ++k)
+                g.insert(g.begin() + static_cast<std::ptrdiff_t>(at), fresh + std::to_string(edit) + "." + std::to_string(k));
+              break;
+            case 1:  // delete a line or two
+              if (g.size() > 20)
+                g.erase(g.begin() + static_cast<std::ptrdiff_t>(std::min(at, g.size() - 2)),
+                        g.begin() + static_cast<std::ptrdiff_t>(std::min(at, g.size() - 2) + 1 + next(2)));
+              break;
+            case 2:  // replace a line
+              if (at < g.size()) g[at] = fresh + std::to_string(edit);
+              break;
+            case 3: {  // move a line elsewhere
+              if (at >= g.size()) break;
+              const std::string moved = g[at];
+              g.erase(g.begin() + static_cast<std::ptrdiff_t>(at));
+              g.insert(g.begin() + static_cast<std::ptrdiff_t>(next(static_cast<uint32_t>(g.size()) + 1)), moved);
+              break;
+            }
+            case 4:  // a repeated line (ambiguous for the diff)
+              g.insert(g.begin() + static_cast<std::ptrdiff_t>(at), next(2) ? "}" : "");
+              break;
+            default:  // a line's text changed back to an older one
+              if (at < g.size() && g.size() > 2) g[at] = g[next(static_cast<uint32_t>(g.size()))];
+              break;
+          }
+        }
+        if (g.size() > 120) g.resize(100);
+      }
+      std::string gtext;
+      for (const std::string& line : g) gtext += line + "\n";
+      in << "M 100644 inline g.txt\ndata " << gtext.size() << "\n" << gtext << "\n";
+    }
+  }
+  WriteFile(bare + ".in", in.str());
+  Shell("git init -q --bare " + ShellQuote(bare) + " && git -C " + ShellQuote(bare) +
+        " fast-import --quiet < " + ShellQuote(bare + ".in"));
 }
 
 std::string Gzip(std::string_view data, int level) {

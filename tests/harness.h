@@ -59,6 +59,13 @@ std::string ShellQuote(const std::string& s);
 // Runs `command` with /bin/sh and returns its standard output; fails the test on a non-zero exit.
 std::string Shell(const std::string& command);
 
+// The long-history blame fixture: a bare repository made at `bare` by git fast-import, `commits`
+// commits on master (committer dates one second apart), each changing line 2 of f.txt between a
+// first and a last line the root wrote (so a blame of f.txt walks every commit), and every 5th one
+// editing g.txt (lines inserted, deleted, replaced, moved and repeated, from a fixed seed, so its
+// blame has many entries from many commits).
+void MakeLongHistory(const std::string& bare, int commits = 3000);
+
 // ---------------------------------------------------------------------------------------------
 // Bytes
 

@@ -722,17 +722,7 @@ TEST(ResidentClone, OffLeavesThePathsToTheUpstream) {
 // next page at once.
 TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
   TempDir dir;
-  std::ostringstream in;
-  for (int i = 1; i <= 3000; ++i) {
-    const std::string text = "first\nchange " + std::to_string(i) + "\nlast\n";
-    in << "commit refs/heads/master\nmark :" << i << "\ncommitter C <c@example.org> "
-       << 1600000000 + i << " +0000\ndata 2\nc\n";
-    if (i > 1) in << "from :" << i - 1 << "\n";
-    in << "M 100644 inline f.txt\ndata " << text.size() << "\n" << text << "\n";
-  }
-  WriteFile(dir.File("in"), in.str());
-  Shell("git init -q --bare " + ShellQuote(dir.File("long.git")) + " && git -C " +
-        ShellQuote(dir.File("long.git")) + " fast-import --quiet < " + ShellQuote(dir.File("in")));
+  MakeLongHistory(dir.File("long.git"));
   WriteFile(dir.File("cgitrc"),
             "virtual-root=/\nenable-blame=1\nrepo.url=long\nrepo.path=" + dir.File("long.git") + "\n");
   ShellacProcess proxy;
