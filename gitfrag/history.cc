@@ -3,15 +3,17 @@
 #include <optional>
 #include <vector>
 
+#include "gitfrag/history_index.h"
 #include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
 
 namespace {
 
-// The repository's commit-graph file, or null.
+// The repository's commit-graph file, else its in-memory index once built, else null.
 std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo) {
-  return CommitGraph::ForRepository(repo);
+  if (auto graph = CommitGraph::ForRepository(repo)) return graph;
+  return HistoryIndex::For(repo);
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 
 #include "gitfrag/commit_graph.h"
 #include "gitfrag/git.h"
+#include "gitfrag/gitfrag.h"
 #include "gitfrag/history.h"
+#include "gitfrag/history_index.h"
 #include "gitfrag/render.h"
 #include "tests/harness.h"
 
@@ -319,6 +321,77 @@ TEST_F(CommitGraphTest, DateWalkSameWithAndWithoutGraph) {
                                           " rev-parse ':/^empty'").substr(0, 40).c_str()),
             0);
   EXPECT_FALSE(filter.MaybeChanged(empty));
+}
+
+// The in-memory index (history_index.h) is a commit-graph image the same reader reads: the same
+// links as the objects, Bloom filters without false negatives.
+TEST_F(CommitGraphTest, InMemoryIndexEqualsObjects) {
+  std::string image, error;
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), uint64_t{1} << 30, &image, &error)) << error;
+  const auto graph = CommitGraph::FromImage(image, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  EXPECT_TRUE(graph->has_bloom());
+  EXPECT_EQ(graph->bytes(), image.size());
+  EXPECT_GE(CheckGraph(*graph), 80u);
+  // The same commits as git's own file.
+  Git("commit-graph write --reachable --changed-paths");
+  const auto file = CommitGraph::Open(git_dir_, nullptr);
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(file->size(), graph->size());
+  for (uint32_t pos = 0; pos < graph->size(); ++pos) {
+    const git_oid a = graph->Id(pos), b = file->Id(pos);
+    EXPECT_TRUE(git_oid_equal(&a, &b)) << pos;
+  }
+}
+
+// history-index-memory bounds the image: links and part of the filters, or nothing.
+TEST_F(CommitGraphTest, InMemoryIndexWithinItsBudget) {
+  std::string whole, error;
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), uint64_t{1} << 30, &whole, &error)) << error;
+  std::string part;
+  const uint64_t budget = whole.size() - 40;  // a few filters do not fit
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), budget, &part, &error)) << error;
+  EXPECT_LE(part.size(), budget);
+  EXPECT_LT(part.size(), whole.size());
+  const auto graph = CommitGraph::FromImage(part, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  CheckGraph(*graph);  // still exact: commits without a filter answer "maybe"
+  EXPECT_FALSE(HistoryIndex::Build(repo_.get(), 1500, &part, &error));
+  EXPECT_EQ(error, "the index would pass history-index-memory");
+}
+
+// Built in the background on first use; walks give the same commits before and after.
+TEST_F(CommitGraphTest, BackgroundIndexServesWalks) {
+  git_oid head;
+  ASSERT_EQ(git_reference_name_to_id(&head, repo_.get(), "refs/heads/master"), 0);
+  const std::vector<std::string> paths = AllPaths(git_dir_);
+  auto walk = [&](const std::string& path) {
+    DateWalk w(repo_.get(), std::vector<git_oid>{head}, nullptr, path);
+    std::string out;
+    git_oid id;
+    while (w.NextId(&id)) out += OidHex(id).substr(0, 8) + " ";
+    return out;
+  };
+  HistoryIndex::SetMemoryBudget(0);
+  std::vector<std::string> plain;
+  for (const std::string& path : paths) plain.push_back(walk(path));
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "none is built without a budget";
+
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  const HistoryIndexMetrics before = HistoryIndexTotals();
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "queued, not built while asked";
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const auto index = HistoryIndex::For(repo_.get());
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->size(), commits_.size());
+  const HistoryIndexMetrics after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.commits, before.commits + commits_.size());
+  EXPECT_EQ(after.bytes, before.bytes + index->bytes());
+  EXPECT_EQ(after.budget_bytes, uint64_t{64} << 20);
+  for (size_t i = 0; i < paths.size(); ++i) EXPECT_EQ(walk(paths[i]), plain[i]) << paths[i];
+  EXPECT_TRUE(PathChangeFilter(repo_.get(), "top.txt").usable());
+  HistoryIndex::SetMemoryBudget(0);
 }
 
 }  // namespace
