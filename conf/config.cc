@@ -1174,6 +1174,8 @@ const std::vector<Key>& Keys() {
        "a render still waiting after this is refused (503)"},
       {"blame-timeout", "20s", kReload, kOne, PositiveDuration(&Config::blame_timeout),
        "a blame page still being worked out after this stops (503)"},
+      {"history-index-memory", "64M", kReload, kOne, Size(&Config::history_index_memory),
+       "memory for history indexes of repositories without a commit-graph (0: none)"},
       {"filter-timeout", "10s", kReload, kOne, PositiveDuration(&Config::filter_timeout),
        "an about-filter or source-filter still running after this is killed"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),

@@ -130,6 +130,8 @@ struct Config {
   unsigned render_queue = 0;             // frame and part renders waiting; full: the largest client's newest refused
   Millis render_queue_timeout{};         // a render still waiting after this is refused: 503 + Retry-After
   Millis blame_timeout{};                // a blame page's budget: past it the render stops, 503
+  uint64_t history_index_memory = 0;     // bytes for in-memory history indexes of repositories
+                                         // without a commit-graph (0: none built)
   Millis filter_timeout{};               // a cgitrc filter (about-, source-filter) is killed after this
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap
   unsigned client_prefix_v4 = 0;         // a client is its IPv4 address masked to this many bits

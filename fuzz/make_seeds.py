@@ -4,8 +4,10 @@ change). Seeds are small, valid and nearly valid inputs in each target's input f
 comment at the top of fuzz/TARGET.cc); libFuzzer mutates from there. Nothing is downloaded: the
 ESI seeds are the pages of tests/esi_corpus."""
 import gzip
+import hashlib
 import os
 import shutil
+import struct
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -195,3 +197,52 @@ for case in sorted(os.listdir(esi_dir)):
         pages.append(b"\x00" + body)
         pages.append(b"\x1d" + body)
 write("esi_parser", pages)
+
+
+# commit_graph: one commit-graph layer as git writes it (OIDF, OIDL, CDAT, EDGE, BIDX, BDAT, the
+# trailing SHA-1), for four commits: a root, two children and an octopus merge of all three.
+def commit_graph(commits, edges=(), bloom=None):
+    """commits: (id, tree, parent1, parent2, time), sorted by id; bloom: (version, hashes, bits,
+    one filter per commit)."""
+    fanout = b"".join(struct.pack(">I", sum(1 for c in commits if c[0][0] <= i)) for i in range(256))
+    cdat = b"".join(c[1] + struct.pack(">IIII", c[2], c[3], (1 << 2) | (c[4] >> 32), c[4] & 0xFFFFFFFF)
+                    for c in commits)
+    chunks = [(b"OIDF", fanout), (b"OIDL", b"".join(c[0] for c in commits)), (b"CDAT", cdat)]
+    if edges:
+        chunks.append((b"EDGE", b"".join(struct.pack(">I", e) for e in edges)))
+    if bloom:
+        version, hashes, bits, filters = bloom
+        index, end = b"", 0
+        for f in filters:
+            end += len(f)
+            index += struct.pack(">I", end)
+        chunks.append((b"BIDX", index))
+        chunks.append((b"BDAT", struct.pack(">III", version, hashes, bits) + b"".join(filters)))
+    header = b"CGPH" + bytes([1, 1, len(chunks), 0])
+    offset = len(header) + (len(chunks) + 1) * 12
+    table = b""
+    for name, body in chunks:
+        table += name + struct.pack(">Q", offset)
+        offset += len(body)
+    table += b"\0\0\0\0" + struct.pack(">Q", offset)
+    body = header + table + b"".join(body for _, body in chunks)
+    return body + hashlib.sha1(body).digest()
+
+
+NONE = 0x70000000
+root, left, right, octopus = bytes([0x10] * 20), bytes([0x3a] * 20), bytes([0x80] * 20), bytes([0xf0] * 20)
+graph_commits = [
+    (root, bytes([0x21] * 20), NONE, NONE, 1600000000),
+    (left, bytes([0x22] * 20), 0, NONE, 1600000100),
+    (right, bytes([0x23] * 20), 0, NONE, (1 << 33) + 5),
+    (octopus, bytes([0x24] * 20), 1, 0x80000000, 1600000300),
+]
+graph_edges = (2, 0x80000000 | 0)
+filters = [b"\x5a", b"\x01\x80", b"", b"\xff"]
+write("commit_graph", [
+    commit_graph(graph_commits, graph_edges, (1, 7, 10, filters)),
+    commit_graph(graph_commits, graph_edges, (2, 7, 10, filters)),
+    commit_graph(graph_commits, graph_edges),
+    commit_graph(graph_commits[:1]),
+    commit_graph(graph_commits, graph_edges, (1, 7, 10, filters))[:700],
+])

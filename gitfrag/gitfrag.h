@@ -249,6 +249,21 @@ inline constexpr double kRenderBuckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.00
                                             1,      2.5,     5,      10};
 inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
 
+// The in-memory history indexes (history_index.h) of repositories without a commit-graph.
+struct HistoryIndexMetrics {
+  uint64_t budget_bytes = 0;      // history-index-memory
+  uint64_t repositories = 0;      // indexes built and kept
+  uint64_t commits = 0;           // commits in them
+  uint64_t bytes = 0;             // their size
+  uint64_t builds = 0;            // builds ended (kept or not)
+  uint64_t failed = 0;            // builds not kept (over the budget, a read error)
+  uint64_t build_us = 0;          // time the builds took, all together
+  uint64_t queued = 0;            // repositories waiting for a build
+  uint64_t building = 0;          // 1 while a build runs
+  uint64_t building_commits = 0;  // commits the running build has read
+};
+HistoryIndexMetrics HistoryIndexTotals();
+
 // Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
 struct PoolMetrics {
   uint64_t threads = 0;

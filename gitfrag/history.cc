@@ -3,19 +3,42 @@
 #include <optional>
 #include <vector>
 
+#include "gitfrag/history_index.h"
 #include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
 
+namespace {
+
+// The repository's commit-graph file, else its in-memory index once built, else null.
+std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo) {
+  if (auto graph = CommitGraph::ForRepository(repo)) return graph;
+  return HistoryIndex::For(repo);
+}
+
+}  // namespace
+
 DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
-    : repo_(repo), only_(only) {
+    : repo_(repo), graph_(GraphFor(repo)), only_(only) {
   Add(start);
 }
 
 DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, const Set* only,
                    std::string path)
-    : repo_(repo), only_(only), path_(std::move(path)) {
+    : repo_(repo), graph_(GraphFor(repo)), only_(only), path_(std::move(path)) {
+  if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
+}
+
+PathChangeFilter::PathChangeFilter(git_repository* repo, std::string_view path)
+    : graph_(GraphFor(repo)) {
+  if (graph_) keys_ = graph_->Keys(path);
+}
+
+bool PathChangeFilter::MaybeChanged(const git_oid& commit) const {
+  if (!graph_) return true;
+  const uint32_t pos = graph_->Find(commit);
+  return pos == CommitGraph::kNoPosition || graph_->MaybeChanged(pos, keys_);
 }
 
 namespace {
@@ -56,6 +79,15 @@ bool DateWalk::NextId(git_oid* out) {
     frontier_.pop_front();
     ++visited_;
     if (node.date < since_) continue;  // a start older than since
+    if (node.pos != CommitGraph::kNoPosition && graph_->Parents(node.pos, &parents_)) {
+      if (path_.empty() || SimplifyInGraph(node)) {
+        if (path_.empty())
+          for (const uint32_t parent : parents_) AddAt(parent);
+        *out = node.id;
+        return true;
+      }
+      continue;
+    }
     if (path_.empty()) {
       const std::optional<Links> links = CommitLinks(repo_, node.id);
       if (!links) continue;
@@ -84,14 +116,14 @@ CommitPtr DateWalk::Next() {
 }
 
 bool DateWalk::Simplify(git_commit* commit) {
-  const Entry mine = PathEntry(commit);
+  const Entry mine = PathEntry(*git_commit_id(commit), *git_commit_tree_id(commit));
   const unsigned parents = git_commit_parentcount(commit);
   if (parents == 0) return mine.present;
   for (unsigned i = 0; i < parents; ++i) {
     git_commit* raw = nullptr;
     if (git_commit_parent(&raw, commit, i) != 0) continue;
     const CommitPtr parent(raw);
-    if (PathEntry(parent.get()) == mine) {
+    if (PathEntry(*git_commit_id(parent.get()), *git_commit_tree_id(parent.get())) == mine) {
       Add(*git_commit_id(parent.get()));
       return false;
     }
@@ -100,12 +132,32 @@ bool DateWalk::Simplify(git_commit* commit) {
   return true;
 }
 
-DateWalk::Entry DateWalk::PathEntry(git_commit* commit) {
-  std::string key = Key(*git_commit_id(commit));
+bool DateWalk::SimplifyInGraph(const Node& node) {
+  // A filter describes the diff against the first parent (against nothing for a root commit).
+  const bool maybe = graph_->MaybeChanged(node.pos, keys_);
+  if (parents_.empty()) return maybe && PathEntry(node.id, graph_->Tree(node.pos)).present;
+  if (!maybe) {
+    AddAt(parents_[0]);
+    return false;
+  }
+  const std::vector<uint32_t> parents = parents_;  // AddAt may not touch it, but be plain
+  const Entry mine = PathEntry(node.id, graph_->Tree(node.pos));
+  for (const uint32_t parent : parents) {
+    if (PathEntry(graph_->Id(parent), graph_->Tree(parent)) == mine) {
+      AddAt(parent);
+      return false;
+    }
+  }
+  for (const uint32_t parent : parents) AddAt(parent);
+  return true;
+}
+
+DateWalk::Entry DateWalk::PathEntry(const git_oid& commit, const git_oid& tree_id) {
+  std::string key = Key(commit);
   if (auto it = entries_.find(key); it != entries_.end()) return it->second;
   Entry entry;
   git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, commit) == 0) {
+  if (git_tree_lookup(&raw_tree, repo_, &tree_id) == 0) {
     const TreePtr tree(raw_tree);
     git_tree_entry* raw_entry = nullptr;
     if (git_tree_entry_bypath(&raw_entry, tree.get(), path_.c_str()) == 0) {
@@ -120,13 +172,29 @@ DateWalk::Entry DateWalk::PathEntry(git_commit* commit) {
 }
 
 void DateWalk::Add(const git_oid& oid) {
+  if (graph_) {
+    const uint32_t pos = graph_->Find(oid);
+    if (pos != CommitGraph::kNoPosition) return AddAt(pos);
+  }
   if (only_ != nullptr && !only_->count(Key(oid))) return;
   if (!seen_.insert(oid).second) return;
   const std::optional<Links> links = CommitLinks(repo_, oid);
-  if (!links || links->date < since_) return;
+  if (!links) return;
+  Push(Node{links->date, oid, CommitGraph::kNoPosition});
+}
+
+void DateWalk::AddAt(uint32_t pos) {
+  const git_oid oid = graph_->Id(pos);
+  if (only_ != nullptr && !only_->count(Key(oid))) return;
+  if (!seen_.insert(oid).second) return;
+  Push(Node{graph_->Time(pos), oid, pos});
+}
+
+void DateWalk::Push(const Node& node) {
+  if (node.date < since_) return;
   auto it = frontier_.begin();
-  while (it != frontier_.end() && it->date >= links->date) ++it;
-  frontier_.insert(it, Node{links->date, oid});
+  while (it != frontier_.end() && it->date >= node.date) ++it;
+  frontier_.insert(it, node);
 }
 
 }  // namespace shellac::gitfrag

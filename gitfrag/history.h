@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "gitfrag/commit_graph.h"
 #include "gitfrag/git.h"
 #include "gitfrag/memo.h"
 
@@ -25,6 +28,12 @@ namespace shellac::gitfrag {
 // simplification, as `git log -- PATH` and cgit's path-limited log). A commit that differs from
 // every parent is returned and all its parents are followed; a root commit is returned when it
 // has the path.
+//
+// With the repository's commit-graph (CommitGraph::ForRepository), parents and dates come from
+// it and no commit object is read to walk; with a path, a commit whose Bloom filter says the path
+// did not change against its first parent is TREESAME to it without a tree read (git's own rule:
+// the filters describe the first parent only, so a commit that may have changed is compared with
+// each parent by its trees, whose ids the graph gives). The commits shown are the same either way.
 class DateWalk {
  public:
   using Set = std::unordered_set<std::string>;  // keys: 20 raw id bytes (Key())
@@ -65,13 +74,21 @@ class DateWalk {
   struct Node {
     int64_t date;  // committer date
     git_oid id;
+    uint32_t pos;  // in graph_, or CommitGraph::kNoPosition
   };
   void Add(const git_oid& oid);
-  Entry PathEntry(git_commit* commit);
+  void AddAt(uint32_t pos);  // a commit of graph_
+  void Push(const Node& node);
+  Entry PathEntry(const git_oid& commit, const git_oid& tree);
   // Adds the parents git follows for `commit`; true when git shows it (not TREESAME).
   bool Simplify(git_commit* commit);
+  // The same for a commit of graph_ whose parents (positions) are in parents_.
+  bool SimplifyInGraph(const Node& node);
 
   git_repository* repo_;
+  std::shared_ptr<const CommitGraph> graph_;  // null: none (every commit read as an object)
+  CommitGraph::PathKeys keys_;                // path_'s Bloom keys
+  std::vector<uint32_t> parents_;
   const Set* only_;
   std::string path_;
   std::list<Node> frontier_;  // newest first; equal dates in the order they came
@@ -81,6 +98,22 @@ class DateWalk {
   bool stopped_ = false;
   size_t visited_ = 0;
   int64_t since_ = INT64_MIN;
+};
+
+// "Did PATH change between a commit and its first parent?" from the repository's commit-graph
+// Bloom filters, without reading a tree: MaybeChanged is false only when certain (same entry at
+// PATH in both; for a root commit, no entry), true when it may have changed or the graph cannot
+// tell (no graph, the commit not in it, no filter for it). For blame and other per-path walks.
+class PathChangeFilter {
+ public:
+  PathChangeFilter(git_repository* repo, std::string_view path);
+  bool MaybeChanged(const git_oid& commit) const;
+  // Whether any answer can be "certainly not" (a graph with Bloom filters is there).
+  bool usable() const { return graph_ != nullptr && graph_->has_bloom(); }
+
+ private:
+  std::shared_ptr<const CommitGraph> graph_;
+  CommitGraph::PathKeys keys_;
 };
 
 }  // namespace shellac::gitfrag

@@ -9,6 +9,7 @@
 
 #include "gitfrag/archive.h"
 #include "gitfrag/filter.h"
+#include "gitfrag/history_index.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -193,6 +194,7 @@ Site::Site(const conf::Config& config)
       blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
+  HistoryIndex::SetMemoryBudget(config.history_index_memory);
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
   for (size_t i = 0; i < registry_->repos().size(); ++i)
     by_url_.emplace(registry_->repos()[i].url, i);

@@ -303,6 +303,36 @@ std::string Shared::RenderMetrics() const {
                     static_cast<unsigned long long>(cumulative));
       out += text;
     }
+    // The in-memory history indexes (repositories without a commit-graph).
+    const gitfrag::HistoryIndexMetrics h = gitfrag::HistoryIndexTotals();
+    line("shellac_history_index_memory_bytes", "gauge",
+         "Memory all history indexes may take (history-index-memory).", h.budget_bytes);
+    line("shellac_history_index_repositories", "gauge",
+         "Repositories whose history index is built (no commit-graph of their own).",
+         h.repositories);
+    line("shellac_history_index_commits", "gauge", "Commits in the built history indexes.",
+         h.commits);
+    line("shellac_history_index_bytes", "gauge", "Size of the built history indexes.", h.bytes);
+    line("shellac_history_index_builds_total", "counter", "History index builds that ended.",
+         h.builds);
+    line("shellac_history_index_failed_total", "counter",
+         "History index builds not kept (over the memory budget, or a history that cannot be read).",
+         h.failed);
+    {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.6f", static_cast<double>(h.build_us) / 1e6);
+      out.append(
+             "# HELP shellac_history_index_build_seconds_total Time the history index builds took.\n"
+             "# TYPE shellac_history_index_build_seconds_total counter\n"
+             "shellac_history_index_build_seconds_total ")
+          .append(text)
+          .append("\n");
+    }
+    line("shellac_history_index_queued", "gauge", "Repositories waiting for a history index build.",
+         h.queued);
+    line("shellac_history_index_building_commits", "gauge",
+         "Commits the history index build running now has read (0: none running).",
+         h.building_commits);
   }
   return out;
 }

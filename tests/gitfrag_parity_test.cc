@@ -33,6 +33,7 @@
 #include "gitfrag/blame.h"
 #include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/history_index.h"
 #include "tests/harness.h"
 
 namespace shellac::gitfrag {
@@ -82,7 +83,9 @@ class Peers {
  public:
   // `blame`: enable-blame=1 on both sides. `max_stats`: cgit's max-stats for both (0: none), as a
   // number of periods (1 week .. 4 year).
-  Peers(std::string bare, std::string rc_dir, bool blame = false, unsigned max_stats = 0)
+  // `history_index`: history-index-memory for gitfrag's side (0: no in-memory index).
+  Peers(std::string bare, std::string rc_dir, bool blame = false, unsigned max_stats = 0,
+        uint64_t history_index = 0)
       : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
@@ -93,6 +96,7 @@ class Peers {
     r.max_stats = max_stats;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
+    c.history_index_memory = history_index;
     config_ = c;
     site_ = std::make_unique<Site>(c);
     rc_ = rc_dir + "/cgitrc";
@@ -867,7 +871,22 @@ TEST(GitfragParity, HistoryOfRepository) {
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
   if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
   TempDir dir;
-  Peers peers(repo, dir.path());
+  // SHELLAC_PARITY_INDEX=1: the in-memory history index (history_index.h) is built first, and the
+  // pages are rendered with it (for a repository without a commit-graph).
+  const bool index = std::getenv("SHELLAC_PARITY_INDEX") != nullptr;
+  Peers peers(repo, dir.path(), false, 0, index ? uint64_t{1} << 30 : 0);
+  if (index) {
+    const auto t0 = std::chrono::steady_clock::now();
+    peers.site().Render(*peers.site().Match("/repo/log/", ""));  // asks for the index
+    ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::minutes(30)));
+    const HistoryIndexMetrics m = HistoryIndexTotals();
+    std::cout << "[ index    ] built in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+              << " s (build " << static_cast<double>(m.build_us) / 1e6 << " s): " << m.commits
+              << " commits, " << m.bytes << " bytes, "
+              << (m.commits ? static_cast<double>(m.bytes) / static_cast<double>(m.commits) : 0.0)
+              << " bytes per commit; failed " << m.failed << "\n";
+  }
   const std::vector<std::pair<std::string, std::string>> pages = {
       {"/repo/log/Makefile", ""},
       {"/repo/log/Makefile", "ofs=50&showmsg=1"},
@@ -877,6 +896,7 @@ TEST(GitfragParity, HistoryOfRepository) {
       {"/repo/log/", "qt=grep&q=rebase"},
       {"/repo/log/", "qt=author&q=junio"},
       {"/repo/log/", "ofs=500"},
+      {"/repo/log/", "ofs=18100"},
   };
   for (const auto& [path, query] : pages) {
     SCOPED_TRACE(path + "?" + query);

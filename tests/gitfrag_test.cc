@@ -987,9 +987,13 @@ TEST_F(GitfragPages, MessageEncodings) {
 // whose one side leaves the path alone (TREESAME: hidden, that side not followed), a merge whose
 // both sides change it, equal and distinct dates, a Latin-1 message, markup in names, messages
 // and paths, a long subject, and enough commits on one path for two pages at max-commit-count=4.
+// With a commit-graph (changed-path Bloom filters) as git writes it, one file or a split chain of
+// two layers: the pages must not change.
+enum class Graph { kNone, kSingle, kChain };
+
 class HistoryFixture {
  public:
-  HistoryFixture() {
+  explicit HistoryFixture(Graph graph = Graph::kNone) {
     const std::string script = R"SH(
 set -e
 git init -q -b master work && cd work
@@ -1020,6 +1024,18 @@ git tag -a v1 -m v1 HEAD~3
           " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
           " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
     bare_ = dir_.File("repo.git");
+    const std::string git = "env HOME=" + ShellQuote(dir_.path()) +
+                            " GIT_CONFIG_NOSYSTEM=1 git -C " + ShellQuote(bare_) + " ";
+    if (graph == Graph::kSingle)
+      Shell(git + "commit-graph write --reachable --changed-paths 2>&1");
+    if (graph == Graph::kChain) {
+      Shell(git + "rev-parse master~6 | " + git +
+            "commit-graph write --stdin-commits --changed-paths --split 2>&1");
+      Shell(git + "commit-graph write --reachable --changed-paths --split=no-merge 2>&1");
+      EXPECT_EQ(Trimmed(Shell("wc -l < " +
+                              ShellQuote(bare_ + "/objects/info/commit-graphs/commit-graph-chain"))),
+                "2");
+    }
   }
   std::string Rev(const std::string& spec) const {
     return Trimmed(Shell("git -C " + ShellQuote(bare_) + " rev-parse " + ShellQuote(spec)));
@@ -1057,14 +1073,21 @@ git tag -a v1 -m v1 HEAD~3
   std::string bare_;
 };
 
-class GitfragHistory : public ::testing::Test {
+class GitfragHistory : public ::testing::TestWithParam<Graph> {
  protected:
-  HistoryFixture fx;
+  HistoryFixture fx{GetParam()};
 };
+INSTANTIATE_TEST_SUITE_P(Graphs, GitfragHistory,
+                         ::testing::Values(Graph::kNone, Graph::kSingle, Graph::kChain),
+                         [](const ::testing::TestParamInfo<Graph>& param) {
+                           return param.param == Graph::kNone     ? "NoGraph"
+                                  : param.param == Graph::kSingle ? "CommitGraph"
+                                                                 : "SplitChain";
+                         });
 
 // A path-limited log lists what `git log -- PATH` lists (the tests ask git too), with cgit's
 // text, links and classes; so do searches, ranges, showmsg=1 and the pager.
-TEST_F(GitfragHistory, PathLogAndSearchEqualCgit) {
+TEST_P(GitfragHistory, PathLogAndSearchEqualCgit) {
   ASSERT_EQ(access(kCgit, X_OK), 0)
       << kCgit
       << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
@@ -1257,7 +1280,7 @@ TEST(GitfragDiffstat, GraphWidthsAreCgits) {
   EXPECT_NE(page.body.find(graph), std::string::npos) << page.body;
 }
 
-TEST_F(GitfragHistory, BadInput) {
+TEST_P(GitfragHistory, BadInput) {
   Site site(fx.Config());
   auto render = [&](const std::string& path, const std::string& q) {
     auto r = site.Match(path, q);

@@ -291,6 +291,37 @@ TEST(Resident, PathLogsAndSearchesAreRendered) {
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 }
 
+// The log pages are the same bytes with a commit-graph (changed-path Bloom filters) as without:
+// the base repository gets one file, the fork (whose objects are the base's through alternates,
+// plus its own commit) none of its own, so its walk uses the base's graph for the shared history.
+TEST(Resident, PathLogsAreTheSameWithACommitGraph) {
+  Repos repos;
+  const std::vector<std::string> targets = {
+      "/base/log/numbers", "/base/log/main.c", "/base/log/?ofs=1", "/base/log/no/such",
+      "/pub/forks/fork/log/numbers", "/pub/forks/fork/log/fork.txt", "/pub/forks/fork/log/",
+      "/pub/forks/fork/log/?ofs=1&showmsg=1"};
+  auto pages = [&] {
+    ShellacProcess proxy;
+    std::vector<std::string> bodies;
+    EXPECT_TRUE(proxy.Start(repos.Config(0, "max-commit-count=1\n")));
+    for (const std::string& target : targets) {
+      Response page = HttpGet(proxy.Port(), target);
+      EXPECT_EQ(page.status, 200) << target << page.Describe();
+      bodies.push_back(page.body);
+    }
+    return bodies;
+  };
+  const std::vector<std::string> without = pages();
+  Shell("env HOME=" + ShellQuote(repos.dir().path()) + " GIT_CONFIG_NOSYSTEM=1 git -C " +
+        ShellQuote(repos.dir().File("base.git")) +
+        " commit-graph write --reachable --changed-paths 2>&1");
+  const std::vector<std::string> with = pages();
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t i = 0; i < with.size(); ++i) EXPECT_EQ(with[i], without[i]) << targets[i];
+  EXPECT_NE(with[0].find(repos.second()), std::string::npos) << with[0];
+  EXPECT_NE(with[5].find(repos.fork_only()), std::string::npos) << with[5];
+}
+
 // A diff whose fragment is over 8 MiB even compressed (random base64 text): stored like any other
 // (the store's large-object shard), so the second fork's page is a hit, not a second render.
 TEST(Resident, FragmentsOverEightMiBAreStored) {

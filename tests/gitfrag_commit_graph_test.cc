@@ -1,0 +1,398 @@
+// CommitGraph (gitfrag/commit_graph.h) on files git writes: every commit's parents, date and tree
+// against libgit2's reading of the commit object, Bloom answers against the real first-parent
+// diffs (never "unchanged" for a path that changed), a split chain, and damaged files (refused or
+// answered "don't know", never a crash). DateWalk gives the same commits with a graph as without.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gitfrag/commit_graph.h"
+#include "gitfrag/git.h"
+#include "gitfrag/gitfrag.h"
+#include "gitfrag/history.h"
+#include "gitfrag/history_index.h"
+#include "gitfrag/render.h"
+#include "tests/harness.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::ReadFile;
+using test::Shell;
+using test::ShellQuote;
+using test::TempDir;
+
+// Merges (two parents and an octopus), a second root, nested folders, a commit with no change, one
+// with more than git's 512 changed paths (a truncated filter), a name with bytes >= 0x80, a folder
+// replaced by a file.
+constexpr const char* kScript = R"SH(
+set -e
+git init -q -b master work
+cd work
+c() { GIT_COMMITTER_DATE="2021-03-04T06:$1:00-0700" git commit -q --allow-empty -m "$2"; }
+mkdir -p a/b/c d
+echo 1 > a/b/c/deep.txt; echo top > top.txt; echo d > d/f
+git add -A; c 01 root
+echo 2 > a/b/c/deep.txt; git add -A; c 02 deep
+echo e > d/e; git add -A; c 03 'd/e'
+c 04 empty
+git checkout -q -b side HEAD~2
+echo s > side.txt; git add -A; c 05 side
+echo t > top.txt; git add -A; c 06 'side top'
+git checkout -q master
+git merge -q --no-edit side; GIT_COMMITTER_DATE="2021-03-04T06:07:00-0700" git commit -q --amend --no-edit
+git checkout -q -b o1 HEAD~1; echo o1 > o1.txt; git add -A; c 08 o1
+git checkout -q -b o2 master~1; echo o2 > o2.txt; git add -A; c 09 o2
+git checkout -q master
+git merge -q --no-edit o1 o2; GIT_COMMITTER_DATE="2021-03-04T06:10:00-0700" git commit -q --amend --no-edit
+mkdir many; for i in $(seq 1 600); do echo $i > many/f$i; done; git add -A; c 11 'many files'
+echo u > "d/ünï"; git add -A; c 12 'high bytes'
+git rm -q -r d; echo now-a-file > d; git add -A; c 13 'folder to file'
+echo 3 > a/b/c/deep.txt; git add -A; c 14 'deep again'
+git checkout -q --orphan other; git rm -q -r --cached .; rm -rf ./*
+echo lonely > only.txt; git add only.txt; c 15 'second root'
+git checkout -q master
+git merge -q --no-edit --allow-unrelated-histories other; GIT_COMMITTER_DATE="2021-03-04T06:16:00-0700" git commit -q --amend --no-edit
+)SH";
+
+// Paths asked about: every path and folder of every tree, plus some never there.
+std::vector<std::string> AllPaths(const std::string& repo) {
+  std::set<std::string> paths = {"nothing", "a/nothing", "a/b/c/nothing", "many/f601", "d/e/x"};
+  std::istringstream lines(
+      Shell("git -C " + ShellQuote(repo) + " log --all --format= --name-only -c -m"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '"') continue;  // quoted names: the ü one is added below
+    for (size_t slash = line.find('/'); slash != std::string::npos; slash = line.find('/', slash + 1))
+      paths.insert(line.substr(0, slash));
+    paths.insert(line);
+  }
+  paths.insert("d/\xc3\xbcn\xc3\xaf");
+  return {paths.begin(), paths.end()};
+}
+
+struct PathState {
+  bool present = false;
+  uint32_t mode = 0;
+  git_oid id{};
+  bool operator==(const PathState& o) const {
+    return present == o.present && (!present || (mode == o.mode && git_oid_equal(&id, &o.id)));
+  }
+};
+
+PathState StateOf(git_repository* repo, const git_oid& tree_id, const std::string& path) {
+  PathState state;
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, repo, &tree_id) != 0) return state;
+  const TreePtr tree(raw);
+  git_tree_entry* entry = nullptr;
+  if (git_tree_entry_bypath(&entry, tree.get(), path.c_str()) != 0) return state;
+  const TreeEntryPtr owned(entry);
+  state.present = true;
+  state.mode = git_tree_entry_filemode(entry);
+  state.id = *git_tree_entry_id(entry);
+  return state;
+}
+
+class CommitGraphTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EnsureLibgit2();
+    std::ofstream(dir_.File("make.sh")) << kScript;
+    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
+          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
+          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' sh make.sh 2>&1");
+    git_dir_ = dir_.File("work/.git");
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, git_dir_.c_str()), 0);
+    repo_.reset(raw);
+    std::istringstream ids(Shell("git -C " + ShellQuote(git_dir_) + " rev-list --all"));
+    for (std::string id; std::getline(ids, id);) {
+      git_oid oid;
+      ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
+      commits_.push_back(oid);
+    }
+    ASSERT_EQ(commits_.size(), 16u);
+  }
+
+  void Git(const std::string& args) {
+    Shell("env HOME=" + ShellQuote(dir_.path()) + " GIT_CONFIG_NOSYSTEM=1 git -C " +
+          ShellQuote(git_dir_) + " " + args + " 2>&1");
+  }
+
+  // Every commit's links equal libgit2's; every Bloom "unchanged" is true. Returns how many
+  // (commit, path) pairs that did not change the filters proved unchanged.
+  size_t CheckGraph(const CommitGraph& graph) {
+    EXPECT_EQ(graph.size(), commits_.size());
+    const std::vector<std::string> paths = AllPaths(git_dir_);
+    size_t proved = 0, unchanged = 0;
+    std::vector<uint32_t> parents;
+    for (const git_oid& id : commits_) {
+      const uint32_t pos = graph.Find(id);
+      EXPECT_NE(pos, CommitGraph::kNoPosition) << OidHex(id);
+      if (pos == CommitGraph::kNoPosition) continue;
+      const git_oid same = graph.Id(pos);
+      EXPECT_TRUE(git_oid_equal(&id, &same));
+      git_commit* raw = nullptr;
+      EXPECT_EQ(git_commit_lookup(&raw, repo_.get(), &id), 0);
+      const CommitPtr commit(raw);
+      EXPECT_EQ(graph.Time(pos), git_commit_time(raw)) << OidHex(id);
+      const git_oid tree = graph.Tree(pos);
+      EXPECT_TRUE(git_oid_equal(&tree, git_commit_tree_id(raw))) << OidHex(id);
+      EXPECT_TRUE(graph.Parents(pos, &parents));
+      EXPECT_EQ(parents.size(), git_commit_parentcount(raw)) << OidHex(id);
+      for (size_t i = 0; i < parents.size() && i < git_commit_parentcount(raw); ++i) {
+        const git_oid parent = graph.Id(parents[i]);
+        EXPECT_TRUE(git_oid_equal(&parent, git_commit_parent_id(raw, i))) << OidHex(id) << " " << i;
+      }
+      for (const std::string& path : paths) {
+        const PathState mine = StateOf(repo_.get(), tree, path);
+        PathState first;  // a root commit's "parent" has nothing
+        if (git_commit_parentcount(raw) > 0) {
+          git_commit* p = nullptr;
+          EXPECT_EQ(git_commit_parent(&p, raw, 0), 0);
+          const CommitPtr parent(p);
+          first = StateOf(repo_.get(), *git_commit_tree_id(p), path);
+        }
+        const bool maybe = graph.MaybeChanged(pos, graph.Keys(path));
+        if (!(mine == first)) {
+          EXPECT_TRUE(maybe) << "false negative: " << OidHex(id) << " " << path;
+        } else {
+          ++unchanged;
+          if (!maybe) ++proved;
+        }
+      }
+    }
+    EXPECT_GT(unchanged, 0u);
+    return proved * 100 / (unchanged ? unchanged : 1);
+  }
+
+  TempDir dir_;
+  std::string git_dir_;
+  RepositoryPtr repo_;
+  std::vector<git_oid> commits_;
+};
+
+TEST_F(CommitGraphTest, NoGraphIsNull) {
+  std::string error;
+  EXPECT_EQ(CommitGraph::Open(git_dir_, &error), nullptr);
+  EXPECT_EQ(error, "no commit-graph");
+  EXPECT_EQ(CommitGraph::ForRepository(repo_.get()), nullptr);
+}
+
+TEST_F(CommitGraphTest, SingleFileEqualsObjectsAndBloomHasNoFalseNegative) {
+  Git("commit-graph write --reachable --changed-paths");
+  std::string error;
+  const auto graph = CommitGraph::Open(git_dir_, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  EXPECT_EQ(graph->layers(), 1u);
+  EXPECT_TRUE(graph->has_bloom());
+  // Most unchanged pairs are proved so (7 hashes, 10 bits per entry): the filters are read.
+  EXPECT_GE(CheckGraph(*graph), 80u);
+  // The 600-file commit's filter is truncated: "maybe" for anything, even a path never there.
+  git_oid many;
+  ASSERT_EQ(git_oid_fromstr(&many, Shell("git -C " + ShellQuote(git_dir_) +
+                                         " rev-parse ':/many files'").substr(0, 40).c_str()),
+            0);
+  EXPECT_TRUE(graph->MaybeChanged(graph->Find(many), graph->Keys("nothing")));
+  // A commit git has no graph entry for.
+  git_oid unknown;
+  git_oid_fromstr(&unknown, "0123456789012345678901234567890123456789");
+  EXPECT_EQ(graph->Find(unknown), CommitGraph::kNoPosition);
+}
+
+TEST_F(CommitGraphTest, WithoutBloomEverythingMaybe) {
+  Git("commit-graph write --reachable --no-changed-paths");
+  const auto graph = CommitGraph::Open(git_dir_, nullptr);
+  ASSERT_NE(graph, nullptr);
+  EXPECT_FALSE(graph->has_bloom());
+  EXPECT_EQ(CheckGraph(*graph), 0u);
+}
+
+TEST_F(CommitGraphTest, SplitChain) {
+  // A base layer of the first commits, then a layer on top for the rest.
+  Shell("cd " + ShellQuote(git_dir_) + " && git rev-parse master~3 | env HOME=" +
+        ShellQuote(dir_.path()) +
+        " git commit-graph write --stdin-commits --changed-paths --split 2>&1");
+  Git("commit-graph write --reachable --changed-paths --split=no-merge");
+  std::string error;
+  const auto graph = CommitGraph::Open(git_dir_, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  EXPECT_EQ(graph->layers(), 2u);
+  EXPECT_GE(CheckGraph(*graph), 80u);
+  // A chain whose top layer is damaged keeps its base (as git does).
+  const std::string chain = ReadFile(git_dir_ + "/objects/info/commit-graphs/commit-graph-chain");
+  const std::string top = chain.substr(41, 40);
+  const std::string top_file = git_dir_ + "/objects/info/commit-graphs/graph-" + top + ".graph";
+  std::string bytes = ReadFile(top_file);
+  bytes[4] = 9;  // version
+  Shell("chmod u+w " + ShellQuote(top_file));
+  test::WriteFile(top_file, bytes);
+  const auto base = CommitGraph::Open(git_dir_, nullptr);
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->layers(), 1u);
+  EXPECT_LT(base->size(), commits_.size());
+}
+
+TEST_F(CommitGraphTest, DamagedFilesAreRefusedOrAnsweredSafely) {
+  Git("commit-graph write --reachable --changed-paths");
+  const std::string good = ReadFile(git_dir_ + "/objects/info/commit-graph");
+  ASSERT_NE(CommitGraph::FromBytes({good}, nullptr), nullptr);
+  auto refused = [&](std::string bytes, const char* what) {
+    std::string error;
+    EXPECT_EQ(CommitGraph::FromBytes({bytes}, &error), nullptr) << what;
+    EXPECT_FALSE(error.empty()) << what;
+  };
+  refused(good.substr(0, 30), "truncated");
+  refused(good.substr(0, good.size() / 2), "half");
+  std::string bad = good;
+  bad[0] = 'X';
+  refused(bad, "signature");
+  bad = good;
+  bad[5] = 2;
+  refused(bad, "SHA-256");
+  bad = good;
+  bad[7] = 1;
+  refused(bad, "a base that is not there");
+  // Chunk offsets: the first chunk's start past the end of the file.
+  bad = good;
+  bad[8 + 4] = '\x7f';
+  refused(bad, "chunk offset");
+  // Random damage: whatever is accepted answers within bounds (ASan/UBSan builds check reads).
+  std::mt19937 random(7);
+  for (int round = 0; round < 3000; ++round) {
+    bad = good;
+    const int flips = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < flips; ++i) bad[random() % bad.size()] = static_cast<char>(random());
+    const auto graph = CommitGraph::FromBytes({bad}, nullptr);
+    if (!graph) continue;
+    std::vector<uint32_t> parents;
+    const auto keys = graph->Keys("a/b/c/deep.txt");
+    for (uint32_t pos = 0; pos < graph->size(); ++pos) {
+      if (graph->Parents(pos, &parents)) {
+        for (const uint32_t p : parents) ASSERT_LT(p, graph->size());
+      }
+      graph->Time(pos);
+      graph->MaybeChanged(pos, keys);
+      EXPECT_EQ(graph->Find(graph->Id(pos)), pos);
+    }
+  }
+}
+
+// The walk shows the same commits, in the same order, with a graph (single file, chain) and
+// without one, for every path and without a path.
+TEST_F(CommitGraphTest, DateWalkSameWithAndWithoutGraph) {
+  std::vector<std::string> paths = AllPaths(git_dir_);
+  paths.push_back("");
+  git_oid head;
+  ASSERT_EQ(git_reference_name_to_id(&head, repo_.get(), "refs/heads/master"), 0);
+  // The same repository twice: a copy without a graph, the original with one.
+  const std::string plain_dir = dir_.File("plain.git");
+  Shell("cp -a " + ShellQuote(git_dir_) + " " + ShellQuote(plain_dir));
+  Git("commit-graph write --reachable --changed-paths");
+  ASSERT_NE(CommitGraph::Open(git_dir_, nullptr), nullptr);
+  auto walk = [&](const std::string& dir, const std::string& path) {
+    RepositoryPtr fresh;
+    git_repository* raw = nullptr;
+    EXPECT_EQ(git_repository_open(&raw, dir.c_str()), 0);
+    fresh.reset(raw);
+    DateWalk w(fresh.get(), std::vector<git_oid>{head}, nullptr, path);
+    std::string out;
+    git_oid id;
+    while (w.NextId(&id)) out += OidHex(id).substr(0, 8) + " ";
+    return out;
+  };
+  size_t shown = 0;
+  for (const std::string& path : paths) {
+    const std::string with = walk(git_dir_, path);
+    EXPECT_EQ(with, walk(plain_dir, path)) << path;
+    shown += with.size();
+  }
+  EXPECT_GT(shown, 0u);
+  PathChangeFilter filter(repo_.get(), "a/b/c/deep.txt");
+  EXPECT_TRUE(filter.usable());
+  git_oid empty;
+  ASSERT_EQ(git_oid_fromstr(&empty, Shell("git -C " + ShellQuote(git_dir_) +
+                                          " rev-parse ':/^empty'").substr(0, 40).c_str()),
+            0);
+  EXPECT_FALSE(filter.MaybeChanged(empty));
+}
+
+// The in-memory index (history_index.h) is a commit-graph image the same reader reads: the same
+// links as the objects, Bloom filters without false negatives.
+TEST_F(CommitGraphTest, InMemoryIndexEqualsObjects) {
+  std::string image, error;
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), uint64_t{1} << 30, &image, &error)) << error;
+  const auto graph = CommitGraph::FromImage(image, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  EXPECT_TRUE(graph->has_bloom());
+  EXPECT_EQ(graph->bytes(), image.size());
+  EXPECT_GE(CheckGraph(*graph), 80u);
+  // The same commits as git's own file.
+  Git("commit-graph write --reachable --changed-paths");
+  const auto file = CommitGraph::Open(git_dir_, nullptr);
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(file->size(), graph->size());
+  for (uint32_t pos = 0; pos < graph->size(); ++pos) {
+    const git_oid a = graph->Id(pos), b = file->Id(pos);
+    EXPECT_TRUE(git_oid_equal(&a, &b)) << pos;
+  }
+}
+
+// history-index-memory bounds the image: links and part of the filters, or nothing.
+TEST_F(CommitGraphTest, InMemoryIndexWithinItsBudget) {
+  std::string whole, error;
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), uint64_t{1} << 30, &whole, &error)) << error;
+  std::string part;
+  const uint64_t budget = whole.size() - 40;  // a few filters do not fit
+  ASSERT_TRUE(HistoryIndex::Build(repo_.get(), budget, &part, &error)) << error;
+  EXPECT_LE(part.size(), budget);
+  EXPECT_LT(part.size(), whole.size());
+  const auto graph = CommitGraph::FromImage(part, &error);
+  ASSERT_NE(graph, nullptr) << error;
+  CheckGraph(*graph);  // still exact: commits without a filter answer "maybe"
+  EXPECT_FALSE(HistoryIndex::Build(repo_.get(), 1500, &part, &error));
+  EXPECT_EQ(error, "the index would pass history-index-memory");
+}
+
+// Built in the background on first use; walks give the same commits before and after.
+TEST_F(CommitGraphTest, BackgroundIndexServesWalks) {
+  git_oid head;
+  ASSERT_EQ(git_reference_name_to_id(&head, repo_.get(), "refs/heads/master"), 0);
+  const std::vector<std::string> paths = AllPaths(git_dir_);
+  auto walk = [&](const std::string& path) {
+    DateWalk w(repo_.get(), std::vector<git_oid>{head}, nullptr, path);
+    std::string out;
+    git_oid id;
+    while (w.NextId(&id)) out += OidHex(id).substr(0, 8) + " ";
+    return out;
+  };
+  HistoryIndex::SetMemoryBudget(0);
+  std::vector<std::string> plain;
+  for (const std::string& path : paths) plain.push_back(walk(path));
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "none is built without a budget";
+
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  const HistoryIndexMetrics before = HistoryIndexTotals();
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "queued, not built while asked";
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const auto index = HistoryIndex::For(repo_.get());
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->size(), commits_.size());
+  const HistoryIndexMetrics after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.commits, before.commits + commits_.size());
+  EXPECT_EQ(after.bytes, before.bytes + index->bytes());
+  EXPECT_EQ(after.budget_bytes, uint64_t{64} << 20);
+  for (size_t i = 0; i < paths.size(); ++i) EXPECT_EQ(walk(paths[i]), plain[i]) << paths[i];
+  EXPECT_TRUE(PathChangeFilter(repo_.get(), "top.txt").usable());
+  HistoryIndex::SetMemoryBudget(0);
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
