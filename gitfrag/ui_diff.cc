@@ -368,11 +368,17 @@ void WriteDiffstatGraph(const DiffFragment& f, const FileStat& s) {
   const double total = static_cast<double>(f.max_changes);
   const double add = 100.0 * static_cast<double>(s.added) / total;
   const double rem = 100.0 * static_cast<double>(s.removed) / total;
+  // As cgit: the rest from the line counts, not 100 - add - rem (which can print "-0.0").
+  const double none =
+      100.0 *
+      static_cast<double>(static_cast<int64_t>(f.max_changes) - static_cast<int64_t>(s.added) -
+                          static_cast<int64_t>(s.removed)) /
+      total;
   std::snprintf(buf, sizeof buf,
                 "<table summary='file diffstat' width='%zu%%'><tr><td class='add' style='width: "
                 "%.1f%%;'/><td class='rem' style='width: %.1f%%;'/><td class='none' style='width: "
                 "%.1f%%;'/></tr></table>",
-                std::min<size_t>(f.max_changes, 100), add, rem, 100.0 - add - rem);
+                std::min<size_t>(f.max_changes, 100), add, rem, none);
   out.Raw(buf).Raw("</td></tr>\n");
 }
 
