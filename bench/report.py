@@ -415,14 +415,16 @@ FORGE_TEXT = {
         ">= 20x cgit direct on the mix on 2 cores."]),
     "hot": ("hot: ten pages over and over", [
         "Ten commit pages (base and forks, default options) requested again and again: a fully cached",
-        "working set. Varnish serves them from its cache after the first warm-up round, and so does shellac",
-        "when its build caches (the shellac line below says whether it does; a pass-through build sends every",
-        "request to cgit). nginx serving the same bytes as static files is the ceiling."]),
+        "working set. Varnish serves them from its cache after the first warm-up round. shellac, when it",
+        "renders (the shellac line below), makes each page's frame per request and takes the diff from its",
+        "fragment store (filled by the first warm-up round); a build that does not render passes every",
+        "request to cgit. nginx serving the same bytes as static files is the ceiling."]),
     "fork-spread": ("fork-spread: the same commits through every fork", [
         "Ten commits, each asked for under every repository of the fork farm (base + forks) and every diff",
         "option (12 variants), never the same URL twice, seeded random order. The diff part of these pages is",
-        "byte-identical in every fork: a repository-neutral fragment cache (shellac, issues 5 and 6) renders",
-        "ten diffs x options; a URL cache (Varnish) renders every URL."]),
+        "byte-identical in every fork: a repository-neutral fragment cache (shellac, issues 5 and 6; its",
+        "store starts empty) renders ten diffs x options, once each, and a frame per request; a URL cache",
+        "(Varnish) fetches every URL from cgit."]),
 }
 
 
@@ -510,6 +512,9 @@ def forge_report(run):
         if workload in ("cold", "crawler-mix"):
             warm = ("empty: nothing rendered before the sweep but the check and probe pages (sampled commits, left out "
                     "of the list)")
+        elif not run.m("warm.pages"):
+            warm = ("empty before the sweep but for the check and probe pages: the sweep's own requests (its first "
+                    "warm-up) render and store each fragment once")
         else:
             warm = ("before the sweep, one pass over `urls.py warm` (%s pages: every sampled commit x the 6 diff options, "
                     "base repository, one at a time, %.1f s): shellac rendered %s; %s failed" % (
@@ -552,7 +557,7 @@ def forge_report(run):
         r, _ = run.ratios("cgit", "shellac")
         lines.append("- target (issue 14, %d cores shared with wrk): >= 20x cgit direct on the mix: %s (%.2fx at peak)" % (
             run.nproc(), met(round(r, 2) >= 20), r))
-    elif render:
+    elif render and name == "crawler":
         pk = run.peak("shellac")
         if pk:
             r, _ = run.ratios("cgit", "shellac")
@@ -675,8 +680,9 @@ def burst_report(run):
         "N clients connect, then all send the same request at the same instant (bench/wrk/burst.py: every",
         "connection opened first, then the N requests written back to back, one request per client,",
         "Connection: close), for a commit page no target was asked for before. cgit direct runs N CGI",
-        "processes; a proxy that coalesces identical misses (Varnish's waiting list; shellac's single-flight",
-        "store, issue 5) asks cgit once and answers everyone from that one response."])
+        "processes; a proxy that coalesces identical misses (Varnish's waiting list) asks cgit once and",
+        "answers everyone from that one response. shellac renders the page itself when the run says so",
+        "(its line below): a frame per client and the diff fragment once for the herd (single flight)."])
     lines.append("- load: bench/wrk/burst.py, one request per client, timeout %ss per client%s; a different commit "
                  "for each N (the same for every target); before each burst the machine waits until lighttpd has no "
                  "cgit process left" % (run.opt("burst_timeout"),
@@ -698,6 +704,9 @@ def burst_report(run):
                     s += " (%s errors)" % r[3]
                 parts.append(s)
         lines.append("- N=%s: %s" % (n, "; ".join(parts)))
+    for r in read_tsv(run.file("burst-renders.tsv")):
+        n, before, after = (r + ["", ""])[:3]
+        lines.append("- N=%s: shellac rendered %s" % (n, render_delta(before, after)))
     if run.m("shellac_died"):
         lines.append("- **%s**" % run.m("shellac_died"))
     if run.m("shellac_exit"):

@@ -32,11 +32,12 @@ std::string ZlibMessage(const char* what, int rc, const z_stream* stream) {
   return m;
 }
 
-Status NewDeflateStream(int level, DeflateStream* out) {
+Status NewDeflateStream(int level, DeflateStream* out, int mem_level = kMemLevel) {
   if (level < 0 || level > 9) return Status::Error("deflate level must be 0..9");
+  if (mem_level < 1 || mem_level > 9) return Status::Error("deflate memLevel must be 1..9");
   DeflateStream stream(new z_stream{});
   int rc =
-      deflateInit2(stream.get(), level, Z_DEFLATED, kRawWindowBits, kMemLevel, Z_DEFAULT_STRATEGY);
+      deflateInit2(stream.get(), level, Z_DEFLATED, kRawWindowBits, mem_level, Z_DEFAULT_STRATEGY);
   if (rc != Z_OK) {
     // deflateInit2 failed: there is no state to end, only the struct to free.
     delete stream.release();
@@ -217,7 +218,7 @@ Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
 // ---- ChainEncoder ------------------------------------------------------------------------------
 
 Status ChainEncoder::Begin() {
-  if (!stream_) return NewDeflateStream(level_, &stream_);
+  if (!stream_) return NewDeflateStream(level_, &stream_, mem_level_);
   if (deflateReset(stream_.get()) != Z_OK) {
     stream_.reset();
     return Status::Error("deflateReset failed");

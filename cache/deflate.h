@@ -140,9 +140,14 @@ class LiteralEncoder {
 // then holds what the decoder's will (deflateSetDictionary on raw deflate, after a sync flush), so
 // later texts may refer back into all of it. Begin() starts a run that refers to nothing before it.
 // Keeps its zlib stream between runs: keep one per thread.
+//
+// `mem_level` is zlib's memLevel (1..9): the hash table has 2^(mem_level + 7) entries, and every
+// Begin() clears it (deflateReset). zlib's default, 8, clears 64 KiB a run; short runs (a frame's
+// literal spans, a few KiB) compress as well with 5, which clears 8 KiB.
 class ChainEncoder {
  public:
-  explicit ChainEncoder(int level = 1) : level_(level) {}
+  static constexpr int kShortTextMemLevel = 5;
+  explicit ChainEncoder(int level = 1, int mem_level = 8) : level_(level), mem_level_(mem_level) {}
   Status Begin();
   // Compresses `text` into *out (appended), ending with a sync flush.
   Status Add(std::string_view text, Segment* out);
@@ -151,6 +156,7 @@ class ChainEncoder {
 
  private:
   int level_;
+  int mem_level_;
   DeflateStream stream_;
 };
 

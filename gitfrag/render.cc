@@ -738,7 +738,7 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
 
 bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
-                     std::string* reason, FileDiffPath how, bool* used_own) {
+                     std::string* reason, FileDiffPath how, bool* used_own, DiffEngine engine) {
   if (used_own != nullptr) *used_own = false;
   TreePtr old_tree, new_tree;
   if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return false;
@@ -750,8 +750,9 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
       added |= c.status == GIT_DELTA_ADDED;
       deleted |= c.status == GIT_DELTA_DELETED;
     }
-    if (!(added && deleted)) {  // nothing for rename detection to pair
-      const git_diff_options opts = EngineOptions(options, DiffEngine::kCgitPages);
+    // Nothing for rename detection to pair (git's defaults detect none).
+    if (!(added && deleted) || engine == DiffEngine::kGitDefaults) {
+      const git_diff_options opts = EngineOptions(options, engine);
       out->files.resize(changes.size());
       for (size_t i = 0; i < changes.size(); ++i) {
         const TreeChange& c = changes[i];
@@ -771,8 +772,7 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
       return true;
     }
   }
-  out->diff = DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, DiffEngine::kCgitPages,
-                          reason, path);
+  out->diff = DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path);
   if (!out->diff) return false;
   const size_t n = git_diff_num_deltas(out->diff.get());
   out->files.resize(n);

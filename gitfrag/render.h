@@ -143,14 +143,22 @@ struct CommitFiles {
 //  kLibgit2: CommitDiff (git_diff_tree_to_tree, rename detection) and git_patch_from_diff.
 enum class FileDiffPath { kOwn, kLibgit2 };
 
-// The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's commit
-// and diff pages compute it (DiffEngine::kCgitPages), file by file, with each file's patch. False
-// with *reason when the trees cannot be read or diffed. *used_own (may be null) says whether the
-// own tree diff made the list.
+// The diff of `commit` against `other` (null: its first parent or the empty tree) as `engine`
+// computes it (kCgitPages: cgit's commit and diff pages; kGitDefaults: its patch and rawdiff, where
+// no rename detection pairs files, so the own tree diff makes every list without a path limit),
+// file by file, with each file's patch. False with *reason when the trees cannot be read or
+// diffed. *used_own (may be null) says whether the own tree diff made the list.
 bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
                      std::string* reason, FileDiffPath how = FileDiffPath::kOwn,
-                     bool* used_own = nullptr);
+                     bool* used_own = nullptr, DiffEngine engine = DiffEngine::kCgitPages);
+
+// The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's rawdiff
+// and patch pages print it (git's `diff` with git's default options and no rename detection), ids
+// abbreviated to `abbrev` digits or more as git does. False with *reason when the trees cannot be
+// read or diffed.
+bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
+                    std::string* out, std::string* reason, FileDiffPath how = FileDiffPath::kOwn);
 
 // route.diff with the abbreviation length filled in: the route's (from a cache key) or else the
 // repository's.

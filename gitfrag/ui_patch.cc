@@ -133,10 +133,10 @@ void WriteStat(std::string* out, const std::vector<StatLine>& files) {
 }
 
 // git's --summary lines: created, deleted and mode-changed files.
-void WriteSummary(std::string* out, git_diff* diff) {
+void WriteSummary(std::string* out, const std::vector<FileDiff>& files) {
   char buf[64];
-  for (size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
-    const git_diff_delta* d = git_diff_get_delta(diff, i);
+  for (const FileDiff& f : files) {
+    const git_diff_delta* d = &f.delta;
     if (d->status == GIT_DELTA_ADDED) {
       std::snprintf(buf, sizeof buf, " create mode %06o ", d->new_file.mode);
       *out += buf + std::string(d->new_file.path) + "\n";
@@ -151,79 +151,152 @@ void WriteSummary(std::string* out, git_diff* diff) {
   }
 }
 
-// The diff as `git diff` prints it. libgit2 keeps trailing blanks of the function name in a hunk
-// header ("@@ -1,2 +1,2 @@ int f(a, "); git trims them, so headers are trimmed here. The ids on
-// each "index" line are abbreviated as git does (abbrev.h): `abbrev` digits or more.
-bool AppendDiffText(git_diff* diff, git_odb* odb, int abbrev, std::string* out) {
-  // git writes the "---"/"+++" lines with a file's first hunk: a file without hunks (an empty
-  // file added or deleted, a mode change) has none. libgit2 writes them with the header, so they
-  // are taken back out when no hunk or binary notice follows. [labels_start, labels_end) is where
-  // they are in *text.
-  struct Output {
-    std::string* text;
-    git_odb* odb;
-    int abbrev;
-    size_t labels_start = std::string::npos, labels_end = 0;
-    void DropUnusedLabels() {
-      if (labels_start != std::string::npos && labels_end == text->size())
-        text->erase(labels_start);
-      labels_start = std::string::npos;
+// How many leading bytes of `s` are valid UTF-8 (git's utf8.c rules: no overlong forms, no
+// surrogates, no U+FFFE/U+FFFF, nothing past U+10FFFF).
+size_t ValidUtf8Prefix(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  const size_t n = s.size();
+  auto cont = [&](size_t k) { return (p[i + k] & 0xc0) == 0x80; };
+  while (i < n) {
+    const unsigned char c = p[i];
+    size_t len;
+    if (c < 0x80) {
+      len = 1;
+    } else if ((c & 0xe0) == 0xc0) {
+      if (n - i < 2 || !cont(1) || (c & 0xfe) == 0xc0) break;
+      len = 2;
+    } else if ((c & 0xf0) == 0xe0) {
+      if (n - i < 3 || !cont(1) || !cont(2) || (c == 0xe0 && (p[i + 1] & 0xe0) == 0x80) ||
+          (c == 0xed && (p[i + 1] & 0xe0) == 0xa0) ||
+          (c == 0xef && p[i + 1] == 0xbf && (p[i + 2] & 0xfe) == 0xbe))
+        break;
+      len = 3;
+    } else if ((c & 0xf8) == 0xf0) {
+      if (n - i < 4 || !cont(1) || !cont(2) || !cont(3) ||
+          (c == 0xf0 && (p[i + 1] & 0xf0) == 0x80) || (c == 0xf4 && p[i + 1] > 0x8f) || c > 0xf4)
+        break;
+      len = 4;
+    } else {
+      break;
     }
-  } output{out, odb, abbrev};
-  auto line_cb = [](const git_diff_delta* delta, const git_diff_hunk*, const git_diff_line* line,
-                    void* payload) -> int {
-    auto* o = static_cast<Output*>(payload);
-    std::string* text = o->text;
-    std::string_view content(line->content, line->content_len);
-    switch (line->origin) {
-      case GIT_DIFF_LINE_CONTEXT:
-      case GIT_DIFF_LINE_ADDITION:
-      case GIT_DIFF_LINE_DELETION:
-        text->push_back(line->origin);
-        break;
-      case GIT_DIFF_LINE_HUNK_HDR: {
-        o->labels_start = std::string::npos;
-        const bool newline = content.ends_with('\n');
-        if (newline) content.remove_suffix(1);
-        while (content.ends_with(' ') || content.ends_with('\t')) content.remove_suffix(1);
-        text->append(content);
-        if (newline) text->push_back('\n');
-        return 0;
-      }
-      case GIT_DIFF_LINE_FILE_HDR: {
-        o->DropUnusedLabels();
-        // "index OLD..NEW[ MODE]": libgit2 cuts the ids to a fixed length.
-        const size_t index = content.starts_with("index ") ? 0 : content.find("\nindex ");
-        if (index != std::string_view::npos) {
-          const size_t ids = index == 0 ? 6 : index + 7;
-          const size_t end = content.find_first_of(" \n", ids);
-          text->append(content.substr(0, ids));
-          text->append(UniqueAbbrev(o->odb, delta->old_file.id, o->abbrev));
-          text->append("..");
-          text->append(UniqueAbbrev(o->odb, delta->new_file.id, o->abbrev));
-          content.remove_prefix(end == std::string_view::npos ? content.size() : end);
-        }
-        const size_t labels =
-            content.starts_with("--- ") ? 0 : content.find("\n--- ") + 1;  // npos + 1 == 0
-        if (labels != 0 || content.starts_with("--- ")) {
-          o->labels_start = text->size() + labels;
-          o->labels_end = text->size() + content.size();
-        }
-        text->append(content);
-        return 0;
-      }
-      case GIT_DIFF_LINE_BINARY:
-        o->labels_start = std::string::npos;
-        break;
-      default:
-        break;
+    i += len;
+  }
+  return i;
+}
+
+// "PREFIX + path" as a diff header names a file: in double quotes, with C escapes, when the path
+// has a '"', a '\', a control byte or a byte over '~' (git's and libgit2's quoting).
+void AppendQuotedPath(std::string* out, std::string_view prefix, std::string_view path) {
+  bool quote = false;
+  for (unsigned char c : path) quote |= c == '"' || c == '\\' || c < 0x20 || c >= 0x7f;
+  if (!quote) {
+    out->append(prefix).append(path);
+    return;
+  }
+  *out += '"';
+  out->append(prefix);
+  char buf[8];
+  for (unsigned char c : path) {
+    if (c >= '\a' && c <= '\r') {
+      *out += '\\';
+      *out += "abtnvfr"[c - '\a'];
+    } else if (c == '"' || c == '\\') {
+      *out += '\\';
+      *out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      *out += buf;
+    } else {
+      *out += static_cast<char>(c);
     }
-    text->append(content);
-    return 0;
-  };
-  if (git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_cb, &output) != 0) return false;
-  output.DropUnusedLabels();
-  return true;
+  }
+  *out += '"';
+}
+
+// One file of the diff as `git diff` prints it (the layout libgit2's patch printer shares):
+// "diff --git", mode lines, "index OLD..NEW[ MODE]" with ids abbreviated as git does (abbrev.h:
+// `abbrev` digits or more), "---"/"+++" only when a hunk follows (a tab after a name with a
+// space), a binary file's one-line notice, then the hunks with git's hunk headers (HunkHeaders, up
+// to their first byte that is not UTF-8). A file with neither a mode change nor a hunk writes
+// nothing.
+void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDiff& f,
+                    std::string* out) {
+  const git_diff_delta& d = f.delta;
+  git_patch* patch = f.patch.get();
+  const bool binary =
+      ((d.flags | git_patch_get_delta(patch)->flags) & GIT_DIFF_FLAG_BINARY) != 0;
+  const size_t hunks = git_patch_num_hunks(patch);
+  const bool old_side = !git_oid_is_zero(&d.old_file.id);
+  const bool new_side = !git_oid_is_zero(&d.new_file.id);
+  if (d.old_file.mode == d.new_file.mode && !binary && hunks == 0) return;
+  const bool unchanged = (!old_side && !new_side) ||
+                         (d.old_file.mode != GIT_FILEMODE_COMMIT &&
+                          d.new_file.mode != GIT_FILEMODE_COMMIT &&
+                          git_oid_equal(&d.old_file.id, &d.new_file.id));
+  std::string old_name, new_name;
+  AppendQuotedPath(&old_name, "a/", d.old_file.path ? d.old_file.path : d.new_file.path);
+  AppendQuotedPath(&new_name, "b/", d.new_file.path ? d.new_file.path : d.old_file.path);
+  char buf[64];
+  *out += "diff --git " + old_name + " " + new_name + "\n";
+  // A side without a file has mode 0.
+  const bool one_sided = d.old_file.mode == 0 || d.new_file.mode == 0;
+  if (d.old_file.mode != d.new_file.mode && (unchanged || !one_sided)) {
+    std::snprintf(buf, sizeof buf, "old mode %o\nnew mode %o\n", d.old_file.mode,
+                  d.new_file.mode);
+    *out += buf;
+  }
+  if (!unchanged) {
+    if (d.old_file.mode != d.new_file.mode && one_sided) {
+      std::snprintf(buf, sizeof buf, "%s file mode %o\n", d.old_file.mode == 0 ? "new" : "deleted",
+                    d.old_file.mode == 0 ? d.new_file.mode : d.old_file.mode);
+      *out += buf;
+    }
+    *out += "index " + UniqueAbbrev(odb, d.old_file.id, abbrev) + ".." +
+            UniqueAbbrev(odb, d.new_file.id, abbrev);
+    if (d.old_file.mode == d.new_file.mode) {
+      std::snprintf(buf, sizeof buf, " %o", d.old_file.mode);
+      *out += buf;
+    }
+    *out += '\n';
+    if (!binary && hunks > 0) {
+      // git ends a label holding a space with a tab (libgit2 does not).
+      for (const auto& [marker, label] : {std::pair{"--- ", old_side ? old_name : "/dev/null"},
+                                          std::pair{"+++ ", new_side ? new_name : "/dev/null"}}) {
+        *out += marker + label;
+        if (label.find(' ') != std::string::npos) *out += '\t';
+        *out += '\n';
+      }
+    }
+  }
+  if (binary) {
+    if (!unchanged) {
+      *out += "Binary files " + (old_side ? old_name : std::string("/dev/null")) + " and " +
+              (new_side ? new_name : std::string("/dev/null")) + " differ\n";
+    }
+    return;
+  }
+  HunkHeaders headers(repo, d);
+  for (size_t h = 0; h < hunks; ++h) {
+    const git_diff_hunk* hunk = nullptr;
+    size_t lines = 0;
+    if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
+    // git's diff output (not cgit's own xdiff call) ends a hunk header before its first byte that
+    // is not valid UTF-8: a function name cut inside a character, or Latin-1 text.
+    const std::string& header = headers.Next(*hunk);
+    out->append(header, 0, ValidUtf8Prefix(header));
+    *out += '\n';
+    for (size_t l = 0; l < lines; ++l) {
+      const git_diff_line* line = nullptr;
+      if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
+      // The origin of a line of text, and nothing before "\ No newline at end of file" (its
+      // content starts with the '\n' the line above lacks).
+      if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+          line->origin == GIT_DIFF_LINE_DELETION)
+        *out += line->origin;
+      out->append(line->content, line->content_len);
+    }
+  }
 }
 
 // A mail header value wrapped as git wraps a patch's Subject: words fill lines of at most 78
@@ -289,23 +362,20 @@ bool IsAscii(std::string_view s) {
 // One mail of the series. False when the commit has no changes (format-patch skips it).
 bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
                 std::string* out, std::string* reason) {
-  DiffPtr diff = CommitDiff(repo, commit, nullptr, DiffOptions{}, DiffEngine::kGitDefaults,
-                            reason);
-  if (!diff) return false;
-  const size_t n = git_diff_num_deltas(diff.get());
-  if (n == 0) return false;
+  CommitFiles files;
+  if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason, FileDiffPath::kOwn,
+                       nullptr, DiffEngine::kGitDefaults))
+    return false;
+  // A file whose patch could not be made is left out, as the commit page leaves it out.
+  std::erase_if(files.files, [](const FileDiff& f) { return !f.patch; });
+  if (files.files.empty()) return false;
   std::vector<StatLine> stats;
-  for (size_t i = 0; i < n; ++i) {
-    git_patch* raw = nullptr;
-    if (git_patch_from_diff(&raw, diff.get(), i) != 0) continue;
-    PatchPtr patch(raw);
-    const git_diff_delta* d = git_patch_get_delta(raw);
+  for (const FileDiff& f : files.files) {
+    const git_diff_delta* d = &f.delta;
     StatLine s;
     s.name = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
-    s.binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0;
+    s.binary = ((d->flags | git_patch_get_delta(f.patch.get())->flags) & GIT_DIFF_FLAG_BINARY) != 0;
     if (s.binary) {
-      s.deleted = git_oid_is_zero(&d->old_file.id) ? 0 : d->old_file.size;
-      s.added = git_oid_is_zero(&d->new_file.id) ? 0 : d->new_file.size;
       for (auto [file, size] :
            {std::pair{&d->old_file, &s.deleted}, std::pair{&d->new_file, &s.added}}) {
         if (git_oid_is_zero(&file->id) || odb == nullptr) continue;
@@ -315,7 +385,7 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
       }
     } else {
       size_t context = 0, add = 0, del = 0;
-      git_patch_line_stats(&context, &add, &del, raw);
+      git_patch_line_stats(&context, &add, &del, f.patch.get());
       s.added = add;
       s.deleted = del;
     }
@@ -357,16 +427,27 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
   if (!rest.empty() && !rest.ends_with('\n')) *out += '\n';
   *out += "---\n";
   WriteStat(out, stats);
-  WriteSummary(out, diff.get());
+  WriteSummary(out, files.files);
   *out += "\n";
-  if (!AppendDiffText(diff.get(), odb, abbrev, out)) {
-    *reason = "cannot format the diff";
-    return false;
-  }
+  for (const FileDiff& f : files.files) AppendFileText(repo, odb, abbrev, f, out);
   return true;
 }
 
 }  // namespace
+
+bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
+                    std::string* out, std::string* reason, FileDiffPath how) {
+  CommitFiles files;
+  if (!CommitFileDiffs(repo, commit, other, DiffOptions{}, "", &files, reason, how, nullptr,
+                       DiffEngine::kGitDefaults))
+    return false;
+  git_odb* raw_odb = nullptr;
+  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+  for (const FileDiff& f : files.files) {
+    if (f.patch) AppendFileText(repo, odb.get(), abbrev, f, out);
+  }
+  return true;
+}
 
 Page RenderPatch(const PageContext& ctx) {
   int status = 200;
@@ -423,17 +504,12 @@ Page RenderRawDiff(const PageContext& ctx) {
   git_repository* repo = ctx.lease.repo();
   CommitPtr commit, other;
   if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
-  std::string reason;
+  std::string reason, text;
   // git's defaults, as cgit's rawdiff: the page's diff options do not apply (and are not part of
   // its cache key).
-  DiffPtr diff = CommitDiff(repo, commit.get(), other.get(), DiffOptions{},
-                            DiffEngine::kGitDefaults, &reason);
-  if (!diff) return ErrorPage(500, reason);
-  git_odb* raw_odb = nullptr;
-  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
-  std::string text;
-  if (!AppendDiffText(diff.get(), odb.get(), EffectiveDiffOptions(ctx).abbrev, &text))
-    return ErrorPage(500, "cannot format the diff");
+  if (!AppendDiffText(repo, commit.get(), other.get(), EffectiveDiffOptions(ctx).abbrev, &text,
+                      &reason))
+    return ErrorPage(500, reason);
   ctx.out.Raw(text);
   Page page;
   page.content_type = "text/plain; charset=UTF-8";

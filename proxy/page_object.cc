@@ -55,13 +55,14 @@ class SegmentMemo {
 // A transient frame: each literal span cut at the shared ranges. A shared piece comes from the
 // memo; the others of a literal span are compressed in one chain (ChainEncoder) that knows the
 // memo pieces' text, so they refer back across them as one stream would. Each literal span starts
-// a fresh chain: an include (or a skipped span) may come between spans. Markup between literals is
+// a fresh chain: an include (or a skipped span) may come between spans. The spans are short, so
+// the chain's hash table is small (it is cleared for every span). Markup between literals is
 // never sent: stored, not compressed.
 cache::Status EncodeFrame(std::string_view body, const PageSpec& spec,
                           std::vector<cache::Segment>* owned,
                           std::vector<cache::SegmentView>* views) {
   thread_local SegmentMemo memo;
-  thread_local cache::ChainEncoder chain(1);
+  thread_local cache::ChainEncoder chain(1, cache::ChainEncoder::kShortTextMemLevel);
   std::vector<uint64_t> cuts{0, body.size()};
   std::vector<std::pair<uint64_t, uint64_t>> literals;
   for (const esi::Instruction& in : spec.esi_template->instructions()) {

@@ -61,6 +61,9 @@ sed -i 's/^line 8$/line 8 /; s/^line 9$/line  9/' doc.txt && git commit -q -am '
 printf 'no newline' > nonl && git add nonl && git commit -q -m 'no newline'
 printf 'no newline either' > nonl && git commit -q -am 'no newline changed'
 git rm -q empty && git commit -q -m 'only a deletion'
+printf 'x\n' > "$(printf 'caf\303\251 \042q\042\tt.txt')" && git add -A && git commit -q -m 'quoted names'
+{ printf 'static int a_function_whose_signature_runs_far_past_eighty_bytes(int first_argument, int second)\n{\n'; seq 1 12; printf '}\n'; } > long.c && git add long.c && git commit -q -m 'add long.c'
+sed -i 's/^10$/ten/' long.c && git commit -q -am 'hunk under a function line over 80 bytes'
 mkdir -p n1/n2/n3 && echo n > n1/n2/n3/f && echo m > n1/g && git add -A && git commit -q -m 'only additions, nested'
 git rm -q -r n1 && git commit -q -m 'only deletions, nested'
 git checkout -q -b side HEAD~3
@@ -97,7 +100,7 @@ class TreeDiffFixture : public ::testing::Test {
       ASSERT_EQ(git_commit_lookup(&c, repo_.get(), &oid), 0);
       commits_.emplace_back(c);
     }
-    ASSERT_EQ(commits_.size(), 25u);
+    ASSERT_EQ(commits_.size(), 28u);
   }
 
   std::string Subject(git_commit* c) { return git_commit_summary(c); }
@@ -192,6 +195,32 @@ TEST_F(TreeDiffFixture, FragmentEqualsTheLibgit2Path) {
   // own one.
   EXPECT_GE(own, commits_.size() - 5);
   EXPECT_LT(own, commits_.size());
+}
+
+// The rawdiff and patch pages' diff text: the own tree diff's, libgit2's generic diff's and git's
+// own `git diff` (no renames, git's defaults), byte for byte, for every commit against its first
+// parent (or the empty tree): modes, binary files, submodules, symlinks, quoted names, empty files,
+// missing final newlines, hunk headers under long lines.
+TEST_F(TreeDiffFixture, DiffTextEqualsGitDiff) {
+  const std::string git = "env HOME=" + ShellQuote(dir_.path()) +
+                          " GIT_CONFIG_NOSYSTEM=1 git -C " + ShellQuote(bare_) +
+                          " diff --no-renames --no-color --no-ext-diff ";
+  for (const auto& commit : commits_) {
+    std::string ours, theirs, reason;
+    ASSERT_TRUE(
+        AppendDiffText(repo_.get(), commit.get(), nullptr, 7, &ours, &reason, FileDiffPath::kOwn))
+        << reason;
+    ASSERT_TRUE(AppendDiffText(repo_.get(), commit.get(), nullptr, 7, &theirs, &reason,
+                               FileDiffPath::kLibgit2))
+        << reason;
+    EXPECT_EQ(ours, theirs) << Subject(commit.get());
+    const std::string id = OidHex(*git_commit_id(commit.get()));
+    const std::string parent = git_commit_parentcount(commit.get()) > 0
+                                   ? OidHex(*git_commit_parent_id(commit.get(), 0))
+                                   : "4b825dc642cb6eb9a060e54bf8d69288fbee4904";  // empty tree
+    EXPECT_EQ(ours, Shell(git + parent + " " + id)) << Subject(commit.get());
+    EXPECT_FALSE(ours.empty()) << Subject(commit.get());
+  }
 }
 
 TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {

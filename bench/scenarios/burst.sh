@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # bench/scenarios/burst.sh: a thundering herd: N clients send the same request for one cold commit
-# page at the same instant (bench/wrk/burst.py), to cgit direct, shellac -> cgit and Varnish -> cgit;
-# how long until all are answered and how many requests reached cgit. Run through bench/run.sh burst;
-# raw results -> OUT/raw/burst/ (burst.tsv, one row per N and target).
+# page at the same instant (bench/wrk/burst.py), to cgit direct, shellac rendering (the corpus'
+# cgitrc imported: a frame per request, the diff fragment rendered once for the herd) and Varnish ->
+# cgit; how long until all are answered, how many requests reached cgit and what shellac rendered.
+# Run through bench/run.sh burst; raw results -> OUT/raw/burst/ (burst.tsv, one row per N and
+# target; burst-renders.tsv, shellac's render counts before and after each of its bursts).
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
+SHELLAC_RENDER=1
 
 begin burst
 peers_need
@@ -16,6 +19,7 @@ for t in "${TARGETS[@]}"; do check_target "$t" "$check"; done
 probe_shellac "$(head -n1 "$BENCH_TMP/lists/hot.txt")"
 tsv=$RAW/burst.tsv
 : >"$tsv"
+: >"$RAW/burst-renders.tsv"
 hdr=()
 [ "$IDENTITY" = 1 ] || hdr=(--header 'Accept-Encoding: gzip')
 quiet_wait || true
@@ -31,6 +35,7 @@ for n in ${BURST//,/ }; do
     ticks0=0
     for p in ${BENCH_WATCH[$t]}; do ticks0=$((ticks0 + $(bench_cpu_ticks "$p"))); done
     m0=$(bench_machine_ticks)
+    [ "$t" = shellac ] && renders0=$(render_counts)
     mark "$t-c$n-start"
     timeout -k 5 $((BURST_TIMEOUT + 60)) python3 "$BENCH_DIR/wrk/burst.py" --port "${TARGET_URL[$t]##*:}" \
       --path "$path" --clients "$n" --timeout "$BURST_TIMEOUT" "${hdr[@]}" >"$out" 2>&1 ||
@@ -38,6 +43,7 @@ for n in ${BURST//,/ }; do
     peer_origin_idle "$BURST_TIMEOUT" || true   # the herd's cgit processes finish before the end mark
     mark "$t-c$n-end"
     m1=$(bench_machine_ticks)
+    [ "$t" = shellac ] && printf '%s\t%s\t%s\n' "$n" "$renders0" "$(render_counts)" >>"$RAW/burst-renders.tsv"
     ticks1=0
     for p in ${BENCH_WATCH[$t]}; do ticks1=$((ticks1 + $(bench_cpu_ticks "$p"))); done
     line=$(grep -m1 '^BENCH ' "$out" || true)

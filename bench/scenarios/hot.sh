@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # bench/scenarios/hot.sh: ten commit pages over and over (a fully cached working set): cgit direct,
-# shellac -> cgit, Varnish -> cgit and nginx serving the same pages as static files (the ceiling).
-# Run through bench/run.sh hot.
+# shellac rendering (the corpus' cgitrc imported: a frame per request around the stored diff
+# fragment; everything else -> cgit), Varnish -> cgit and nginx serving the same pages as static
+# files (the ceiling). Run through bench/run.sh hot.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
+SHELLAC_RENDER=1
+
+forge_before_sweep() {  # no warm pass: the first warm-up round stores the ten pages' fragments
+  :
+}
 
 forge_extra_targets() {  # the hot pages saved from cgit, served by nginx (+ precompressed .gz)
   local www=$BENCH_TMP/static i=0 p
