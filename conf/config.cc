@@ -196,6 +196,12 @@ class Builder {
     config_->listen.push_back(PlainAddress());
   }
 
+  void SnapshotCacheSize(std::string_view) {
+    config_->snapshot_cache_size = Size();
+    snapshot_cache_origin_ = origin_;
+    snapshot_cache_set_ = true;
+  }
+
   void AdminListen(std::string_view value) {
     if (Lower(value) == "off") config_->admin_listen.reset();
     else config_->admin_listen = PlainAddress();
@@ -609,6 +615,13 @@ class Builder {
         throw Failure{r.origin + ": repository url '" + r.url + "' is already taken by another repository"};
       }
     }
+    if (!snapshot_cache_set_) config_->snapshot_cache_size = config_->cache_size / 8;
+    if (config_->snapshot_cache_size > config_->cache_size / 2) {
+      throw Failure{snapshot_cache_origin_.Describe() + ": snapshot-cache-size: " +
+                    std::to_string(config_->snapshot_cache_size) +
+                    " bytes is more than half of cache-size (" +
+                    std::to_string(config_->cache_size) + " bytes), which it is taken from"};
+    }
     if (config_->render_threads == 0) {
       unsigned n = std::thread::hardware_concurrency();
       config_->render_threads = std::clamp(n == 0 ? 1u : n, 1u, 256u);
@@ -652,6 +665,8 @@ class Builder {
   bool filter_overrides_ = false;    // the cgitrc's enable-filter-overrides= so far
   std::set<std::string> repo_key_paths_;  // git dirs added by repo= in a file
   Origin admin_origin_{"built-in default"};  // where admin-listen was last set
+  Origin snapshot_cache_origin_{"built-in default"};  // where snapshot-cache-size was last set
+  bool snapshot_cache_set_ = false;  // otherwise an eighth of cache-size
   std::set<std::string> cli_replaced_;  // list keys the command line has started to replace
 };
 
@@ -1111,6 +1126,11 @@ const std::vector<Key>& Keys() {
        "store GET and HEAD responses by HTTP rules: on or off"},
       {"cache-size", "256M", kRestart, kOne, Size(&Config::cache_size, 1 << 20, "1M"),
        "the store's memory budget (K, M, G; at least 1M)"},
+      {"snapshot-cache-size", Note("cache-size / 8"), kRestart, kOne,
+       Method(&Builder::SnapshotCacheSize, SameField(&Config::snapshot_cache_size)),
+       "of cache-size, kept for whole snapshot archives (0: none kept)"},
+      {"snapshot-max-stored", "8M", kRestart, kOne, Size(&Config::snapshot_max_stored),
+       "the largest snapshot archive kept; larger ones are only streamed"},
       {"cache-key", Note("none (host + path + sorted query)"), kReload, kList,
        Rules(&Config::cache_keys, RegexToTemplate, "expected REGEX => TEMPLATE"),
        "REGEX => TEMPLATE: many URLs to one object; first match wins"},

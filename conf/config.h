@@ -58,6 +58,10 @@ struct Config {
   // The store (cache/). Responses to GET and HEAD are cached by HTTP rules when cache=on.
   bool cache = false;
   uint64_t cache_size = 0;               // bytes; the store's budget (fixed at start)
+  // Snapshot archives kept whole (gitfrag/snapshot_cache.h), taken out of cache_size (fixed at
+  // start): their budget, and the largest archive kept (larger ones are streamed, not kept).
+  uint64_t snapshot_cache_size = 0;
+  uint64_t snapshot_max_stored = 0;
   struct Rule {
     std::string text;    // "REGEX => TEMPLATE"
     std::string origin;  // "FILE:LINE" or "command line", for messages from the module that compiles it

@@ -150,6 +150,25 @@ struct Page {
   bool no_store = false;
 };
 
+// Snapshot archives kept whole (snapshot_cache.h): one copy per commit, format and folder, read by
+// every fork, branch and URL spelling that asks for it.
+struct SnapshotCacheStats {
+  uint64_t budget = 0;      // snapshot-cache-size
+  uint64_t max_stored = 0;  // snapshot-max-stored
+  uint64_t bytes = 0;       // the archives kept now
+  uint64_t archives = 0;    // how many
+  uint64_t made = 0;        // archives started (a tree read)
+  uint64_t hits = 0;        // requests served from a kept archive
+  uint64_t joins = 0;       // requests that joined an archive being made
+  uint64_t kept = 0;        // archives kept when done
+  uint64_t too_large = 0;   // archives that passed max_stored (streamed only)
+  uint64_t evicted = 0;     // kept archives dropped for room
+};
+// The process's bounds (at start: snapshot-cache-size, snapshot-max-stored; until then 32 MiB and
+// 8 MiB); drops what is kept.
+void ConfigureSnapshotCache(uint64_t budget, uint64_t max_stored);
+SnapshotCacheStats SnapshotCacheMetrics();
+
 class Registry;
 
 class Site {

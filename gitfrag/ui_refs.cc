@@ -22,7 +22,6 @@ struct RefRow {
   git_oid id{};      // what the ref names: a commit, or for a tag maybe a tag object
   git_object_t type = GIT_OBJECT_INVALID;
   int64_t age = 0;   // cgit's sort key: committer date, or tagger date (0: none)
-  ObjectPtr object;  // read for the rows a page shows (Load)
 };
 
 git_object_t TypeOf(const ObjectPtr& object) { return git_object_type(object.get()); }
@@ -65,18 +64,56 @@ std::vector<RefRow> ListRefs(const PageContext& ctx, std::string_view prefix) {
     if (!ref.name.starts_with(prefix)) continue;
     const std::optional<Age> age = ObjectAge(ctx.lease.repo(), ref.id);
     if (!age) continue;
-    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age->type, age->age, {}});
+    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age->type, age->age});
   }
   return rows;
 }
 
-// Reads a row's object (false when it cannot be read).
-bool Load(const PageContext& ctx, RefRow& row) {
-  if (row.object) return true;
+// What a branch or tag row shows of its object, which the object's id fixes: kept in a
+// SharedMemo, so the refs page of a fork lists a thousand tags without reading a tag object that
+// another repository's listing read.
+struct RowFacts {
+  git_object_t type = GIT_OBJECT_INVALID;         // the object's
+  git_object_t target_type = GIT_OBJECT_INVALID;  // a tag object's target
+  git_oid target{};
+  bool has_who = false;  // a tag object's tagger (a commit always has its author)
+  std::string who;       // a tag's tagger name as written; a commit's author name in UTF-8
+  std::string subject;   // a commit's subject in UTF-8
+  git_time when{};       // a tag's tagger date; a commit's committer date
+};
+constexpr size_t kFactsGeneration = 50000;  // objects per generation
+
+// nullopt when the object cannot be read.
+std::optional<RowFacts> Facts(const PageContext& ctx, const git_oid& id) {
+  static SharedMemo<git_oid, RowFacts, OidHash, OidEqual> memo(kFactsGeneration);
+  if (std::optional<RowFacts> known = memo.Find(id)) return known;
   git_object* raw = nullptr;
-  if (git_object_lookup(&raw, ctx.lease.repo(), &row.id, GIT_OBJECT_ANY) != 0) return false;
-  row.object.reset(raw);
-  return true;
+  if (git_object_lookup(&raw, ctx.lease.repo(), &id, GIT_OBJECT_ANY) != 0) return std::nullopt;
+  const ObjectPtr object(raw);
+  RowFacts facts;
+  facts.type = TypeOf(object);
+  if (facts.type == GIT_OBJECT_TAG) {
+    git_tag* tag = AsTag(object);
+    facts.target_type = git_tag_target_type(tag);
+    facts.target = *git_tag_target_id(tag);
+    if (const git_signature* tagger = git_tag_tagger(tag)) {
+      facts.has_who = true;
+      facts.who = tagger->name;
+      facts.when = tagger->when;
+    }
+  } else if (facts.type == GIT_OBJECT_COMMIT) {
+    git_commit* commit = AsCommit(object);
+    const char* encoding = git_commit_message_encoding(commit);
+    const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
+    std::string_view subject, body;
+    SplitMessage(text, &subject, &body);
+    facts.subject = std::string(subject);
+    facts.has_who = true;
+    facts.who = ToUtf8(git_commit_author(commit)->name, encoding);
+    facts.when = git_commit_committer(commit)->when;
+  }
+  memo.Add(id, facts);
+  return facts;
 }
 
 // cgit's age order: newest first, undated last; equal ages keep name order (glibc's qsort is a
@@ -126,23 +163,20 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
   const std::string& default_branch = ctx.lease.refs().head_branch();
   for (size_t i = 0; i < count; ++i) {
     RefRow& row = rows[i];
-    if (row.type != GIT_OBJECT_COMMIT || !Load(ctx, row)) continue;  // cgit skips such a branch
-    git_commit* commit = AsCommit(row.object);
+    if (row.type != GIT_OBJECT_COMMIT) continue;  // cgit skips such a branch
+    const std::optional<RowFacts> facts = Facts(ctx, row.id);
+    if (!facts) continue;
     const std::string_view h =
         row.name == default_branch ? std::string_view() : std::string_view(row.name);
     out.Raw("<tr><td><a href='");
     RepoUrl(ctx, "log", "", {{"h", h}});
     out.Raw("'>").Text(row.name).Raw("</a></td><td><a href='");
     RepoUrl(ctx, "commit", "", {{"h", h}});
-    const char* encoding = git_commit_message_encoding(commit);
-    const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
-    std::string_view subject, body;
-    SplitMessage(text, &subject, &body);
     out.Raw("'>");
-    WriteSubject(out, subject);
-    out.Raw("</a></td><td>").Text(ToUtf8(git_commit_author(commit)->name, encoding));
+    WriteSubject(out, facts->subject);
+    out.Raw("</a></td><td>").Text(facts->who);
     out.Raw("</td><td colspan='2'>");
-    WriteAge(out, git_commit_committer(commit)->when, now, -1);
+    WriteAge(out, facts->when, now, -1);
     out.Raw("</td></tr>\n");
   }
   if (count < rows.size()) {
@@ -163,27 +197,25 @@ void WriteTagTable(const PageContext& ctx, unsigned max, int64_t now) {
       "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
   for (size_t i = 0; i < count; ++i) {
     RefRow& row = rows[i];
-    if (!Load(ctx, row)) continue;
+    const std::optional<RowFacts> facts = Facts(ctx, row.id);
+    if (!facts) continue;
     out.Raw("<tr><td><a href='");
     RepoUrl(ctx, "tag", "", {{"h", row.name}});
     out.Raw("'>").Text(row.name).Raw("</a></td><td>");
-    if (TypeOf(row.object) == GIT_OBJECT_TAG) {
-      git_tag* tag = AsTag(row.object);
-      WriteObjectLink(ctx, git_tag_target_type(tag), *git_tag_target_id(tag));
+    if (facts->type == GIT_OBJECT_TAG) {
+      WriteObjectLink(ctx, facts->target_type, facts->target);
       out.Raw("</td><td>");
-      const git_signature* tagger = git_tag_tagger(tag);
-      if (tagger != nullptr) out.Text(tagger->name);
+      if (facts->has_who) out.Text(facts->who);
       out.Raw("</td><td colspan='2'>");
-      if (tagger != nullptr && tagger->when.time > 0) WriteAge(out, tagger->when, now, -1);
+      if (facts->has_who && facts->when.time > 0) WriteAge(out, facts->when, now, -1);
     } else {
-      WriteObjectLink(ctx, TypeOf(row.object), *git_object_id(row.object.get()));
+      WriteObjectLink(ctx, facts->type, row.id);
       out.Raw("</td><td>");
-      if (TypeOf(row.object) == GIT_OBJECT_COMMIT) {
-        git_commit* commit = AsCommit(row.object);
-        out.Text(ToUtf8(git_commit_author(commit)->name, git_commit_message_encoding(commit)));
+      if (facts->type == GIT_OBJECT_COMMIT) {
+        out.Text(facts->who);
         out.Raw("</td><td colspan='2'>");
         // cgit shows a lightweight tag's date in UTC.
-        git_time when = git_commit_committer(commit)->when;
+        git_time when = facts->when;
         when.offset = 0;
         WriteAge(out, when, now, -1);
       } else {

@@ -9,6 +9,7 @@
 
 #include "gitfrag/archive.h"
 #include "gitfrag/render.h"
+#include "gitfrag/snapshot_cache.h"
 
 namespace shellac::gitfrag {
 
@@ -75,9 +76,17 @@ Page RenderSnapshot(const PageContext& ctx) {
   if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0)
     return ErrorPage(400, "Not a commit reference: " + revision);
   const ObjectPtr commit(peeled);
+  // The archive depends on the commit (tree, id, time), the format and the folder only: one kept
+  // copy serves every fork, branch and spelling of the URL (snapshot_cache.h).
+  const git_oid& id = *git_object_id(commit.get());
+  const std::string key = OidHex(id) + " " + format->suffix + " " + prefix;
   std::string error;
-  auto stream = MakeArchiveStream(ctx.repo.path, *git_object_id(commit.get()), format->format,
-                                  prefix, &error);
+  std::unique_ptr<BodyStream> stream = Snapshots().Open(
+      key,
+      [&](std::string* why) {
+        return MakeArchiveStream(ctx.repo.path, id, format->format, prefix, why);
+      },
+      &error);
   if (!stream) return ErrorPage(500, error);
   Page page;
   page.content_type = std::string(format->mimetype) + "; charset=UTF-8";  // cgit adds its charset

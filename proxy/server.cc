@@ -333,6 +333,27 @@ std::string Shared::RenderMetrics() const {
     line("shellac_history_index_building_commits", "gauge",
          "Commits the history index build running now has read (0: none running).",
          h.building_commits);
+    // Snapshot archives kept whole (gitfrag/snapshot_cache.h).
+    const gitfrag::SnapshotCacheStats a = gitfrag::SnapshotCacheMetrics();
+    line("shellac_archive_cache_budget_bytes", "gauge",
+         "Memory for whole snapshot archives (snapshot-cache-size, taken from cache-size).",
+         a.budget);
+    line("shellac_archive_cache_max_stored_bytes", "gauge",
+         "The largest snapshot archive kept (snapshot-max-stored).", a.max_stored);
+    line("shellac_archive_cache_bytes", "gauge", "Memory the kept snapshot archives hold.", a.bytes);
+    line("shellac_archive_cache_archives", "gauge", "Snapshot archives kept.", a.archives);
+    line("shellac_archive_cache_made_total", "counter",
+         "Snapshot archives made (each reads a tree).", a.made);
+    line("shellac_archive_cache_hits_total", "counter",
+         "Snapshot requests served from a kept archive.", a.hits);
+    line("shellac_archive_cache_joins_total", "counter",
+         "Snapshot requests that joined an archive another request was making.", a.joins);
+    line("shellac_archive_cache_kept_total", "counter", "Snapshot archives kept when done.",
+         a.kept);
+    line("shellac_archive_cache_too_large_total", "counter",
+         "Snapshot archives that grew past snapshot-max-stored (streamed, not kept).", a.too_large);
+    line("shellac_archive_cache_evicted_total", "counter",
+         "Kept snapshot archives dropped to make room.", a.evicted);
   }
   return out;
 }
@@ -589,8 +610,12 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   if (!runtime) throw std::runtime_error(error);
   state_->shared.Publish(runtime);
   const conf::Config& loaded = *runtime->config;
+  // Whole snapshot archives are kept beside the store, within cache-size (when repositories are
+  // rendered at start; a reload that adds the first ones keeps none until a restart).
+  const uint64_t archives = loaded.repositories.empty() ? 0 : loaded.snapshot_cache_size;
+  gitfrag::ConfigureSnapshotCache(archives, loaded.snapshot_max_stored);
   state_->shared.store =
-      std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size});
+      std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size - archives});
   state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
       loaded.render_threads, loaded.render_queue, loaded.client_max_renders,
       loaded.render_reserve_threads);

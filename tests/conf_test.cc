@@ -371,6 +371,8 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
       {"admin-listen", "off"},
       {"threads", "7"},
       {"cache-size", "300M"},
+      {"snapshot-cache-size", "16M"},
+      {"snapshot-max-stored", "1M"},
       {"listen-tls", "127.0.0.1:9702 cert=" + cert + " key=" + key},
       {"render-threads", "9"},
       {"render-queue", "99"},
@@ -396,7 +398,11 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
     o.emplace_back(name, value);
     auto changed = LoadOk("", o);
     ASSERT_NE(changed, nullptr);
-    EXPECT_EQ(RestartKeysChanged(*base, *changed), std::vector<std::string>{name});
+    // snapshot-cache-size is an eighth of cache-size unless given: it changes with it.
+    const std::vector<std::string> expected =
+        name == "cache-size" ? std::vector<std::string>{name, "snapshot-cache-size"}
+                             : std::vector<std::string>{name};
+    EXPECT_EQ(RestartKeysChanged(*base, *changed), expected);
     EXPECT_TRUE(RestartKeysChanged(*changed, *changed).empty());
   }
   // Keys a reload applies: no warning.
@@ -857,6 +863,25 @@ TEST_F(ConfTest, AdminListenConflictsWithWildcardListen) {
   EXPECT_NE(LoadOk("", {{"listen", "127.0.0.2:8081"}}), nullptr);
   // Turning the admin interface off removes the conflict.
   EXPECT_NE(LoadOk("", {{"listen", "127.0.0.1:8081"}, {"admin-listen", "off"}}), nullptr);
+}
+
+// The snapshot archives kept whole are taken from cache-size: an eighth of it unless given, at
+// most half of it.
+TEST_F(ConfTest, SnapshotCacheIsTakenFromTheStore) {
+  auto c = LoadOk("");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->snapshot_cache_size, 32u << 20);
+  EXPECT_EQ(c->snapshot_max_stored, 8u << 20);
+  c = LoadOk("", {{"cache-size", "1G"}, {"snapshot-max-stored", "100M"}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->snapshot_cache_size, 128u << 20);
+  EXPECT_EQ(c->snapshot_max_stored, 100u << 20);
+  c = LoadOk("", {{"snapshot-cache-size", "0"}});
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->snapshot_cache_size, 0u);
+  const std::string path = Write("s.conf", "cache-size = 64M\nsnapshot-cache-size = 40M\n");
+  EXPECT_EQ(LoadError(path), path + ":2: snapshot-cache-size: 41943040 bytes is more than half of "
+                                    "cache-size (67108864 bytes), which it is taken from");
 }
 
 TEST_F(ConfTest, AdminListenConflictFromCommandLine) {

@@ -418,6 +418,7 @@ cd .. && git clone -q --bare work repo.git
         " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
         " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
   WriteFile(dir.File("cgitrc"), "virtual-root=/\nsnapshots=tar.gz zip\nrepo.url=repo\nrepo.path=" +
+                                    dir.File("repo.git") + "\nrepo.url=fork\nrepo.path=" +
                                     dir.File("repo.git") + "\n");
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + dir.File("cgitrc") + "\n")));
@@ -452,6 +453,27 @@ cd .. && git clone -q --bare work repo.git
   Response again = client.RoundTrip("GET /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n", slow);
   EXPECT_EQ(again.status, 200) << again.Describe();
   EXPECT_TRUE(again.body == zip.body);
+  EXPECT_EQ(again.Header("content-length"), std::to_string(zip.body.size())) << "kept whole";
+
+  // The same archive in another repository (a fork): read from the kept copy, no tree read.
+  Response mine = HttpGet(proxy.Port(), "/repo/snapshot/v1.0.tar.gz", "", Millis(60'000));
+  ASSERT_EQ(mine.status, 200) << mine.Describe();
+  std::string metrics = FetchMetrics(proxy.AdminPort());
+  const double made = MetricSum(metrics, "shellac_archive_cache_made_total");
+  const double hits = MetricSum(metrics, "shellac_archive_cache_hits_total");
+  EXPECT_GE(made, 3) << metrics;
+  Response theirs = HttpGet(proxy.Port(), "/fork/snapshot/v1.0.tar.gz", "", Millis(60'000));
+  ASSERT_EQ(theirs.status, 200) << theirs.Describe();
+  EXPECT_TRUE(theirs.body == mine.body);
+  EXPECT_FALSE(theirs.chunked);
+  EXPECT_EQ(theirs.Header("content-length"), std::to_string(mine.body.size()));
+  metrics = FetchMetrics(proxy.AdminPort());
+  EXPECT_EQ(MetricSum(metrics, "shellac_archive_cache_made_total"), made) << metrics;
+  EXPECT_EQ(MetricSum(metrics, "shellac_archive_cache_hits_total"), hits + 1) << metrics;
+  EXPECT_EQ(MetricSum(metrics, "shellac_archive_cache_budget_bytes"), 32 << 20)
+      << "an eighth of cache-size";
+  EXPECT_EQ(MetricSum(metrics, "shellac_cache_budget_bytes"), 224 << 20)
+      << "the rest of cache-size is the store's";
 
   Response off = HttpGet(proxy.Port(), "/repo/snapshot/repo-1.0.tar.bz2");
   EXPECT_EQ(off.status, 400) << off.Describe();

@@ -195,6 +195,96 @@ TEST_F(SnapshotFixture, TarListingIsGits) {
   EXPECT_EQ(page.headers.back().second, "\"" + Rev("v1.0") + "\"") << "ETag: the id as named";
 }
 
+// An archive is made once per commit, format and folder, kept whole, and read from memory by every
+// repository (fork) and spelling that asks for it; one over snapshot-max-stored is streamed and
+// not kept; readers of one being made share it.
+TEST_F(SnapshotFixture, KeptArchivesAreSharedByForks) {
+  conf::Config c;
+  for (const char* url : {"fix", "fork"}) {
+    conf::Config::Repository r;
+    r.url = url;
+    r.name = url;
+    r.path = bare_;
+    r.snapshots = ~0u;
+    c.repositories.push_back(r);
+  }
+  site_ = std::make_unique<Site>(c);
+  ConfigureSnapshotCache(64 << 20, 8 << 20);
+
+  std::string made, kept, other;
+  ASSERT_EQ(Shellac("/fix/snapshot/v1.0.tar.gz", "", &made).status, 200);
+  SnapshotCacheStats s = SnapshotCacheMetrics();
+  EXPECT_EQ(s.made, 1u);
+  EXPECT_EQ(s.kept, 1u);
+  EXPECT_EQ(s.archives, 1u);
+  EXPECT_GE(s.bytes, made.size());
+  EXPECT_LE(s.bytes, s.budget);
+
+  // Another fork, the same commit and folder: read from memory, with its length.
+  const Page hit = Shellac("/fork/snapshot/v1.0.tar.gz", "", &kept);
+  ASSERT_EQ(hit.status, 200);
+  ASSERT_TRUE(hit.stream);
+  EXPECT_EQ(hit.stream->Length(), made.size());
+  EXPECT_TRUE(kept == made) << "the kept archive is the archive";
+  s = SnapshotCacheMetrics();
+  EXPECT_EQ(s.made, 1u) << "no tree read again";
+  EXPECT_EQ(s.hits, 1u);
+
+  // Another folder (the id as the name) is another archive; the tar inside names it.
+  ASSERT_EQ(Shellac("/fork/snapshot/" + Rev("v1.0^{commit}") + ".tar.gz", "", &other).status, 200);
+  EXPECT_FALSE(other == made);
+  EXPECT_EQ(SnapshotCacheMetrics().made, 2u);
+
+  // Over snapshot-max-stored: streamed whole, not kept, made again by the next request.
+  ConfigureSnapshotCache(64 << 20, 1000);
+  std::string big, again;
+  ASSERT_EQ(Shellac("/fix/snapshot/v1.0.tar.gz", "", &big).status, 200);
+  EXPECT_TRUE(big == made);
+  s = SnapshotCacheMetrics();
+  EXPECT_EQ(s.too_large, 1u);
+  EXPECT_EQ(s.kept, 0u);
+  EXPECT_EQ(s.bytes, 0u);
+  ASSERT_EQ(Shellac("/fork/snapshot/v1.0.tar.gz", "", &again).status, 200);
+  EXPECT_TRUE(again == made);
+  EXPECT_EQ(SnapshotCacheMetrics().made, 2u);
+
+  // Two readers of one archive being made: the second joins, each gets every byte.
+  ConfigureSnapshotCache(64 << 20, 8 << 20);
+  Page first = site_->Render(*site_->Match("/fix/snapshot/v1.0.tar", ""));
+  Page second = site_->Render(*site_->Match("/fork/snapshot/v1.0.tar", ""));
+  ASSERT_TRUE(first.stream && second.stream);
+  EXPECT_EQ(SnapshotCacheMetrics().joins, 1u);
+  std::string a, b, error;
+  auto ra = BodyStream::Result::kMore, rb = BodyStream::Result::kMore;
+  for (int i = 0; i < 10000 && (ra == BodyStream::Result::kMore || rb == BodyStream::Result::kMore);
+       ++i) {
+    if (ra == BodyStream::Result::kMore) ra = first.stream->Next(&a, &error);
+    if (rb == BodyStream::Result::kMore && i % 2 == 1) rb = second.stream->Next(&b, &error);
+  }
+  EXPECT_EQ(ra, BodyStream::Result::kDone) << error;
+  EXPECT_EQ(rb, BodyStream::Result::kDone) << error;
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(Shell("git -C " + ShellQuote(bare_) + " archive --format=tar --prefix=v1.0/ v1.0 | wc -c"),
+            std::to_string(a.size()) + "\n");
+  s = SnapshotCacheMetrics();
+  EXPECT_EQ(s.made, 1u);
+  EXPECT_EQ(s.kept, 1u);
+
+  // A reader that goes away before the end: the archive is let go, the next request makes it
+  // again.
+  ConfigureSnapshotCache(64 << 20, 8 << 20);
+  {
+    Page gone = site_->Render(*site_->Match("/fix/snapshot/v1.0.zip", ""));
+    ASSERT_TRUE(gone.stream);
+  }
+  std::string zip;
+  ASSERT_EQ(Shellac("/fork/snapshot/v1.0.zip", "", &zip).status, 200);
+  EXPECT_EQ(zip.substr(0, 2), "PK");
+  EXPECT_EQ(SnapshotCacheMetrics().made, 2u);
+  EXPECT_EQ(SnapshotCacheMetrics().kept, 1u);
+  ConfigureSnapshotCache(32 << 20, 8 << 20);
+}
+
 TEST_F(SnapshotFixture, BadRequestsAreCgits) {
   std::string body;
   EXPECT_EQ(Shellac("/fix/snapshot/nothing-9.9.tar", "", &body).status, 404);
