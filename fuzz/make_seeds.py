@@ -6,7 +6,7 @@ ESI seeds are the pages of tests/esi_corpus."""
 import gzip
 import hashlib
 import os
-import shutil
+import re
 import struct
 import zlib
 
@@ -15,9 +15,12 @@ CORPUS = os.path.join(HERE, "corpus")
 
 
 def write(target, seeds):
+    """Writes seed-NNN files; files of other names (inputs a fuzzer found, added by hand) stay."""
     folder = os.path.join(CORPUS, target)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if re.fullmatch(r"seed-\d{3}", name):
+            os.unlink(os.path.join(folder, name))
     for i, seed in enumerate(seeds):
         if isinstance(seed, str):
             seed = seed.encode("latin-1")
