@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gitfrag/blob_stream.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/render.h"
 
@@ -472,11 +473,24 @@ Page RenderPlain(const PageContext& page_ctx) {
     out.Raw(" </ul>\n</body></html>\n");
     return page;
   }
-  // A file: its bytes. A large one is read once and streamed; a small one is the page's body.
+  // A file: its bytes. A large one is streamed: inflated a piece at a time from its loose file
+  // or pack entry (blob_stream.h), or, stored as a delta, read whole once and sent in pieces; a
+  // small one is the page's body.
+  std::unique_ptr<InflatingBlob> inflating;
   OdbObjectPtr large;
   BlobPtr small;
   std::string_view bytes;
   if (found.size > kStreamAbove) {
+    std::string why;
+    inflating = OpenBlobStream(git_repository_path(ctx.lease.repo()), found.oid, found.size, &why);
+  }
+  if (inflating) {
+    // The first bytes decide the content type (binary or text).
+    std::string why;
+    const std::optional<std::string_view> head = inflating->Head(8000, &why);
+    if (!head) return ErrorPage(500, "cannot read the object " + OidHex(found.oid) + ": " + why);
+    bytes = *head;
+  } else if (found.size > kStreamAbove) {
     git_odb* raw_odb = nullptr;
     if (git_repository_odb(&raw_odb, ctx.lease.repo()) != 0) return ErrorPage(500, "no object database");
     const OdbPtr odb(raw_odb);
@@ -509,7 +523,9 @@ Page RenderPlain(const PageContext& page_ctx) {
     page.content_type = type + "; charset=UTF-8";
   page.headers.emplace_back("Content-Disposition",
                             "inline; filename=\"" + QuotedFilename(name) + "\"");
-  if (large)
+  if (inflating)
+    page.stream = std::move(inflating);
+  else if (large)
     page.stream = std::make_shared<BlobStream>(std::move(large));
   else
     ctx.out.Raw(bytes);
