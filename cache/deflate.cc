@@ -32,12 +32,13 @@ std::string ZlibMessage(const char* what, int rc, const z_stream* stream) {
   return m;
 }
 
-Status NewDeflateStream(int level, DeflateStream* out, int mem_level = kMemLevel) {
+Status NewDeflateStream(int level, DeflateStream* out, int mem_level = kMemLevel,
+                        int window_bits = kRawWindowBits) {
   if (level < 0 || level > 9) return Status::Error("deflate level must be 0..9");
   if (mem_level < 1 || mem_level > 9) return Status::Error("deflate memLevel must be 1..9");
   DeflateStream stream(new z_stream{});
   int rc =
-      deflateInit2(stream.get(), level, Z_DEFLATED, kRawWindowBits, mem_level, Z_DEFAULT_STRATEGY);
+      deflateInit2(stream.get(), level, Z_DEFLATED, window_bits, mem_level, Z_DEFAULT_STRATEGY);
   if (rc != Z_OK) {
     // deflateInit2 failed: there is no state to end, only the struct to free.
     delete stream.release();
@@ -105,7 +106,12 @@ SegmentEncoder::~SegmentEncoder() = default;
 
 Status SegmentEncoder::Start() {
   if (stream_) return Status::Ok();
-  return NewDeflateStream(options_.level, &stream_);
+  if (options_.size_hint == 0) return NewDeflateStream(options_.level, &stream_);
+  // The smallest window that holds the body (zlib's raw deflate takes 9..15 bits), and a hash
+  // table of as many entries (memLevel + 7 bits; zlib's default pairs 15 with 8).
+  int bits = 9;
+  while (bits < MAX_WBITS && (uint64_t{1} << bits) < options_.size_hint) ++bits;
+  return NewDeflateStream(options_.level, &stream_, std::clamp(bits - 7, 1, kMemLevel), -bits);
 }
 
 Status SegmentEncoder::Write(std::string_view data) {

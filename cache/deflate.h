@@ -74,6 +74,12 @@ class SegmentEncoder {
     int level = 6;                   // zlib level 0..9
     size_t segment_size = 64 << 10;  // uncompressed bytes per segment; 0: cut only on Cut()
     FlushMode flush = FlushMode::kSync;
+    // The whole body's length when it is known before the first Write (0: unknown). A body
+    // smaller than zlib's 32 KiB window gets a window and a hash table of its own size: zlib
+    // clears the hash table of every new stream, and for a page of a few KiB that setup cost as
+    // much as compressing it. The output decodes with any inflater (a smaller window only limits
+    // how far back a match reaches, and the body is shorter than that).
+    uint64_t size_hint = 0;
   };
 
   SegmentEncoder() : SegmentEncoder(Options{}) {}

@@ -249,3 +249,38 @@ write("commit_graph", [
     commit_graph(graph_commits[:1]),
     commit_graph(graph_commits, graph_edges, (1, 7, 10, filters))[:700],
 ])
+
+
+# pack_index: a version-2 pack index as git writes it (fan-out, sorted ids, CRCs, 31-bit offsets,
+# the 64-bit table for an offset past 2 GiB, the two checksums), pack entry headers and loose
+# object headers.
+def pack_index(entries):
+    """entries: (id, offset), sorted by id."""
+    fanout = b"".join(struct.pack(">I", sum(1 for e in entries if e[0][0] <= i)) for i in range(256))
+    large, offsets = [], b""
+    for _, offset in entries:
+        if offset < 0x80000000:
+            offsets += struct.pack(">I", offset)
+        else:
+            offsets += struct.pack(">I", 0x80000000 | len(large))
+            large.append(offset)
+    body = (b"\377tOc" + struct.pack(">I", 2) + fanout + b"".join(e[0] for e in entries) +
+            b"".join(struct.pack(">I", zlib.crc32(e[0])) for e in entries) + offsets +
+            b"".join(struct.pack(">Q", o) for o in large) + bytes([0x5c] * 20))
+    return body + hashlib.sha1(body).digest()
+
+
+idx_entries = [(bytes([0x00] * 20), 12), (bytes([0x3a] * 20), 300), (bytes([0x3a] * 19 + [0x3b]), 5000),
+               (bytes([0xf0] * 20), 1 << 33)]
+write("pack_index", [
+    pack_index(idx_entries),
+    pack_index(idx_entries[:1]),
+    pack_index([]),
+    pack_index(idx_entries)[:1100],
+    bytes([0xb5, 0x0a]),  # a blob of 165 bytes
+    bytes([0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f]),  # the largest 64-bit size
+    bytes([0x6c, 0x80, 0x01]),  # an offset delta
+    b"blob 1048577\0abc",
+    b"commit 0\0",
+    b"tree 00\0",
+])

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "gitfrag/blob_stream.h"
 #include "gitfrag/filter.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -95,6 +97,36 @@ struct Resolved {
   TreePtr tree;                            // a folder's
 };
 
+// What a path names in a commit's tree, which the commit's id fixes: remembered (SharedMemo), so
+// the same file or folder of the same commit asked for through another fork, branch or URL
+// spelling costs no walk from the root tree (each step a tree read).
+struct PathEntry {
+  uint32_t mode = 0;
+  git_oid oid{};
+  git_object_t type = GIT_OBJECT_INVALID;
+  size_t size = 0;
+};
+constexpr size_t kPathsGeneration = 50000;  // entries (~100 bytes each) per generation
+
+SharedMemo<std::string, PathEntry>& PathMemo() {
+  static SharedMemo<std::string, PathEntry> memo(kPathsGeneration);
+  return memo;
+}
+
+// An object's size from its header, and the same for every repository: remembered (the listing
+// reads one per entry, and the folders of neighbouring commits share most of their entries).
+constexpr size_t kSizesGeneration = 200000;
+
+size_t ObjectSize(git_odb* odb, const git_oid& oid) {
+  static SharedMemo<git_oid, size_t, OidHash, OidEqual> memo(kSizesGeneration);
+  if (const std::optional<size_t> known = memo.Find(oid)) return *known;
+  size_t size = 0;
+  git_object_t type;
+  if (git_odb_read_header(&size, &type, odb, &oid) != 0) return 0;  // not remembered
+  memo.Add(oid, size);
+  return size;
+}
+
 // False with *error set when the commit or path does not resolve.
 bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   const Route& r = ctx.route;
@@ -110,6 +142,24 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     *error = ErrorPage(status, reason);
     return false;
   }
+  std::string key(reinterpret_cast<const char*>(git_commit_id(commit.get())->id), GIT_OID_RAWSZ);
+  key += r.path;
+  // Remembered: the commit is in this repository (resolved above), so its tree and what the path
+  // names are too.
+  if (const std::optional<PathEntry> known = r.path.empty() ? std::nullopt : PathMemo().Find(key)) {
+    out->mode = known->mode;
+    out->oid = known->oid;
+    out->type = known->type;
+    out->size = known->size;
+    if (out->type != GIT_OBJECT_TREE) return true;
+    git_tree* raw_sub = nullptr;
+    if (git_tree_lookup(&raw_sub, repo, &out->oid) != 0) {
+      *error = ErrorPage(404, "object missing from the repository: " + OidHex(out->oid));
+      return false;
+    }
+    out->tree.reset(raw_sub);
+    return true;
+  }
   git_tree* raw_tree = nullptr;
   if (git_commit_tree(&raw_tree, commit.get()) != 0) {
     *error = ErrorPage(404, "the commit's tree cannot be read");
@@ -123,6 +173,7 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     out->tree = std::move(root);
     return true;
   }
+  auto remember = [&] { PathMemo().Add(key, PathEntry{out->mode, out->oid, out->type, out->size}); };
   git_tree_entry* raw_entry = nullptr;
   if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0) {
     *error = ErrorPage(404, "no such path in this revision: " + r.path);
@@ -131,7 +182,10 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   const base::Owned<git_tree_entry_free> entry(raw_entry);
   out->mode = git_tree_entry_filemode(entry.get());
   out->oid = *git_tree_entry_id(entry.get());
-  if ((out->mode & 0170000) == 0160000) return true;  // a submodule: no object here
+  if ((out->mode & 0170000) == 0160000) {  // a submodule: no object here
+    remember();
+    return true;
+  }
   if ((out->mode & 0170000) == 0040000) {
     git_tree* raw_sub = nullptr;
     if (git_tree_lookup(&raw_sub, repo, &out->oid) != 0) {
@@ -140,6 +194,7 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     }
     out->type = GIT_OBJECT_TREE;
     out->tree.reset(raw_sub);
+    remember();
     return true;
   }
   git_odb* raw_odb = nullptr;
@@ -155,26 +210,43 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     return false;
   }
   out->type = GIT_OBJECT_BLOB;
+  remember();
   return true;
 }
 
-// After a folder's link: while the folder holds exactly one entry and that is a folder, cgit goes
-// on into it, " / " and a link to each ("t4256 / 1"); the row's buttons stay the first folder's.
-void WriteFoldedFolders(const PageContext& ctx, git_oid folder, std::string path) {
+// The folders cgit folds into a folder's row: while a folder holds exactly one entry and that is
+// a folder, its name, and so on down. The folder's id fixes them: remembered, so a listing reads
+// no subfolder it listed before (in any fork).
+constexpr size_t kFoldsGeneration = 100000;
+
+std::vector<std::string> FoldedNames(git_repository* repo, git_oid folder) {
+  static SharedMemo<git_oid, std::vector<std::string>, OidHash, OidEqual> memo(kFoldsGeneration);
+  if (std::optional<std::vector<std::string>> known = memo.Find(folder)) return std::move(*known);
+  const git_oid first = folder;
+  std::vector<std::string> names;
   for (;;) {
     git_tree* raw = nullptr;
-    if (git_tree_lookup(&raw, ctx.lease.repo(), &folder) != 0) return;
+    if (git_tree_lookup(&raw, repo, &folder) != 0) return names;  // unreadable: not remembered
     const TreePtr tree(raw);
-    if (git_tree_entrycount(tree.get()) != 1) return;
+    if (git_tree_entrycount(tree.get()) != 1) break;
     const git_tree_entry* only = git_tree_entry_byindex(tree.get(), 0);
-    if ((git_tree_entry_filemode(only) & 0170000) != 0040000) return;
-    const std::string_view name = git_tree_entry_name(only);
+    if ((git_tree_entry_filemode(only) & 0170000) != 0040000) break;
+    names.emplace_back(git_tree_entry_name(only));
+    folder = *git_tree_entry_id(only);
+  }
+  memo.Add(first, names);
+  return names;
+}
+
+// After a folder's link: the folded folders, " / " and a link to each ("t4256 / 1"); the row's
+// buttons stay the first folder's.
+void WriteFoldedFolders(const PageContext& ctx, git_oid folder, std::string path) {
+  for (const std::string& name : FoldedNames(ctx.lease.repo(), folder)) {
     path += '/';
     path += name;
     ctx.out.Raw(" / <a class='ls-dir' href='");
     RepoUrl(ctx, "tree", path, {{"h", ctx.route.head}, {"id", ctx.route.id}});
     ctx.out.Raw("'>").Text(name).Raw("</a>");
-    folder = *git_tree_entry_id(only);
   }
 }
 
@@ -202,8 +274,7 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
       out.Raw("<span class='ls-mod'>").Text(name).Raw("</span> @ ");
       out.Raw(std::string_view(hex).substr(0, 7));  // cgit: always 7 digits
     } else {
-      git_object_t object_type;
-      if (git_odb_read_header(&size, &object_type, odb, &oid) != 0) size = 0;
+      size = ObjectSize(odb, oid);
       if (type == 0040000) {
         out.Raw("<a class='ls-dir' href='");
       } else {
@@ -251,6 +322,22 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
     out.Raw("</td></tr>\n");
   }
   out.Raw("</table>\n");
+}
+
+// Whether a blob is text (no NUL in its first 8000 bytes), which its id fixes: remembered, so the
+// file view's blame link costs no blob read when the file was shown before. False also when the
+// blob cannot be read (no blame link, as before).
+constexpr size_t kTextGeneration = 100000;
+
+bool BlobIsText(git_repository* repo, const git_oid& oid) {
+  static SharedMemo<git_oid, bool, OidHash, OidEqual> memo(kTextGeneration);
+  if (const std::optional<bool> known = memo.Find(oid)) return *known;
+  git_blob* raw_blob = nullptr;
+  if (git_blob_lookup(&raw_blob, repo, &oid) != 0) return false;
+  const BlobPtr blob(raw_blob);
+  const bool text = !IsBinary(BlobBytes(blob.get()));
+  memo.Add(oid, text);
+  return text;
 }
 
 // The file name at the end of a tree path.
@@ -335,16 +422,10 @@ Page RenderTree(const PageContext& page_ctx) {
     RepoUrl(ctx, "plain", r.path, {{"h", r.head}, {"id", r.id}});
     out.Raw("'>plain</a>");
     // enable-blame: a blame link, unless the file is binary (cgit reads the blob to know).
-    if (ctx.repo.enable_blame) {
-      git_blob* raw_blob = nullptr;
-      if (git_blob_lookup(&raw_blob, ctx.lease.repo(), &found.oid) == 0) {
-        const BlobPtr blob(raw_blob);
-        if (!IsBinary(BlobBytes(blob.get()))) {
-          out.Raw(") (<a href='");
-          RepoUrl(ctx, "blame", r.path, {{"h", r.head}, {"id", r.id}});
-          out.Raw("'>blame</a>");
-        }
-      }
+    if (ctx.repo.enable_blame && BlobIsText(ctx.lease.repo(), found.oid)) {
+      out.Raw(") (<a href='");
+      RepoUrl(ctx, "blame", r.path, {{"h", r.head}, {"id", r.id}});
+      out.Raw("'>blame</a>");
     }
     out.Raw(")\n");
     const uint64_t limit = ctx.site.max_blob_size();
@@ -472,11 +553,24 @@ Page RenderPlain(const PageContext& page_ctx) {
     out.Raw(" </ul>\n</body></html>\n");
     return page;
   }
-  // A file: its bytes. A large one is read once and streamed; a small one is the page's body.
+  // A file: its bytes. A large one is streamed: inflated a piece at a time from its loose file
+  // or pack entry (blob_stream.h), or, stored as a delta, read whole once and sent in pieces; a
+  // small one is the page's body.
+  std::unique_ptr<InflatingBlob> inflating;
   OdbObjectPtr large;
   BlobPtr small;
   std::string_view bytes;
   if (found.size > kStreamAbove) {
+    std::string why;
+    inflating = OpenBlobStream(git_repository_path(ctx.lease.repo()), found.oid, found.size, &why);
+  }
+  if (inflating) {
+    // The first bytes decide the content type (binary or text).
+    std::string why;
+    const std::optional<std::string_view> head = inflating->Head(8000, &why);
+    if (!head) return ErrorPage(500, "cannot read the object " + OidHex(found.oid) + ": " + why);
+    bytes = *head;
+  } else if (found.size > kStreamAbove) {
     git_odb* raw_odb = nullptr;
     if (git_repository_odb(&raw_odb, ctx.lease.repo()) != 0) return ErrorPage(500, "no object database");
     const OdbPtr odb(raw_odb);
@@ -509,7 +603,9 @@ Page RenderPlain(const PageContext& page_ctx) {
     page.content_type = type + "; charset=UTF-8";
   page.headers.emplace_back("Content-Disposition",
                             "inline; filename=\"" + QuotedFilename(name) + "\"");
-  if (large)
+  if (inflating)
+    page.stream = std::move(inflating);
+  else if (large)
     page.stream = std::make_shared<BlobStream>(std::move(large));
   else
     ctx.out.Raw(bytes);

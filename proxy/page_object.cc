@@ -24,7 +24,7 @@ class SegmentMemo {
     return it == memo_.end() ? nullptr : &it->second;
   }
   const cache::Segment* Add(std::string_view text, cache::Status* status) {
-    cache::SegmentEncoder encoder({.level = 6, .segment_size = 0});
+    cache::SegmentEncoder encoder({.level = 6, .segment_size = 0, .size_hint = text.size()});
     *status = encoder.Write(text);
     if (status->ok()) *status = encoder.Finish();
     if (!status->ok()) return nullptr;
@@ -147,6 +147,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
   }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
+  options.size_hint = body.size();
   if (esi) options.flush = cache::FlushMode::kFull;
   cache::SegmentEncoder encoder(options);
   cache::Status s;
