@@ -1,8 +1,9 @@
 // SharedMemo: what an object id fixes (a commit's parents, an object's date, a commit's diff
 // counts), remembered between renders. Such a value holds in every repository and fork and never
 // goes stale, so one memo serves every render thread. Bounded: two generations of at most
-// `generation` entries; when the newer one is full the older one is dropped, and an entry found in
-// the older one moves to the newer, so what was used lately stays.
+// `generation` entries (or, with a Weigh, of entries weighing at most that much together); when
+// the newer one is full the older one is dropped, and an entry found in the older one moves to the
+// newer, so what was used lately stays.
 #pragma once
 
 #include <git2.h>
@@ -28,8 +29,16 @@ struct OidEqual {
   }
 };
 
+// Every entry weighs one: a generation holds `generation` entries.
+struct UnitWeight {
+  template <typename Value>
+  size_t operator()(const Value&) const {
+    return 1;
+  }
+};
+
 template <typename Key, typename Value, typename Hash = std::hash<Key>,
-          typename Equal = std::equal_to<Key>>
+          typename Equal = std::equal_to<Key>, typename Weigh = UnitWeight>
 class SharedMemo {
  public:
   explicit SharedMemo(size_t generation) : generation_(generation) {}
@@ -53,15 +62,19 @@ class SharedMemo {
  private:
   using Map = std::unordered_map<Key, Value, Hash, Equal>;
   void Insert(const Key& key, const Value& value) {
-    if (newer_.size() >= generation_) {
+    const size_t weight = Weigh()(value);
+    if (newer_weight_ + weight > generation_ && !newer_.empty()) {
       older_ = std::move(newer_);
       newer_ = Map();
+      newer_weight_ = 0;
     }
+    newer_weight_ += weight;  // (a key added again counts twice until the generation turns)
     newer_.insert_or_assign(key, value);
   }
   const size_t generation_;
   std::mutex mu_;
   Map newer_, older_;
+  size_t newer_weight_ = 0;
 };
 
 }  // namespace shellac::gitfrag

@@ -766,7 +766,7 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
         d.new_file.mode = static_cast<uint16_t>(c.new_mode);
         git_oid_cpy(&d.old_file.id, &c.old_id);
         git_oid_cpy(&d.new_file.id, &c.new_id);
-        out->files[i].patch = BlobPatch(repo, d, opts, &out->paths);
+        if (out->patches) out->files[i].patch = BlobPatch(repo, d, opts, &out->paths);
       }
       if (used_own != nullptr) *used_own = true;
       return true;
@@ -779,7 +779,8 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
   for (size_t i = 0; i < n; ++i) {
     FileDiff& f = out->files[i];
     git_patch* raw = nullptr;
-    if (git_patch_from_diff(&raw, out->diff.get(), i) == 0 && raw != nullptr) f.patch.reset(raw);
+    if (out->patches && git_patch_from_diff(&raw, out->diff.get(), i) == 0 && raw != nullptr)
+      f.patch.reset(raw);
     // Copied after the patch is made: making it sets the delta's binary flags.
     f.delta = *git_diff_get_delta(out->diff.get(), i);
   }

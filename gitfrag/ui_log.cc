@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gitfrag/history.h"
+#include "gitfrag/line_count.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 
@@ -148,6 +149,21 @@ std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorew
   return key;
 }
 
+// A changed file's lines as cgit counts them: a minimal diff's, none for a binary file or one
+// that cannot be read; a submodule's side is one line ("Subproject commit ID", as its patch shows).
+LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
+  const bool old_side = !git_oid_is_zero(&d.old_file.id);
+  const bool new_side = !git_oid_is_zero(&d.new_file.id);
+  if ((old_side && d.old_file.mode == GIT_FILEMODE_COMMIT) ||
+      (new_side && d.new_file.mode == GIT_FILEMODE_COMMIT))
+    return LineDelta{new_side ? size_t{1} : 0, old_side ? size_t{1} : 0};
+  static const auto kNone = std::make_shared<const BlobLines>();
+  const auto old_lines = old_side ? BlobLinesOf(repo, d.old_file.id) : kNone;
+  const auto new_lines = new_side ? BlobLinesOf(repo, d.new_file.id) : kNone;
+  if (!old_lines || !new_lines || old_lines->binary || new_lines->binary) return LineDelta{};
+  return MinimalLineDelta(old_lines->hashes, new_lines->hashes);
+}
+
 Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   Counts counts;
   std::string reason;
@@ -157,8 +173,10 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
     if (diff) counts.files = git_diff_num_deltas(diff.get());
     return counts;
   }
-  // The commit page's file list and patches (its own tree diff where that equals libgit2's).
+  // The commit page's file list (its own tree diff where that equals libgit2's); the lines from
+  // the files' patches when whitespace is ignored, else from their blobs' hashed lines.
   CommitFiles changed;
+  changed.patches = ctx.route.diff.ignorews;
   if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
                        &reason, FileDiffPath::kOwn, nullptr))
     return counts;
@@ -168,6 +186,10 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
     if (f.patch && git_patch_line_stats(&context, &added, &removed, f.patch.get()) == 0) {
       counts.added += added;
       counts.removed += removed;
+    } else if (!changed.patches) {
+      const LineDelta d = FileLineDelta(ctx.lease.repo(), f.delta);
+      counts.added += d.added;
+      counts.removed += d.removed;
     }
   }
   return counts;

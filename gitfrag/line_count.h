@@ -1,0 +1,44 @@
+// Line counts of a minimal diff (cgit's enable-log-linecount), without making the diff.
+//
+// cgit counts the '+' and '-' lines of xdiff's "minimal" diff (XDF_NEED_MINIMAL) of each changed
+// file. xdiff first trims the common head and tail and sets aside lines it will call changed (no
+// match in the other file; many matches amid unmatched lines), then searches the rest exactly: its
+// diff keeps a longest common subsequence (LCS) of the kept lines, so however it picks and slides
+// the hunks, it removes |A| - head - tail - LCS lines and adds |B| - head - tail - LCS. This module
+// computes those numbers without the diff: lines as 64-bit hashes (each blob hashed once and
+// remembered by its id, since a file's new blob in one commit is its old blob in the next commit
+// that touches it), xdiff's trimming and setting aside, and Myers' greedy edit distance.
+#pragma once
+
+#include <git2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace shellac::gitfrag {
+
+// A blob's lines as git's diff sees them: each ends after its '\n' (a last line without one is a
+// line of its own kind: "x" and "x\n" differ), as hashes. binary: a NUL in the first 8000 bytes
+// (git's and libgit2's test), which cgit counts as no lines.
+struct BlobLines {
+  bool binary = false;
+  std::vector<uint64_t> hashes;
+};
+
+BlobLines HashLines(std::string_view data);
+
+struct LineDelta {
+  size_t added = 0, removed = 0;
+};
+
+// The lines xdiff's minimal diff from `a` to `b` adds and removes.
+LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+
+// The lines of blob `id` in `repo` (remembered by id in a bounded memo shared by every render
+// thread and repository), or null when it cannot be read.
+std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid& id);
+
+}  // namespace shellac::gitfrag

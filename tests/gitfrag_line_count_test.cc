@@ -1,0 +1,170 @@
+// The log's line counts (gitfrag/line_count.h) against libgit2's minimal diff (xdiff with
+// XDF_NEED_MINIMAL, as cgit asks for): the same added and removed lines on edge cases, on many
+// random file pairs made of few distinct lines (repeats are where diffs differ), and, when one is
+// named, on every changed file of a real repository's commits.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gitfrag/git.h"
+#include "gitfrag/line_count.h"
+#include "gitfrag/render.h"
+#include "tests/harness.h"
+
+namespace shellac::gitfrag {
+namespace {
+
+using test::Shell;
+using test::ShellQuote;
+
+LineDelta Libgit2Delta(const std::string& a, const std::string& b) {
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  opts.flags |= GIT_DIFF_MINIMAL;
+  git_patch* raw = nullptr;
+  EXPECT_EQ(git_patch_from_buffers(&raw, a.data(), a.size(), "a", b.data(), b.size(), "b", &opts),
+            0);
+  const PatchPtr patch(raw);
+  size_t context = 0, added = 0, removed = 0;
+  EXPECT_EQ(git_patch_line_stats(&context, &added, &removed, patch.get()), 0);
+  return LineDelta{added, removed};
+}
+
+LineDelta OwnDelta(const std::string& a, const std::string& b) {
+  return MinimalLineDelta(HashLines(a).hashes, HashLines(b).hashes);
+}
+
+void ExpectSameCounts(const std::string& a, const std::string& b) {
+  const LineDelta want = Libgit2Delta(a, b), got = OwnDelta(a, b);
+  EXPECT_EQ(got.added, want.added) << test::Printable(a) << "\n->\n" << test::Printable(b);
+  EXPECT_EQ(got.removed, want.removed) << test::Printable(a) << "\n->\n" << test::Printable(b);
+}
+
+TEST(LineCount, EdgeCases) {
+  EnsureLibgit2();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", ""},
+      {"", "a\nb\n"},
+      {"a\nb\n", ""},
+      {"a\nb\nc\n", "a\nb\nc\n"},
+      {"a\nb\nc", "a\nb\nc\n"},  // the last line gains its newline
+      {"a\nb\nc\n", "a\nb\nc"},
+      {"x", "y"},
+      {"a\r\nb\r\n", "a\nb\r\n"},  // CR is part of the line
+      {"\n\n\n", "\n\n"},
+      {"a\n\nb\n\nc\n", "\n\na\nb\nc\n\n"},
+      {"a\nb\nc\nd\n", "d\nc\nb\na\n"},
+      {"a\na\na\nb\n", "b\na\na\na\n"},
+      {"one\ntwo\nthree\n", "four\nfive\nsix\nseven\n"},
+      {"p\nq\nr\ns\nt\n", "p\nX\nr\nY\nt\nZ\n"},
+  };
+  for (const auto& [a, b] : cases) ExpectSameCounts(a, b);
+}
+
+TEST(LineCount, BinaryIsANulInTheFirst8000Bytes) {
+  EXPECT_TRUE(HashLines(std::string("a\0b\n", 4)).binary);
+  EXPECT_FALSE(HashLines(std::string(8000, 'x') + std::string(1, '\0')).binary);
+  EXPECT_TRUE(HashLines(std::string(7999, 'x') + std::string(1, '\0')).binary);
+  EXPECT_FALSE(HashLines("text\n").binary);
+}
+
+// Files of few distinct lines (so most lines repeat, some often enough for xdiff to set them aside
+// amid unmatched ones), the second made from the first by random insertions, deletions,
+// replacements and moves.
+TEST(LineCount, RandomPairsEqualLibgit2Minimal) {
+  EnsureLibgit2();
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 3000; ++round) {
+    const int alphabet = 2 + static_cast<int>(rng() % 12);
+    int unique = 0;
+    const auto line = [&] {  // mostly repeated lines, some blank, some found in one file only
+      if (rng() % 4 == 0) return "unique " + std::to_string(round) + "." + std::to_string(++unique) + "\n";
+      const int v = static_cast<int>(rng() % static_cast<unsigned>(alphabet));
+      return v == 0 ? std::string("\n") : "line " + std::to_string(v) + "\n";
+    };
+    std::vector<std::string> a(rng() % 120);
+    for (auto& l : a) l = line();
+    std::vector<std::string> b = a;
+    const int edits = static_cast<int>(rng() % 40);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = b.empty() ? 0 : rng() % (b.size() + 1);
+      switch (rng() % 5) {
+        case 4: {  // a paragraph rewritten: new lines with a frequent one (a blank) among them
+          const size_t len = rng() % 20;
+          for (size_t j = 0; j < len; ++j)
+            b.insert(b.begin() + static_cast<ptrdiff_t>(std::min(at + j, b.size())),
+                     j % 5 == 4 ? std::string("\n") : "unique " + std::to_string(round) + "." + std::to_string(++unique) + "\n");
+          break;
+        }
+        case 0: b.insert(b.begin() + static_cast<ptrdiff_t>(at), line()); break;
+        case 1: if (at < b.size()) b.erase(b.begin() + static_cast<ptrdiff_t>(at)); break;
+        case 2: if (at < b.size()) b[at] = line(); break;
+        default:
+          if (at < b.size()) {
+            std::string moved = b[at];
+            b.erase(b.begin() + static_cast<ptrdiff_t>(at));
+            b.insert(b.begin() + static_cast<ptrdiff_t>(rng() % (b.size() + 1)), moved);
+          }
+      }
+    }
+    std::string sa, sb;
+    for (const auto& l : a) sa += l;
+    for (const auto& l : b) sb += l;
+    if (rng() % 5 == 0 && !sb.empty()) sb.pop_back();  // sometimes no newline at the end
+    ExpectSameCounts(sa, sb);
+    if (HasFailure()) return;
+  }
+}
+
+// SHELLAC_TREE_DIFF_REPO=PATH (e.g. a clone of git/git), SHELLAC_TREE_DIFF_EVERY=K (default 200):
+// every changed file of every K-th non-merge commit of its HEAD against its first parent.
+TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {
+  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
+  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
+  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  EnsureLibgit2();
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  const RepositoryPtr repo(raw);
+  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list --no-merges HEAD | awk 'NR % " +
+                               std::string(every != nullptr ? every : "200") + " == 1'"));
+  size_t files = 0;
+  for (std::string id; std::getline(ids, id);) {
+    git_oid oid;
+    ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
+    git_commit* c = nullptr;
+    ASSERT_EQ(git_commit_lookup(&c, repo.get(), &oid), 0);
+    const CommitPtr commit(c);
+    CommitFiles changed;
+    std::string reason;
+    ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, DiffOptions(), "", &changed,
+                                &reason));
+    for (const FileDiff& f : changed.files) {
+      if (!f.patch || (f.delta.flags & GIT_DIFF_FLAG_BINARY) != 0 ||
+          f.delta.old_file.mode == GIT_FILEMODE_COMMIT || f.delta.new_file.mode == GIT_FILEMODE_COMMIT)
+        continue;
+      size_t context = 0, added = 0, removed = 0;
+      ASSERT_EQ(git_patch_line_stats(&context, &added, &removed, f.patch.get()), 0);
+      static const auto kNone = std::make_shared<const BlobLines>();
+      const auto a = git_oid_is_zero(&f.delta.old_file.id) ? kNone
+                                                           : BlobLinesOf(repo.get(), f.delta.old_file.id);
+      const auto b = git_oid_is_zero(&f.delta.new_file.id) ? kNone
+                                                           : BlobLinesOf(repo.get(), f.delta.new_file.id);
+      ASSERT_TRUE(a && b);
+      if (a->binary || b->binary) continue;  // no lines counted (FileLineDelta), whatever libgit2 says
+      const LineDelta got = MinimalLineDelta(a->hashes, b->hashes);
+      EXPECT_EQ(got.added, added) << id << " " << f.delta.new_file.path;
+      EXPECT_EQ(got.removed, removed) << id << " " << f.delta.new_file.path;
+      ++files;
+    }
+  }
+  std::cout << "[ compared ] " << files << " changed files\n";
+  EXPECT_GT(files, 0u);
+}
+
+}  // namespace
+}  // namespace shellac::gitfrag
