@@ -546,21 +546,25 @@ corpus_hash() {  # the generator's version: a hash of every file of bench/corpus
 }
 
 corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CORPUS_DESC
-  local root key params stamp
+  local root key params stamp src="" graph_key="" graph_param=""
   root=${SHELLAC_BENCH_CORPUS:-${XDG_CACHE_HOME:-/tmp}/shellac-bench-corpus}
+  if [ "${COMMIT_GRAPH:-0}" = 1 ]; then graph_key="-g" graph_param=" commit-graph=changed-paths"; fi
   if [ -n "$FROM" ]; then
     git -C "$FROM" rev-parse --git-dir >/dev/null 2>&1 || bench_die "--from $FROM: not a git repository"
-    BASE_REPO=$(realpath "$(git -C "$FROM" rev-parse --absolute-git-dir)")
+    src=$(realpath "$(git -C "$FROM" rev-parse --absolute-git-dir)")
+    BASE_REPO=$src
     local head
-    head=$(git -C "$BASE_REPO" rev-parse HEAD)
-    key="from-$(basename "$BASE_REPO" .git)-${head:0:12}-f$FORKS-m$SAMPLE-s$SEED"
-    params="from=$BASE_REPO head=$head forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)"
+    head=$(git -C "$src" rev-parse HEAD)
+    key="from-$(basename "$src" .git)-${head:0:12}-f$FORKS-m$SAMPLE-s$SEED$graph_key"
+    params="from=$src head=$head forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)$graph_param"
   else
-    key="gen-c$COMMITS-t$TAGS-f$FORKS-m$SAMPLE-s$SEED"
-    params="commits=$COMMITS tags=$TAGS forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)"
+    key="gen-c$COMMITS-t$TAGS-f$FORKS-m$SAMPLE-s$SEED$graph_key"
+    params="commits=$COMMITS tags=$TAGS forks=$FORKS sample=$SAMPLE seed=$SEED generator=$(corpus_hash)$graph_param"
   fi
   CORPUS_DIR=${CORPUS:-$root/$key}
-  [ -z "$FROM" ] && BASE_REPO=$CORPUS_DIR/base.git
+  # The base is generated in the corpus, and so is a --from base that gets a graph (a shared clone:
+  # refs and an alternates line; the graph is written there, never into REPO).
+  if [ -z "$FROM" ] || [ -n "$graph_key" ]; then BASE_REPO=$CORPUS_DIR/base.git; fi
   stamp=$CORPUS_DIR/.shellac-bench-corpus
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$params" ] && [ -s "$CORPUS_DIR/commits.txt" ] &&
     [ -f "$CORPUS_DIR/cgitrc" ]; then
@@ -576,8 +580,12 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
     local t0
     t0=$(date +%s)
     if [ -n "$FROM" ]; then
-      "$BENCH_DIR/corpus/gen-repo.sh" --from "$BASE_REPO" >"$CORPUS_DIR/gen-repo.log" 2>&1 ||
-        { cat "$CORPUS_DIR/gen-repo.log" >&2; bench_die "gen-repo.sh --from $BASE_REPO failed"; }
+      "$BENCH_DIR/corpus/gen-repo.sh" --from "$src" >"$CORPUS_DIR/gen-repo.log" 2>&1 ||
+        { cat "$CORPUS_DIR/gen-repo.log" >&2; bench_die "gen-repo.sh --from $src failed"; }
+      if [ "$BASE_REPO" != "$src" ]; then
+        git clone -q --mirror --shared "$src" "$BASE_REPO" 2>>"$CORPUS_DIR/gen-repo.log" ||
+          bench_die "git clone --mirror --shared $src failed"
+      fi
     else
       bench_log "corpus: generating a $COMMITS-commit repository in $BASE_REPO (20,000 commits: ~30-60 s)"
       "$BENCH_DIR/corpus/gen-repo.sh" --out "$BASE_REPO" --commits "$COMMITS" --tags "$TAGS" --seed "$SEED" \
@@ -588,6 +596,19 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
     "$BENCH_DIR/corpus/gen-forks.sh" --base "$BASE_REPO" --out "$CORPUS_DIR" --forks "$FORKS" --seed "$SEED" \
       --force >"$CORPUS_DIR/gen-forks.log" 2>&1 ||
       { tail -n 20 "$CORPUS_DIR/gen-forks.log" >&2; bench_die "gen-forks.sh failed (log: $CORPUS_DIR/gen-forks.log)"; }
+    if [ -n "$graph_key" ]; then
+      # As a forge does: a graph with changed-path filters where objects are (the forks borrow
+      # every object from the base, so theirs is the base's, found through the alternates).
+      local repo g0
+      g0=$(date +%s)
+      for repo in "$BASE_REPO" "$CORPUS_DIR"/forks/*.git; do
+        [ "$repo" = "$BASE_REPO" ] || [ -n "$(find "$repo/objects" -type f ! -path '*/info/*' -print -quit)" ] || continue
+        bench_log "corpus: git commit-graph write --reachable --changed-paths in $repo"
+        git -C "$repo" commit-graph write --reachable --changed-paths --no-progress \
+          >>"$CORPUS_DIR/commit-graph.log" 2>&1 || bench_die "git commit-graph write failed in $repo"
+      done
+      echo "commit-graphs written in $(($(date +%s) - g0)) s" >>"$CORPUS_DIR/commit-graph.log"
+    fi
     "$BENCH_DIR/corpus/sample-commits.sh" --repo "$BASE_REPO" --count "$SAMPLE" --seed "$SEED" \
       >"$CORPUS_DIR/commits.txt" 2>"$CORPUS_DIR/sample.log" ||
       { cat "$CORPUS_DIR/sample.log" >&2; bench_die "sample-commits.sh failed"; }
@@ -598,11 +619,18 @@ corpus_prepare() {  # -> CORPUS_DIR BASE_REPO CGITRC COMMITS_FILE HEAD_BRANCH CO
   CGITRC=$CORPUS_DIR/cgitrc
   COMMITS_FILE=$CORPUS_DIR/commits.txt
   HEAD_BRANCH=$(git -C "$BASE_REPO" symbolic-ref --short -q HEAD || echo main)
-  local ncommits nrepos ntags
+  local ncommits nrepos ntags graphs
   ncommits=$(git -C "$BASE_REPO" rev-list --all --count)
   ntags=$(git -C "$BASE_REPO" for-each-ref --format=x refs/tags | wc -l)
   nrepos=$(grep -c '^repo.url=' "$CGITRC")
-  CORPUS_DESC="$( [ -n "$FROM" ] && echo "real repository $BASE_REPO" || echo "generated by bench/corpus/gen-repo.sh (seed $SEED)"): $ncommits commits, $ntags tags, HEAD $HEAD_BRANCH $(git -C "$BASE_REPO" rev-parse --short HEAD); fork farm of $FORKS forks (gen-forks.sh, alternates) = $nrepos repositories in the cgitrc; $(wc -l <"$COMMITS_FILE") sampled commits (sample-commits.sh --seed $SEED); kept in $CORPUS_DIR"
+  if [ -n "$graph_key" ]; then
+    graphs="commit-graph with changed-path Bloom filters in the base ($(tail -n 1 "$CORPUS_DIR/commit-graph.log" 2>/dev/null)), read by the forks through their alternates"
+  elif [ -e "$BASE_REPO/objects/info/commit-graph" ] || [ -e "$BASE_REPO/objects/info/commit-graphs" ]; then
+    graphs="the base's commit-graph as it is ($( [ -n "$FROM" ] && echo "from the repository" || echo "gen-repo.sh's"), without --commit-graph)"
+  else
+    graphs="no commit-graph"
+  fi
+  CORPUS_DESC="$( [ -n "$FROM" ] && echo "real repository $src" || echo "generated by bench/corpus/gen-repo.sh (seed $SEED)"): $ncommits commits, $ntags tags, HEAD $HEAD_BRANCH $(git -C "$BASE_REPO" rev-parse --short HEAD); fork farm of $FORKS forks (gen-forks.sh, alternates) = $nrepos repositories in the cgitrc; $graphs; $(wc -l <"$COMMITS_FILE") sampled commits (sample-commits.sh --seed $SEED); kept in $CORPUS_DIR"
   bench_meta corpus "$CORPUS_DESC"
 }
 

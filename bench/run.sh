@@ -55,6 +55,11 @@
 #   --sample M        sampled commits the URL lists are made of (default 150)
 #   --seed S          seed of the generators and of the URL order (default 1)
 #   --from REPO       use this repository (e.g. a clone of git/git) as the base instead of generating one
+#   --commit-graph    give the corpus commit-graphs with changed-path Bloom filters, as a forge does
+#                     (`git commit-graph write --reachable --changed-paths` in every repository with
+#                     objects of its own; with --from, in a shared clone of REPO: REPO is not written);
+#                     a corpus of its own (the parameters name it). Without it the generated base has
+#                     the plain graph gen-repo.sh writes (no filters) and a --from base what it has
 #   --corpus DIR      keep the corpus in DIR (default: $SHELLAC_BENCH_CORPUS, else
 #                     ${XDG_CACHE_HOME:-/tmp}/shellac-bench-corpus/<parameters>); reused when present
 #                     and made with the same parameters and generator
@@ -92,7 +97,7 @@ case $SCENARIO in
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac
 
-SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1
+SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1 COMMIT_GRAPH=0
 BENCH_NOTE=${BENCH_NOTE:-} FROM="" CORPUS="" REPORT="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS="" SWEEP_GIVEN=0
 BENCH_WARMUP=${BENCH_WARMUP:-1} BENCH_KEEP_TMP=${BENCH_KEEP_TMP:-0}
 PASS_ARGS=()   # options forwarded to the scenarios of `all`
@@ -110,6 +115,7 @@ while [ $# -gt 0 ]; do
     --sample) SAMPLE=${2:?}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --seed) SEED=${2:?}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --from) FROM=${2:?--from needs a repository}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
+    --commit-graph) COMMIT_GRAPH=1; PASS_ARGS+=("$1"); shift ;;
     --corpus) CORPUS=${2:?--corpus needs a folder}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --identity) IDENTITY=1; PASS_ARGS+=("$1"); shift ;;
     --wait-quiet) WAIT_QUIET=${2:?--wait-quiet needs seconds}; shift 2 ;;
@@ -153,7 +159,7 @@ for a in "${ARGS[@]}"; do
 done
 BENCH_PASS_ARGS=$(printf '%q ' "${PASS_ARGS[@]}")
 BENCH_DURATION=$DURATION
-export SWEEP SWEEP_GIVEN DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE SEED FROM CORPUS REPORT \
+export SWEEP SWEEP_GIVEN DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE SEED FROM COMMIT_GRAPH CORPUS REPORT \
   IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION BENCH_KEEP_TMP BENCH_COMMAND BENCH_PASS_ARGS BENCH_NOTE
 
 if [ "$SCENARIO" = passthrough ]; then   # its own script and options (it also runs alone)

@@ -348,6 +348,17 @@ bool CommitGraph::MaybeChanged(uint32_t pos, const PathKeys& keys) const {
   return true;
 }
 
+std::string_view CommitGraph::Filter(uint32_t pos, uint32_t num_hashes) const {
+  if (pos >= total_) return {};
+  uint32_t local;
+  const Layer& layer = LayerOf(pos, &local);
+  if (layer.bloom_index == nullptr || layer.bloom_version != 2 || layer.num_hashes != num_hashes)
+    return {};
+  const uint32_t end = Be32(layer.bloom_index + 4 * size_t{local});
+  const uint32_t start = local == 0 ? 0 : Be32(layer.bloom_index + 4 * size_t{local - 1});
+  return {reinterpret_cast<const char*>(layer.bloom_data) + start, size_t{end - start}};
+}
+
 std::shared_ptr<const CommitGraph> CommitGraph::FromImage(std::string image,
                                                           std::string* error) {
   std::shared_ptr<CommitGraph> graph(new CommitGraph());

@@ -83,6 +83,9 @@ class CommitGraph {
   bool MaybeChanged(uint32_t pos, const PathKeys& keys) const;
   // Whether any layer carries Bloom filters.
   bool has_bloom() const { return has_bloom_; }
+  // The Bloom filter bytes of the commit at `pos` when its layer has filters of hash version 2
+  // with `num_hashes` hashes (history_index.h's settings), else empty (none, or other settings).
+  std::string_view Filter(uint32_t pos, uint32_t num_hashes) const;
   // Layers (1 for a single file).
   size_t layers() const { return layers_.size(); }
   // The bytes of all layers (mapped, or held for an image).

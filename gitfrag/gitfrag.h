@@ -271,10 +271,13 @@ inline constexpr size_t kRenderBucketCount = std::size(kRenderBuckets) + 1;
 // The in-memory history indexes (history_index.h) of repositories without a commit-graph.
 struct HistoryIndexMetrics {
   uint64_t budget_bytes = 0;      // history-index-memory
-  uint64_t repositories = 0;      // indexes built and kept
+  uint64_t stores = 0;            // indexes built and kept (one per object store)
+  uint64_t repositories = 0;      // repositories they answer for (a store's forks share one)
   uint64_t commits = 0;           // commits in them
   uint64_t bytes = 0;             // their size
-  uint64_t builds = 0;            // builds ended (kept or not)
+  uint64_t builds = 0;            // builds ended (kept or not; refreshes and retries included)
+  uint64_t refreshes = 0;         // builds that added new commits to a kept index
+  uint64_t retries = 0;           // builds that followed a failed one
   uint64_t failed = 0;            // builds not kept (over the budget, a read error)
   uint64_t build_us = 0;          // time the builds took, all together
   uint64_t queued = 0;            // repositories waiting for a build

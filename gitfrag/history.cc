@@ -10,35 +10,48 @@ namespace shellac::gitfrag {
 
 namespace {
 
-// The repository's commit-graph file, else its in-memory index once built, else null.
-std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo) {
-  if (auto graph = CommitGraph::ForRepository(repo)) return graph;
-  return HistoryIndex::For(repo);
+// The repository's commit-graph file when it has changed-path filters; else its in-memory index
+// once built (*indexed set: it has filters, and git's plain file, as `git gc` writes it, has
+// none); else the plain file, or null.
+std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo, bool* indexed) {
+  *indexed = false;
+  auto graph = CommitGraph::ForRepository(repo);
+  if (graph && graph->has_bloom()) return graph;
+  if (auto index = HistoryIndex::For(repo)) {
+    *indexed = true;
+    return index;
+  }
+  return graph;
 }
 
 }  // namespace
 
 DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
-    : repo_(repo), graph_(GraphFor(repo)), only_(only) {
+    : repo_(repo), graph_(GraphFor(repo, &indexed_)), only_(only) {
   Add(start);
 }
 
 DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, const Set* only,
                    std::string path)
-    : repo_(repo), graph_(GraphFor(repo)), only_(only), path_(std::move(path)) {
+    : repo_(repo), graph_(GraphFor(repo, &indexed_)), only_(only), path_(std::move(path)) {
   if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
 }
 
 PathChangeFilter::PathChangeFilter(git_repository* repo, std::string_view path)
-    : graph_(GraphFor(repo)) {
+    : repo_(repo), graph_(GraphFor(repo, &indexed_)) {
   if (graph_) keys_ = graph_->Keys(path);
 }
 
 bool PathChangeFilter::MaybeChanged(const git_oid& commit) const {
   if (!graph_) return true;
   const uint32_t pos = graph_->Find(commit);
-  return pos == CommitGraph::kNoPosition || graph_->MaybeChanged(pos, keys_);
+  if (pos != CommitGraph::kNoPosition) return graph_->MaybeChanged(pos, keys_);
+  if (indexed_ && !missed_) {
+    missed_ = true;  // a commit made after the index: it is refreshed in the background
+    HistoryIndex::Missed(repo_, graph_.get());
+  }
+  return true;
 }
 
 namespace {
@@ -175,6 +188,10 @@ void DateWalk::Add(const git_oid& oid) {
   if (graph_) {
     const uint32_t pos = graph_->Find(oid);
     if (pos != CommitGraph::kNoPosition) return AddAt(pos);
+    if (indexed_ && !missed_) {
+      missed_ = true;  // a commit made after the index: it is refreshed in the background
+      HistoryIndex::Missed(repo_, graph_.get());
+    }
   }
   if (only_ != nullptr && !only_->count(Key(oid))) return;
   if (!seen_.insert(oid).second) return;

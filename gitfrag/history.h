@@ -86,6 +86,8 @@ class DateWalk {
   bool SimplifyInGraph(const Node& node);
 
   git_repository* repo_;
+  bool indexed_ = false;  // graph_ is the in-memory index (history_index.h), not git's file
+  bool missed_ = false;   // a commit not in it was met (and reported)
   std::shared_ptr<const CommitGraph> graph_;  // null: none (every commit read as an object)
   CommitGraph::PathKeys keys_;                // path_'s Bloom keys
   std::vector<uint32_t> parents_;
@@ -112,6 +114,9 @@ class PathChangeFilter {
   bool usable() const { return graph_ != nullptr && graph_->has_bloom(); }
 
  private:
+  git_repository* repo_;
+  bool indexed_ = false;
+  mutable bool missed_ = false;
   std::shared_ptr<const CommitGraph> graph_;
   CommitGraph::PathKeys keys_;
 };

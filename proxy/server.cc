@@ -307,14 +307,21 @@ std::string Shared::RenderMetrics() const {
     const gitfrag::HistoryIndexMetrics h = gitfrag::HistoryIndexTotals();
     line("shellac_history_index_memory_bytes", "gauge",
          "Memory all history indexes may take (history-index-memory).", h.budget_bytes);
+    line("shellac_history_index_stores", "gauge",
+         "History indexes built, one per object store (forks that borrow objects share one).",
+         h.stores);
     line("shellac_history_index_repositories", "gauge",
-         "Repositories whose history index is built (no commit-graph of their own).",
+         "Repositories without a commit-graph answered by a built history index.",
          h.repositories);
     line("shellac_history_index_commits", "gauge", "Commits in the built history indexes.",
          h.commits);
     line("shellac_history_index_bytes", "gauge", "Size of the built history indexes.", h.bytes);
     line("shellac_history_index_builds_total", "counter", "History index builds that ended.",
          h.builds);
+    line("shellac_history_index_refreshes_total", "counter",
+         "History index builds that added commits made after an index was built.", h.refreshes);
+    line("shellac_history_index_retries_total", "counter",
+         "History index builds that followed a failed build of the same index.", h.retries);
     line("shellac_history_index_failed_total", "counter",
          "History index builds not kept (over the memory budget, or a history that cannot be read).",
          h.failed);

@@ -394,5 +394,227 @@ TEST_F(CommitGraphTest, BackgroundIndexServesWalks) {
   HistoryIndex::SetMemoryBudget(0);
 }
 
+// The commits a path walk of `repo` from `start` shows, as short ids.
+std::string PathLog(git_repository* repo, const git_oid& start, const std::string& path) {
+  DateWalk w(repo, std::vector<git_oid>{start}, nullptr, path);
+  std::string out;
+  git_oid id;
+  while (w.NextId(&id)) out += OidHex(id).substr(0, 8) + " ";
+  return out;
+}
+
+RepositoryPtr OpenRepo(const std::string& dir) {
+  git_repository* raw = nullptr;
+  EXPECT_EQ(git_repository_open(&raw, dir.c_str()), 0) << dir;
+  return RepositoryPtr(raw);
+}
+
+git_oid Head(git_repository* repo) {
+  git_oid id{};
+  EXPECT_EQ(git_reference_name_to_id(&id, repo, "HEAD"), 0);
+  return id;
+}
+
+// Repositories that borrow their objects from one store (alternates) share one index: one build,
+// started by the first fork that asks; a fork's own commit (in its own objects) is walked from its
+// object, reported, and added by a refresh of the shared index.
+TEST_F(CommitGraphTest, ForksShareOneIndex) {
+  const std::string env = "env HOME=" + ShellQuote(dir_.path()) +
+                          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+                          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org ";
+  Shell("cd " + ShellQuote(dir_.path()) + " && " + env +
+        "git clone -q --bare --shared work/.git fork.git 2>&1 && " + env +
+        "git clone -q --shared work/.git own 2>&1 && cd own && echo own > top.txt && " + env +
+        "GIT_COMMITTER_DATE=2021-03-05T00:00:00Z git commit -q -am 'own top' 2>&1");
+  EXPECT_EQ(HistoryIndex::StoreOf(dir_.File("fork.git")), HistoryIndex::StoreOf(git_dir_));
+  EXPECT_EQ(HistoryIndex::StoreOf(dir_.File("own/.git")), HistoryIndex::StoreOf(git_dir_));
+  const RepositoryPtr fork = OpenRepo(dir_.File("fork.git"));
+  const RepositoryPtr own = OpenRepo(dir_.File("own/.git"));
+  const git_oid own_head = Head(own.get());
+  // The fork's own commit is in its own objects, not in the store.
+  {
+    git_odb* raw = nullptr;
+    ASSERT_EQ(git_repository_odb(&raw, repo_.get()), 0);
+    const base::Owned<git_odb_free> odb(raw);
+    EXPECT_FALSE(git_odb_exists(odb.get(), &own_head));
+  }
+  const std::vector<std::string> paths = {"top.txt", "a/b/c/deep.txt", "d", "only.txt", "nothing"};
+  const git_oid head = Head(repo_.get());
+  HistoryIndex::SetMemoryBudget(0);
+  std::vector<std::string> plain, plain_own;
+  for (const std::string& path : paths) {
+    plain.push_back(PathLog(fork.get(), head, path));
+    plain_own.push_back(PathLog(own.get(), own_head, path));
+  }
+  EXPECT_EQ(plain_own[0].substr(0, 8), OidHex(own_head).substr(0, 8)) << plain_own[0];
+
+  HistoryIndex::SetDelays(std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  const HistoryIndexMetrics before = HistoryIndexTotals();
+  EXPECT_EQ(HistoryIndex::For(fork.get()), nullptr) << "queued, not built while asked";
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "the same store: no second build";
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const auto index = HistoryIndex::For(fork.get());
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), index);
+  EXPECT_EQ(HistoryIndex::For(own.get()), index);
+  // The store's own repository's refs were read: every commit, though the fork has none of them.
+  EXPECT_EQ(index->size(), commits_.size());
+  HistoryIndexMetrics after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.stores, before.stores + 1);
+  EXPECT_EQ(after.repositories, before.repositories + 3);
+  EXPECT_EQ(after.commits, before.commits + commits_.size());
+  for (size_t i = 0; i < paths.size(); ++i) EXPECT_EQ(PathLog(fork.get(), head, paths[i]), plain[i]);
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  EXPECT_EQ(HistoryIndexTotals().builds, before.builds + 1) << "walks inside the index miss nothing";
+
+  // The fork's own commit: not in the index, walked from its object, the same pages.
+  for (size_t i = 0; i < paths.size(); ++i)
+    EXPECT_EQ(PathLog(own.get(), own_head, paths[i]), plain_own[i]) << paths[i];
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 2);
+  EXPECT_EQ(after.refreshes, before.refreshes + 1);
+  EXPECT_EQ(after.failed, before.failed);
+  const auto refreshed = HistoryIndex::For(own.get());
+  ASSERT_NE(refreshed, nullptr);
+  EXPECT_NE(refreshed, index);
+  EXPECT_EQ(HistoryIndex::For(fork.get()), refreshed);
+  EXPECT_EQ(refreshed->size(), commits_.size() + 1);
+  EXPECT_NE(refreshed->Find(own_head), CommitGraph::kNoPosition);
+  EXPECT_EQ(after.commits, before.commits + commits_.size() + 1);
+  for (size_t i = 0; i < paths.size(); ++i)
+    EXPECT_EQ(PathLog(own.get(), own_head, paths[i]), plain_own[i]) << paths[i];
+  // Its filter was computed, the others' kept: "top.txt" changed, "only.txt" did not.
+  const uint32_t pos = refreshed->Find(own_head);
+  EXPECT_TRUE(refreshed->MaybeChanged(pos, refreshed->Keys("top.txt")));
+  EXPECT_FALSE(refreshed->MaybeChanged(pos, refreshed->Keys("only.txt")));
+  for (const git_oid& id : commits_) {
+    const uint32_t a = index->Find(id), b = refreshed->Find(id);
+    ASSERT_NE(b, CommitGraph::kNoPosition);
+    EXPECT_EQ(index->Filter(a, 7), refreshed->Filter(b, 7)) << OidHex(id);
+  }
+  HistoryIndex::SetMemoryBudget(0);
+  HistoryIndex::SetDelays(std::chrono::seconds(30), std::chrono::seconds(10));
+}
+
+// A repository that gains commits after its index was built: the first walk from the new commit
+// reads it and reports the miss, a refresh adds it (reading only the new commit), and a walk that
+// needs nothing new queues nothing.
+TEST_F(CommitGraphTest, IndexRefreshedWithNewCommits) {
+  HistoryIndex::SetDelays(std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  const HistoryIndexMetrics before = HistoryIndexTotals();
+  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr);
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const auto index = HistoryIndex::For(repo_.get());
+  ASSERT_NE(index, nullptr);
+  const git_oid old_head = Head(repo_.get());
+  const std::string old_log = PathLog(repo_.get(), old_head, "a/b/c/deep.txt");
+  EXPECT_EQ(old_log.size(), 3 * 9u);  // root, deep, deep again
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  EXPECT_EQ(HistoryIndexTotals().builds, before.builds + 1) << "nothing missed, nothing rebuilt";
+
+  Shell("cd " + ShellQuote(dir_.File("work")) + " && echo 4 > a/b/c/deep.txt && env HOME=" +
+        ShellQuote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
+        " GIT_COMMITTER_DATE=2021-03-05T00:00:00Z git commit -q -am 'deep 4' 2>&1");
+  const RepositoryPtr fresh = OpenRepo(git_dir_);
+  const git_oid new_head = Head(fresh.get());
+  EXPECT_EQ(index->Find(new_head), CommitGraph::kNoPosition);
+  const std::string log = PathLog(fresh.get(), new_head, "a/b/c/deep.txt");
+  EXPECT_EQ(log, OidHex(new_head).substr(0, 8) + " " + old_log);
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const HistoryIndexMetrics after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 2);
+  EXPECT_EQ(after.refreshes, before.refreshes + 1);
+  const auto refreshed = HistoryIndex::For(fresh.get());
+  ASSERT_NE(refreshed, nullptr);
+  EXPECT_EQ(refreshed->size(), index->size() + 1);
+  EXPECT_NE(refreshed->Find(new_head), CommitGraph::kNoPosition);
+  EXPECT_EQ(PathLog(fresh.get(), new_head, "a/b/c/deep.txt"), log);
+  // The blame's filter sees it too.
+  EXPECT_FALSE(PathChangeFilter(fresh.get(), "top.txt").MaybeChanged(new_head));
+  EXPECT_TRUE(PathChangeFilter(fresh.get(), "a/b/c/deep.txt").MaybeChanged(new_head));
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  EXPECT_EQ(HistoryIndexTotals().builds, before.builds + 2);
+  HistoryIndex::SetMemoryBudget(0);
+  HistoryIndex::SetDelays(std::chrono::seconds(30), std::chrono::seconds(10));
+}
+
+// A build that fails is tried again after its delay, at most kMaxFailures times in a row; a new
+// budget tries again, and a repository that can be read again gets its index.
+TEST_F(CommitGraphTest, FailedIndexBuildRetriedWithBackoff) {
+  // A commit whose object is gone: the history cannot be read.
+  const std::string parent =
+      Shell("git -C " + ShellQuote(git_dir_) + " rev-parse HEAD~1").substr(0, 40);
+  const std::string object = git_dir_ + "/objects/" + parent.substr(0, 2) + "/" + parent.substr(2);
+  ASSERT_EQ(std::rename(object.c_str(), (object + ".away").c_str()), 0) << object;
+
+  auto ask = [&] {  // For(), then until the builder is idle
+    const auto index = HistoryIndex::For(repo_.get());
+    EXPECT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+    return index;
+  };
+  HistoryIndex::SetDelays(std::chrono::hours(1), std::chrono::milliseconds(0));
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  const HistoryIndexMetrics before = HistoryIndexTotals();
+  EXPECT_EQ(ask(), nullptr);
+  HistoryIndexMetrics after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + 1);
+  EXPECT_EQ(after.failed, before.failed + 1);
+  EXPECT_EQ(ask(), nullptr);
+  EXPECT_EQ(HistoryIndexTotals().builds, before.builds + 1) << "not before its delay";
+
+  HistoryIndex::SetDelays(std::chrono::milliseconds(0), std::chrono::milliseconds(0));
+  for (unsigned i = 0; i < 3 * HistoryIndex::kMaxFailures; ++i) EXPECT_EQ(ask(), nullptr);
+  after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + HistoryIndex::kMaxFailures) << "bounded";
+  EXPECT_EQ(after.failed, before.failed + HistoryIndex::kMaxFailures);
+  EXPECT_EQ(after.retries, before.retries + HistoryIndex::kMaxFailures - 1);
+
+  // Readable again; given up until the budget changes (a reload), then built.
+  ASSERT_EQ(std::rename((object + ".away").c_str(), object.c_str()), 0);
+  EXPECT_EQ(ask(), nullptr);
+  EXPECT_EQ(HistoryIndexTotals().builds, before.builds + HistoryIndex::kMaxFailures);
+  HistoryIndex::SetMemoryBudget(uint64_t{65} << 20);
+  EXPECT_EQ(ask(), nullptr);
+  const auto index = HistoryIndex::For(repo_.get());
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->size(), commits_.size());
+  after = HistoryIndexTotals();
+  EXPECT_EQ(after.builds, before.builds + HistoryIndex::kMaxFailures + 1);
+  EXPECT_EQ(after.failed, before.failed + HistoryIndex::kMaxFailures);
+  HistoryIndex::SetMemoryBudget(0);
+  HistoryIndex::SetDelays(std::chrono::seconds(30), std::chrono::seconds(10));
+}
+
+// git's plain commit-graph (as `git gc` writes it: no changed-path filters) gives links but no
+// Bloom answers: the in-memory index, which has them, is built and preferred for path walks.
+TEST_F(CommitGraphTest, PlainGraphGetsTheIndexFilters) {
+  Git("commit-graph write --reachable");
+  const auto file = CommitGraph::Open(git_dir_, nullptr);
+  ASSERT_NE(file, nullptr);
+  ASSERT_FALSE(file->has_bloom());
+  const git_oid head = Head(repo_.get());
+  const std::vector<std::string> paths = AllPaths(git_dir_);
+  HistoryIndex::SetMemoryBudget(0);
+  std::vector<std::string> plain;
+  for (const std::string& path : paths) plain.push_back(PathLog(repo_.get(), head, path));
+  EXPECT_FALSE(PathChangeFilter(repo_.get(), "top.txt").usable());
+
+  HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
+  EXPECT_FALSE(PathChangeFilter(repo_.get(), "top.txt").usable()) << "queued, not built yet";
+  ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
+  const auto index = HistoryIndex::For(repo_.get());
+  ASSERT_NE(index, nullptr);
+  EXPECT_TRUE(PathChangeFilter(repo_.get(), "top.txt").usable());
+  for (size_t i = 0; i < paths.size(); ++i)
+    EXPECT_EQ(PathLog(repo_.get(), head, paths[i]), plain[i]) << paths[i];
+  HistoryIndex::SetMemoryBudget(0);
+}
+
 }  // namespace
 }  // namespace shellac::gitfrag

@@ -322,6 +322,39 @@ TEST(Resident, PathLogsAreTheSameWithACommitGraph) {
   EXPECT_NE(with[5].find(repos.fork_only()), std::string::npos) << with[5];
 }
 
+// Repositories that share objects share one history index: the fork's first path log starts the
+// only build (the fork's refs and the base's, whose objects it borrows), and the base's pages are
+// answered from that index without a second one; the pages are those of a walk without it.
+TEST(Resident, ForksShareOneHistoryIndex) {
+  Repos repos;
+  const std::vector<std::string> targets = {"/base/log/numbers", "/base/log/main.c",
+                                            "/pub/forks/fork/log/numbers",
+                                            "/pub/forks/fork/log/fork.txt"};
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(0, "max-commit-count=1\n")));
+  std::vector<std::string> want;
+  for (const std::string& target : targets) want.push_back(Assembled(proxy, target));
+  Response first = HttpGet(proxy.Port(), "/pub/forks/fork/log/fork.txt");
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  EXPECT_EQ(first.body, want[3]);
+  std::string metrics = WaitForMetricValue(proxy.AdminPort(), "shellac_history_index_stores", {},
+                                           1, Millis(120'000));
+  ASSERT_EQ(MetricSum(metrics, "shellac_history_index_stores"), 1) << metrics;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Response page = HttpGet(proxy.Port(), targets[i]);
+    ASSERT_EQ(page.status, 200) << targets[i] << page.Describe();
+    EXPECT_EQ(page.body, want[i]) << targets[i];
+  }
+  metrics = WaitForMetricValue(proxy.AdminPort(), "shellac_history_index_repositories", {}, 2);
+  EXPECT_EQ(MetricSum(metrics, "shellac_history_index_repositories"), 2) << metrics;
+  EXPECT_EQ(MetricSum(metrics, "shellac_history_index_stores"), 1) << metrics;
+  EXPECT_EQ(MetricSum(metrics, "shellac_history_index_builds_total"), 1) << metrics;
+  EXPECT_EQ(MetricSum(metrics, "shellac_history_index_failed_total"), 0) << metrics;
+  // Both repositories' commits, the fork's own one included: 3.
+  EXPECT_EQ(MetricSum(metrics, "shellac_history_index_commits"), 3) << metrics;
+  EXPECT_NE(want[3].find(repos.fork_only()), std::string::npos) << want[3];
+}
+
 // A diff whose fragment is over 8 MiB even compressed (random base64 text): stored like any other
 // (the store's large-object shard), so the second fork's page is a hit, not a second render.
 TEST(Resident, FragmentsOverEightMiBAreStored) {
