@@ -7,7 +7,7 @@
 #include <array>
 #include <deque>
 #include <fstream>
-#include <sstream>
+#include <string>
 
 #include "base/owned.h"
 
@@ -165,10 +165,10 @@ void AddFingerprint(const std::string& path, std::string* out) {
     out->append("-;");
     return;
   }
-  std::ostringstream s;
-  s << st.st_ino << ':' << st.st_size << ':' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec
-    << ';';
-  out->append(s.str());
+  out->append(std::to_string(st.st_ino)).push_back(':');
+  out->append(std::to_string(st.st_size)).push_back(':');
+  out->append(std::to_string(st.st_mtim.tv_sec)).push_back('.');
+  out->append(std::to_string(st.st_mtim.tv_nsec)).push_back(';');
 }
 
 void FingerprintDirs(const std::string& dir, std::string* out) {
@@ -229,6 +229,10 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
     return r != nullptr && r->oid ? r : nullptr;
   };
 
+  // Every decoration with its target, in the order git makes them (refs in name order, HEAD
+  // last); grouped by target below.
+  std::vector<Pending> pending;
+  pending.reserve(refs.size() + 1);
   auto decorate = [&](std::string_view name, const RawRef& raw) {
     const RawRef* r = resolve(raw);
     if (r == nullptr) return;
@@ -245,12 +249,9 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
         annotated = p->annotated;
       }
     }
-    // git prepends each decoration, so the newest (last in name order) comes first.
-    auto& list = index->by_commit_[target];
-    list.insert(list.begin(), Decoration{KindOf(name, annotated), name});
+    pending.push_back({target, Decoration{KindOf(name, annotated), name}});
   };
 
-  index->by_commit_.reserve(refs.size() + 1);
   index->refs_.reserve(refs.size());
   for (const auto& [name, raw] : refs) {
     if (name.starts_with("refs/")) {
@@ -278,12 +279,60 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
     head_ref.oid = oid;
   }
   decorate("HEAD", head_ref);
+  index->GroupByCommit(pending);
   return index;
 }
 
-const std::vector<Decoration>* RefIndex::For(const git_oid& commit) const {
-  auto it = by_commit_.find(commit);
-  return it == by_commit_.end() ? nullptr : &it->second;
+namespace {
+
+size_t SlotOf(const git_oid& commit, size_t mask) {
+  return OidHash()(commit) & mask;
+}
+
+}  // namespace
+
+void RefIndex::GroupByCommit(const std::vector<Pending>& pending) {
+  size_t size = 16;
+  while (size < 2 * pending.size()) size *= 2;
+  slots_.assign(size, 0);
+  const size_t mask = size - 1;
+  // Pass 1: a group per target, counting its decorations (a slot holds its group's index + 1).
+  std::vector<uint32_t> group_of(pending.size());
+  groups_.reserve(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const git_oid& target = pending[i].target;
+    size_t slot = SlotOf(target, mask);
+    while (slots_[slot] != 0 && !OidEqual()(groups_[slots_[slot] - 1].commit, target))
+      slot = (slot + 1) & mask;
+    if (slots_[slot] == 0) {
+      groups_.push_back({target, 0, 0});
+      slots_[slot] = static_cast<uint32_t>(groups_.size());
+    }
+    group_of[i] = slots_[slot] - 1;
+    ++groups_[group_of[i]].count;
+  }
+  uint32_t at = 0;
+  for (Group& g : groups_) {
+    g.begin = at;
+    at += g.count;
+    g.count = 0;
+  }
+  // Pass 2: git prepends each decoration, so the last made comes first: fill from the end.
+  decorations_.resize(pending.size());
+  for (size_t i = pending.size(); i-- > 0;) {
+    Group& g = groups_[group_of[i]];
+    decorations_[g.begin + g.count++] = pending[i].decoration;
+  }
+}
+
+std::span<const Decoration> RefIndex::For(const git_oid& commit) const {
+  if (slots_.empty()) return {};
+  const size_t mask = slots_.size() - 1;
+  for (size_t slot = SlotOf(commit, mask); slots_[slot] != 0; slot = (slot + 1) & mask) {
+    const Group& g = groups_[slots_[slot] - 1];
+    if (OidEqual()(g.commit, commit)) return {decorations_.data() + g.begin, g.count};
+  }
+  return {};
 }
 
 std::optional<git_oid> RefIndex::Branch(const std::string& short_name) const {
