@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <string>
@@ -22,6 +23,12 @@ constexpr std::array<int8_t, 256> kHexValue = [] {
   for (int c = 'A'; c <= 'F'; ++c) t[c] = static_cast<int8_t>(c - 'A' + 10);
   return t;
 }();
+
+// Whether `s` starts with `prefix` (inline: the build asks this several times for each of thousands
+// of refs).
+inline bool HasPrefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
 
 // The 40 hex digits at the start of `hex` (a packed-refs file has thousands: this is the build's
 // inner loop, a table lookup per digit).
@@ -76,25 +83,26 @@ bool ByName(const NamedRef& a, const NamedRef& b) {
 // names are views into `text`.
 void ParsePackedRefs(std::string_view text, std::vector<NamedRef>* refs) {
   bool fully_peeled = false, peeled_tags = false, sorted = true;
+  refs->reserve(refs->size() + text.size() / 64);  // a ref line is 50-100 bytes
   while (!text.empty()) {
     const size_t eol = text.find('\n');
     std::string_view line = text.substr(0, eol);
     text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     if (line.ends_with('\r')) line.remove_suffix(1);
-    if (line.starts_with("#")) {
+    if (!line.empty() && line[0] == '#') {
       fully_peeled = line.find(" fully-peeled") != std::string_view::npos;
       peeled_tags = fully_peeled || line.find(" peeled") != std::string_view::npos;
       continue;
     }
     git_oid oid;
-    if (line.starts_with("^")) {
+    if (!line.empty() && line[0] == '^') {
       if (!refs->empty() && ParseOid(line.substr(1), &oid)) refs->back().ref.peeled = oid;
       continue;
     }
     if (line.size() < GIT_OID_HEXSZ + 2 || !ParseOid(line, &oid)) continue;
     NamedRef r{line.substr(GIT_OID_HEXSZ + 1), {}};
     r.ref.oid = oid;
-    r.ref.peel_known = fully_peeled || (peeled_tags && r.name.starts_with("refs/tags/"));
+    r.ref.peel_known = fully_peeled || (peeled_tags && HasPrefix(r.name, "refs/tags/"));
     if (!refs->empty() && !(refs->back().name < r.name)) sorted = false;
     refs->push_back(r);
   }
@@ -132,7 +140,7 @@ void WalkLoose(const std::string& dir, const std::string& prefix, std::deque<std
     const std::string content = ReadSmallFile(dir + "/" + name);
     NamedRef r;
     git_oid oid;
-    if (content.starts_with("ref: "))
+    if (HasPrefix(content, "ref: "))
       r.ref.symbolic = names->emplace_back(content.substr(5));
     else if (ParseOid(content, &oid))
       r.ref.oid = oid;
@@ -189,10 +197,10 @@ void FingerprintDirs(const std::string& dir, std::string* out) {
 
 Decoration::Kind KindOf(std::string_view name, bool annotated) {
   if (name == "HEAD") return Decoration::Kind::kHead;
-  if (name.starts_with("refs/heads/")) return Decoration::Kind::kBranch;
-  if (name.starts_with("refs/tags/"))
+  if (HasPrefix(name, "refs/heads/")) return Decoration::Kind::kBranch;
+  if (HasPrefix(name, "refs/tags/"))
     return annotated ? Decoration::Kind::kAnnotatedTag : Decoration::Kind::kTag;
-  if (name.starts_with("refs/remotes/")) return Decoration::Kind::kRemote;
+  if (HasPrefix(name, "refs/remotes/")) return Decoration::Kind::kRemote;
   return Decoration::Kind::kOther;
 }
 
@@ -241,7 +249,7 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
     if (r->peeled) {
       target = *r->peeled;
       annotated = true;
-    } else if (!r->peel_known && name.starts_with("refs/tags/") && peel) {
+    } else if (!r->peel_known && HasPrefix(name, "refs/tags/") && peel) {
       // No peeled line recorded (a loose tag): the object itself must say whether it is a tag.
       ++index->peel_calls_;
       if (auto p = peel(*r->oid)) {
@@ -254,10 +262,10 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
 
   index->refs_.reserve(refs.size());
   for (const auto& [name, raw] : refs) {
-    if (name.starts_with("refs/")) {
+    if (HasPrefix(name, "refs/")) {
       if (const RawRef* r = resolve(raw)) index->refs_.push_back({name, *r->oid, r->peel_known, r->peeled});
     }
-    if (name.starts_with("refs/heads/")) {
+    if (HasPrefix(name, "refs/heads/")) {
       if (const RawRef* r = resolve(raw)) {
         std::string short_name(name.substr(11));
         index->branches_.push_back(short_name);
@@ -271,9 +279,9 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
   const std::string head = ReadSmallFile(git_dir + "/HEAD");
   RawRef head_ref;
   git_oid oid;
-  if (head.starts_with("ref: ")) {
+  if (HasPrefix(head, "ref: ")) {
     head_ref.symbolic = index->loose_names_.emplace_back(head.substr(5));
-    if (head_ref.symbolic.starts_with("refs/heads/"))
+    if (HasPrefix(head_ref.symbolic, "refs/heads/"))
       index->head_branch_ = head_ref.symbolic.substr(11);
   } else if (ParseOid(head, &oid)) {
     head_ref.oid = oid;
