@@ -26,37 +26,23 @@ git -C "$repo" rev-list --no-merges HEAD | awk -v s="$step" 'NR % s == 1' |
   head -n $((warmup + n)) >"$out/commits.txt" || true
 [ "$(wc -l <"$out/commits.txt")" -eq $((warmup + n)) ] || { echo "not enough commits" >&2; exit 1; }
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$out/shellac.conf" <<CONF
-listen=127.0.0.1:$port
-admin-listen=off
-backend=127.0.0.1:1
-threads=1
-render-threads=1
-access-log=off
-cgitrc=$cgitrc
-CONF
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-run() {  # PAGES  -> total Ir of a run asking for the first PAGES commits
-  local pages=$1 log="$out/run-$1.log" cg="$out/callgrind-$1.out" pid i=0 id code
-  valgrind --tool=callgrind --callgrind-out-file="$cg" "$bin" -c "$out/shellac.conf" 2>"$log" &
-  pid=$!
-  for _ in $(seq 1 600); do
-    grep -q '^shellac: ready' "$log" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { echo "shellac died: $log" >&2; exit 1; }
-    sleep 0.2
-  done
+ask() {  # PAGES  the first PAGES commits' pages, each checked
+  local pages=$1 i=0 id code
   while read -r id; do
     [ "$i" -lt "$pages" ] || break
     i=$((i + 1))
     code=$(curl -sS -o "$out/page.html" -w '%{http_code}' --max-time 600 \
-      "http://127.0.0.1:$port/$url/$page/?id=$id")
+      "http://127.0.0.1:$CALLGRIND_PORT/$url/$page/?id=$id")
     [ "$code" = 200 ] && grep -q "$want" "$out/page.html" ||
-      { echo "$page $id: HTTP $code without \"$want\"" >&2; kill "$pid"; exit 1; }
+      { echo "$page $id: HTTP $code without \"$want\"" >&2; return 1; }
   done <"$out/commits.txt"
-  kill -TERM "$pid"
-  wait "$pid" || true
-  awk '/^(summary|totals):/ {print $2; exit}' "$cg"
+}
+
+run() {  # PAGES  -> total Ir of a run asking for the first PAGES commits
+  callgrind_shellac "$bin" "$out" "$1" "$cgitrc" "" ask "$1"
 }
 
 base=$(run "$warmup")

@@ -32,20 +32,11 @@ with open(out + "/pages.txt", "w") as f:
         f.write("/%s/commit/?id=%s\n" % (repos[1 + i % (len(repos) - 1)], shas[i % len(shas)]))
 PY
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$out/shellac.conf" <<CONF
-listen=127.0.0.1:$port
-admin-listen=off
-backend=127.0.0.1:1
-threads=1
-render-threads=1
-access-log=off
-cgitrc=$corpus/cgitrc
-max-open-repos=$((repos + 8))
-CONF
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ask() {  # LIST -> the bytes of the answers' bodies (as sent), on stdout
-  python3 - "$port" "$1" "$encoding" <<'PY'
+  python3 - "$CALLGRIND_PORT" "$1" "$encoding" <<'PY'
 import gzip, http.client, sys
 port, path, encoding = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
@@ -63,22 +54,14 @@ print(total)
 PY
 }
 
-run() {  # NAME LISTS...  -> total Ir of a run asking for the pages of LISTS in turn
-  local name=$1 log="$out/run-$1.log" cg="$out/callgrind-$1.out" pid list
+ask_lists() {  # NAME LISTS...  each list's body bytes into $out/bytes-NAME-LIST
+  local name=$1 list
   shift
-  valgrind --tool=callgrind --callgrind-out-file="$cg" "$bin" -c "$out/shellac.conf" 2>"$log" &
-  pid=$!
-  for _ in $(seq 1 600); do
-    grep -q '^shellac: ready' "$log" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { echo "shellac died: $log" >&2; exit 1; }
-    sleep 0.2
-  done
-  for list in "$@"; do
-    ask "$list" >"$out/bytes-$name-$(basename "$list" .txt)" || { kill "$pid"; exit 1; }
-  done
-  kill -TERM "$pid"
-  wait "$pid" || true
-  awk '/^(summary|totals):/ {print $2; exit}' "$cg"
+  for list in "$@"; do ask "$list" >"$out/bytes-$name-$(basename "$list" .txt)" || return 1; done
+}
+
+run() {  # NAME LISTS...  -> total Ir of a run asking for the pages of LISTS in turn
+  callgrind_shellac "$bin" "$out" "$1" "$corpus/cgitrc" "max-open-repos=$((repos + 8))" ask_lists "$@"
 }
 
 base=$(run warm "$out/warm.txt")

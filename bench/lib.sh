@@ -1137,3 +1137,39 @@ esi_stop() {  # shellac first (its exit is part of the report); the EXIT trap st
 }
 
 source "$BENCH_DIR/peers.sh"
+
+# ---------------------------------------------------------------------------------------------
+# Instruction counts (bench/callgrind-cold.sh, bench/callgrind-frames.sh)
+
+callgrind_shellac() {  # BIN OUT NAME CGITRC CONF-LINES ASK [ARG...]  -> the run's total Ir on stdout
+  # shellac BIN under valgrind --tool=callgrind, one worker and one render thread, no access log,
+  # no backend, cgitrc=CGITRC plus CONF-LINES (newline separated, may be empty); the whole process
+  # counted from start to exit. Once it is ready, ASK ARG... runs with $CALLGRIND_PORT set (its
+  # stdout must go elsewhere: this function's is the count); then SIGTERM. Files in OUT: NAME.conf,
+  # run-NAME.log (shellac's stderr), callgrind-NAME.out.
+  local bin=$1 out=$2 name=$3 cgitrc=$4 lines=$5 pid
+  shift 5
+  CALLGRIND_PORT=$(bench_free_port)
+  {
+    printf '%s\n' "listen=127.0.0.1:$CALLGRIND_PORT" admin-listen=off backend=127.0.0.1:1 threads=1 \
+      render-threads=1 access-log=off "cgitrc=$cgitrc"
+    [ -z "$lines" ] || printf '%s\n' "$lines"
+  } >"$out/$name.conf"
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-$name.out" \
+    "$bin" -c "$out/$name.conf" 2>"$out/run-$name.log" &
+  pid=$!
+  if ! bench_wait_log "$out/run-$name.log" '^shellac: ready' 120 "$pid"; then
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    echo "shellac did not start under callgrind: $out/run-$name.log" >&2
+    return 1
+  fi
+  if ! CALLGRIND_PORT=$CALLGRIND_PORT "$@"; then
+    kill -TERM "$pid"
+    wait "$pid" 2>/dev/null
+    return 1
+  fi
+  kill -TERM "$pid"
+  wait "$pid" || true
+  awk '/^(summary|totals):/ {print $2; exit}' "$out/callgrind-$name.out"
+}

@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <deque>
 #include <fstream>
-#include <sstream>
+#include <string>
 
 #include "base/owned.h"
 
@@ -22,6 +23,12 @@ constexpr std::array<int8_t, 256> kHexValue = [] {
   for (int c = 'A'; c <= 'F'; ++c) t[c] = static_cast<int8_t>(c - 'A' + 10);
   return t;
 }();
+
+// Whether `s` starts with `prefix` (inline: the build asks this several times for each of thousands
+// of refs).
+inline bool HasPrefix(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
 
 // The 40 hex digits at the start of `hex` (a packed-refs file has thousands: this is the build's
 // inner loop, a table lookup per digit).
@@ -76,25 +83,26 @@ bool ByName(const NamedRef& a, const NamedRef& b) {
 // names are views into `text`.
 void ParsePackedRefs(std::string_view text, std::vector<NamedRef>* refs) {
   bool fully_peeled = false, peeled_tags = false, sorted = true;
+  refs->reserve(refs->size() + text.size() / 64);  // a ref line is 50-100 bytes
   while (!text.empty()) {
     const size_t eol = text.find('\n');
     std::string_view line = text.substr(0, eol);
     text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     if (line.ends_with('\r')) line.remove_suffix(1);
-    if (line.starts_with("#")) {
+    if (!line.empty() && line[0] == '#') {
       fully_peeled = line.find(" fully-peeled") != std::string_view::npos;
       peeled_tags = fully_peeled || line.find(" peeled") != std::string_view::npos;
       continue;
     }
     git_oid oid;
-    if (line.starts_with("^")) {
+    if (!line.empty() && line[0] == '^') {
       if (!refs->empty() && ParseOid(line.substr(1), &oid)) refs->back().ref.peeled = oid;
       continue;
     }
     if (line.size() < GIT_OID_HEXSZ + 2 || !ParseOid(line, &oid)) continue;
     NamedRef r{line.substr(GIT_OID_HEXSZ + 1), {}};
     r.ref.oid = oid;
-    r.ref.peel_known = fully_peeled || (peeled_tags && r.name.starts_with("refs/tags/"));
+    r.ref.peel_known = fully_peeled || (peeled_tags && HasPrefix(r.name, "refs/tags/"));
     if (!refs->empty() && !(refs->back().name < r.name)) sorted = false;
     refs->push_back(r);
   }
@@ -132,7 +140,7 @@ void WalkLoose(const std::string& dir, const std::string& prefix, std::deque<std
     const std::string content = ReadSmallFile(dir + "/" + name);
     NamedRef r;
     git_oid oid;
-    if (content.starts_with("ref: "))
+    if (HasPrefix(content, "ref: "))
       r.ref.symbolic = names->emplace_back(content.substr(5));
     else if (ParseOid(content, &oid))
       r.ref.oid = oid;
@@ -165,10 +173,10 @@ void AddFingerprint(const std::string& path, std::string* out) {
     out->append("-;");
     return;
   }
-  std::ostringstream s;
-  s << st.st_ino << ':' << st.st_size << ':' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec
-    << ';';
-  out->append(s.str());
+  out->append(std::to_string(st.st_ino)).push_back(':');
+  out->append(std::to_string(st.st_size)).push_back(':');
+  out->append(std::to_string(st.st_mtim.tv_sec)).push_back('.');
+  out->append(std::to_string(st.st_mtim.tv_nsec)).push_back(';');
 }
 
 void FingerprintDirs(const std::string& dir, std::string* out) {
@@ -189,10 +197,10 @@ void FingerprintDirs(const std::string& dir, std::string* out) {
 
 Decoration::Kind KindOf(std::string_view name, bool annotated) {
   if (name == "HEAD") return Decoration::Kind::kHead;
-  if (name.starts_with("refs/heads/")) return Decoration::Kind::kBranch;
-  if (name.starts_with("refs/tags/"))
+  if (HasPrefix(name, "refs/heads/")) return Decoration::Kind::kBranch;
+  if (HasPrefix(name, "refs/tags/"))
     return annotated ? Decoration::Kind::kAnnotatedTag : Decoration::Kind::kTag;
-  if (name.starts_with("refs/remotes/")) return Decoration::Kind::kRemote;
+  if (HasPrefix(name, "refs/remotes/")) return Decoration::Kind::kRemote;
   return Decoration::Kind::kOther;
 }
 
@@ -229,6 +237,10 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
     return r != nullptr && r->oid ? r : nullptr;
   };
 
+  // Every decoration with its target, in the order git makes them (refs in name order, HEAD
+  // last); grouped by target below.
+  std::vector<Pending> pending;
+  pending.reserve(refs.size() + 1);
   auto decorate = [&](std::string_view name, const RawRef& raw) {
     const RawRef* r = resolve(raw);
     if (r == nullptr) return;
@@ -237,7 +249,7 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
     if (r->peeled) {
       target = *r->peeled;
       annotated = true;
-    } else if (!r->peel_known && name.starts_with("refs/tags/") && peel) {
+    } else if (!r->peel_known && HasPrefix(name, "refs/tags/") && peel) {
       // No peeled line recorded (a loose tag): the object itself must say whether it is a tag.
       ++index->peel_calls_;
       if (auto p = peel(*r->oid)) {
@@ -245,18 +257,15 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
         annotated = p->annotated;
       }
     }
-    // git prepends each decoration, so the newest (last in name order) comes first.
-    auto& list = index->by_commit_[target];
-    list.insert(list.begin(), Decoration{KindOf(name, annotated), name});
+    pending.push_back({target, Decoration{KindOf(name, annotated), name}});
   };
 
-  index->by_commit_.reserve(refs.size() + 1);
   index->refs_.reserve(refs.size());
   for (const auto& [name, raw] : refs) {
-    if (name.starts_with("refs/")) {
+    if (HasPrefix(name, "refs/")) {
       if (const RawRef* r = resolve(raw)) index->refs_.push_back({name, *r->oid, r->peel_known, r->peeled});
     }
-    if (name.starts_with("refs/heads/")) {
+    if (HasPrefix(name, "refs/heads/")) {
       if (const RawRef* r = resolve(raw)) {
         std::string short_name(name.substr(11));
         index->branches_.push_back(short_name);
@@ -270,20 +279,68 @@ std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, cons
   const std::string head = ReadSmallFile(git_dir + "/HEAD");
   RawRef head_ref;
   git_oid oid;
-  if (head.starts_with("ref: ")) {
+  if (HasPrefix(head, "ref: ")) {
     head_ref.symbolic = index->loose_names_.emplace_back(head.substr(5));
-    if (head_ref.symbolic.starts_with("refs/heads/"))
+    if (HasPrefix(head_ref.symbolic, "refs/heads/"))
       index->head_branch_ = head_ref.symbolic.substr(11);
   } else if (ParseOid(head, &oid)) {
     head_ref.oid = oid;
   }
   decorate("HEAD", head_ref);
+  index->GroupByCommit(pending);
   return index;
 }
 
-const std::vector<Decoration>* RefIndex::For(const git_oid& commit) const {
-  auto it = by_commit_.find(commit);
-  return it == by_commit_.end() ? nullptr : &it->second;
+namespace {
+
+size_t SlotOf(const git_oid& commit, size_t mask) {
+  return OidHash()(commit) & mask;
+}
+
+}  // namespace
+
+void RefIndex::GroupByCommit(const std::vector<Pending>& pending) {
+  size_t size = 16;
+  while (size < 2 * pending.size()) size *= 2;
+  slots_.assign(size, 0);
+  const size_t mask = size - 1;
+  // Pass 1: a group per target, counting its decorations (a slot holds its group's index + 1).
+  std::vector<uint32_t> group_of(pending.size());
+  groups_.reserve(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const git_oid& target = pending[i].target;
+    size_t slot = SlotOf(target, mask);
+    while (slots_[slot] != 0 && !OidEqual()(groups_[slots_[slot] - 1].commit, target))
+      slot = (slot + 1) & mask;
+    if (slots_[slot] == 0) {
+      groups_.push_back({target, 0, 0});
+      slots_[slot] = static_cast<uint32_t>(groups_.size());
+    }
+    group_of[i] = slots_[slot] - 1;
+    ++groups_[group_of[i]].count;
+  }
+  uint32_t at = 0;
+  for (Group& g : groups_) {
+    g.begin = at;
+    at += g.count;
+    g.count = 0;
+  }
+  // Pass 2: git prepends each decoration, so the last made comes first: fill from the end.
+  decorations_.resize(pending.size());
+  for (size_t i = pending.size(); i-- > 0;) {
+    Group& g = groups_[group_of[i]];
+    decorations_[g.begin + g.count++] = pending[i].decoration;
+  }
+}
+
+std::span<const Decoration> RefIndex::For(const git_oid& commit) const {
+  if (slots_.empty()) return {};
+  const size_t mask = slots_.size() - 1;
+  for (size_t slot = SlotOf(commit, mask); slots_[slot] != 0; slot = (slot + 1) & mask) {
+    const Group& g = groups_[slots_[slot] - 1];
+    if (OidEqual()(g.commit, commit)) return {decorations_.data() + g.begin, g.count};
+  }
+  return {};
 }
 
 std::optional<git_oid> RefIndex::Branch(const std::string& short_name) const {

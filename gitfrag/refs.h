@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,8 +44,9 @@ class RefIndex {
   // Reads `git_dir`'s HEAD, packed-refs and refs/. Missing files mean no refs.
   static std::shared_ptr<const RefIndex> Build(const std::string& git_dir, const Peeler& peel);
 
-  // Decorations of `commit` in git's order (HEAD first, then refs in reverse name order), or null.
-  const std::vector<Decoration>* For(const git_oid& commit) const;
+  // Decorations of `commit` in git's order (HEAD first, then refs in reverse name order); empty
+  // when none.
+  std::span<const Decoration> For(const git_oid& commit) const;
 
   const std::vector<std::string>& branches() const { return branches_; }  // short names, sorted
   const std::string& head_branch() const { return head_branch_; }  // "" when HEAD is detached
@@ -62,9 +64,26 @@ class RefIndex {
   const std::vector<Ref>& refs() const { return refs_; }
 
  private:
+  struct Pending {  // a decoration and the commit it decorates
+    git_oid target;
+    Decoration decoration;
+  };
+  // Groups `pending` (in the order git makes them) by target: fills decorations_, groups_, slots_.
+  void GroupByCommit(const std::vector<Pending>& pending);
+
   std::string packed_;                   // the packed-refs file, which decoration names view
   std::deque<std::string> loose_names_;  // names of loose refs and symbolic targets
-  std::unordered_map<git_oid, std::vector<Decoration>, OidHash, OidEqual> by_commit_;
+  // Decorations grouped by the commit they decorate, each group contiguous in git's order; found
+  // through an open-addressing table (built with no allocation per ref: thousands of refs on a
+  // large repository, and a fork farm builds one index per fork).
+  struct Group {
+    git_oid commit;
+    uint32_t begin = 0;  // into decorations_
+    uint32_t count = 0;
+  };
+  std::vector<Decoration> decorations_;
+  std::vector<Group> groups_;
+  std::vector<uint32_t> slots_;  // group index + 1; 0: empty. A power of two in size.
   std::unordered_map<std::string, git_oid> branch_tips_;
   std::vector<std::string> branches_;
   std::vector<Ref> refs_;

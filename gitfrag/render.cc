@@ -507,6 +507,15 @@ bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit,
   return false;
 }
 
+size_t HunkHeaders::LineStart(long line) {
+  while (cursor_line_ < line && cursor_pos_ < text_.size()) {
+    const size_t eol = text_.find('\n', cursor_pos_);
+    cursor_pos_ = eol == std::string_view::npos ? text_.size() : eol + 1;
+    ++cursor_line_;
+  }
+  return cursor_line_ == line && cursor_pos_ < text_.size() ? cursor_pos_ : std::string_view::npos;
+}
+
 const std::string& HunkHeaders::Next(const git_diff_hunk& hunk) {
   // "@@ -a,b +c,d @@" as xdiff wrote it, without libgit2's function part.
   const std::string_view raw(hunk.header, hunk.header_len);
@@ -518,31 +527,45 @@ const std::string& HunkHeaders::Next(const git_diff_hunk& hunk) {
   const long from = start - 1;
   if (from > previous_start_ && !loaded_) {
     loaded_ = true;
+    const git_blob* blob = given_;
     git_blob* raw_blob = nullptr;
-    if (!git_oid_is_zero(&delta_.old_file.id) &&
+    if (blob == nullptr && !git_oid_is_zero(&delta_.old_file.id) &&
         git_blob_lookup(&raw_blob, repo_, &delta_.old_file.id) == 0) {
       old_blob_.reset(raw_blob);
-      std::string_view text(static_cast<const char*>(git_blob_rawcontent(raw_blob)),
-                            static_cast<size_t>(git_blob_rawsize(raw_blob)));
-      while (!text.empty()) {
-        const size_t eol = text.find('\n');
-        const size_t n = eol == std::string_view::npos ? text.size() : eol + 1;
-        old_lines_.push_back(text.substr(0, n));
-        text.remove_prefix(n);
-      }
+      blob = raw_blob;
+    }
+    if (blob != nullptr) {
+      text_ = std::string_view(static_cast<const char*>(git_blob_rawcontent(blob)),
+                               static_cast<size_t>(git_blob_rawsize(blob)));
     }
   }
-  for (long l = from; l > previous_start_ && l >= 0; --l) {
-    if (static_cast<size_t>(l) >= old_lines_.size()) continue;
-    std::string_view line = old_lines_[static_cast<size_t>(l)];
-    const unsigned char c = static_cast<unsigned char>(line[0]);
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$')) continue;
-    line = line.substr(0, 80);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\n' ||
-                             line.back() == '\r'))
-      line.remove_suffix(1);
-    function_.assign(line);
-    break;
+  if (from > previous_start_ && !text_.empty()) {
+    // Where the line that ends just before byte `p` starts.
+    auto line_before = [this](size_t p) {
+      const size_t nl = p >= 2 ? text_.rfind('\n', p - 2) : std::string_view::npos;
+      return nl == std::string_view::npos ? size_t{0} : nl + 1;
+    };
+    // The search starts at line `from`, or at the last line when the text is shorter.
+    long l = from;
+    size_t pos = LineStart(from);
+    if (pos == std::string_view::npos) {
+      l = cursor_line_ - 1;  // the cursor is past the last line: cursor_line_ is the line count
+      pos = line_before(text_.size());
+    }
+    for (; l > previous_start_ && l >= 0; --l) {
+      const size_t eol = text_.find('\n', pos);
+      std::string_view line =
+          text_.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol + 1 - pos);
+      if (pos > 0) pos = line_before(pos);
+      const unsigned char c = static_cast<unsigned char>(line[0]);
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$')) continue;
+      line = line.substr(0, 80);
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\t' ||
+                               line.back() == '\n' || line.back() == '\r'))
+        line.remove_suffix(1);
+      function_.assign(line);
+      break;
+    }
   }
   previous_start_ = from;
   if (!function_.empty()) header_.append(" ").append(function_);
@@ -692,9 +715,9 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
 // One file's patch from its blobs, as git_patch_from_diff makes it from a tree-to-tree delta: a
 // submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink), a missing
 // side (an added or deleted file) no data. Null when a blob cannot be read. The patch points into
-// *texts (a submodule's text), which must outlive it.
+// *texts (a submodule's text), which must outlive it. *old_blob gets the old side's blob, if read.
 PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff_options& opts,
-                   std::deque<std::string>* texts) {
+                   std::deque<std::string>* texts, BlobPtr* old_blob_out) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   git_patch* raw = nullptr;
@@ -723,6 +746,7 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff
   if (git_patch_from_blobs(&raw, old_blob.get(), d.old_file.path, new_blob.get(), d.new_file.path,
                            &opts) != 0)
     return PatchPtr();
+  *old_blob_out = std::move(old_blob);
   return PatchPtr(raw);
 }
 
@@ -766,7 +790,8 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
         d.new_file.mode = static_cast<uint16_t>(c.new_mode);
         git_oid_cpy(&d.old_file.id, &c.old_id);
         git_oid_cpy(&d.new_file.id, &c.new_id);
-        if (out->patches) out->files[i].patch = BlobPatch(repo, d, opts, &out->paths);
+        if (out->patches)
+          out->files[i].patch = BlobPatch(repo, d, opts, &out->paths, &out->files[i].old_blob);
       }
       if (used_own != nullptr) *used_own = true;
       return true;

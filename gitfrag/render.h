@@ -90,20 +90,30 @@ bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit,
 // hunk, searched no further back than the previous hunk's start, that begins with an ASCII letter,
 // '_' or '$', cut after 80 bytes (even inside a UTF-8 sequence) and then stripped of trailing
 // blanks; a hunk that finds none repeats the previous hunk's. libgit2 trims before it cuts, so its
-// own headers differ on long lines. The old blob is read only when a hunk needs the search.
+// own headers differ on long lines. The old blob is searched in place, only as far as the hunks go;
+// it is read only when a hunk needs the search and `old_blob` (the old side's blob, if the caller
+// has it) is null.
 class HunkHeaders {
  public:
-  HunkHeaders(git_repository* repo, const git_diff_delta& delta) : repo_(repo), delta_(delta) {}
+  HunkHeaders(git_repository* repo, const git_diff_delta& delta, const git_blob* old_blob = nullptr)
+      : repo_(repo), delta_(delta), given_(old_blob) {}
   // Call once per hunk, in order.
   const std::string& Next(const git_diff_hunk& hunk);
 
  private:
+  // The byte offset where 0-based line `line` of text_ starts, moving the forward cursor (hunks
+  // come in order); npos when the text has no such line.
+  size_t LineStart(long line);
+
   git_repository* repo_;
   const git_diff_delta& delta_;
+  const git_blob* given_;
   bool loaded_ = false;
   BlobPtr old_blob_;
-  std::vector<std::string_view> old_lines_;  // each with its '\n'
-  long previous_start_ = -1;                 // xdiff's funclineprev
+  std::string_view text_;     // the old blob's content
+  long cursor_line_ = 0;      // a line of text_ ...
+  size_t cursor_pos_ = 0;     // ... and where it starts
+  long previous_start_ = -1;  // xdiff's funclineprev
   std::string function_;
   std::string header_;
 };
@@ -127,6 +137,7 @@ DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
 struct FileDiff {
   git_diff_delta delta{};
   PatchPtr patch;
+  BlobPtr old_blob;  // the old side's blob when the own tree diff read it (for HunkHeaders), or null
 };
 
 // The changed files of a diff, and what their deltas' paths point into.

@@ -61,12 +61,12 @@ void WriteSignature(const PageContext& ctx, const char* label, const git_signatu
 // type (refs/pull/, refs/notes/, ...) are left out, and so are remote-tracking branches (cgit's
 // enable-remote-branches is off by default).
 void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
-  const std::vector<Decoration>* decorations = ctx.lease.refs().For(oid);
-  if (decorations == nullptr || decorations->empty()) return;
+  const std::span<const Decoration> decorations = ctx.lease.refs().For(oid);
+  if (decorations.empty()) return;
   Writer& out = ctx.out;
   const std::string hex = OidHex(oid);
   out.Raw("<span class='decoration'>");
-  for (const Decoration& d : *decorations) {
+  for (const Decoration& d : decorations) {
     std::string_view name = d.name;
     if (d.kind == Decoration::Kind::kRemote) continue;
     if (d.kind == Decoration::Kind::kOther && name != "refs/stash" &&

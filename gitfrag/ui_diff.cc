@@ -434,7 +434,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
       out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
     } else {
       SideBySide ss{out, *d, f.old_id, f.id, f.up};
-      HunkHeaders headers(f.repo, *d);
+      HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
       ss.Write(f.files.files[i].patch.get(), headers);
     }
     out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
@@ -453,7 +453,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
       out.Raw("Binary files differ");
       continue;
     }
-    HunkHeaders headers(f.repo, *d);
+    HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
     WriteHunks(out, f.files.files[i].patch.get(), headers);
   }
   out.Raw("</td></tr></table>");

@@ -276,7 +276,7 @@ void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDi
     }
     return;
   }
-  HunkHeaders headers(repo, d);
+  HunkHeaders headers(repo, d, f.old_blob.get());
   for (size_t h = 0; h < hunks; ++h) {
     const git_diff_hunk* hunk = nullptr;
     size_t lines = 0;

@@ -24,21 +24,19 @@ class SegmentMemo {
     return it == memo_.end() ? nullptr : &it->second;
   }
   const cache::Segment* Add(std::string_view text, cache::Status* status) {
-    cache::SegmentEncoder encoder({.level = 6, .segment_size = 0, .size_hint = text.size()});
-    *status = encoder.Write(text);
-    if (status->ok()) *status = encoder.Finish();
+    // One level-6 stream kept for the thread and reset per piece (a fresh stream would allocate
+    // and clear zlib's state each time: every fork's first frame has pieces of its own). The
+    // pieces are a few KiB, so the small hash table of a short text's chain does as well.
+    cache::Segment segment;
+    *status = encoder_.Begin();
+    if (status->ok()) *status = encoder_.Add(text, &segment);
     if (!status->ok()) return nullptr;
-    std::vector<cache::Segment> segments = encoder.TakeSegments();
-    if (segments.size() != 1) {
-      *status = cache::Status::Error("memo: one segment expected");
-      return nullptr;
-    }
     if (memo_.size() >= kMaxEntries || bytes_ >= kMaxBytes) {
       memo_.clear();
       bytes_ = 0;
     }
-    bytes_ += text.size() + segments[0].deflate.size();
-    return &memo_.emplace(std::string(text), std::move(segments[0])).first->second;
+    bytes_ += text.size() + segment.deflate.size();
+    return &memo_.emplace(std::string(text), std::move(segment)).first->second;
   }
 
  private:
@@ -50,6 +48,7 @@ class SegmentMemo {
   };
   std::unordered_map<std::string, cache::Segment, Hash, std::equal_to<>> memo_;
   size_t bytes_ = 0;
+  cache::ChainEncoder encoder_{6, cache::ChainEncoder::kShortTextMemLevel};
 };
 
 // A transient frame: each literal span cut at the shared ranges. A shared piece comes from the

@@ -367,16 +367,16 @@ TEST_F(GitfragRefs, PackedTagsDecorateWithoutTheirTagObjects) {
   EXPECT_EQ(peels, 0u) << "packed tags must not be peeled through the object store";
   git_oid oid;
   ASSERT_EQ(git_oid_fromstr(&oid, head.c_str()), 0);
-  const auto* decorations = index->For(oid);
-  ASSERT_NE(decorations, nullptr);
+  const auto decorations = index->For(oid);
+  ASSERT_FALSE(decorations.empty());
   std::vector<std::string> names;
-  for (const auto& d : *decorations) names.emplace_back(d.name);
+  for (const auto& d : decorations) names.emplace_back(d.name);
   // git's order: HEAD, then refs in reverse name order.
   EXPECT_EQ(names, (std::vector<std::string>{"HEAD", "refs/tags/v1.0-outer", "refs/tags/v1.0",
                                              "refs/tags/light", "refs/tags/<script>tag",
                                              "refs/heads/master", "refs/heads/feature/<i>x"}));
-  EXPECT_EQ((*decorations)[1].kind, Decoration::Kind::kAnnotatedTag);
-  EXPECT_EQ((*decorations)[3].kind, Decoration::Kind::kTag);
+  EXPECT_EQ(decorations[1].kind, Decoration::Kind::kAnnotatedTag);
+  EXPECT_EQ(decorations[3].kind, Decoration::Kind::kTag);
 
   // And the page shows them all.
   Site site(fx.Config());
@@ -403,10 +403,10 @@ TEST_F(GitfragRefs, LooseTagIsPeeledOnceAndLooseRefsOverridePacked) {
   EXPECT_EQ(peeled, std::vector<std::string>{fx.Git("rev-parse loose-annotated")});
   git_oid oid;
   git_oid_fromstr(&oid, root.c_str());
-  const auto* d = index->For(oid);
-  ASSERT_NE(d, nullptr);
+  const auto d = index->For(oid);
+  ASSERT_FALSE(d.empty());
   std::vector<std::string> names;
-  for (const auto& x : *d) names.emplace_back(x.name);
+  for (const auto& x : d) names.emplace_back(x.name);
   EXPECT_EQ(names,
             (std::vector<std::string>{"HEAD", "refs/tags/loose-annotated", "refs/heads/master"}));
   EXPECT_EQ(index->head_branch(), "master");
@@ -430,8 +430,7 @@ TEST(GitfragRefIndex, ReadsPackedRefsHoweverTheyAreWritten) {
     git_oid oid;
     EXPECT_EQ(git_oid_fromstr(&oid, hex.c_str()), 0);
     std::vector<std::string> out;
-    if (const auto* d = index->For(oid))
-      for (const auto& x : *d) out.emplace_back(x.name);
+    for (const auto& x : index->For(oid)) out.emplace_back(x.name);
     return out;
   };
   EXPECT_EQ(names(a), (std::vector<std::string>{"HEAD", "refs/tags/v2", "refs/heads/main"}));
@@ -440,9 +439,50 @@ TEST(GitfragRefIndex, ReadsPackedRefsHoweverTheyAreWritten) {
   EXPECT_EQ(names(t), std::vector<std::string>{}) << "an annotated tag decorates what it peels to";
   EXPECT_EQ(index->branches(), (std::vector<std::string>{"main", "zz"}));
   EXPECT_EQ(index->head_branch(), "main");
-  const auto* main_tip = index->For(*index->Branch("main"));
-  ASSERT_NE(main_tip, nullptr);
-  EXPECT_EQ(main_tip->front().kind, Decoration::Kind::kHead);
+  const auto main_tip = index->For(*index->Branch("main"));
+  ASSERT_FALSE(main_tip.empty());
+  EXPECT_EQ(main_tip.front().kind, Decoration::Kind::kHead);
+}
+
+// A large repository's refs (git/git has 4294): many refs on the same commits, ids that share
+// their first bytes (the index's hash). Each commit's decorations are the refs that name it, in
+// reverse name order; a commit no ref names has none.
+TEST(GitfragRefIndex, GroupsThousandsOfRefsByCommit) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("refs"));
+  test::WriteFile(dir.File("HEAD"), "ref: refs/heads/b0000\n");
+  auto hex_of = [](unsigned n) {
+    char buf[41];
+    // The first 16 hex digits (the hash) take only 64 values: long probe chains.
+    std::snprintf(buf, sizeof buf, "%02x%014x%024x", n % 64, 0u, n);
+    return std::string(buf);
+  };
+  std::string packed = "# pack-refs with: peeled fully-peeled sorted\n";
+  std::map<std::string, std::vector<std::string>> want;  // commit -> names, reverse name order
+  for (unsigned i = 0; i < 5000; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "refs/%s/%c%04u", i < 100 ? "heads" : "tags",
+                  i < 100 ? 'b' : 't', i);
+    const std::string commit = hex_of((i * 7919u) % 1500u);
+    packed += commit + " " + name + "\n";
+    want[commit].insert(want[commit].begin(), name);
+  }
+  test::WriteFile(dir.File("packed-refs"), packed);
+  auto index = RefIndex::Build(dir.path(), nullptr);
+  want[hex_of(0)].insert(want[hex_of(0)].begin(), "HEAD");  // b0000 names commit 0
+  ASSERT_EQ(want.size(), 1500u);
+  for (const auto& [commit, names] : want) {
+    git_oid oid;
+    ASSERT_EQ(git_oid_fromstr(&oid, commit.c_str()), 0);
+    std::vector<std::string> got;
+    for (const auto& d : index->For(oid)) got.emplace_back(d.name);
+    ASSERT_EQ(got, names) << commit;
+  }
+  git_oid none;
+  ASSERT_EQ(git_oid_fromstr(&none, hex_of(1500).c_str()), 0);
+  EXPECT_TRUE(index->For(none).empty());
+  EXPECT_EQ(index->refs().size(), 5000u);
+  EXPECT_EQ(index->branches().size(), 100u);
 }
 
 TEST_F(GitfragRefs, FingerprintChangesWithRefs) {
@@ -909,7 +949,7 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
     Registry::Lease l = registry.Acquire(3, &error);
     git_oid oid;
     git_oid_fromstr(&oid, tip.c_str());
-    EXPECT_EQ(l.refs().For(oid), nullptr);
+    EXPECT_TRUE(l.refs().For(oid).empty());
   }
   fx.Git("branch fresh " + tip);
   // Polled (the refs are looked at once a second at most), not slept on.
@@ -919,12 +959,12 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
   for (;;) {
     Registry::Lease poll = registry.Acquire(3, &error);
     ASSERT_TRUE(poll) << error;
-    if (poll.refs().For(oid) != nullptr || std::chrono::steady_clock::now() >= deadline) break;
+    if (!poll.refs().For(oid).empty() || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   Registry::Lease l = registry.Acquire(3, &error);
-  ASSERT_NE(l.refs().For(oid), nullptr) << "the new branch never showed up";
-  EXPECT_EQ(l.refs().For(oid)->front().name, "refs/heads/fresh");
+  ASSERT_FALSE(l.refs().For(oid).empty()) << "the new branch never showed up";
+  EXPECT_EQ(l.refs().For(oid).front().name, "refs/heads/fresh");
 
   std::string bad_error;
   conf::Config::Repository missing = repos[0];
