@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
@@ -57,6 +58,7 @@ struct Origin {
   uint32_t mode = 0;
   std::vector<Entry> suspects;  // sorted by s_lno
   BlobPtr content;              // loaded for a diff, dropped once the origin is done
+  std::unique_ptr<LineIndex> lines;  // content's lines, made for its first diff, dropped with it
 };
 
 struct CommitData {
@@ -355,12 +357,6 @@ ResultMemo& Results() {
   return memo;
 }
 
-// One hunk of a zero-context diff, 0-based: lines [a, a + a_count) of the parent's blob replaced
-// by lines [b, b + b_count) of the suspect's.
-struct Hunk {
-  size_t a = 0, a_count = 0, b = 0, b_count = 0;
-};
-
 std::string_view Bytes(git_blob* blob) {
   return {static_cast<const char*>(git_blob_rawcontent(blob)),
           static_cast<size_t>(git_blob_rawsize(blob))};
@@ -374,49 +370,6 @@ bool Binary(std::string_view bytes) {
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// git's trim_common_tail (xdi_diff does it before every diff without context): equal 1 KiB
-// blocks at the ends of both buffers are cut off, less the part of the last block after its
-// first newline.
-void TrimCommonTail(std::string_view* a, std::string_view* b) {
-  constexpr size_t kBlock = 1024;
-  size_t trimmed = 0;
-  const size_t smaller = std::min(a->size(), b->size());
-  while (kBlock + trimmed <= smaller &&
-         std::memcmp(a->data() + a->size() - trimmed - kBlock,
-                     b->data() + b->size() - trimmed - kBlock, kBlock) == 0)
-    trimmed += kBlock;
-  size_t recovered = 0;
-  const char* ap = a->data() + a->size() - trimmed;
-  while (recovered < trimmed)
-    if (ap[recovered++] == '\n') break;
-  *a = a->substr(0, a->size() - (trimmed - recovered));
-  *b = b->substr(0, b->size() - (trimmed - recovered));
-}
-
-int OnHunk(const git_diff_delta*, const git_diff_hunk* h, void* payload) {
-  auto* hunks = static_cast<std::vector<Hunk>*>(payload);
-  // The header's start is the line before an empty side (as "@@ -k,0"), else 1-based.
-  Hunk hunk;
-  hunk.a_count = static_cast<size_t>(h->old_lines);
-  hunk.a = static_cast<size_t>(h->old_lines ? h->old_start - 1 : h->old_start);
-  hunk.b_count = static_cast<size_t>(h->new_lines);
-  hunk.b = static_cast<size_t>(h->new_lines ? h->new_start - 1 : h->new_start);
-  hunks->push_back(hunk);
-  return 0;
-}
-
-// The zero-context hunks between two blobs, as git's diff_hunks gives them to blame (xdiff's
-// Myers diff, no indent heuristic, the common tail trimmed first). False when libgit2 fails.
-bool DiffHunks(std::string_view parent, std::string_view target, std::vector<Hunk>* hunks) {
-  TrimCommonTail(&parent, &target);
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
-  options.context_lines = 0;
-  options.interhunk_lines = 0;
-  options.flags = GIT_DIFF_FORCE_TEXT;
-  return git_diff_buffers(parent.data(), parent.size(), nullptr, target.data(), target.size(),
-                          nullptr, &options, nullptr, nullptr, OnHunk, nullptr, hunks) == 0;
 }
 
 // diffcore-delta's span hashes: chunks of up to 64 bytes ending at a newline (a last chunk without
@@ -561,7 +514,7 @@ class Scoreboard {
     for (const Entry& e : origin->suspects)
       guilty_.push_back(BlameEntry{origin->commit, origin->path, e.lno, e.num_lines, e.s_lno});
     origin->suspects.clear();
-    origin->content.reset();
+    Drop(origin);
   }
 
   // The origin's suspects resolved from a remembered blame of its commit and path: the line at
@@ -590,7 +543,7 @@ class Scoreboard {
       }
     }
     origin->suspects.clear();
-    origin->content.reset();
+    Drop(origin);
     return true;
   }
 
@@ -611,6 +564,21 @@ class Scoreboard {
     for (const auto& o : it->second)
       if (o->path == path) return o.get();
     return nullptr;
+  }
+
+  static void Drop(Origin* origin) {
+    origin->lines.reset();
+    origin->content.reset();
+  }
+
+  // The origin's blob split in lines, once for all the diffs it takes part in.
+  const LineIndex* Lines(Origin* origin) {
+    if (!origin->lines) {
+      std::string_view bytes;
+      if (!Load(origin, &bytes)) return nullptr;
+      origin->lines = std::make_unique<LineIndex>(IndexLines(bytes));
+    }
+    return origin->lines.get();
   }
 
   bool Load(Origin* origin, std::string_view* bytes) {
@@ -754,7 +722,11 @@ class Scoreboard {
   // Hands the origin's suspects a parent with the same blob keeps as they are.
   void PassWhole(Origin* origin, Origin* parent) {
     if (origin == whole_ && !whole_done_) whole_ = parent;
-    if (!parent->content && origin->content) parent->content = std::move(origin->content);
+    if (!parent->content && origin->content) {
+      parent->content = std::move(origin->content);
+      parent->lines = std::move(origin->lines);
+    }
+    Drop(origin);
     Queue(parent, std::move(origin->suspects));
     origin->suspects.clear();
   }
@@ -781,18 +753,15 @@ class Scoreboard {
   // hunks before (git's blame_chunk, which an entry of no lines follows too).
   bool PassToParent(Origin* target, Origin* parent) {
     if (target->suspects.empty()) return true;
-    std::string_view a, b;
-    if (!Load(parent, &a) || !Load(target, &b)) {
+    const LineIndex* a = Lines(parent);
+    const LineIndex* b = a != nullptr ? Lines(target) : nullptr;
+    if (a == nullptr || b == nullptr) {
       failed_ = true;
       error_ = "a blob cannot be read";
       return false;
     }
-    std::vector<Hunk> hunks;
-    if (!DiffHunks(a, b, &hunks)) {
-      failed_ = true;
-      error_ = "the diff failed";
-      return false;
-    }
+    std::vector<LineHunk>& hunks = hunks_;
+    differ_.BlameDiff(*a, *b, &hunks);
     std::vector<Entry> to_parent, stay;
     size_t h = 0;  // first hunk whose changed part ends after the entry's start (entries sorted)
     // offset (parent line - target line) before hunk k: a_k - b_k; after the last: that of the end.
@@ -800,7 +769,7 @@ class Scoreboard {
       if (k < hunks.size()) return static_cast<std::ptrdiff_t>(hunks[k].a) -
                                    static_cast<std::ptrdiff_t>(hunks[k].b);
       if (hunks.empty()) return 0;
-      const Hunk& last = hunks.back();
+      const LineHunk& last = hunks.back();
       return static_cast<std::ptrdiff_t>(last.a + last.a_count) -
              static_cast<std::ptrdiff_t>(last.b + last.b_count);
     };
@@ -825,7 +794,7 @@ class Scoreboard {
           pass(lno, end - s, s, offset_before(k));
           break;
         }
-        const Hunk& hk = hunks[k];
+        const LineHunk& hk = hunks[k];
         if (s < hk.b) {
           const size_t n = std::min(end, hk.b) - s;
           pass(lno, n, s, offset_before(k));
@@ -881,16 +850,18 @@ class Scoreboard {
       if (sg[i] == nullptr) continue;
       if (Clock::now() >= deadline_) return false;
       if (!PassToParent(origin, sg[i])) return false;
-      if (sg[i]->suspects.empty()) sg[i]->content.reset();
+      if (sg[i]->suspects.empty()) Drop(sg[i]);
       if (origin->suspects.empty()) break;
     }
     for (size_t i = 0; i < n; ++i)
-      if (sg[i] != nullptr && sg[i]->suspects.empty()) sg[i]->content.reset();
+      if (sg[i] != nullptr && sg[i]->suspects.empty()) Drop(sg[i]);
     return true;
   }
 
   git_repository* repo_;
   Objects objects_;
+  LineDiffer differ_;
+  std::vector<LineHunk> hunks_;
   Clock::time_point deadline_;
   const bool use_memo_;
   std::unordered_map<git_oid, std::vector<std::unique_ptr<Origin>>, OidHash, OidEqual> origins_;
