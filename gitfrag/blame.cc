@@ -23,6 +23,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gitfrag/commit_graph.h"
+#include "gitfrag/history.h"
 #include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
 
@@ -191,16 +193,37 @@ class BackendObject {
 // database's backends (packs, loose objects) directly: git_odb_read would also keep each one in
 // libgit2's object cache, where a blame's tens of thousands of root trees, never read again (the
 // memo keeps the one entry wanted), pushed out what the other pages use and cost a page fault per
-// 4 KiB while the cache grew.
+// 4 KiB while the cache grew. With a commit-graph (the repository's file or the in-memory history
+// index: HistoryGraph), a commit's links come from it, and its changed-path Bloom filters tell
+// which commits certainly left a path as their first parent had it, without a tree read.
 class Objects {
  public:
-  explicit Objects(git_repository* repo) {
+  explicit Objects(git_repository* repo) : graph_(HistoryGraph(repo)) {
     git_odb* raw = nullptr;
     if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
   }
 
+  // Whether `commit` certainly has the same entry at `path` as its first parent (false: it may
+  // differ, or nothing can tell).
+  bool Unchanged(const git_oid& commit, const std::string& path) {
+    if (!graph_ || !graph_->has_bloom()) return false;
+    auto it = filters_.find(path);
+    if (it == filters_.end()) it = filters_.emplace(path, PathChangeFilter(graph_, path)).first;
+    return !it->second.MaybeChanged(commit);
+  }
+
   const CommitData* Commit(const git_oid& id) {
     if (auto it = commits_.find(id); it != commits_.end()) return &it->second;
+    if (graph_) {
+      const uint32_t pos = graph_->Find(id);
+      if (pos != CommitGraph::kNoPosition && graph_->Parents(pos, &positions_)) {
+        CommitData data;
+        data.time = graph_->Time(pos);
+        data.tree = graph_->Tree(pos);
+        for (const uint32_t parent : positions_) data.parents.push_back(graph_->Id(parent));
+        return &commits_.emplace(id, std::move(data)).first->second;
+      }
+    }
     std::optional<CommitData> data = CommitMemo().Find(id);
     if (!data) {
       const BackendObject object = Read(id, GIT_OBJECT_COMMIT);
@@ -284,6 +307,9 @@ class Objects {
     return entry;
   }
 
+  std::shared_ptr<const CommitGraph> graph_;  // null: none
+  std::vector<uint32_t> positions_;
+  std::unordered_map<std::string, PathChangeFilter> filters_;  // by path
   OdbPtr odb_;
   std::unordered_map<git_oid, CommitData, OidHash, OidEqual> commits_;
   bool incomplete_ = false;
@@ -490,6 +516,7 @@ class Scoreboard {
     if (use_memo_ && whole_done_ && !recalled_whole_ && !empty_entry && !objects_.incomplete())
       Results().Add(whole_->commit, whole_->path,
                     std::make_shared<const std::vector<BlameEntry>>(result.entries));
+    result.unchanged = unchanged_;
     return result;
   }
 
@@ -828,6 +855,19 @@ class Scoreboard {
     }
     const size_t n = data->parents.size();
     if (n == 0) return true;
+    // The commit-graph's Bloom filter says the first parent has the path as it is here: git's
+    // find_origin gives that parent the same blob, and the lines go to it whole.
+    if (objects_.Unchanged(origin->commit, origin->path)) {
+      Origin* porigin = FindOrigin(data->parents[0], origin->path);
+      if (porigin == nullptr) {
+        porigin = GetOrigin(data->parents[0], origin->path);
+        porigin->blob = origin->blob;
+        porigin->mode = origin->mode;
+      }
+      PassWhole(origin, porigin);
+      ++unchanged_;
+      return true;
+    }
     std::vector<Origin*> sg(n, nullptr);
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < n; ++i) {
@@ -870,6 +910,7 @@ class Scoreboard {
   std::vector<BlameEntry> guilty_;
   bool failed_ = false;
   std::string error_;
+  size_t unchanged_ = 0;
   // The origin holding every line while they are passed whole from the page's commit; once it
   // passes them through a diff (whole_done_) its blame is the one to remember, unless it was
   // recalled (recalled_whole_).

@@ -1,6 +1,7 @@
 #include "gitfrag/history.h"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gitfrag/history_index.h"
@@ -8,30 +9,28 @@
 
 namespace shellac::gitfrag {
 
-namespace {
-
-// The repository's commit-graph file, else its in-memory index once built, else null.
-std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo) {
+std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo) {
   if (auto graph = CommitGraph::ForRepository(repo)) return graph;
   return HistoryIndex::For(repo);
 }
 
-}  // namespace
-
 DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
-    : repo_(repo), graph_(GraphFor(repo)), only_(only) {
+    : repo_(repo), graph_(HistoryGraph(repo)), only_(only) {
   Add(start);
 }
 
 DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, const Set* only,
                    std::string path)
-    : repo_(repo), graph_(GraphFor(repo)), only_(only), path_(std::move(path)) {
+    : repo_(repo), graph_(HistoryGraph(repo)), only_(only), path_(std::move(path)) {
   if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
 }
 
 PathChangeFilter::PathChangeFilter(git_repository* repo, std::string_view path)
-    : graph_(GraphFor(repo)) {
+    : PathChangeFilter(HistoryGraph(repo), path) {}
+
+PathChangeFilter::PathChangeFilter(std::shared_ptr<const CommitGraph> graph, std::string_view path)
+    : graph_(std::move(graph)) {
   if (graph_) keys_ = graph_->Keys(path);
 }
 

@@ -100,6 +100,10 @@ class DateWalk {
   int64_t since_ = INT64_MIN;
 };
 
+// The repository's commit-graph file, else its in-memory history index once built (history_index.h;
+// asking queues its build), else null: where walks take parents, dates, trees and Bloom filters.
+std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo);
+
 // "Did PATH change between a commit and its first parent?" from the repository's commit-graph
 // Bloom filters, without reading a tree: MaybeChanged is false only when certain (same entry at
 // PATH in both; for a root commit, no entry), true when it may have changed or the graph cannot
@@ -107,6 +111,8 @@ class DateWalk {
 class PathChangeFilter {
  public:
   PathChangeFilter(git_repository* repo, std::string_view path);
+  // With the graph given (HistoryGraph's answer, taken once for a whole walk).
+  PathChangeFilter(std::shared_ptr<const CommitGraph> graph, std::string_view path);
   bool MaybeChanged(const git_oid& commit) const;
   // Whether any answer can be "certainly not" (a graph with Bloom filters is there).
   bool usable() const { return graph_ != nullptr && graph_->has_bloom(); }
