@@ -63,12 +63,6 @@ struct Origin {
   std::unique_ptr<LineIndex> lines;  // content's lines, made for its first diff, dropped with it
 };
 
-struct CommitData {
-  int64_t time = 0;  // committer date
-  std::vector<git_oid> parents;
-  git_oid tree{};
-};
-
 // A name's entry in one tree (present false: no such name).
 struct TreeEntry {
   bool present = false;
@@ -91,12 +85,9 @@ struct TreeNameEqual {
   }
 };
 
-// Process-wide: a commit's links and a tree's entry for a name never change. Bounded by count:
-// two generations of 100,000 commits (~100 bytes each) and 200,000 tree entries (~100 bytes).
-SharedMemo<git_oid, CommitData, OidHash, OidEqual>& CommitMemo() {
-  static SharedMemo<git_oid, CommitData, OidHash, OidEqual> memo(100000);
-  return memo;
-}
+// Process-wide: a tree's entry for a name never changes (nor a commit's links: CommitLinksMemo,
+// shared with the history walks). Bounded by count: two generations of 200,000 tree entries
+// (~100 bytes each).
 SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual>& TreeMemo() {
   static SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual> memo(200000);
   return memo;
@@ -108,7 +99,7 @@ bool ParseHexId(std::string_view text, git_oid* out) {
 
 // A commit object's tree, parents and committer date (the number after the committer line's
 // last '>', as libgit2's signature parser reads it; 0 when there is none).
-bool ParseCommit(std::string_view raw, CommitData* out) {
+bool ParseCommit(std::string_view raw, CommitLinks* out) {
   bool tree = false;
   while (!raw.empty()) {
     const size_t nl = raw.find('\n');
@@ -130,7 +121,7 @@ bool ParseCommit(std::string_view raw, CommitData* out) {
         for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
           time = time * 10 + (line[i] - '0');
       }
-      out->time = time;
+      out->date = time;
     }
     if (nl == std::string_view::npos) break;
     raw.remove_prefix(nl + 1);
@@ -212,19 +203,19 @@ class Objects {
     return !it->second.MaybeChanged(commit);
   }
 
-  const CommitData* Commit(const git_oid& id) {
+  const CommitLinks* Commit(const git_oid& id) {
     if (auto it = commits_.find(id); it != commits_.end()) return &it->second;
     if (graph_) {
       const uint32_t pos = graph_->Find(id);
       if (pos != CommitGraph::kNoPosition && graph_->Parents(pos, &positions_)) {
-        CommitData data;
-        data.time = graph_->Time(pos);
+        CommitLinks data;
+        data.date = graph_->Time(pos);
         data.tree = graph_->Tree(pos);
         for (const uint32_t parent : positions_) data.parents.push_back(graph_->Id(parent));
         return &commits_.emplace(id, std::move(data)).first->second;
       }
     }
-    std::optional<CommitData> data = CommitMemo().Find(id);
+    std::optional<CommitLinks> data = CommitLinksMemo().Find(id);
     if (!data) {
       const BackendObject object = Read(id, GIT_OBJECT_COMMIT);
       if (!object) return nullptr;
@@ -233,7 +224,7 @@ class Objects {
         incomplete_ = true;
         return nullptr;
       }
-      CommitMemo().Add(id, *data);
+      CommitLinksMemo().Add(id, *data);
     }
     return &commits_.emplace(id, std::move(*data)).first->second;
   }
@@ -311,7 +302,7 @@ class Objects {
   std::vector<uint32_t> positions_;
   std::unordered_map<std::string, PathChangeFilter> filters_;  // by path
   OdbPtr odb_;
-  std::unordered_map<git_oid, CommitData, OidHash, OidEqual> commits_;
+  std::unordered_map<git_oid, CommitLinks, OidHash, OidEqual> commits_;
   bool incomplete_ = false;
 };
 
@@ -453,9 +444,9 @@ class Scoreboard {
     for (size_t i = 0; i < bytes.size(); ++i)
       if (bytes[i] == '\n' || i + 1 == bytes.size()) ++lines;
     origin->suspects.push_back(Entry{0, lines, 0});
-    const CommitData* data = objects_.Commit(commit);
+    const CommitLinks* data = objects_.Commit(commit);
     if (data == nullptr) return Fail("the commit cannot be read");
-    queue_.push(Queued{data->time, seq_++, commit});
+    queue_.push(Queued{data->date, seq_++, commit});
     whole_ = origin;
 
     while (!queue_.empty()) {
@@ -622,7 +613,7 @@ class Scoreboard {
   // (a missing path, a folder there or a changed type give none).
   Origin* FindSamePath(const git_oid& parent, Origin* origin) {
     if (Origin* known = FindOrigin(parent, origin->path)) return known;
-    const CommitData* data = objects_.Commit(parent);
+    const CommitLinks* data = objects_.Commit(parent);
     if (data == nullptr) return nullptr;
     git_oid id;
     uint32_t mode = 0;
@@ -640,8 +631,8 @@ class Scoreboard {
   // copy first (the same basename preferred), then the only deleted file of the same basename if
   // it is similar enough, then the most similar deleted file of at least 50 %.
   Origin* FindRename(const git_oid& parent, Origin* origin) {
-    const CommitData* pdata = objects_.Commit(parent);
-    const CommitData* cdata = objects_.Commit(origin->commit);
+    const CommitLinks* pdata = objects_.Commit(parent);
+    const CommitLinks* cdata = objects_.Commit(origin->commit);
     if (pdata == nullptr || cdata == nullptr) return nullptr;
     git_tree *raw_old = nullptr, *raw_new = nullptr;
     if (git_tree_lookup(&raw_old, repo_, &pdata->tree) != 0) {
@@ -769,8 +760,8 @@ class Scoreboard {
                [](const Entry& a, const Entry& b) { return a.s_lno < b.s_lno; });
     parent->suspects = std::move(merged);
     if (was_empty) {
-      const CommitData* data = objects_.Commit(parent->commit);
-      queue_.push(Queued{data != nullptr ? data->time : 0, seq_++, parent->commit});
+      const CommitLinks* data = objects_.Commit(parent->commit);
+      queue_.push(Queued{data != nullptr ? data->date : 0, seq_++, parent->commit});
     }
   }
 
@@ -847,7 +838,7 @@ class Scoreboard {
 
   // git's pass_blame without move or copy detection. False on a deadline or a failure.
   bool PassBlame(Origin* origin) {
-    const CommitData* data = objects_.Commit(origin->commit);
+    const CommitLinks* data = objects_.Commit(origin->commit);
     if (data == nullptr) {
       failed_ = true;
       error_ = "a commit cannot be read";

@@ -9,6 +9,15 @@
 
 namespace shellac::gitfrag {
 
+namespace {
+constexpr size_t kLinksGeneration = 200000;  // commits (~100 bytes each) per generation
+}  // namespace
+
+SharedMemo<git_oid, CommitLinks, OidHash, OidEqual>& CommitLinksMemo() {
+  static SharedMemo<git_oid, CommitLinks, OidHash, OidEqual> memo(kLinksGeneration);
+  return memo;
+}
+
 std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo) {
   if (auto graph = CommitGraph::ForRepository(repo)) return graph;
   return HistoryIndex::For(repo);
@@ -42,26 +51,18 @@ bool PathChangeFilter::MaybeChanged(const git_oid& commit) const {
 
 namespace {
 
-// A commit's date and parents, which its id fixes: shared by every walk, repository and fork, so
-// a walk over history another walk (or another fork's) already read reads no commit objects.
-struct Links {
-  int64_t date = 0;
-  std::vector<git_oid> parents;
-};
-constexpr size_t kLinksGeneration = 200000;  // commits (~100 bytes each) per generation
-
 // The links of `id`, read from `repo` when not known yet; nullopt when it is no commit there.
-std::optional<Links> CommitLinks(git_repository* repo, const git_oid& id) {
-  static SharedMemo<git_oid, Links, OidHash, OidEqual> memo(kLinksGeneration);
-  if (std::optional<Links> known = memo.Find(id)) return known;
+std::optional<CommitLinks> ReadLinks(git_repository* repo, const git_oid& id) {
+  if (std::optional<CommitLinks> known = CommitLinksMemo().Find(id)) return known;
   git_commit* raw = nullptr;
   if (git_commit_lookup(&raw, repo, &id) != 0) return std::nullopt;
   const CommitPtr commit(raw);
-  Links links;
+  CommitLinks links;
   links.date = git_commit_time(raw);
+  links.tree = *git_commit_tree_id(raw);
   const unsigned n = git_commit_parentcount(raw);
   for (unsigned i = 0; i < n; ++i) links.parents.push_back(*git_commit_parent_id(raw, i));
-  memo.Add(id, links);
+  CommitLinksMemo().Add(id, links);
   return links;
 }
 
@@ -88,7 +89,7 @@ bool DateWalk::NextId(git_oid* out) {
       continue;
     }
     if (path_.empty()) {
-      const std::optional<Links> links = CommitLinks(repo_, node.id);
+      const std::optional<CommitLinks> links = ReadLinks(repo_, node.id);
       if (!links) continue;
       for (const git_oid& parent : links->parents) Add(parent);
       *out = node.id;
@@ -177,7 +178,7 @@ void DateWalk::Add(const git_oid& oid) {
   }
   if (only_ != nullptr && !only_->count(Key(oid))) return;
   if (!seen_.insert(oid).second) return;
-  const std::optional<Links> links = CommitLinks(repo_, oid);
+  const std::optional<CommitLinks> links = ReadLinks(repo_, oid);
   if (!links) return;
   Push(Node{links->date, oid, CommitGraph::kNoPosition});
 }

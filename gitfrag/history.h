@@ -100,6 +100,18 @@ class DateWalk {
   int64_t since_ = INT64_MIN;
 };
 
+// A commit's committer date, parents and root tree: what history walks and blame read of a commit
+// without a commit-graph, which its id fixes.
+struct CommitLinks {
+  int64_t date = 0;
+  std::vector<git_oid> parents;
+  git_oid tree{};
+};
+// The one process-wide memo of commits' links, shared by every walk and blame of every repository
+// and fork (a walk over history another one read reads no commit object). Bounded: two generations
+// of 200,000 commits (~100 bytes each).
+SharedMemo<git_oid, CommitLinks, OidHash, OidEqual>& CommitLinksMemo();
+
 // The repository's commit-graph file, else its in-memory history index once built (history_index.h;
 // asking queues its build), else null: where walks take parents, dates, trees and Bloom filters.
 std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo);

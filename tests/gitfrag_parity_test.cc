@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -33,6 +34,7 @@
 #include "gitfrag/blame.h"
 #include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/history.h"
 #include "gitfrag/history_index.h"
 #include "tests/harness.h"
 
@@ -854,6 +856,17 @@ TEST(GitfragParity, BlameWithBloomFiltersEqualsBlameWithout) {
     EXPECT_EQ(fast, plain) << FirstDifference(fast, plain);
     EXPECT_EQ(none, 0u);
     if (path == "g.txt") {
+      // One memo serves blame and the history walks: the blame without a graph left master's
+      // links, its root tree with them, where a walk reads them.
+      git_oid id;
+      ASSERT_EQ(git_oid_fromstr(&id, master.c_str()), 0);
+      const std::optional<CommitLinks> links = CommitLinksMemo().Find(id);
+      ASSERT_TRUE(links.has_value());
+      char tree[GIT_OID_HEXSZ + 1];
+      git_oid_tostr(tree, sizeof tree, &links->tree);
+      EXPECT_EQ(tree, Trimmed(Shell("git -C " + ShellQuote(dir.File("repo.git")) +
+                                    " rev-parse master^{tree}")));
+      EXPECT_EQ(links->parents.size(), 1u);
       EXPECT_GT(unchanged, 500u);
       EXPECT_GE(unchanged, commits * 3 / 4) << commits;
     }
