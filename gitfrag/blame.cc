@@ -23,6 +23,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gitfrag/commit_graph.h"
+#include "gitfrag/history.h"
+#include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
 
 namespace shellac::gitfrag {
@@ -57,12 +60,7 @@ struct Origin {
   uint32_t mode = 0;
   std::vector<Entry> suspects;  // sorted by s_lno
   BlobPtr content;              // loaded for a diff, dropped once the origin is done
-};
-
-struct CommitData {
-  int64_t time = 0;  // committer date
-  std::vector<git_oid> parents;
-  git_oid tree{};
+  std::unique_ptr<LineIndex> lines;  // content's lines, made for its first diff, dropped with it
 };
 
 // A name's entry in one tree (present false: no such name).
@@ -87,12 +85,9 @@ struct TreeNameEqual {
   }
 };
 
-// Process-wide: a commit's links and a tree's entry for a name never change. Bounded by count:
-// two generations of 100,000 commits (~100 bytes each) and 200,000 tree entries (~100 bytes).
-SharedMemo<git_oid, CommitData, OidHash, OidEqual>& CommitMemo() {
-  static SharedMemo<git_oid, CommitData, OidHash, OidEqual> memo(100000);
-  return memo;
-}
+// Process-wide: a tree's entry for a name never changes (nor a commit's links: CommitLinksMemo,
+// shared with the history walks). Bounded by count: two generations of 200,000 tree entries
+// (~100 bytes each).
 SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual>& TreeMemo() {
   static SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual> memo(200000);
   return memo;
@@ -104,7 +99,7 @@ bool ParseHexId(std::string_view text, git_oid* out) {
 
 // A commit object's tree, parents and committer date (the number after the committer line's
 // last '>', as libgit2's signature parser reads it; 0 when there is none).
-bool ParseCommit(std::string_view raw, CommitData* out) {
+bool ParseCommit(std::string_view raw, CommitLinks* out) {
   bool tree = false;
   while (!raw.empty()) {
     const size_t nl = raw.find('\n');
@@ -126,7 +121,7 @@ bool ParseCommit(std::string_view raw, CommitData* out) {
         for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
           time = time * 10 + (line[i] - '0');
       }
-      out->time = time;
+      out->date = time;
     }
     if (nl == std::string_view::npos) break;
     raw.remove_prefix(nl + 1);
@@ -189,17 +184,38 @@ class BackendObject {
 // database's backends (packs, loose objects) directly: git_odb_read would also keep each one in
 // libgit2's object cache, where a blame's tens of thousands of root trees, never read again (the
 // memo keeps the one entry wanted), pushed out what the other pages use and cost a page fault per
-// 4 KiB while the cache grew.
+// 4 KiB while the cache grew. With a commit-graph (the repository's file or the in-memory history
+// index: HistoryGraph), a commit's links come from it, and its changed-path Bloom filters tell
+// which commits certainly left a path as their first parent had it, without a tree read.
 class Objects {
  public:
-  explicit Objects(git_repository* repo) {
+  explicit Objects(git_repository* repo) : graph_(HistoryGraph(repo)) {
     git_odb* raw = nullptr;
     if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
   }
 
-  const CommitData* Commit(const git_oid& id) {
+  // Whether `commit` certainly has the same entry at `path` as its first parent (false: it may
+  // differ, or nothing can tell).
+  bool Unchanged(const git_oid& commit, const std::string& path) {
+    if (!graph_ || !graph_->has_bloom()) return false;
+    auto it = filters_.find(path);
+    if (it == filters_.end()) it = filters_.emplace(path, PathChangeFilter(graph_, path)).first;
+    return !it->second.MaybeChanged(commit);
+  }
+
+  const CommitLinks* Commit(const git_oid& id) {
     if (auto it = commits_.find(id); it != commits_.end()) return &it->second;
-    std::optional<CommitData> data = CommitMemo().Find(id);
+    if (graph_) {
+      const uint32_t pos = graph_->Find(id);
+      if (pos != CommitGraph::kNoPosition && graph_->Parents(pos, &positions_)) {
+        CommitLinks data;
+        data.date = graph_->Time(pos);
+        data.tree = graph_->Tree(pos);
+        for (const uint32_t parent : positions_) data.parents.push_back(graph_->Id(parent));
+        return &commits_.emplace(id, std::move(data)).first->second;
+      }
+    }
+    std::optional<CommitLinks> data = CommitLinksMemo().Find(id);
     if (!data) {
       const BackendObject object = Read(id, GIT_OBJECT_COMMIT);
       if (!object) return nullptr;
@@ -208,7 +224,7 @@ class Objects {
         incomplete_ = true;
         return nullptr;
       }
-      CommitMemo().Add(id, *data);
+      CommitLinksMemo().Add(id, *data);
     }
     return &commits_.emplace(id, std::move(*data)).first->second;
   }
@@ -282,8 +298,11 @@ class Objects {
     return entry;
   }
 
+  std::shared_ptr<const CommitGraph> graph_;  // null: none
+  std::vector<uint32_t> positions_;
+  std::unordered_map<std::string, PathChangeFilter> filters_;  // by path
   OdbPtr odb_;
-  std::unordered_map<git_oid, CommitData, OidHash, OidEqual> commits_;
+  std::unordered_map<git_oid, CommitLinks, OidHash, OidEqual> commits_;
   bool incomplete_ = false;
 };
 
@@ -355,12 +374,6 @@ ResultMemo& Results() {
   return memo;
 }
 
-// One hunk of a zero-context diff, 0-based: lines [a, a + a_count) of the parent's blob replaced
-// by lines [b, b + b_count) of the suspect's.
-struct Hunk {
-  size_t a = 0, a_count = 0, b = 0, b_count = 0;
-};
-
 std::string_view Bytes(git_blob* blob) {
   return {static_cast<const char*>(git_blob_rawcontent(blob)),
           static_cast<size_t>(git_blob_rawsize(blob))};
@@ -374,49 +387,6 @@ bool Binary(std::string_view bytes) {
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// git's trim_common_tail (xdi_diff does it before every diff without context): equal 1 KiB
-// blocks at the ends of both buffers are cut off, less the part of the last block after its
-// first newline.
-void TrimCommonTail(std::string_view* a, std::string_view* b) {
-  constexpr size_t kBlock = 1024;
-  size_t trimmed = 0;
-  const size_t smaller = std::min(a->size(), b->size());
-  while (kBlock + trimmed <= smaller &&
-         std::memcmp(a->data() + a->size() - trimmed - kBlock,
-                     b->data() + b->size() - trimmed - kBlock, kBlock) == 0)
-    trimmed += kBlock;
-  size_t recovered = 0;
-  const char* ap = a->data() + a->size() - trimmed;
-  while (recovered < trimmed)
-    if (ap[recovered++] == '\n') break;
-  *a = a->substr(0, a->size() - (trimmed - recovered));
-  *b = b->substr(0, b->size() - (trimmed - recovered));
-}
-
-int OnHunk(const git_diff_delta*, const git_diff_hunk* h, void* payload) {
-  auto* hunks = static_cast<std::vector<Hunk>*>(payload);
-  // The header's start is the line before an empty side (as "@@ -k,0"), else 1-based.
-  Hunk hunk;
-  hunk.a_count = static_cast<size_t>(h->old_lines);
-  hunk.a = static_cast<size_t>(h->old_lines ? h->old_start - 1 : h->old_start);
-  hunk.b_count = static_cast<size_t>(h->new_lines);
-  hunk.b = static_cast<size_t>(h->new_lines ? h->new_start - 1 : h->new_start);
-  hunks->push_back(hunk);
-  return 0;
-}
-
-// The zero-context hunks between two blobs, as git's diff_hunks gives them to blame (xdiff's
-// Myers diff, no indent heuristic, the common tail trimmed first). False when libgit2 fails.
-bool DiffHunks(std::string_view parent, std::string_view target, std::vector<Hunk>* hunks) {
-  TrimCommonTail(&parent, &target);
-  git_diff_options options = GIT_DIFF_OPTIONS_INIT;
-  options.context_lines = 0;
-  options.interhunk_lines = 0;
-  options.flags = GIT_DIFF_FORCE_TEXT;
-  return git_diff_buffers(parent.data(), parent.size(), nullptr, target.data(), target.size(),
-                          nullptr, &options, nullptr, nullptr, OnHunk, nullptr, hunks) == 0;
 }
 
 // diffcore-delta's span hashes: chunks of up to 64 bytes ending at a newline (a last chunk without
@@ -474,9 +444,9 @@ class Scoreboard {
     for (size_t i = 0; i < bytes.size(); ++i)
       if (bytes[i] == '\n' || i + 1 == bytes.size()) ++lines;
     origin->suspects.push_back(Entry{0, lines, 0});
-    const CommitData* data = objects_.Commit(commit);
+    const CommitLinks* data = objects_.Commit(commit);
     if (data == nullptr) return Fail("the commit cannot be read");
-    queue_.push(Queued{data->time, seq_++, commit});
+    queue_.push(Queued{data->date, seq_++, commit});
     whole_ = origin;
 
     while (!queue_.empty()) {
@@ -537,6 +507,7 @@ class Scoreboard {
     if (use_memo_ && whole_done_ && !recalled_whole_ && !empty_entry && !objects_.incomplete())
       Results().Add(whole_->commit, whole_->path,
                     std::make_shared<const std::vector<BlameEntry>>(result.entries));
+    result.unchanged = unchanged_;
     return result;
   }
 
@@ -561,7 +532,7 @@ class Scoreboard {
     for (const Entry& e : origin->suspects)
       guilty_.push_back(BlameEntry{origin->commit, origin->path, e.lno, e.num_lines, e.s_lno});
     origin->suspects.clear();
-    origin->content.reset();
+    Drop(origin);
   }
 
   // The origin's suspects resolved from a remembered blame of its commit and path: the line at
@@ -590,7 +561,7 @@ class Scoreboard {
       }
     }
     origin->suspects.clear();
-    origin->content.reset();
+    Drop(origin);
     return true;
   }
 
@@ -613,6 +584,21 @@ class Scoreboard {
     return nullptr;
   }
 
+  static void Drop(Origin* origin) {
+    origin->lines.reset();
+    origin->content.reset();
+  }
+
+  // The origin's blob split in lines, once for all the diffs it takes part in.
+  const LineIndex* Lines(Origin* origin) {
+    if (!origin->lines) {
+      std::string_view bytes;
+      if (!Load(origin, &bytes)) return nullptr;
+      origin->lines = std::make_unique<LineIndex>(IndexLines(bytes));
+    }
+    return origin->lines.get();
+  }
+
   bool Load(Origin* origin, std::string_view* bytes) {
     if (!origin->content) {
       git_blob* raw = nullptr;
@@ -627,7 +613,7 @@ class Scoreboard {
   // (a missing path, a folder there or a changed type give none).
   Origin* FindSamePath(const git_oid& parent, Origin* origin) {
     if (Origin* known = FindOrigin(parent, origin->path)) return known;
-    const CommitData* data = objects_.Commit(parent);
+    const CommitLinks* data = objects_.Commit(parent);
     if (data == nullptr) return nullptr;
     git_oid id;
     uint32_t mode = 0;
@@ -645,8 +631,8 @@ class Scoreboard {
   // copy first (the same basename preferred), then the only deleted file of the same basename if
   // it is similar enough, then the most similar deleted file of at least 50 %.
   Origin* FindRename(const git_oid& parent, Origin* origin) {
-    const CommitData* pdata = objects_.Commit(parent);
-    const CommitData* cdata = objects_.Commit(origin->commit);
+    const CommitLinks* pdata = objects_.Commit(parent);
+    const CommitLinks* cdata = objects_.Commit(origin->commit);
     if (pdata == nullptr || cdata == nullptr) return nullptr;
     git_tree *raw_old = nullptr, *raw_new = nullptr;
     if (git_tree_lookup(&raw_old, repo_, &pdata->tree) != 0) {
@@ -754,7 +740,11 @@ class Scoreboard {
   // Hands the origin's suspects a parent with the same blob keeps as they are.
   void PassWhole(Origin* origin, Origin* parent) {
     if (origin == whole_ && !whole_done_) whole_ = parent;
-    if (!parent->content && origin->content) parent->content = std::move(origin->content);
+    if (!parent->content && origin->content) {
+      parent->content = std::move(origin->content);
+      parent->lines = std::move(origin->lines);
+    }
+    Drop(origin);
     Queue(parent, std::move(origin->suspects));
     origin->suspects.clear();
   }
@@ -770,8 +760,8 @@ class Scoreboard {
                [](const Entry& a, const Entry& b) { return a.s_lno < b.s_lno; });
     parent->suspects = std::move(merged);
     if (was_empty) {
-      const CommitData* data = objects_.Commit(parent->commit);
-      queue_.push(Queued{data != nullptr ? data->time : 0, seq_++, parent->commit});
+      const CommitLinks* data = objects_.Commit(parent->commit);
+      queue_.push(Queued{data != nullptr ? data->date : 0, seq_++, parent->commit});
     }
   }
 
@@ -781,18 +771,15 @@ class Scoreboard {
   // hunks before (git's blame_chunk, which an entry of no lines follows too).
   bool PassToParent(Origin* target, Origin* parent) {
     if (target->suspects.empty()) return true;
-    std::string_view a, b;
-    if (!Load(parent, &a) || !Load(target, &b)) {
+    const LineIndex* a = Lines(parent);
+    const LineIndex* b = a != nullptr ? Lines(target) : nullptr;
+    if (a == nullptr || b == nullptr) {
       failed_ = true;
       error_ = "a blob cannot be read";
       return false;
     }
-    std::vector<Hunk> hunks;
-    if (!DiffHunks(a, b, &hunks)) {
-      failed_ = true;
-      error_ = "the diff failed";
-      return false;
-    }
+    std::vector<LineHunk>& hunks = hunks_;
+    differ_.BlameDiff(*a, *b, &hunks);
     std::vector<Entry> to_parent, stay;
     size_t h = 0;  // first hunk whose changed part ends after the entry's start (entries sorted)
     // offset (parent line - target line) before hunk k: a_k - b_k; after the last: that of the end.
@@ -800,7 +787,7 @@ class Scoreboard {
       if (k < hunks.size()) return static_cast<std::ptrdiff_t>(hunks[k].a) -
                                    static_cast<std::ptrdiff_t>(hunks[k].b);
       if (hunks.empty()) return 0;
-      const Hunk& last = hunks.back();
+      const LineHunk& last = hunks.back();
       return static_cast<std::ptrdiff_t>(last.a + last.a_count) -
              static_cast<std::ptrdiff_t>(last.b + last.b_count);
     };
@@ -825,7 +812,7 @@ class Scoreboard {
           pass(lno, end - s, s, offset_before(k));
           break;
         }
-        const Hunk& hk = hunks[k];
+        const LineHunk& hk = hunks[k];
         if (s < hk.b) {
           const size_t n = std::min(end, hk.b) - s;
           pass(lno, n, s, offset_before(k));
@@ -851,7 +838,7 @@ class Scoreboard {
 
   // git's pass_blame without move or copy detection. False on a deadline or a failure.
   bool PassBlame(Origin* origin) {
-    const CommitData* data = objects_.Commit(origin->commit);
+    const CommitLinks* data = objects_.Commit(origin->commit);
     if (data == nullptr) {
       failed_ = true;
       error_ = "a commit cannot be read";
@@ -859,6 +846,19 @@ class Scoreboard {
     }
     const size_t n = data->parents.size();
     if (n == 0) return true;
+    // The commit-graph's Bloom filter says the first parent has the path as it is here: git's
+    // find_origin gives that parent the same blob, and the lines go to it whole.
+    if (objects_.Unchanged(origin->commit, origin->path)) {
+      Origin* porigin = FindOrigin(data->parents[0], origin->path);
+      if (porigin == nullptr) {
+        porigin = GetOrigin(data->parents[0], origin->path);
+        porigin->blob = origin->blob;
+        porigin->mode = origin->mode;
+      }
+      PassWhole(origin, porigin);
+      ++unchanged_;
+      return true;
+    }
     std::vector<Origin*> sg(n, nullptr);
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < n; ++i) {
@@ -881,16 +881,18 @@ class Scoreboard {
       if (sg[i] == nullptr) continue;
       if (Clock::now() >= deadline_) return false;
       if (!PassToParent(origin, sg[i])) return false;
-      if (sg[i]->suspects.empty()) sg[i]->content.reset();
+      if (sg[i]->suspects.empty()) Drop(sg[i]);
       if (origin->suspects.empty()) break;
     }
     for (size_t i = 0; i < n; ++i)
-      if (sg[i] != nullptr && sg[i]->suspects.empty()) sg[i]->content.reset();
+      if (sg[i] != nullptr && sg[i]->suspects.empty()) Drop(sg[i]);
     return true;
   }
 
   git_repository* repo_;
   Objects objects_;
+  LineDiffer differ_;
+  std::vector<LineHunk> hunks_;
   Clock::time_point deadline_;
   const bool use_memo_;
   std::unordered_map<git_oid, std::vector<std::unique_ptr<Origin>>, OidHash, OidEqual> origins_;
@@ -899,6 +901,7 @@ class Scoreboard {
   std::vector<BlameEntry> guilty_;
   bool failed_ = false;
   std::string error_;
+  size_t unchanged_ = 0;
   // The origin holding every line while they are passed whole from the page's commit; once it
   // passes them through a diff (whole_done_) its blame is the one to remember, unless it was
   // recalled (recalled_whole_).

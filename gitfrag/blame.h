@@ -29,6 +29,7 @@ struct BlameResult {
   std::string error;  // kError: what failed
   std::vector<BlameEntry> entries;  // kOk: in final line order, covering every line once
   size_t commits = 0;               // commits whose blame was passed on (for measurements)
+  size_t unchanged = 0;  // of those, passed whole to the first parent on a Bloom filter's word
 };
 
 // Whether a blame may use the blames remembered from earlier ones (and remember its own).

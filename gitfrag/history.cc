@@ -1,6 +1,7 @@
 #include "gitfrag/history.h"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gitfrag/history_index.h"
@@ -9,37 +10,44 @@
 namespace shellac::gitfrag {
 
 namespace {
+constexpr size_t kLinksGeneration = 200000;  // commits (~100 bytes each) per generation
+}  // namespace
 
-// The repository's commit-graph file when it has changed-path filters; else its in-memory index
-// once built (*indexed set: it has filters, and git's plain file, as `git gc` writes it, has
-// none); else the plain file, or null.
-std::shared_ptr<const CommitGraph> GraphFor(git_repository* repo, bool* indexed) {
-  *indexed = false;
+SharedMemo<git_oid, CommitLinks, OidHash, OidEqual>& CommitLinksMemo() {
+  static SharedMemo<git_oid, CommitLinks, OidHash, OidEqual> memo(kLinksGeneration);
+  return memo;
+}
+
+std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo, bool* indexed) {
+  if (indexed != nullptr) *indexed = false;
   auto graph = CommitGraph::ForRepository(repo);
   if (graph && graph->has_bloom()) return graph;
   if (auto index = HistoryIndex::For(repo)) {
-    *indexed = true;
+    if (indexed != nullptr) *indexed = true;
     return index;
   }
   return graph;
 }
 
-}  // namespace
-
 DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
-    : repo_(repo), graph_(GraphFor(repo, &indexed_)), only_(only) {
+    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)), only_(only) {
   Add(start);
 }
 
 DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, const Set* only,
                    std::string path)
-    : repo_(repo), graph_(GraphFor(repo, &indexed_)), only_(only), path_(std::move(path)) {
+    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)), only_(only), path_(std::move(path)) {
   if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
 }
 
 PathChangeFilter::PathChangeFilter(git_repository* repo, std::string_view path)
-    : repo_(repo), graph_(GraphFor(repo, &indexed_)) {
+    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)) {
+  if (graph_) keys_ = graph_->Keys(path);
+}
+
+PathChangeFilter::PathChangeFilter(std::shared_ptr<const CommitGraph> graph, std::string_view path)
+    : graph_(std::move(graph)) {
   if (graph_) keys_ = graph_->Keys(path);
 }
 
@@ -56,26 +64,18 @@ bool PathChangeFilter::MaybeChanged(const git_oid& commit) const {
 
 namespace {
 
-// A commit's date and parents, which its id fixes: shared by every walk, repository and fork, so
-// a walk over history another walk (or another fork's) already read reads no commit objects.
-struct Links {
-  int64_t date = 0;
-  std::vector<git_oid> parents;
-};
-constexpr size_t kLinksGeneration = 200000;  // commits (~100 bytes each) per generation
-
 // The links of `id`, read from `repo` when not known yet; nullopt when it is no commit there.
-std::optional<Links> CommitLinks(git_repository* repo, const git_oid& id) {
-  static SharedMemo<git_oid, Links, OidHash, OidEqual> memo(kLinksGeneration);
-  if (std::optional<Links> known = memo.Find(id)) return known;
+std::optional<CommitLinks> ReadLinks(git_repository* repo, const git_oid& id) {
+  if (std::optional<CommitLinks> known = CommitLinksMemo().Find(id)) return known;
   git_commit* raw = nullptr;
   if (git_commit_lookup(&raw, repo, &id) != 0) return std::nullopt;
   const CommitPtr commit(raw);
-  Links links;
+  CommitLinks links;
   links.date = git_commit_time(raw);
+  links.tree = *git_commit_tree_id(raw);
   const unsigned n = git_commit_parentcount(raw);
   for (unsigned i = 0; i < n; ++i) links.parents.push_back(*git_commit_parent_id(raw, i));
-  memo.Add(id, links);
+  CommitLinksMemo().Add(id, links);
   return links;
 }
 
@@ -102,7 +102,7 @@ bool DateWalk::NextId(git_oid* out) {
       continue;
     }
     if (path_.empty()) {
-      const std::optional<Links> links = CommitLinks(repo_, node.id);
+      const std::optional<CommitLinks> links = ReadLinks(repo_, node.id);
       if (!links) continue;
       for (const git_oid& parent : links->parents) Add(parent);
       *out = node.id;
@@ -195,7 +195,7 @@ void DateWalk::Add(const git_oid& oid) {
   }
   if (only_ != nullptr && !only_->count(Key(oid))) return;
   if (!seen_.insert(oid).second) return;
-  const std::optional<Links> links = CommitLinks(repo_, oid);
+  const std::optional<CommitLinks> links = ReadLinks(repo_, oid);
   if (!links) return;
   Push(Node{links->date, oid, CommitGraph::kNoPosition});
 }

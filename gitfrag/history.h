@@ -102,6 +102,24 @@ class DateWalk {
   int64_t since_ = INT64_MIN;
 };
 
+// A commit's committer date, parents and root tree: what history walks and blame read of a commit
+// without a commit-graph, which its id fixes.
+struct CommitLinks {
+  int64_t date = 0;
+  std::vector<git_oid> parents;
+  git_oid tree{};
+};
+// The one process-wide memo of commits' links, shared by every walk and blame of every repository
+// and fork (a walk over history another one read reads no commit object). Bounded: two generations
+// of 200,000 commits (~100 bytes each).
+SharedMemo<git_oid, CommitLinks, OidHash, OidEqual>& CommitLinksMemo();
+
+// Where walks take parents, dates, trees and Bloom filters: the repository's commit-graph file when
+// it has changed-path filters; else its in-memory history index once built (history_index.h; asking
+// queues its build; *indexed, when given, is set: a walk that meets a commit it lacks reports it,
+// for a refresh); else git's plain file (as `git gc` writes it, without filters), or null.
+std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo, bool* indexed = nullptr);
+
 // "Did PATH change between a commit and its first parent?" from the repository's commit-graph
 // Bloom filters, without reading a tree: MaybeChanged is false only when certain (same entry at
 // PATH in both; for a root commit, no entry), true when it may have changed or the graph cannot
@@ -109,12 +127,15 @@ class DateWalk {
 class PathChangeFilter {
  public:
   PathChangeFilter(git_repository* repo, std::string_view path);
+  // With the graph given (HistoryGraph's answer, taken once for a whole walk; a commit the graph
+  // lacks is not reported for a refresh).
+  PathChangeFilter(std::shared_ptr<const CommitGraph> graph, std::string_view path);
   bool MaybeChanged(const git_oid& commit) const;
   // Whether any answer can be "certainly not" (a graph with Bloom filters is there).
   bool usable() const { return graph_ != nullptr && graph_->has_bloom(); }
 
  private:
-  git_repository* repo_;
+  git_repository* repo_ = nullptr;
   bool indexed_ = false;
   mutable bool missed_ = false;
   std::shared_ptr<const CommitGraph> graph_;

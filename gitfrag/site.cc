@@ -326,9 +326,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
     else if (page == "blame" && !backend_)
-      // Blame: rendered here only when no forge is behind shellac. A first blame of a file changed
-      // thousands of times still takes 1.2-1.5x git's time (bench/results/blame-git.md), so with
-      // an upstream the forge's cgit keeps the page and the render threads stay free for others.
+      // Blame: rendered here only when no forge is behind shellac; with an upstream the forge's
+      // cgit keeps the page. A first blame now takes 0.6-1.0x git's CPU with a commit-graph and up
+      // to 1.16x without (bench/results/blame-git.md); routing it here is not switched on yet.
       route.kind = PageKind::kBlame;
     else if (page == "stats")
       route.kind = PageKind::kStats;

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -33,6 +34,7 @@
 #include "gitfrag/blame.h"
 #include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/history.h"
 #include "gitfrag/history_index.h"
 #include "tests/harness.h"
 
@@ -600,7 +602,7 @@ std::string BlameLinks(const std::string& html) {
 // gitfrag::Blame of `path` at `commit` (hex) as text, one entry a line ("" when the path is no
 // regular file there); `commits` gets the number of commits the blame was passed through.
 std::string BlameText(git_repository* repo, const std::string& commit, const std::string& path,
-                      BlameMemo memo, size_t* commits = nullptr) {
+                      BlameMemo memo, size_t* commits = nullptr, size_t* unchanged = nullptr) {
   git_oid id;
   git_commit* raw_commit = nullptr;
   if (git_oid_fromstr(&id, commit.c_str()) != 0 || git_commit_lookup(&raw_commit, repo, &id) != 0)
@@ -616,6 +618,7 @@ std::string BlameText(git_repository* repo, const std::string& commit, const std
   const BlameResult result = Blame(repo, id, path, *git_tree_entry_id(entry.get()),
                                    std::chrono::steady_clock::now() + std::chrono::seconds(60), memo);
   if (commits != nullptr) *commits = result.commits;
+  if (unchanged != nullptr) *unchanged = result.unchanged;
   if (result.status != BlameResult::Status::kOk) return "failed: " + result.error;
   std::string out;
   for (const BlameEntry& e : result.entries) {
@@ -731,6 +734,28 @@ echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
   }
   EXPECT_GT(compared, 100u);
   EXPECT_GT(Remembered().blames, 10u);
+  // With a commit-graph and its changed-path Bloom filters (in a copy of the repository), every
+  // blame is the same, and commits the filters clear pass their lines whole unread.
+  const std::string graphed = dir.File("graphed.git");
+  Shell("git clone -q --mirror " + ShellQuote(bare) + " " + ShellQuote(graphed) + " 2>&1 && git -C " +
+        ShellQuote(graphed) + " commit-graph write --reachable --changed-paths 2>&1");
+  git_repository* raw_graphed = nullptr;
+  ASSERT_EQ(git_repository_open(&raw_graphed, graphed.c_str()), 0);
+  const RepositoryPtr with_graph(raw_graphed);
+  size_t skipped = 0;
+  for (const std::string& commit : Lines(git("rev-list --topo-order --all"))) {
+    for (const std::string path : {"m.txt", "keep.txt", "gone.txt", "latin.txt", "lib/other.c"}) {
+      SCOPED_TRACE(commit + ":" + path);
+      size_t unchanged = 0, none = 0;
+      const std::string plain = BlameText(repo.get(), commit, path, BlameMemo::kIgnore, nullptr, &none);
+      const std::string fast =
+          BlameText(with_graph.get(), commit, path, BlameMemo::kIgnore, nullptr, &unchanged);
+      EXPECT_EQ(fast, plain) << FirstDifference(fast, plain);
+      EXPECT_EQ(none, 0u);
+      skipped += unchanged;
+    }
+  }
+  EXPECT_GT(skipped, 100u);
 }
 
 // blame-timeout: a blame that outlives its budget stops with a 503 that says so (a long history:
@@ -803,6 +828,49 @@ TEST(GitfragParity, RememberedBlameEqualsFullBlame) {
     }
   }
   EXPECT_GT(entries, 20u) << "g.txt's last blame has lines of many commits";
+}
+
+// The long history with a commit-graph and changed-path Bloom filters: g.txt, changed by every 5th
+// commit, is blamed at master passing the lines of the others whole on the filters' word (four
+// in five of the commits its blame goes through), with the blame worked out without them.
+TEST(GitfragParity, BlameWithBloomFiltersEqualsBlameWithout) {
+  TempDir dir;
+  test::MakeLongHistory(dir.File("repo.git"));
+  Shell("git clone -q --mirror " + ShellQuote(dir.File("repo.git")) + " " +
+        ShellQuote(dir.File("graphed.git")) + " 2>&1 && git -C " +
+        ShellQuote(dir.File("graphed.git")) + " commit-graph write --reachable --changed-paths 2>&1");
+  EnsureLibgit2();
+  git_repository *raw = nullptr, *raw_graphed = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, dir.File("repo.git").c_str()), 0);
+  const RepositoryPtr repo(raw);
+  ASSERT_EQ(git_repository_open(&raw_graphed, dir.File("graphed.git").c_str()), 0);
+  const RepositoryPtr graphed(raw_graphed);
+  const std::string master =
+      Trimmed(Shell("git -C " + ShellQuote(dir.File("repo.git")) + " rev-parse master"));
+  for (const std::string path : {"g.txt", "f.txt"}) {
+    SCOPED_TRACE(path);
+    size_t unchanged = 0, none = 0, commits = 0;
+    const std::string plain = BlameText(repo.get(), master, path, BlameMemo::kIgnore, nullptr, &none);
+    const std::string fast =
+        BlameText(graphed.get(), master, path, BlameMemo::kIgnore, &commits, &unchanged);
+    EXPECT_EQ(fast, plain) << FirstDifference(fast, plain);
+    EXPECT_EQ(none, 0u);
+    if (path == "g.txt") {
+      // One memo serves blame and the history walks: the blame without a graph left master's
+      // links, its root tree with them, where a walk reads them.
+      git_oid id;
+      ASSERT_EQ(git_oid_fromstr(&id, master.c_str()), 0);
+      const std::optional<CommitLinks> links = CommitLinksMemo().Find(id);
+      ASSERT_TRUE(links.has_value());
+      char tree[GIT_OID_HEXSZ + 1];
+      git_oid_tostr(tree, sizeof tree, &links->tree);
+      EXPECT_EQ(tree, Trimmed(Shell("git -C " + ShellQuote(dir.File("repo.git")) +
+                                    " rev-parse master^{tree}")));
+      EXPECT_EQ(links->parents.size(), 1u);
+      EXPECT_GT(unchanged, 500u);
+      EXPECT_GE(unchanged, commits * 3 / 4) << commits;
+    }
+  }
 }
 
 // With SHELLAC_PARITY_REPO: tree pages (the root, two folders, two files) and a plain file of the

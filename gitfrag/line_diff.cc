@@ -1,0 +1,503 @@
+// xdiff's steps, in its order (xdl_diff with no flags), written over LineIndex:
+//  1. the lines equal at both ends are set aside (xdl_trim_ends);
+//  2. lines between them are sorted into classes of equal lines; a line with no equal line in the
+//     other side is changed at once, and one with many (at least the square root of its side's
+//     line count, at most 1024) is changed too when it sits in a run of such lines
+//     (xdl_cleanup_records, xdl_clean_mmatch);
+//  3. Myers' search over the lines kept, split in boxes from both ends, giving up on the
+//     shortest edit for a good-enough split once the cost passes xdiff's limits (xdl_split);
+//  4. each group of changed lines slid up and down as far as equal lines let it, joined with the
+//     groups it meets, and left aligned with a change on the other side where one can be
+//     (xdl_change_compact, without the indent heuristic);
+//  5. the changes read off in order (xdl_build_script); without context each is a hunk.
+#include "gitfrag/line_diff.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace shellac::gitfrag {
+
+namespace {
+
+constexpr int64_t kLineMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kSnakeCount = 20;   // a run of equal lines this long is a good one
+constexpr int64_t kHeurMinCost = 256;  // cost from which a good run may end the search
+constexpr int64_t kMaxCostMin = 256;   // the search's cost limit is at least this
+constexpr int64_t kHeurFactor = 4;
+constexpr int64_t kMaxEqualLimit = 1024;
+constexpr int64_t kScanWindow = 100;  // how far a run of unmatched lines is looked at
+constexpr int64_t kKeepRun = 4;
+
+// xdiff's square root estimate: 2^ceil(bits/2).
+int64_t BogoSqrt(int64_t n) {
+  int64_t i = 1;
+  for (; n > 0; n >>= 2) i <<= 1;
+  return i;
+}
+
+uint64_t HashBytes(const char* p, size_t n) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
+  uint64_t h = n * kMul;
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+    p += 8;
+    n -= 8;
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  return h ^ (h >> 32);
+}
+
+// git's trim_common_tail: the size of each buffer after equal 1 KiB blocks at their ends are cut,
+// less the part of the last block cut after its first newline.
+size_t TrimmedSize(std::string_view a, std::string_view b, size_t* b_size) {
+  constexpr size_t kBlock = 1024;
+  size_t trimmed = 0;
+  const size_t smaller = std::min(a.size(), b.size());
+  while (kBlock + trimmed <= smaller &&
+         std::memcmp(a.data() + a.size() - trimmed - kBlock,
+                     b.data() + b.size() - trimmed - kBlock, kBlock) == 0)
+    trimmed += kBlock;
+  size_t recovered = 0;
+  const char* ap = a.data() + a.size() - trimmed;
+  while (recovered < trimmed)
+    if (ap[recovered++] == '\n') break;
+  *b_size = b.size() - (trimmed - recovered);
+  return a.size() - (trimmed - recovered);
+}
+
+// Lines of `x` that end at or before byte `size`.
+size_t LinesWithin(const LineIndex& x, size_t size) {
+  return static_cast<size_t>(std::upper_bound(x.ends.begin(), x.ends.end(), size) - x.ends.begin());
+}
+
+}  // namespace
+
+LineIndex IndexLines(std::string_view bytes) {
+  LineIndex out;
+  out.bytes = bytes;
+  out.ends.reserve(bytes.size() / 32 + 1);
+  out.hashes.reserve(bytes.size() / 32 + 1);
+  const char* p = bytes.data();
+  size_t pos = 0;
+  while (pos < bytes.size()) {
+    const void* nl = std::memchr(p + pos, '\n', bytes.size() - pos);
+    const size_t end = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1
+                                     : bytes.size();
+    out.ends.push_back(end);
+    out.hashes.push_back(HashBytes(p + pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+
+bool LineDiffer::Equal(int side, int64_t i, int64_t j) const {
+  const LineIndex& x = *lines_[side];
+  const auto a = static_cast<size_t>(i), b = static_cast<size_t>(j);
+  return x.hashes[a] == x.hashes[b] && x.line(a) == x.line(b);
+}
+
+void LineDiffer::BlameDiff(const LineIndex& a, const LineIndex& b, std::vector<LineHunk>* out) {
+  size_t b_size = 0;
+  const size_t a_size = TrimmedSize(a.bytes, b.bytes, &b_size);
+  Diff(a, LinesWithin(a, a_size), b, LinesWithin(b, b_size), out);
+}
+
+void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t nb,
+                      std::vector<LineHunk>* out) {
+  out->clear();
+  lines_[0] = &a;
+  lines_[1] = &b;
+  n_[0] = static_cast<int64_t>(na);
+  n_[1] = static_cast<int64_t>(nb);
+  auto same = [&](size_t i, size_t j) {
+    return a.hashes[i] == b.hashes[j] && a.line(i) == b.line(j);
+  };
+  // 1. The ends.
+  const size_t both = std::min(na, nb);
+  size_t pre = 0;
+  while (pre < both && same(pre, pre)) ++pre;
+  size_t suf = 0;
+  while (suf < both - pre && same(na - 1 - suf, nb - 1 - suf)) ++suf;
+  changed_[0].assign(na + 2, 0);
+  changed_[1].assign(nb + 2, 0);
+  // 2. Classes, and the lines kept for the search.
+  Classify(pre, suf);
+  Cleanup(0, pre);
+  Cleanup(1, pre);
+  // 3. The search.
+  Compare();
+  // 4. Sliding.
+  Compact(0);
+  Compact(1);
+  // 5. The changes.
+  const char* c1 = changed_[0].data() + 1;
+  const char* c2 = changed_[1].data() + 1;
+  size_t i1 = 0, i2 = 0;
+  while (i1 < na || i2 < nb) {
+    if (c1[i1] || c2[i2]) {
+      LineHunk h;
+      h.a = i1;
+      h.b = i2;
+      while (c1[i1]) ++i1;
+      while (c2[i2]) ++i2;
+      h.a_count = i1 - h.a;
+      h.b_count = i2 - h.b;
+      out->push_back(h);
+    } else {
+      ++i1;
+      ++i2;
+    }
+  }
+}
+
+void LineDiffer::Classify(size_t pre, size_t suf) {
+  const size_t m0 = static_cast<size_t>(n_[0]) - pre - suf;
+  const size_t m1 = static_cast<size_t>(n_[1]) - pre - suf;
+  size_t capacity = 16;
+  while (capacity < 2 * (m0 + m1)) capacity <<= 1;
+  table_.assign(capacity, Slot{});
+  const size_t mask = capacity - 1;
+  class_line_.clear();
+  auto find = [&](const LineIndex& x, size_t i, bool insert) -> uint32_t {
+    const uint64_t h = x.hashes[i];
+    const std::string_view line = x.line(i);
+    for (size_t s = static_cast<size_t>(h) & mask;; s = (s + 1) & mask) {
+      Slot& slot = table_[s];
+      if (slot.cls == 0) {
+        if (!insert) return 0;
+        class_line_.push_back(line);
+        slot.hash = h;
+        slot.cls = static_cast<uint32_t>(class_line_.size());
+        return slot.cls;
+      }
+      if (slot.hash == h && class_line_[slot.cls - 1] == line) return slot.cls;
+    }
+  };
+  for (int side = 0; side < 2; ++side) {
+    const size_t m = side == 0 ? m0 : m1;
+    class_[side].resize(m);
+    for (size_t i = 0; i < m; ++i) class_[side][i] = find(*lines_[side], pre + i, true) - 1;
+  }
+  const size_t classes = class_line_.size();
+  for (int side = 0; side < 2; ++side) {
+    count_[side].assign(classes, 0);
+    for (const uint32_t c : class_[side]) ++count_[side][c];
+  }
+  // The lines set aside at the ends are on both sides.
+  const LineIndex& a = *lines_[0];
+  const size_t na = static_cast<size_t>(n_[0]);
+  auto count_end = [&](size_t i) {
+    if (const uint32_t c = find(a, i, false); c != 0) {
+      ++count_[0][c - 1];
+      ++count_[1][c - 1];
+    }
+  };
+  if (classes > 0) {
+    for (size_t i = 0; i < pre; ++i) count_end(i);
+    for (size_t i = na - suf; i < na; ++i) count_end(i);
+  }
+}
+
+void LineDiffer::Cleanup(int side, size_t pre) {
+  const int other = 1 - side;
+  const std::vector<uint32_t>& cls = class_[side];
+  const auto m = static_cast<int64_t>(cls.size());
+  const int64_t limit = std::min(BogoSqrt(n_[side]), kMaxEqualLimit);
+  std::vector<char>& dis = dis_[side];
+  dis.resize(cls.size());
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t nm = count_[other][cls[static_cast<size_t>(i)]];
+    dis[static_cast<size_t>(i)] = nm == 0 ? 0 : nm >= limit ? 2 : 1;
+  }
+  // xdl_clean_mmatch: a line with many matches goes when runs of lines with none or many are on
+  // both sides of it, and the ones with none are more than a quarter of them.
+  auto discard_many = [&](int64_t i) {
+    const int64_t s = std::max<int64_t>(0, i - kScanWindow);
+    const int64_t e = std::min<int64_t>(m - 1, i + kScanWindow);
+    int64_t none = 0, many = 1;
+    for (int64_t r = i - 1; r >= s; --r) {
+      const char d = dis[static_cast<size_t>(r)];
+      if (d == 0) ++none;
+      else if (d == 2) ++many;
+      else break;
+    }
+    if (none == 0) return false;
+    int64_t none_after = 0, many_after = 1;
+    for (int64_t r = i + 1; r <= e; ++r) {
+      const char d = dis[static_cast<size_t>(r)];
+      if (d == 0) ++none_after;
+      else if (d == 2) ++many_after;
+      else break;
+    }
+    if (none_after == 0) return false;
+    none += none_after;
+    many += many_after;
+    return many * kKeepRun < many + none;
+  };
+  ha_[side].clear();
+  rindex_[side].clear();
+  char* changed = changed_[side].data() + 1;
+  for (int64_t i = 0; i < m; ++i) {
+    const char d = dis[static_cast<size_t>(i)];
+    if (d == 1 || (d == 2 && !discard_many(i))) {
+      ha_[side].push_back(cls[static_cast<size_t>(i)]);
+      rindex_[side].push_back(static_cast<int64_t>(pre) + i);
+    } else {
+      changed[static_cast<int64_t>(pre) + i] = 1;
+    }
+  }
+}
+
+void LineDiffer::Compare() {
+  const auto n1 = static_cast<int64_t>(ha_[0].size()), n2 = static_cast<int64_t>(ha_[1].size());
+  const int64_t ndiags = n1 + n2 + 3;
+  kv_.assign(static_cast<size_t>(2 * ndiags + 2), 0);
+  mxcost_ = std::max(BogoSqrt(ndiags), kMaxCostMin);
+  const uint32_t* h1 = ha_[0].data();
+  const uint32_t* h2 = ha_[1].data();
+  char* c1 = changed_[0].data() + 1;
+  char* c2 = changed_[1].data() + 1;
+  boxes_.clear();
+  boxes_.push_back(Box{0, n1, 0, n2, false});
+  while (!boxes_.empty()) {
+    Box box = boxes_.back();
+    boxes_.pop_back();
+    while (box.off1 < box.lim1 && box.off2 < box.lim2 && h1[box.off1] == h2[box.off2]) {
+      ++box.off1;
+      ++box.off2;
+    }
+    while (box.off1 < box.lim1 && box.off2 < box.lim2 && h1[box.lim1 - 1] == h2[box.lim2 - 1]) {
+      --box.lim1;
+      --box.lim2;
+    }
+    if (box.off1 == box.lim1) {
+      for (int64_t i = box.off2; i < box.lim2; ++i) c2[rindex_[1][static_cast<size_t>(i)]] = 1;
+    } else if (box.off2 == box.lim2) {
+      for (int64_t i = box.off1; i < box.lim1; ++i) c1[rindex_[0][static_cast<size_t>(i)]] = 1;
+    } else {
+      const Split s = SplitBox(box.off1, box.lim1, box.off2, box.lim2, box.need_min);
+      boxes_.push_back(Box{s.i1, box.lim1, s.i2, box.lim2, s.min_hi});
+      boxes_.push_back(Box{box.off1, s.i1, box.off2, s.i2, s.min_lo});
+    }
+  }
+}
+
+LineDiffer::Split LineDiffer::SplitBox(int64_t off1, int64_t lim1, int64_t off2, int64_t lim2,
+                                       bool need_min) {
+  const uint32_t* h1 = ha_[0].data();
+  const uint32_t* h2 = ha_[1].data();
+  const int64_t n2 = static_cast<int64_t>(ha_[1].size());
+  const int64_t ndiags = static_cast<int64_t>(ha_[0].size()) + n2 + 3;
+  // Diagonal d = i1 - i2 runs from -(n2 + 1) to n1 + 1.
+  int64_t* kf = kv_.data() + n2 + 1;
+  int64_t* kb = kf + ndiags;
+  const int64_t dmin = off1 - lim2, dmax = lim1 - off2;
+  const int64_t fmid = off1 - off2, bmid = lim1 - lim2;
+  const bool odd = ((fmid - bmid) & 1) != 0;
+  int64_t fmin = fmid, fmax = fmid, bmin = bmid, bmax = bmid;
+  kf[fmid] = off1;
+  kb[bmid] = lim1;
+  for (int64_t ec = 1;; ++ec) {
+    bool got_snake = false;
+    // Forward: one more edit on every diagonal of the domain, widened by one where it can be.
+    if (fmin > dmin) kf[--fmin - 1] = -1;
+    else ++fmin;
+    if (fmax < dmax) kf[++fmax + 1] = -1;
+    else --fmax;
+    for (int64_t d = fmax; d >= fmin; d -= 2) {
+      int64_t i1 = kf[d - 1] >= kf[d + 1] ? kf[d - 1] + 1 : kf[d + 1];
+      const int64_t from = i1;
+      int64_t i2 = i1 - d;
+      while (i1 < lim1 && i2 < lim2 && h1[i1] == h2[i2]) {
+        ++i1;
+        ++i2;
+      }
+      if (i1 - from > kSnakeCount) got_snake = true;
+      kf[d] = i1;
+      if (odd && bmin <= d && d <= bmax && kb[d] <= i1) return Split{i1, i2, true, true};
+    }
+    // Backward.
+    if (bmin > dmin) kb[--bmin - 1] = kLineMax;
+    else ++bmin;
+    if (bmax < dmax) kb[++bmax + 1] = kLineMax;
+    else --bmax;
+    for (int64_t d = bmax; d >= bmin; d -= 2) {
+      int64_t i1 = kb[d - 1] < kb[d + 1] ? kb[d - 1] : kb[d + 1] - 1;
+      const int64_t from = i1;
+      int64_t i2 = i1 - d;
+      while (i1 > off1 && i2 > off2 && h1[i1 - 1] == h2[i2 - 1]) {
+        --i1;
+        --i2;
+      }
+      if (from - i1 > kSnakeCount) got_snake = true;
+      kb[d] = i1;
+      if (!odd && fmin <= d && d <= fmax && i1 <= kf[d]) return Split{i1, i2, true, true};
+    }
+    if (need_min) continue;
+    // Past the trigger with a good run found: a diagonal far along and not too far from the
+    // middle one, ending in a good run, is split at.
+    if (got_snake && ec > kHeurMinCost) {
+      int64_t best = 0;
+      Split split;
+      for (int64_t d = fmax; d >= fmin; d -= 2) {
+        const int64_t dd = d > fmid ? d - fmid : fmid - d;
+        const int64_t i1 = kf[d], i2 = i1 - d;
+        const int64_t v = (i1 - off1) + (i2 - off2) - dd;
+        if (v > kHeurFactor * ec && v > best && off1 + kSnakeCount <= i1 && i1 < lim1 &&
+            off2 + kSnakeCount <= i2 && i2 < lim2) {
+          for (int64_t k = 1; h1[i1 - k] == h2[i2 - k]; ++k)
+            if (k == kSnakeCount) {
+              best = v;
+              split.i1 = i1;
+              split.i2 = i2;
+              break;
+            }
+        }
+      }
+      if (best > 0) {
+        split.min_lo = true;
+        split.min_hi = false;
+        return split;
+      }
+      for (int64_t d = bmax; d >= bmin; d -= 2) {
+        const int64_t dd = d > bmid ? d - bmid : bmid - d;
+        const int64_t i1 = kb[d], i2 = i1 - d;
+        const int64_t v = (lim1 - i1) + (lim2 - i2) - dd;
+        if (v > kHeurFactor * ec && v > best && off1 < i1 && i1 <= lim1 - kSnakeCount &&
+            off2 < i2 && i2 <= lim2 - kSnakeCount) {
+          for (int64_t k = 0; h1[i1 + k] == h2[i2 + k]; ++k)
+            if (k == kSnakeCount - 1) {
+              best = v;
+              split.i1 = i1;
+              split.i2 = i2;
+              break;
+            }
+        }
+      }
+      if (best > 0) {
+        split.min_lo = false;
+        split.min_hi = true;
+        return split;
+      }
+    }
+    // Too costly: the furthest point either way.
+    if (ec >= mxcost_) {
+      int64_t fbest = -1, fbest1 = -1;
+      for (int64_t d = fmax; d >= fmin; d -= 2) {
+        int64_t i1 = std::min(kf[d], lim1);
+        int64_t i2 = i1 - d;
+        if (lim2 < i2) {
+          i1 = lim2 + d;
+          i2 = lim2;
+        }
+        if (fbest < i1 + i2) {
+          fbest = i1 + i2;
+          fbest1 = i1;
+        }
+      }
+      int64_t bbest = kLineMax, bbest1 = kLineMax;
+      for (int64_t d = bmax; d >= bmin; d -= 2) {
+        int64_t i1 = std::max(off1, kb[d]);
+        int64_t i2 = i1 - d;
+        if (i2 < off2) {
+          i1 = off2 + d;
+          i2 = off2;
+        }
+        if (i1 + i2 < bbest) {
+          bbest = i1 + i2;
+          bbest1 = i1;
+        }
+      }
+      if ((lim1 + lim2) - bbest < fbest - (off1 + off2))
+        return Split{fbest1, fbest - fbest1, true, false};
+      return Split{bbest1, bbest - bbest1, false, true};
+    }
+  }
+}
+
+// xdl_change_compact for one side, the other kept in step (groups of both sides correspond: the
+// unchanged lines between them pair up).
+void LineDiffer::Compact(int side) {
+  const int other = 1 - side;
+  char* ch = changed_[side].data() + 1;
+  char* cho = changed_[other].data() + 1;
+  const int64_t n = n_[side], no = n_[other];
+  struct Group {
+    int64_t start = 0, end = 0;
+  };
+  auto init = [](const char* c, Group* g) {
+    g->start = g->end = 0;
+    while (c[g->end]) ++g->end;
+  };
+  auto next = [](const char* c, int64_t size, Group* g) {
+    if (g->end == size) return false;
+    g->start = g->end + 1;
+    for (g->end = g->start; c[g->end]; ++g->end) {
+    }
+    return true;
+  };
+  auto previous = [](const char* c, Group* g) {
+    if (g->start == 0) return false;
+    g->end = g->start - 1;
+    for (g->start = g->end; c[g->start - 1]; --g->start) {
+    }
+    return true;
+  };
+  auto slide_down = [&](Group* g) {
+    if (g->end < n && Equal(side, g->start, g->end)) {
+      ch[g->start++] = 0;
+      ch[g->end++] = 1;
+      while (ch[g->end]) ++g->end;
+      return true;
+    }
+    return false;
+  };
+  auto slide_up = [&](Group* g) {
+    if (g->start > 0 && Equal(side, g->start - 1, g->end - 1)) {
+      ch[--g->start] = 1;
+      ch[--g->end] = 0;
+      while (ch[g->start - 1]) --g->start;
+      return true;
+    }
+    return false;
+  };
+  Group g, go;
+  init(ch, &g);
+  init(cho, &go);
+  for (;;) {
+    if (g.end != g.start) {
+      int64_t size = 0, earliest_end = 0, end_matching_other = -1;
+      do {
+        size = g.end - g.start;
+        end_matching_other = -1;
+        while (slide_up(&g)) previous(cho, &go);
+        earliest_end = g.end;
+        if (go.end > go.start) end_matching_other = g.end;
+        while (slide_down(&g)) {
+          next(cho, no, &go);
+          if (go.end > go.start) end_matching_other = g.end;
+        }
+      } while (size != g.end - g.start);
+      if (g.end != earliest_end && end_matching_other != -1) {
+        // Back up to line up with the last change of the other side it can align with.
+        while (go.end == go.start) {
+          slide_up(&g);
+          previous(cho, &go);
+        }
+      }
+    }
+    if (!next(ch, n, &g)) break;
+    next(cho, no, &go);
+  }
+}
+
+}  // namespace shellac::gitfrag
