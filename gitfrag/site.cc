@@ -325,10 +325,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kPlain;
     else if (page == "snapshot")
       route.kind = PageKind::kSnapshot;
-    else if (page == "blame" && !backend_)
-      // Blame: rendered here only when no forge is behind shellac; with an upstream the forge's
-      // cgit keeps the page. A first blame now takes 0.6-1.0x git's CPU with a commit-graph and up
-      // to 1.16x without (bench/results/blame-git.md); routing it here is not switched on yet.
+    else if (page == "blame")
+      // Blame: rendered here with or without a forge behind: a first blame takes 0.6-1.0x git's
+      // CPU with a commit-graph (or the in-memory index's filters) and up to 1.16x without
+      // (bench/results/blame-git.md), and one that reaches a remembered blame takes a diff.
       route.kind = PageKind::kBlame;
     else if (page == "stats")
       route.kind = PageKind::kStats;

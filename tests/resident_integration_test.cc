@@ -805,7 +805,7 @@ TEST(ResidentClone, OffLeavesThePathsToTheUpstream) {
 
 // blame-timeout through the binary: with one render thread, a blame past its budget (1 ms on a
 // 3000-commit history) is answered 503 with the reason, not stored, and the thread renders the
-// next page at once.
+// next page at once; with a forge behind shellac, blame is still rendered here.
 TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
   TempDir dir;
   MakeLongHistory(dir.File("long.git"));
@@ -823,11 +823,15 @@ TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
   EXPECT_EQ(Renders(proxy, "blame", 2), 2);
   Response next = HttpGet(proxy.Port(), "/long/tree/f.txt");
   EXPECT_EQ(next.status, 200) << next.Describe();
-  // With a forge behind shellac, blame pages are the forge's (its cgit is faster at blame).
+  // With a forge behind shellac, blame pages are still shellac's: the forge is never asked.
   Origin origin;
   ShellacProcess with_forge;
   ASSERT_TRUE(with_forge.Start(BaseConfig(origin.port(), "cgitrc=" + dir.File("cgitrc") + "\n")));
-  EXPECT_EQ(HttpGet(with_forge.Port(), "/long/blame/f.txt").body, "origin:/long/blame/f.txt");
+  Response blame = HttpGet(with_forge.Port(), "/long/blame/f.txt");
+  EXPECT_EQ(blame.status, 200) << blame.Describe();
+  EXPECT_NE(blame.body.find("<table class='blame blob'>"), std::string::npos) << Printable(blame.body);
+  EXPECT_EQ(Renders(with_forge, "blame", 1), 1);
+  EXPECT_EQ(origin.RequestCount(), 0u);
 }
 
 }  // namespace
