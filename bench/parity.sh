@@ -4,6 +4,7 @@
 # the commit added or changed its folder, its file view and its history (`log/FILE`) (visible text:
 # tags stripped, entities decoded, whitespace collapsed, the generator footer left out); the patch,
 # rawdiff and the file's plain bytes (bytes, apart from the signature line naming the program).
+# The log's Files and Lines columns (enable-log-filecount/-linecount) are on for both.
 # Once: the summary, refs, atom and stats pages and five random tags. Rendered by gitfrag
 # in-process and by cgit run as a CGI with the same settings (max-stats=month) (tests/
 # gitfrag_parity_test.cc, SampleOfRepository).

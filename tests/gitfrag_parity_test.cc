@@ -86,8 +86,9 @@ class Peers {
   // `blame`: enable-blame=1 on both sides. `max_stats`: cgit's max-stats for both (0: none), as a
   // number of periods (1 week .. 4 year).
   // `history_index`: history-index-memory for gitfrag's side (0: no in-memory index).
+  // `log_counts`: enable-log-filecount=1 and enable-log-linecount=1 on both sides.
   Peers(std::string bare, std::string rc_dir, bool blame = false, unsigned max_stats = 0,
-        uint64_t history_index = 0)
+        uint64_t history_index = 0, bool log_counts = false)
       : bare_(std::move(bare)) {
     conf::Config c;
     conf::Config::Repository r;
@@ -96,6 +97,7 @@ class Peers {
     r.desc = "parity";
     r.enable_blame = blame;
     r.max_stats = max_stats;
+    r.enable_log_filecount = r.enable_log_linecount = log_counts;
     c.repositories.push_back(r);
     c.css = "/cgit.css";
     c.history_index_memory = history_index;
@@ -105,7 +107,9 @@ class Peers {
     static constexpr const char* kPeriods[] = {"", "week", "month", "quarter", "year"};
     std::ofstream(rc_) << "virtual-root=/\n"
                        << (max_stats > 0 ? std::string("max-stats=") + kPeriods[max_stats] + "\n" : "")
-                       << (blame ? "enable-blame=1\n" : "") << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
+                       << (blame ? "enable-blame=1\n" : "")
+                       << (log_counts ? "enable-log-filecount=1\nenable-log-linecount=1\n" : "")
+                       << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
   }
 
   // blame-timeout for gitfrag's side (a new Site).
@@ -993,7 +997,8 @@ TEST(GitfragParity, HistoryOfRepository) {
 // bench/parity.sh: random non-merge commits of a real repository (SHELLAC_PARITY_REPO,
 // SHELLAC_PARITY_N, SHELLAC_PARITY_SEED or SHELLAC_PARITY_IDS), each commit's pages and its tree, a
 // file it touched (folder, file view, plain bytes, history), and the repository's summary, refs,
-// atom, stats and five tags; a summary by page kind to SHELLAC_PARITY_OUT.
+// atom, stats and five tags; a summary by page kind to SHELLAC_PARITY_OUT. The log's Files and
+// Lines columns are on (cgit's count of its minimal diff, on every log, path log and summary).
 TEST(GitfragParity, SampleOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
@@ -1002,7 +1007,8 @@ TEST(GitfragParity, SampleOfRepository) {
   const unsigned seed =
       std::getenv("SHELLAC_PARITY_SEED") ? std::atoi(std::getenv("SHELLAC_PARITY_SEED")) : 1;
   TempDir dir;
-  Peers peers(repo, dir.path(), /*blame=*/false, /*max_stats=*/2);
+  Peers peers(repo, dir.path(), /*blame=*/false, /*max_stats=*/2, /*history_index=*/0,
+              /*log_counts=*/true);
   const std::string git = "git -C " + ShellQuote(repo) + " ";
   std::vector<std::string> all = Lines(Shell(git + "rev-list --no-merges --all"));
   std::sort(all.begin(), all.end());
