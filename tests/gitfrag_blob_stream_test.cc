@@ -25,13 +25,8 @@ namespace {
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
-
-constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using test::kCgit;
+using test::Trimmed;
 
 // A work repository with three files over the streaming threshold (1 MiB): a text file changed in
 // a second commit (so a repack stores one version as a delta of the other), a binary one, and a

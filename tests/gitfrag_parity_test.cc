@@ -46,13 +46,8 @@ using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
 using test::VisibleText;
-
-constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using test::kCgit;
+using test::Trimmed;
 
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> out;

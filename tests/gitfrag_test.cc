@@ -37,13 +37,8 @@ using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
 using test::VisibleText;
-
-constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using test::kCgit;
+using test::Trimmed;
 
 // A work tree + bare clone with every shape the commit page must handle. Fixed dates and
 // identities keep ids stable within a run; the test reads ids back from git rather than

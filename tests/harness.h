@@ -54,6 +54,12 @@ void WriteFile(const std::string& path, const std::string& content);
 // Whole file, or "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// Debian's cgit 1.2.3, the peer pages are compared with.
+inline constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+
+// `s` without the newlines and blanks at its end (a command's output).
+std::string Trimmed(std::string s);
+
 // Single-quotes `s` for /bin/sh.
 std::string ShellQuote(const std::string& s);
 // Runs `command` with /bin/sh and returns its standard output; fails the test on a non-zero exit.

@@ -17,8 +17,7 @@ namespace {
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
-
-constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+using test::kCgit;
 
 // A repository with every shape an archive must carry: executable and empty files, symlinks
 // (one target over 100 bytes), a path over 100 bytes that ustar splits and one over 255 that
