@@ -93,15 +93,20 @@ std::vector<uint64_t> Kept(const std::vector<uint64_t>& all, size_t from, size_t
 }
 
 // Myers' greedy forward search: the fewest insertions and deletions that turn `a` into `b`. v[k]
-// is the furthest x reached on diagonal k = x - y (-1: not yet), moves kept inside the grid.
+// is the furthest x reached on diagonal k = x - y (-1: not yet); every point reached is inside the
+// grid, and a move only leaves one that is (so no index is ever negative or past the end).
 size_t EditDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   const ptrdiff_t n = static_cast<ptrdiff_t>(a.size()), m = static_cast<ptrdiff_t>(b.size());
   const ptrdiff_t max = n + m;
   if (n == 0 || m == 0) return static_cast<size_t>(max);
   std::vector<ptrdiff_t> v(static_cast<size_t>(2 * max + 3), -1);
   const ptrdiff_t off = max + 1;
-  v[off + 1] = 0;  // a virtual move down onto (0, 0)
-  for (ptrdiff_t d = 0; d <= max; ++d) {
+  ptrdiff_t start = 0;  // d = 0: the common head
+  while (start < n && start < m && a[static_cast<size_t>(start)] == b[static_cast<size_t>(start)])
+    ++start;
+  if (start >= n && start >= m) return 0;
+  v[off] = start;
+  for (ptrdiff_t d = 1; d <= max; ++d) {
     for (ptrdiff_t k = std::max(-d, -m); k <= std::min(d, n); ++k) {
       if (((k + d) & 1) != 0) continue;  // diagonals of d's parity only
       ptrdiff_t x = -1;
