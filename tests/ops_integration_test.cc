@@ -355,6 +355,11 @@ TEST(StatusPage, ChartsRenderDataInChromium) {
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(HttpGet(proxy.Port(), "/repo/commit/?id=" + repo.head()).status, 200);
   ASSERT_TRUE(WaitForSample(proxy.AdminPort(), Millis(20'000)));
+  // The last check wants two points in a chart: wait until shellac has kept two samples.
+  for (const auto deadline = Clock::now() + Millis(20'000);
+       StatusSamples(proxy.AdminPort()).size() < 2 && Clock::now() < deadline;)
+    std::this_thread::sleep_for(Millis(50));
+  ASSERT_GE(StatusSamples(proxy.AdminPort()).size(), 2u);
   TempDir profile;
   // --virtual-time-budget lets the page's timers run (it polls every second) before the DOM is
   // written out; network fetches pause virtual time, so each poll completes.
