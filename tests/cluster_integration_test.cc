@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -27,13 +26,7 @@ namespace {
 class Repos {
  public:
   Repos() {
-    const std::string env =
-        "env HOME=" + ShellQuote(dir_.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
-        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
-        "GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700' ";
-    std::ofstream(dir_.File("make.sh")) << R"SH(
+    MakeFixture(dir_, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -44,8 +37,7 @@ git add . && git commit -q -m 'second'
 cd ..
 git clone -q --bare work base.git
 git clone -q --bare -s base.git fork.git
-)SH";
-    Shell("cd " + ShellQuote(dir_.path()) + " && " + env + "sh make.sh 2>&1");
+)SH", kThor);
     second_ =
         Shell("git -C " + ShellQuote(dir_.File("base.git")) + " rev-parse master").substr(0, 40);
   }

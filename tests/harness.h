@@ -65,6 +65,20 @@ std::string ShellQuote(const std::string& s);
 // Runs `command` with /bin/sh and returns its standard output; fails the test on a non-zero exit.
 std::string Shell(const std::string& command);
 
+// Who a fixture's commits are by, and when (empty dates: git's clock). Pages show these, so a
+// test that checks a name or a date picks its identity; kThor is the one most fixtures use.
+struct GitIdentity {
+  std::string author = "A", committer = "C";
+  std::string author_date, committer_date;
+};
+inline const GitIdentity kThor{"A U Thor", "C O Mitter", "2021-03-04T05:06:07+0100",
+                               "2021-03-04T06:07:08-0700"};
+// Runs the sh `script` in `dir` (after writing it there as make.sh) with git's environment fixed:
+// HOME is `dir`, no system config, the identity `who` (e-mails a@example.org and c@example.org);
+// `args` are the script's $1... (already quoted). Returns its output; fails the test on an error.
+std::string MakeFixture(const TempDir& dir, const std::string& script,
+                        const GitIdentity& who = {}, const std::string& args = "");
+
 // The long-history blame fixture: a bare repository made at `bare` by git fast-import, `commits`
 // commits on master (committer dates one second apart), each changing line 2 of f.txt between a
 // first and a last line the root wrote (so a blame of f.txt walks every commit), and every 5th one

@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +24,7 @@ namespace {
 class HistoryRepo {
  public:
   explicit HistoryRepo(int commits) {
-    std::ofstream(dir_.File("make.sh")) << R"SH(
+    MakeFixture(dir_, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -40,11 +39,7 @@ while [ $i -le $1 ]; do
 done
 cd ..
 git clone -q --bare work repo.git
-)SH";
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh " +
-          std::to_string(commits) + " 2>&1");
+)SH", {}, std::to_string(commits));
     head_ = Shell("git -C " + ShellQuote(dir_.File("repo.git")) + " rev-parse master").substr(0, 40);
   }
   std::string Config(const std::string& extra = "") const {

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -27,7 +26,7 @@ namespace {
 class Repo {
  public:
   Repo() {
-    std::ofstream(dir_.File("make.sh")) << R"SH(
+    MakeFixture(dir_, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -35,10 +34,7 @@ seq 1 20000 > numbers
 git add . && git commit -q -m 'first'
 seq 1 20010 | sed 's/^5/five/' > numbers
 git add . && git commit -q -m 'second'
-)SH";
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
+)SH");
     head_ = Shell("git -C " + ShellQuote(dir_.File("work")) + " rev-parse HEAD").substr(0, 40);
   }
   std::string Config(const std::string& extra) const {

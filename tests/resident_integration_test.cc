@@ -23,13 +23,7 @@ namespace {
 class Repos {
  public:
   Repos() {
-    const std::string env =
-        "env HOME=" + ShellQuote(dir_.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
-        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' "
-        "GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700' ";
-    std::ofstream(dir_.File("make.sh")) << R"SH(
+    MakeFixture(dir_, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -48,8 +42,7 @@ git clone -q fork.git forkwork
 cd forkwork
 echo fork > fork.txt && git add . && git commit -q -m 'only in the fork'
 git push -q origin master
-)SH";
-    Shell("cd " + ShellQuote(dir_.path()) + " && " + env + "sh make.sh 2>&1");
+)SH", kThor);
     second_ =
         Shell("git -C " + ShellQuote(dir_.File("base.git")) + " rev-parse master").substr(0, 40);
     fork_only_ =
@@ -438,7 +431,7 @@ namespace {
 // piece and sent chunked, the tar inside equal to git's archive of the same revision.
 TEST(ResidentSnapshot, StreamsGitsArchive) {
   TempDir dir;
-  std::ofstream(dir.File("make.sh")) << R"SH(
+  MakeFixture(dir, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -446,10 +439,7 @@ for i in 1 2 3 4 5 6 7 8; do head -c 300000 /dev/urandom | od -An -tx1 > "file$i
 git add . && git commit -q -m one
 git tag -a v1.0 -m one
 cd .. && git clone -q --bare work repo.git
-)SH";
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
+)SH");
   WriteFile(dir.File("cgitrc"), "virtual-root=/\nsnapshots=tar.gz zip\nrepo.url=repo\nrepo.path=" +
                                     dir.File("repo.git") + "\nrepo.url=fork\nrepo.path=" +
                                     dir.File("repo.git") + "\n");
@@ -521,7 +511,7 @@ cd .. && git clone -q --bare work repo.git
 // mimetype.* keys and its Content-Security-Policy; a folder is cgit's html listing.
 TEST(ResidentPlain, LargeBlobsAreStreamedWithTheirLength) {
   TempDir dir;
-  std::ofstream(dir.File("make.sh")) << R"SH(
+  MakeFixture(dir, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -530,10 +520,7 @@ seq 1 700000 > big.txt
 printf '<svg/>' > pic.svg && printf '<p>x</p>' > page.html
 git add . && git commit -q -m one
 cd .. && git clone -q --bare work repo.git
-)SH";
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1");
+)SH");
   WriteFile(dir.File("cgitrc"), "virtual-root=/\nmimetype.svg=image/svg+xml\n"
                                 "mimetype.html=text/html\nrepo.url=repo\nrepo.path=" +
                                     dir.File("repo.git") + "\n");
@@ -636,7 +623,7 @@ TEST(ResidentPlain, SourceFilterPartsAreSharedByFilter) {
 class CloneFixture {
  public:
   CloneFixture() {
-    std::ofstream(dir_.File("make.sh")) << R"SH(
+    MakeFixture(dir_, R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -657,8 +644,7 @@ cd ..
 mkdir -p repo.git/objects/zz
 ln -s ../../config repo.git/objects/zz/config
 echo secret > secret
-)SH";
-    Shell("cd " + ShellQuote(dir_.path()) + " && env " + Env() + " sh make.sh 2>&1");
+)SH");
   }
   std::string Env() const {
     return "HOME=" + ShellQuote(dir_.path()) +
