@@ -13,6 +13,8 @@
 # Prints one line: BIN, the list, Ir of both runs, Ir per page, bytes per page; keeps the callgrind
 # files in $OUT (a temp folder unless given): callgrind_annotate "$OUT/callgrind-all.out" shows
 # where the instructions go (minus the warm-up's, in callgrind-warm.out).
+# MAX_OPEN_REPOS sets max-open-repos (default: every repository of CGITRC stays open), to count
+# what reopening repositories costs when a forge has more forks than that.
 set -euo pipefail
 bin=$1 cgitrc=$2 urls=$3 n=$4 warmup=${5:-20}
 out=${OUT:-$(mktemp -d /tmp/shellac-callgrind.XXXXXX)}
@@ -31,7 +33,7 @@ threads=1
 render-threads=1
 access-log=off
 cgitrc=$cgitrc
-max-open-repos=$((repos + 8))
+max-open-repos=${MAX_OPEN_REPOS:-$((repos + 8))}
 CONF
 
 ask() {  # LIST -> the bytes of the answers' bodies (as sent), on stdout
