@@ -22,6 +22,8 @@
 namespace shellac::gitfrag {
 namespace {
 
+using test::MakeFixture;
+using test::kDated;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -47,12 +49,7 @@ sed -i 's/^200000$/changed/' big.txt && git commit -q -am two
 cd .. && git clone -q --bare --no-local work loose.git
 cp -r loose.git packed.git && git -C packed.git repack -q -a -d -f --window=10 --depth=10
 )SH";
-    std::ofstream(dir_.File("make.sh")) << script;
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
-          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-          " sh make.sh 2>&1");
+    MakeFixture(dir_, script, kDated);
   }
   std::string Bare(const std::string& name) const { return dir_.File(name + ".git"); }
   std::string Path() const { return dir_.path(); }

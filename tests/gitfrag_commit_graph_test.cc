@@ -4,7 +4,6 @@
 // answered "don't know", never a crash). DateWalk gives the same commits with a graph as without.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -23,6 +22,9 @@ namespace shellac::gitfrag {
 namespace {
 
 using test::ReadFile;
+using test::GitIdentity;
+using test::MakeFixture;
+using test::kThor;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -102,11 +104,7 @@ class CommitGraphTest : public ::testing::Test {
  protected:
   void SetUp() override {
     EnsureLibgit2();
-    std::ofstream(dir_.File("make.sh")) << kScript;
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
-          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' sh make.sh 2>&1");
+    MakeFixture(dir_, kScript, GitIdentity{"A", "C", kThor.author_date, ""});
     git_dir_ = dir_.File("work/.git");
     git_repository* raw = nullptr;
     ASSERT_EQ(git_repository_open(&raw, git_dir_.c_str()), 0);

@@ -42,6 +42,8 @@ namespace shellac::gitfrag {
 namespace {
 
 using test::FirstDifference;
+using test::GitIdentity;
+using test::MakeFixture;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -509,11 +511,9 @@ TEST(GitfragParity, StatsEqualCgit) {
                 "git merge -q --no-ff --no-edit side\n";
     }
   }
-  std::ofstream(dir.File("make.sh")) << script.str();
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " NOW=" + std::to_string(now) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME='C O Mitter'"
-        " GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+  MakeFixture(dir, "NOW=" + std::to_string(now) + "\n" + script.str() +
+                   "\ncd \"$HOME\" && git clone -q --bare work repo.git\n",
+              GitIdentity{"", "C O Mitter"});
   const std::string bare = dir.File("repo.git");
   ASSERT_NE(Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-list --merges HEAD")), "");
 
@@ -670,11 +670,7 @@ printf 'alpha\n' > keep.txt; c 'keep shrinks'
 : > keep.txt; c 'keep emptied'
 echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
 )";
-  std::ofstream(dir.File("make.sh")) << script;
-  Shell("cd " + ShellQuote(dir.path()) + " && env HOME=" + ShellQuote(dir.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
-        " git clone -q --bare work repo.git 2>&1");
+  MakeFixture(dir, std::string(script) + "\ncd \"$HOME\" && git clone -q --bare work repo.git\n");
   const std::string bare = dir.File("repo.git");
   auto git = [&](const std::string& args) {
     return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));

@@ -33,6 +33,9 @@ namespace shellac::gitfrag {
 namespace {
 
 using test::FirstDifference;
+using test::MakeFixture;
+using test::kThor;
+using test::kDated;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -101,13 +104,7 @@ git checkout -q -b long
 for i in $(seq 1 61); do GIT_COMMITTER_DATE="$((1614900000 + i * 60)) +0000" git commit -q --allow-empty -m "filler $i"; done
 git checkout -q master
 )SH";
-    std::ofstream(dir_.File("make.sh")) << script;
-    Shell(
-        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
-        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-        " sh make.sh 2>&1");
+    MakeFixture(dir_, script, kThor);
     Shell("cd " + ShellQuote(dir_.path()) +
           " && git clone -q --bare work repo.git 2>&1 && cd repo.git && git pack-refs --all");
     bare_ = dir_.File("repo.git");
@@ -1052,12 +1049,7 @@ echo c >> keep && GIT_COMMITTER_DATE='2021-03-05T05:00:00+0000' git commit -q -a
 for i in 1 2 3 4 5 6; do echo $i >> numbers; GIT_COMMITTER_DATE="2021-03-06T0$i:00:00+0000" GIT_AUTHOR_NAME="Au <$i>" git commit -q -a -m "numbers $i: a subject line that is long enough to be wrapped when the message is shown in full"; done
 git tag -a v1 -m v1 HEAD~3
 )SH";
-    std::ofstream(dir_.File("make.sh")) << script;
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL=c@example.org"
-          " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-          " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+    MakeFixture(dir_, script + "cd \"$HOME\" && git clone -q --bare work repo.git\n", kThor);
     bare_ = dir_.File("repo.git");
     const std::string git = "env HOME=" + ShellQuote(dir_.path()) +
                             " GIT_CONFIG_NOSYSTEM=1 git -C " + ShellQuote(bare_) + " ";
@@ -1244,12 +1236,8 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
 class ScriptRepo {
  public:
   explicit ScriptRepo(const std::string& script) {
-    std::ofstream(dir_.File("make.sh"))
-        << "set -e\ngit init -q -b master work && cd work\n" << script;
-    Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-          " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-          " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org sh make.sh 2>&1 &&"
-          " git clone -q --bare work repo.git 2>&1");
+    MakeFixture(dir_, "set -e\ngit init -q -b master work && cd work\n" + script +
+                          "\ncd \"$HOME\" && git clone -q --bare work repo.git\n");
     conf::Config::Repository r;
     r.url = r.name = "fix";
     r.path = dir_.File("repo.git");
@@ -1362,13 +1350,7 @@ git commit -q -m root
 git checkout -q -b side && echo side > side.txt && git add side.txt && git commit -q -m side
 git checkout -q master
 )SH";
-    std::ofstream(dir_.File("make.sh")) << script;
-    Shell(
-        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
-        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-        " sh make.sh 2>&1 && git clone -q --bare work repo.git 2>&1");
+    MakeFixture(dir_, script + "cd \"$HOME\" && git clone -q --bare work repo.git\n", kDated);
     bare_ = dir_.File("repo.git");
   }
   const std::string& bare() const { return bare_; }

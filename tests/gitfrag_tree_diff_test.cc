@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -20,6 +19,8 @@
 namespace shellac::gitfrag {
 namespace {
 
+using test::MakeFixture;
+using test::kDated;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -80,13 +81,7 @@ class TreeDiffFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     EnsureLibgit2();
-    std::ofstream(dir_.File("make.sh")) << kScript;
-    Shell(
-        "cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
-        " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org"
-        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@example.org"
-        " GIT_AUTHOR_DATE='2021-03-04T05:06:07+0100' GIT_COMMITTER_DATE='2021-03-04T06:07:08-0700'"
-        " sh make.sh 2>&1");
+    MakeFixture(dir_, kScript, kDated);
     bare_ = dir_.File("work/.git");
     git_repository* raw = nullptr;
     ASSERT_EQ(git_repository_open(&raw, bare_.c_str()), 0);

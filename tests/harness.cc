@@ -319,9 +319,10 @@ std::string Shell(const std::string& command) {
 std::string MakeFixture(const TempDir& dir, const std::string& script, const GitIdentity& who,
                         const std::string& args) {
   WriteFile(dir.File("make.sh"), script);
-  std::string env = "env HOME=" + ShellQuote(dir.path()) + " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=" +
-                    ShellQuote(who.author) + " GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME=" +
-                    ShellQuote(who.committer) + " GIT_COMMITTER_EMAIL=c@example.org";
+  std::string env = "env HOME=" + ShellQuote(dir.path()) +
+                    " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_EMAIL=c@example.org";
+  if (!who.author.empty()) env += " GIT_AUTHOR_NAME=" + ShellQuote(who.author);
+  if (!who.committer.empty()) env += " GIT_COMMITTER_NAME=" + ShellQuote(who.committer);
   if (!who.author_date.empty()) env += " GIT_AUTHOR_DATE=" + ShellQuote(who.author_date);
   if (!who.committer_date.empty()) env += " GIT_COMMITTER_DATE=" + ShellQuote(who.committer_date);
   return Shell("cd " + ShellQuote(dir.path()) + " && " + env + " sh make.sh " + args + " 2>&1");

@@ -73,8 +73,10 @@ struct GitIdentity {
 };
 inline const GitIdentity kThor{"A U Thor", "C O Mitter", "2021-03-04T05:06:07+0100",
                                "2021-03-04T06:07:08-0700"};
+inline const GitIdentity kDated{"A", "C", kThor.author_date, kThor.committer_date};
 // Runs the sh `script` in `dir` (after writing it there as make.sh) with git's environment fixed:
-// HOME is `dir`, no system config, the identity `who` (e-mails a@example.org and c@example.org);
+// HOME is `dir`, no system config, the identity `who` (e-mails a@example.org and c@example.org; an
+// empty name is left to the script);
 // `args` are the script's $1... (already quoted). Returns its output; fails the test on an error.
 std::string MakeFixture(const TempDir& dir, const std::string& script,
                         const GitIdentity& who = {}, const std::string& args = "");
