@@ -657,10 +657,15 @@ bool ShellacProcess::Running() {
 std::optional<int> ShellacProcess::WaitExit(Millis timeout) {
   auto deadline = Clock::now() + timeout;
   for (;;) {
-    if (!Running()) return exit_status_;
+    if (!Running()) break;
     if (Clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(Millis(5));
   }
+  // The process is gone, but the reader may not have taken its last lines from the pipe yet:
+  // wait for the pipe's end (within the same deadline), so Lines() has everything it wrote.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, deadline, [&] { return stderr_eof_; });
+  return exit_status_;
 }
 
 std::optional<std::string> ShellacProcess::WaitForLine(const std::string& needle, Millis timeout,

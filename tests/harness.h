@@ -190,7 +190,8 @@ class ShellacProcess {
   pid_t Pid() const { return pid_; }
 
   void Signal(int sig);
-  // Exit code (128+signal when killed by one), or nullopt if still running after `timeout`.
+  // Exit code (128+signal when killed by one), or nullopt if still running after `timeout`. Once
+  // it has exited, its stderr has been read to the end (within `timeout`): Lines() holds all.
   std::optional<int> WaitExit(Millis timeout);
   bool Running();
 
