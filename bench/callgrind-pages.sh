@@ -7,7 +7,9 @@
 # page = the difference / N. Every answer is checked: 200. Instruction counts do not depend on the
 # machine's load, so this measures on a shared machine.
 #
-# Usage: bench/callgrind-pages.sh BIN CGITRC URLS N [WARMUP]
+# Usage: [EXTRA_CONF=LINES] bench/callgrind-pages.sh BIN CGITRC URLS N [WARMUP]
+#   EXTRA_CONF: shellac.conf lines added to the run's configuration (e.g. blame-timeout=600s: a
+#   blame runs ~50x slower under callgrind than its blame-timeout was chosen for).
 #   URLS: a list of paths; the first WARMUP (default 20) warm up, the next N are measured. Every
 #   repository of CGITRC is opened in the warm-up run (its top folder's tree page) before the list.
 # Prints one line: BIN, the list, Ir of both runs, Ir per page, bytes per page; keeps the callgrind
@@ -34,6 +36,7 @@ render-threads=1
 access-log=off
 cgitrc=$cgitrc
 max-open-repos=${MAX_OPEN_REPOS:-$((repos + 8))}
+${EXTRA_CONF:-}
 CONF
 
 ask() {  # LIST -> the bytes of the answers' bodies (as sent), on stdout

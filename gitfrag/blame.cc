@@ -194,13 +194,31 @@ class Objects {
     if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
   }
 
-  // Whether `commit` certainly has the same entry at `path` as its first parent (false: it may
-  // differ, or nothing can tell).
-  bool Unchanged(const git_oid& commit, const std::string& path) {
-    if (!graph_ || !graph_->has_bloom()) return false;
-    auto it = filters_.find(path);
-    if (it == filters_.end()) it = filters_.emplace(path, PathChangeFilter(graph_, path)).first;
-    return !it->second.MaybeChanged(commit);
+  // The commit's position in a commit-graph with changed-path Bloom filters (kNoPosition: there
+  // are none, or the graph lacks the commit). Positions name commits for the questions below
+  // without a lookup by id.
+  uint32_t Position(const git_oid& commit) const {
+    if (!graph_ || !graph_->has_bloom()) return CommitGraph::kNoPosition;
+    return graph_->Find(commit);
+  }
+  git_oid Id(uint32_t pos) const { return graph_->Id(pos); }
+  int64_t Time(uint32_t pos) const { return graph_->Time(pos); }
+
+  // `path`'s Bloom keys, made once per blame and path (Position gave a position: a graph is there).
+  const CommitGraph::PathKeys& Keys(const std::string& path) {
+    auto it = keys_.find(path);
+    if (it == keys_.end()) it = keys_.emplace(path, graph_->Keys(path)).first;
+    return it->second;
+  }
+
+  // Whether the commit at `pos` certainly has the same entry at the path (`keys`) as its first
+  // parent, whose position it then gives (false: it may differ, it is a root, or its entry in the
+  // graph is bad).
+  bool UnchangedAt(uint32_t pos, const CommitGraph::PathKeys& keys, uint32_t* first_parent) {
+    if (graph_->MaybeChanged(pos, keys) || !graph_->Parents(pos, &positions_) || positions_.empty())
+      return false;
+    *first_parent = positions_[0];
+    return true;
   }
 
   const CommitLinks* Commit(const git_oid& id) {
@@ -300,7 +318,7 @@ class Objects {
 
   std::shared_ptr<const CommitGraph> graph_;  // null: none
   std::vector<uint32_t> positions_;
-  std::unordered_map<std::string, PathChangeFilter> filters_;  // by path
+  std::unordered_map<std::string, CommitGraph::PathKeys> keys_;  // by path
   OdbPtr odb_;
   std::unordered_map<git_oid, CommitLinks, OidHash, OidEqual> commits_;
   bool incomplete_ = false;
@@ -507,6 +525,7 @@ class Scoreboard {
     if (use_memo_ && whole_done_ && !recalled_whole_ && !empty_entry && !objects_.incomplete())
       Results().Add(whole_->commit, whole_->path,
                     std::make_shared<const std::vector<BlameEntry>>(result.entries));
+    result.commits += slid_;
     result.unchanged = unchanged_;
     return result;
   }
@@ -836,8 +855,49 @@ class Scoreboard {
     return true;
   }
 
+  // The commit-graph's Bloom filter says the first parent has the path as it is here: git's
+  // find_origin gives that parent the same blob, and the lines go to it whole. False when the
+  // filters cannot say so.
+  //
+  // Most commits of a long history leave a file alone, and a blame passes its lines whole through
+  // thousands of them. Each would be an origin, queued and taken off the queue at once; instead
+  // the lines slide along first parents, by graph position, for as long as the queue would take
+  // that parent next anyway (it is newer than everything queued, and has no origin for the path
+  // yet) and the filters clear it too: the same steps in the same order, with an origin only
+  // where the slide stops. No commit it passes can have a remembered blame (those are kept under
+  // commits that changed the path), so none is looked up.
+  bool PassUnchanged(Origin* origin) {
+    uint32_t pos = objects_.Position(origin->commit);
+    if (pos == CommitGraph::kNoPosition) return false;
+    const CommitGraph::PathKeys& keys = objects_.Keys(origin->path);
+    uint32_t parent = 0;
+    if (!objects_.UnchangedAt(pos, keys, &parent)) return false;
+    ++unchanged_;
+    git_oid id = objects_.Id(parent);
+    for (size_t steps = 1;; ++steps) {
+      if (FindOrigin(id, origin->path) != nullptr) break;
+      if (!queue_.empty() && objects_.Time(parent) <= queue_.top().time) break;
+      if (steps % 1024 == 0 && Clock::now() >= deadline_) break;  // Run's loop stops
+      pos = parent;
+      if (!objects_.UnchangedAt(pos, keys, &parent)) break;
+      // What Run's loop would have done with the origin at `pos`: passed it whole to `parent`.
+      ++unchanged_;
+      ++slid_;
+      id = objects_.Id(parent);
+    }
+    Origin* porigin = FindOrigin(id, origin->path);
+    if (porigin == nullptr) {
+      porigin = GetOrigin(id, origin->path);
+      porigin->blob = origin->blob;
+      porigin->mode = origin->mode;
+    }
+    PassWhole(origin, porigin);
+    return true;
+  }
+
   // git's pass_blame without move or copy detection. False on a deadline or a failure.
   bool PassBlame(Origin* origin) {
+    if (PassUnchanged(origin)) return true;
     const CommitLinks* data = objects_.Commit(origin->commit);
     if (data == nullptr) {
       failed_ = true;
@@ -846,19 +906,6 @@ class Scoreboard {
     }
     const size_t n = data->parents.size();
     if (n == 0) return true;
-    // The commit-graph's Bloom filter says the first parent has the path as it is here: git's
-    // find_origin gives that parent the same blob, and the lines go to it whole.
-    if (objects_.Unchanged(origin->commit, origin->path)) {
-      Origin* porigin = FindOrigin(data->parents[0], origin->path);
-      if (porigin == nullptr) {
-        porigin = GetOrigin(data->parents[0], origin->path);
-        porigin->blob = origin->blob;
-        porigin->mode = origin->mode;
-      }
-      PassWhole(origin, porigin);
-      ++unchanged_;
-      return true;
-    }
     std::vector<Origin*> sg(n, nullptr);
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < n; ++i) {
@@ -902,6 +949,7 @@ class Scoreboard {
   bool failed_ = false;
   std::string error_;
   size_t unchanged_ = 0;
+  size_t slid_ = 0;  // commits PassUnchanged passed whole without an origin of their own
   // The origin holding every line while they are passed whole from the page's commit; once it
   // passes them through a diff (whole_done_) its blame is the one to remember, unless it was
   // recalled (recalled_whole_).

@@ -741,12 +741,16 @@ echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
   for (const std::string& commit : Lines(git("rev-list --topo-order --all"))) {
     for (const std::string path : {"m.txt", "keep.txt", "gone.txt", "latin.txt", "lib/other.c"}) {
       SCOPED_TRACE(commit + ":" + path);
-      size_t unchanged = 0, none = 0;
-      const std::string plain = BlameText(repo.get(), commit, path, BlameMemo::kIgnore, nullptr, &none);
+      size_t unchanged = 0, none = 0, plain_commits = 0, fast_commits = 0;
+      const std::string plain =
+          BlameText(repo.get(), commit, path, BlameMemo::kIgnore, &plain_commits, &none);
       const std::string fast =
-          BlameText(with_graph.get(), commit, path, BlameMemo::kIgnore, nullptr, &unchanged);
+          BlameText(with_graph.get(), commit, path, BlameMemo::kIgnore, &fast_commits, &unchanged);
       EXPECT_EQ(fast, plain) << FirstDifference(fast, plain);
       EXPECT_EQ(none, 0u);
+      // Lines passed whole along first parents without an origin per commit (PassUnchanged's
+      // slide) go through the same commits as the scoreboard's queue takes them one by one.
+      EXPECT_EQ(fast_commits, plain_commits);
       skipped += unchanged;
     }
   }
@@ -844,12 +848,14 @@ TEST(GitfragParity, BlameWithBloomFiltersEqualsBlameWithout) {
       Trimmed(Shell("git -C " + ShellQuote(dir.File("repo.git")) + " rev-parse master"));
   for (const std::string path : {"g.txt", "f.txt"}) {
     SCOPED_TRACE(path);
-    size_t unchanged = 0, none = 0, commits = 0;
-    const std::string plain = BlameText(repo.get(), master, path, BlameMemo::kIgnore, nullptr, &none);
+    size_t unchanged = 0, none = 0, commits = 0, plain_commits = 0;
+    const std::string plain =
+        BlameText(repo.get(), master, path, BlameMemo::kIgnore, &plain_commits, &none);
     const std::string fast =
         BlameText(graphed.get(), master, path, BlameMemo::kIgnore, &commits, &unchanged);
     EXPECT_EQ(fast, plain) << FirstDifference(fast, plain);
     EXPECT_EQ(none, 0u);
+    EXPECT_EQ(commits, plain_commits);  // the slide passes through the same commits
     if (path == "g.txt") {
       // One memo serves blame and the history walks: the blame without a graph left master's
       // links, its root tree with them, where a walk reads them.
