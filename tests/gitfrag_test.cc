@@ -1276,7 +1276,11 @@ TEST(DateWalkPath, NestedPathsEqualGitLog) {
       DateWalk walk(repo.get(), std::vector<git_oid>{start}, nullptr, path);
       std::string listed;
       git_oid id;
-      while (walk.NextId(&id)) listed += OidHex(id) + "\n";
+      while (walk.NextId(&id)) {
+        char hex[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(hex, sizeof hex, &id);
+        listed += std::string(hex) + "\n";
+      }
       const std::string want = Shell("git -C " + ShellQuote(dir.File(name)) +
                                      " log --format=%H master -- " + ShellQuote(path));
       EXPECT_EQ(listed, want);
