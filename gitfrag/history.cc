@@ -166,8 +166,7 @@ bool DateWalk::SimplifyInGraph(const Node& node) {
 }
 
 DateWalk::Entry DateWalk::PathEntry(const git_oid& commit, const git_oid& tree_id) {
-  std::string key = Key(commit);
-  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+  if (auto it = entries_.find(commit); it != entries_.end()) return it->second;
   Entry entry;
   git_tree* raw_tree = nullptr;
   if (git_tree_lookup(&raw_tree, repo_, &tree_id) == 0) {
@@ -180,7 +179,7 @@ DateWalk::Entry DateWalk::PathEntry(const git_oid& commit, const git_oid& tree_i
       entry.id = *git_tree_entry_id(raw_entry);
     }
   }
-  entries_.emplace(std::move(key), entry);
+  entries_.emplace(commit, entry);
   return entry;
 }
 
@@ -201,9 +200,11 @@ void DateWalk::Add(const git_oid& oid) {
 }
 
 void DateWalk::AddAt(uint32_t pos) {
+  if (seen_at_.empty()) seen_at_.resize(graph_->size());
+  if (seen_at_[pos]) return;
   const git_oid oid = graph_->Id(pos);
   if (only_ != nullptr && !only_->count(Key(oid))) return;
-  if (!seen_.insert(oid).second) return;
+  seen_at_[pos] = true;
   Push(Node{graph_->Time(pos), oid, pos});
 }
 

@@ -94,8 +94,9 @@ class DateWalk {
   const Set* only_;
   std::string path_;
   std::list<Node> frontier_;  // newest first; equal dates in the order they came
-  std::unordered_set<git_oid, OidHash, OidEqual> seen_;
-  std::unordered_map<std::string, Entry> entries_;  // path entries by commit (Key())
+  std::unordered_set<git_oid, OidHash, OidEqual> seen_;  // commits not in graph_
+  std::vector<bool> seen_at_;  // commits of graph_ by position (a bit each; sized at first use)
+  std::unordered_map<git_oid, Entry, OidHash, OidEqual> entries_;  // path entries by commit
   Clock::time_point deadline_ = Clock::time_point::max();
   bool stopped_ = false;
   size_t visited_ = 0;

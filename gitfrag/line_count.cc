@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <unordered_map>
+#include <optional>
 
 #include "gitfrag/git.h"
 #include "gitfrag/memo.h"
@@ -68,21 +68,57 @@ bool InUnmatchedRun(const std::vector<char>& dis, ptrdiff_t i, ptrdiff_t s, ptrd
   return many * kRunRatio < many + none;
 }
 
-// The lines of `all`[from, to) xdiff keeps for its search; `other` is the whole other file.
-std::vector<uint64_t> Kept(const std::vector<uint64_t>& all, size_t from, size_t to,
-                           const std::vector<uint64_t>& other) {
-  std::unordered_map<uint64_t, size_t> matches;  // how often each of these lines occurs in `other`
-  matches.reserve(to - from);
-  for (size_t i = from; i < to; ++i) matches.emplace(all[i], 0);
-  for (const uint64_t h : other)
-    if (const auto it = matches.find(h); it != matches.end()) ++it->second;
+// Both files' lines as small ids (equal lines, equal ids), with how often each id occurs in each
+// file: one open-addressing table for the pair, no allocation per line.
+struct Interned {
+  std::vector<uint32_t> a, b;        // the ids of a's and b's lines
+  std::vector<uint32_t> in_a, in_b;  // occurrences of each id in a and in b
+};
+
+Interned Intern(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  size_t capacity = 16;
+  while (capacity < 2 * (a.size() + b.size())) capacity <<= 1;
+  std::vector<uint64_t> keys(capacity);
+  std::vector<uint32_t> slots(capacity, UINT32_MAX);  // ids; UINT32_MAX: an empty slot
+  Interned out;
+  out.a.reserve(a.size());
+  out.b.reserve(b.size());
+  const auto id_of = [&](uint64_t h) {
+    size_t i = static_cast<size_t>((h ^ (h >> 29)) * 0x9E3779B97F4A7C15ull >> 7) & (capacity - 1);
+    while (slots[i] != UINT32_MAX) {
+      if (keys[i] == h) return slots[i];
+      i = (i + 1) & (capacity - 1);
+    }
+    keys[i] = h;
+    slots[i] = static_cast<uint32_t>(out.in_a.size());
+    out.in_a.push_back(0);
+    out.in_b.push_back(0);
+    return slots[i];
+  };
+  for (const uint64_t h : a) {
+    const uint32_t id = id_of(h);
+    out.a.push_back(id);
+    ++out.in_a[id];
+  }
+  for (const uint64_t h : b) {
+    const uint32_t id = id_of(h);
+    out.b.push_back(id);
+    ++out.in_b[id];
+  }
+  return out;
+}
+
+// The lines of `all`[from, to) xdiff keeps for its search; `in_other[id]` is how often a line
+// occurs in the whole other file.
+std::vector<uint32_t> Kept(const std::vector<uint32_t>& all, size_t from, size_t to,
+                           const std::vector<uint32_t>& in_other) {
   const size_t limit = std::min(BogoSqrt(all.size()), kMaxEqualLimit);
   std::vector<char> dis(to - from);
   for (size_t i = from; i < to; ++i) {
-    const size_t n = matches.find(all[i])->second;
+    const size_t n = in_other[all[i]];
     dis[i - from] = n == 0 ? kNone : n >= limit ? kMany : kSome;
   }
-  std::vector<uint64_t> kept;
+  std::vector<uint32_t> kept;
   kept.reserve(to - from);
   const auto last = static_cast<ptrdiff_t>(dis.size()) - 1;
   for (size_t i = 0; i < dis.size(); ++i)
@@ -94,8 +130,10 @@ std::vector<uint64_t> Kept(const std::vector<uint64_t>& all, size_t from, size_t
 
 // Myers' greedy forward search: the fewest insertions and deletions that turn `a` into `b`. v[k]
 // is the furthest x reached on diagonal k = x - y (-1: not yet); every point reached is inside the
-// grid, and a move only leaves one that is (so no index is ever negative or past the end).
-size_t EditDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+// grid, and a move only leaves one that is (so no index is ever negative or past the end). Gives
+// up (nullopt) once it has taken more than `budget` steps (diagonals looked at plus lines matched).
+std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                                   size_t budget) {
   const ptrdiff_t n = static_cast<ptrdiff_t>(a.size()), m = static_cast<ptrdiff_t>(b.size());
   const ptrdiff_t max = n + m;
   if (n == 0 || m == 0) return static_cast<size_t>(max);
@@ -106,6 +144,7 @@ size_t EditDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>&
     ++start;
   if (start >= n && start >= m) return 0;
   v[off] = start;
+  size_t steps = static_cast<size_t>(start);
   for (ptrdiff_t d = 1; d <= max; ++d) {
     for (ptrdiff_t k = std::max(-d, -m); k <= std::min(d, n); ++k) {
       if (((k + d) & 1) != 0) continue;  // diagonals of d's parity only
@@ -115,15 +154,93 @@ size_t EditDistance(const std::vector<uint64_t>& a, const std::vector<uint64_t>&
       if (right >= 0 && right + 1 <= n) x = std::max(x, right + 1);
       if (x < 0) continue;
       ptrdiff_t y = x - k;
+      const ptrdiff_t x0 = x;
       while (x < n && y < m && a[static_cast<size_t>(x)] == b[static_cast<size_t>(y)]) ++x, ++y;
       v[off + k] = x;
       if (x >= n && y >= m) return static_cast<size_t>(d);
+      steps += static_cast<size_t>(x - x0);
     }
+    steps += static_cast<size_t>(2 * d + 1);  // the diagonals looked at, half of them skipped
+    if (steps > budget) return std::nullopt;
   }
   return static_cast<size_t>(max);
 }
 
+// The bit-parallel search's table, at most this many 64-bit words (8 MiB, for the moment of one
+// file's search).
+constexpr size_t kMaxBitWords = size_t{1} << 20;
+
+// Rows of the bit-parallel search's table for `a`: row[id] is the row of a line id of `a`, 0 for
+// an id `a` lacks (whose row would be all clear); returns the number of rows, 1 + distinct ids.
+uint32_t MaskRows(const std::vector<uint32_t>& a, std::vector<uint32_t>* row) {
+  uint32_t rows = 1;
+  for (const uint32_t id : a)
+    if ((*row)[id] == 0) (*row)[id] = rows++;
+  return rows;
+}
+
+// LcsBits with the rows already made.
+size_t LcsBitsWithRows(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                       const std::vector<uint32_t>& row, uint32_t rows) {
+  const size_t words = (a.size() + 63) / 64;
+  if (words == 0 || b.empty()) return 0;
+  std::vector<uint64_t> masks(static_cast<size_t>(rows) * words, 0);
+  for (size_t i = 0; i < a.size(); ++i)
+    masks[row[a[i]] * words + i / 64] |= uint64_t{1} << (i % 64);
+  std::vector<uint64_t> v(words, ~uint64_t{0});
+  for (const uint32_t id : b) {
+    const uint32_t r = row[id];
+    if (r == 0) continue;  // M = 0 leaves V as it is
+    const uint64_t* m = &masks[r * words];
+    uint64_t carry = 0;
+    for (size_t w = 0; w < words; ++w) {
+      const uint64_t u = v[w] & m[w];
+      const uint64_t s1 = v[w] + u;
+      const uint64_t s2 = s1 + carry;
+      carry = static_cast<uint64_t>(s1 < u) | static_cast<uint64_t>(s2 < s1);
+      v[w] = s2 | (v[w] & ~m[w]);
+    }
+  }
+  size_t set = 0;
+  for (size_t w = 0; w + 1 < words; ++w) set += static_cast<size_t>(__builtin_popcountll(v[w]));
+  const size_t tail = a.size() - (words - 1) * 64;  // valid bits of the last word, 1..64
+  const uint64_t last = tail == 64 ? v[words - 1] : v[words - 1] & ((uint64_t{1} << tail) - 1);
+  set += static_cast<size_t>(__builtin_popcountll(last));
+  return a.size() - set;
+}
+
 }  // namespace
+
+size_t LcsMyers(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  const size_t d = *EditDistance(a, b, SIZE_MAX);
+  return (a.size() + b.size() - d) / 2;
+}
+
+// The length of a longest common subsequence by the bit-vector recurrence of Crochemore,
+// Iliopoulos, Pinzon and Reid (2001): V holds a bit per line of `a`, all set at first; for each
+// line of `b`, with M the lines of `a` equal to it, V = (V + (V & M)) | (V & ~M) (the sum carried
+// across words); the LCS is the number of cleared bits. O(|a| |b| / 64), no search.
+size_t LcsBits(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids) {
+  std::vector<uint32_t> row(ids, 0);
+  const uint32_t rows = MaskRows(a, &row);
+  return LcsBitsWithRows(a, b, row, rows);
+}
+
+size_t LcsLength(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids) {
+  // Myers' search costs about (|a| + |b|) + D^2 steps for D differing lines, the bit-vectors
+  // |b| |a| / 64 word steps whatever D is: Myers first, until it has spent what the bit-vectors
+  // would; then them (when their table, a row per distinct line of `a`, is small enough; else
+  // Myers to the end).
+  if (a.empty() || b.empty()) return 0;
+  std::vector<uint32_t> row(ids, 0);
+  const uint32_t rows = MaskRows(a, &row);
+  const size_t words = (a.size() + 63) / 64;
+  const bool bits_fit = words * rows <= kMaxBitWords;
+  const size_t budget = bits_fit ? b.size() * words + a.size() + b.size() : SIZE_MAX;
+  if (const std::optional<size_t> d = EditDistance(a, b, budget))
+    return (a.size() + b.size() - *d) / 2;
+  return LcsBitsWithRows(a, b, row, rows);
+}
 
 BlobLines HashLines(std::string_view data) {
   BlobLines lines;
@@ -146,10 +263,11 @@ LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uin
   while (a_end > head && b_end > head && a[a_end - 1] == b[b_end - 1]) --a_end, --b_end;
   size_t common = head + (a.size() - a_end);
   if (a_end > head && b_end > head) {
-    const std::vector<uint64_t> a_kept = Kept(a, head, a_end, b);
-    const std::vector<uint64_t> b_kept = Kept(b, head, b_end, a);
-    // the search is exact on what is kept: d = (|a'| - lcs) + (|b'| - lcs)
-    common += (a_kept.size() + b_kept.size() - EditDistance(a_kept, b_kept)) / 2;
+    const Interned lines = Intern(a, b);
+    const std::vector<uint32_t> a_kept = Kept(lines.a, head, a_end, lines.in_b);
+    const std::vector<uint32_t> b_kept = Kept(lines.b, head, b_end, lines.in_a);
+    // the search is exact on what is kept
+    common += LcsLength(a_kept, b_kept, lines.in_a.size());
   }
   return LineDelta{b.size() - common, a.size() - common};
 }

@@ -7,7 +7,8 @@
 // the hunks, it removes |A| - head - tail - LCS lines and adds |B| - head - tail - LCS. This module
 // computes those numbers without the diff: lines as 64-bit hashes (each blob hashed once and
 // remembered by its id, since a file's new blob in one commit is its old blob in the next commit
-// that touches it), xdiff's trimming and setting aside, and Myers' greedy edit distance.
+// that touches it), xdiff's trimming and setting aside, and the length of a longest common
+// subsequence of the rest (Myers' greedy search, or a bit-parallel one where that is cheaper).
 #pragma once
 
 #include <git2.h>
@@ -36,6 +37,15 @@ struct LineDelta {
 
 // The lines xdiff's minimal diff from `a` to `b` adds and removes.
 LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+
+// The length of a longest common subsequence of two lines of ids below `ids` (MinimalLineDelta's
+// search on the lines xdiff keeps). LcsLength takes Myers' greedy search (LcsMyers: quick when
+// few lines differ) until it has spent what the bit-vector recurrence (LcsBits: |a| |b| / 64 word
+// steps, quick when many differ or lines repeat) costs, then the latter: the same number either
+// way (the tests check each against the other).
+size_t LcsLength(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids);
+size_t LcsMyers(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
+size_t LcsBits(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids);
 
 // The lines of blob `id` in `repo` (remembered by id in a bounded memo shared by every render
 // thread and repository), or null when it cannot be read.

@@ -120,6 +120,33 @@ TEST(LineCount, RandomPairsEqualLibgit2Minimal) {
   }
 }
 
+// The two LCS searches agree: random id sequences of few distinct ids (long common runs and
+// many repeats) and of many (few matches), of lengths across word boundaries of the bit-vectors
+// (63, 64, 65, 128...); and LcsLength, whichever it picks, gives the same.
+TEST(LineCount, BitParallelLcsEqualsMyers) {
+  std::mt19937 rng(777);
+  const std::vector<size_t> sizes = {0, 1, 2, 63, 64, 65, 127, 128, 129, 300, 700};
+  for (int round = 0; round < 400; ++round) {
+    const size_t ids = 1 + rng() % (round % 2 == 0 ? 6 : 500);
+    std::vector<uint32_t> a(sizes[rng() % sizes.size()]);
+    for (auto& x : a) x = static_cast<uint32_t>(rng() % ids);
+    std::vector<uint32_t> b = a;  // a edited: the common runs Myers follows
+    const size_t edits = rng() % (1 + a.size());
+    for (size_t e = 0; e < edits; ++e) {
+      const size_t at = b.empty() ? 0 : rng() % b.size();
+      if (rng() % 2 == 0 && !b.empty())
+        b[at] = static_cast<uint32_t>(rng() % ids);
+      else
+        b.insert(b.begin() + static_cast<ptrdiff_t>(at), static_cast<uint32_t>(rng() % ids));
+    }
+    const size_t want = LcsMyers(a, b);
+    EXPECT_EQ(LcsBits(a, b, ids), want) << "round " << round;
+    EXPECT_EQ(LcsBits(b, a, ids), want) << "round " << round;
+    EXPECT_EQ(LcsLength(a, b, ids), want) << "round " << round;
+    if (HasFailure()) return;
+  }
+}
+
 // SHELLAC_TREE_DIFF_REPO=PATH (e.g. a clone of git/git), SHELLAC_TREE_DIFF_EVERY=K (default 200):
 // every changed file of every K-th non-merge commit of its HEAD against its first parent.
 TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {

@@ -1226,6 +1226,62 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
   EXPECT_LT(n, all.size());
 }
 
+// A path walk (its seen commits kept by graph position, its path entries by commit id) lists, for
+// nested paths, a folder that becomes a file and back, a merge and paths no commit has, what
+// git's `git log -- PATH` lists, with and without a commit-graph with changed-path filters.
+TEST(DateWalkPath, NestedPathsEqualGitLog) {
+  EnsureLibgit2();
+  TempDir dir;
+  Shell("cd " + ShellQuote(dir.path()) + R"( && git init -q -b master w && cd w &&
+    export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@x &&
+    t=1600000000 &&
+    c() { t=$((t+60)); GIT_AUTHOR_DATE="$t +0000" GIT_COMMITTER_DATE="$t +0000" git commit -qm "$1"; } &&
+    mkdir -p a/b/c && echo 0 > a/b/c/f && echo 0 > a/b/g && echo 0 > a/x && git add -A && c root &&
+    for i in $(seq 1 40); do
+      case $((i % 5)) in
+        0) echo $i >> a/b/c/f;; 1) echo $i >> a/b/g;; 2) echo $i >> a/x;; 3) echo $i > top$i;;
+        4) mkdir -p a/b/c/d && echo $i >> a/b/c/d/h;;
+      esac
+      git add -A && c "c$i" || exit 1
+      if [ $i = 20 ]; then
+        git checkout -q -b side && echo s > a/b/c/s && git add -A && c side1 &&
+        echo s > a/y && git add -A && c side2 && git checkout -q master || exit 1
+      fi
+      if [ $i = 25 ]; then
+        t=$((t+60)); GIT_AUTHOR_DATE="$t +0000" GIT_COMMITTER_DATE="$t +0000" git merge -q --no-ff -m merge side || exit 1
+      fi
+    done &&
+    git rm -rq a/b/c/d && echo file > a/b/c/d && git add -A && c "d is a file" &&
+    git rm -q a/b/c/d && mkdir -p a/b/c/d && echo again > a/b/c/d/h && git add -A && c "d again" &&
+    echo 1 >> a/b/g && git add -A && c last && cd .. &&
+    git clone -q --bare w plain.git && git clone -q --bare w graph.git &&
+    git -C graph.git commit-graph write --reachable --changed-paths)");
+  for (const char* name : {"plain.git", "graph.git"}) {
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, dir.File(name).c_str()), 0);
+    const RepositoryPtr repo(raw);
+    git_oid start;
+    ASSERT_EQ(git_reference_name_to_id(&start, repo.get(), "refs/heads/master"), 0);
+    for (const char* path : {"a/b/c/f", "a/b/g", "a/b", "a/b/c", "a/b/c/d", "a/b/c/d/h", "a/x",
+                             "a/b/c/s", "a/y", "a", "top3", "a/b/c/f/x", "no/such/path"}) {
+      SCOPED_TRACE(std::string(name) + " -- " + path);
+      DateWalk walk(repo.get(), std::vector<git_oid>{start}, nullptr, path);
+      std::string listed;
+      git_oid id;
+      while (walk.NextId(&id)) {
+        char hex[GIT_OID_HEXSZ + 1];
+        git_oid_tostr(hex, sizeof hex, &id);
+        listed += std::string(hex) + "\n";
+      }
+      const std::string want = Shell("git -C " + ShellQuote(dir.File(name)) +
+                                     " log --format=%H master -- " + ShellQuote(path));
+      EXPECT_EQ(listed, want);
+      const bool never = std::string(path) == "no/such/path" || std::string(path) == "a/b/c/f/x";
+      EXPECT_NE(never, !want.empty()) << "the fixture has the path";
+    }
+  }
+}
+
 // Bad input on the log: an unknown revision is a 404 with the reason; a pattern git would refuse
 // is a 400; a path no commit touched is an empty page, as cgit's.
 // Ages relative to now: the log (and the summary's log) show a date past two weeks, the branch
