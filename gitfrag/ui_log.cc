@@ -22,8 +22,8 @@ namespace shellac::gitfrag {
 
 namespace {
 
-// A walk that filters (a path, a search) reads commits it does not show: it stops after this
-// long and says so on the page.
+// A walk that filters (a path, a search) reads commits it does not show: it stops after walking
+// this long (writing the rows does not count) and says so on the page.
 constexpr std::chrono::seconds kWalkLimit{5};
 
 // cgit's max-msg-len.
@@ -328,7 +328,8 @@ Page RenderLog(const PageContext& ctx) {
     return true;
   };
   DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
-  walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
+  DateWalk::Clock::time_point deadline = DateWalk::Clock::now() + kWalkLimit;
+  walk.set_deadline(deadline);
 
   Writer& out = ctx.out;
   const std::string title =
@@ -369,7 +370,12 @@ Page RenderLog(const PageContext& ctx) {
       break;
     }
     ++shown;
+    // The limit bounds the walk, not the rows (whose counts read blobs and take long on a busy
+    // machine): the time a row takes moves the deadline, so only walking counts against it.
+    const DateWalk::Clock::time_point row_start = DateWalk::Clock::now();
     WriteCommitRow(ctx, commit.get(), now, columns);
+    deadline += DateWalk::Clock::now() - row_start;
+    walk.set_deadline(deadline);
   }
   if (walk.stopped()) {
     // Not cgit's: its walk has no bound. The page says where this one stopped.
