@@ -51,24 +51,28 @@ class SegmentMemo {
   cache::ChainEncoder encoder_{6, cache::ChainEncoder::kShortTextMemLevel};
 };
 
-// A transient frame: each literal span cut at the shared ranges. A shared piece comes from the
-// memo; the others of a literal span are compressed in one chain (ChainEncoder) that knows the
-// memo pieces' text, so they refer back across them as one stream would. Each literal span starts
-// a fresh chain: an include (or a skipped span) may come between spans. The spans are short, so
-// the chain's hash table is small (it is cleared for every span). Markup between literals is
-// never sent: stored, not compressed.
-cache::Status EncodeFrame(std::string_view body, const PageSpec& spec,
-                          std::vector<cache::Segment>* owned,
-                          std::vector<cache::SegmentView>* views) {
+// A transient page: each literal span cut at the shared ranges (a page without ESI is one
+// literal span). A shared piece comes from the memo; the others of a literal span are compressed
+// in one chain (ChainEncoder) that knows the memo pieces' text, so they refer back across them as
+// one stream would. Each literal span starts a fresh chain: an include (or a skipped span) may
+// come between spans. The spans are short, so the chain's hash table is small (it is cleared for
+// every span). Markup between literals is never sent: stored, not compressed.
+cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool esi,
+                              std::vector<cache::Segment>* owned,
+                              std::vector<cache::SegmentView>* views) {
   thread_local SegmentMemo memo;
   thread_local cache::ChainEncoder chain(1, cache::ChainEncoder::kShortTextMemLevel);
   std::vector<uint64_t> cuts{0, body.size()};
   std::vector<std::pair<uint64_t, uint64_t>> literals;
-  for (const esi::Instruction& in : spec.esi_template->instructions()) {
-    if (in.op != esi::Op::kLiteral || in.length == 0) continue;
-    literals.emplace_back(in.offset, in.offset + in.length);
-    cuts.push_back(in.offset);
-    cuts.push_back(in.offset + in.length);
+  if (esi) {
+    for (const esi::Instruction& in : spec.esi_template->instructions()) {
+      if (in.op != esi::Op::kLiteral || in.length == 0) continue;
+      literals.emplace_back(in.offset, in.offset + in.length);
+      cuts.push_back(in.offset);
+      cuts.push_back(in.offset + in.length);
+    }
+  } else if (!body.empty()) {
+    literals.emplace_back(0, body.size());
   }
   for (const auto& [begin, end] : spec.shared) {
     if (end > body.size() || begin >= end) continue;
@@ -129,20 +133,38 @@ cache::ObjectRef CreateObject(std::string_view key, const PageSpec& spec,
 
 }  // namespace
 
+bool Compressible(std::string_view content_type) {
+  const std::string_view type = base::TrimOws(content_type.substr(0, content_type.find(';')));
+  auto is = [type](std::string_view prefix) { return base::StartsWithIgnoreCase(type, prefix); };
+  if (is("image/")) return is("image/svg") || is("image/x-xbitmap") || is("image/bmp");
+  if (is("audio/") || is("video/") || is("font/woff")) return false;
+  for (std::string_view packed :
+       {"application/octet-stream", "application/zip", "application/gzip", "application/x-gzip",
+        "application/x-bzip2", "application/x-xz", "application/zstd", "application/x-7z",
+        "application/x-rar", "application/pdf", "application/java-archive"}) {
+    if (is(packed)) return false;
+  }
+  return true;
+}
+
 cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,
                                 cache::Status* status) {
   const bool esi = spec.esi_template && spec.esi_template->esi();
-  if (esi && spec.transient) {
+  // A page made for one request: compressed only as far as its client needs (a frame's chrome
+  // from the thread's memo, the rest fast), or not at all (stored blocks). A page without ESI is
+  // compressed whole below (cut at its chrome, each piece would end a deflate block: measured
+  // costlier and larger for pages of forks seen a few times each, bench/results/kinds-callgrind.md).
+  if (spec.transient && (esi || !spec.compress)) {
     // Object::Create copies every segment's bytes into the object, so views into the memo and
     // into `owned` need only last until it returns.
     std::vector<cache::Segment> owned;
     std::vector<cache::SegmentView> views;
-    cache::Status s = EncodeFrame(body, spec, &owned, &views);
+    cache::Status s = EncodeTransient(body, spec, esi, &owned, &views);
     if (!s.ok()) {
       *status = s;
       return {};
     }
-    return CreateObject(key, spec, views, /*esi=*/true, status);
+    return CreateObject(key, spec, views, esi, status);
   }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;

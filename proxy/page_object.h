@@ -5,7 +5,8 @@
 // full-flushed segment (cache::FlushMode::kFull), and the markup between them in segments of their
 // own: a delivery then emits exactly the literal segments a request's plan names, skipping the
 // rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
-// Any other body is compressed as the store always does (sync flush, 64 KiB segments).
+// Any other body is compressed as the store always does (sync flush, 64 KiB segments), but for a
+// page made for one request (PageSpec::transient).
 #pragma once
 
 #include <chrono>
@@ -28,14 +29,20 @@ struct PageSpec {
   std::chrono::seconds grace{0};
   std::shared_ptr<const esi::Template> esi_template;  // null, or a template with esi() true
   int level = 6;  // zlib level: 6 for what is stored, 1 for a page made for one request
-  // A frame made for one request (not stored), with an ESI template: its literal spans are cut
+  // A page made for one request (not stored). A frame (ESI template): its literal spans are cut
   // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
-  // compressed once per thread and reused, the rest compressed small and fast; with `compress`
-  // false (an identity client, who reads the text, not the segments) nothing is compressed.
+  // compressed once per thread and reused, the rest compressed small and fast. Any other page is
+  // compressed whole at `level`. With `compress` false (an identity client, or a type compressed
+  // already) nothing is compressed: stored blocks.
   bool transient = false;
   bool compress = true;
   std::span<const std::pair<uint64_t, uint64_t>> shared;
 };
+
+// Whether deflate gains anything on a body of `content_type`: not on images, audio, video, fonts
+// and archives, which are compressed already (svg is text), nor on bytes of no known type
+// (application/octet-stream). A page made for one request of such a type is not compressed.
+bool Compressible(std::string_view content_type);
 
 // Builds the object for `body` under `key`. Null with *status set on failure.
 cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, const PageSpec& spec,

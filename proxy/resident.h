@@ -41,8 +41,8 @@ struct Rendered {
 // stored under it and the waiters are told (of a failure too; when the queue refused the render
 // they are told the leader is gone, so each tries for itself). `admission` places the render in
 // the render queue (AdmissionFor). When the queue refuses it at once, `done` runs before this
-// returns, with status 503. `gzip`: whether the client accepts gzip (a frame for one that does not
-// is not compressed).
+// returns, with status 503. `gzip`: whether the client accepts gzip (a page made for one request
+// that does not is not compressed).
 //
 // Pre-rendering at the lowest priority (an admin endpoint, `shellac warm`): with a route whose
 // cache_key is not empty and that key as `fill_key` (after SingleFlight::TryLead on it), and

@@ -1,10 +1,13 @@
 // Unit tests for proxy/http1: request/response head parsing, chunked decoding, hop-by-hop helpers;
-// and proxy::DecodeContent, the decoding of gzip/deflate coded backend bodies.
+// proxy::DecodeContent, the decoding of gzip/deflate coded backend bodies; proxy::MakePageObject for
+// a page made for one request, and proxy::Compressible.
 #include <event2/buffer.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proxy/http1.h"
@@ -1064,6 +1067,82 @@ TEST(DecodeContent, CorruptTruncatedAndUnknownCodingsAreRefused) {
   EXPECT_FALSE(proxy::DecodeContent("br", 1 << 20, &decoded, &why));
   EXPECT_EQ(why, "cannot decode Content-Encoding 'br'");
   EXPECT_EQ(decoded, whole) << "left as it was";
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// proxy::MakePageObject for a page made for one request (PageSpec::transient) without ESI: the
+// chrome other pages repeat comes from the render thread's memo once seen twice, the rest is
+// compressed in a chain that knows it, and an identity client's object holds stored blocks only.
+
+std::string Identity(const shellac::cache::Object& object) {
+  struct Sink : shellac::cache::ByteSink {
+    void Copy(std::string_view bytes) override { text.append(bytes); }
+    std::string text;
+  } sink;
+  std::vector<shellac::cache::SegmentView> segments;
+  for (const auto& segment : object.segments()) segments.push_back(segment);
+  EXPECT_TRUE(shellac::cache::Inflater().InflateAll(segments, sink).ok());
+  return sink.text;
+}
+
+shellac::cache::ObjectRef TransientPage(std::string_view body, bool compress,
+                                        std::span<const std::pair<uint64_t, uint64_t>> shared) {
+  proxy::PageSpec spec;
+  spec.level = 1;
+  spec.transient = true;
+  spec.compress = compress;
+  spec.shared = shared;
+  shellac::cache::Status status;
+  shellac::cache::ObjectRef object = proxy::MakePageObject("tag", body, spec, &status);
+  EXPECT_TRUE(object) << status.message();
+  return object;
+}
+
+TEST(MakePageObject, TransientPageWithChromeDecodesToItsBody) {
+  const std::string head = "<html><head><title>fork-0007.git - tag</title></head><body>" +
+                           std::string(600, 'h');
+  const std::string branches = "<select>" + std::string(900, 'b') + "</select>";
+  for (int page = 0; page < 4; ++page) {
+    const std::string own = "<p>tag v1." + std::to_string(page) + " " + head.substr(0, 40) + "</p>";
+    const std::string body = head + branches + own + branches.substr(0, 30);
+    const std::vector<std::pair<uint64_t, uint64_t>> shared{
+        {0, head.size()}, {head.size(), head.size() + branches.size()}};
+    auto gzip = TransientPage(body, /*compress=*/true, shared);
+    ASSERT_TRUE(gzip);
+    EXPECT_EQ(Identity(*gzip), body) << "page " << page;
+    EXPECT_LT(gzip->deflate_bytes(), body.size() / 2) << "page " << page;
+    auto identity = TransientPage(body, /*compress=*/false, shared);
+    ASSERT_TRUE(identity);
+    EXPECT_EQ(Identity(*identity), body);
+    EXPECT_GE(identity->deflate_bytes(), body.size()) << "stored blocks, nothing compressed";
+  }
+}
+
+TEST(MakePageObject, TransientPageWithoutChromeCompressesOnlyForGzip) {
+  std::string body;
+  for (int i = 0; i < 3000; ++i) body += "0123456789abcdef refs/tags/v" + std::to_string(i) + "\n";
+  auto gzip = TransientPage(body, /*compress=*/true, {});
+  ASSERT_TRUE(gzip);
+  EXPECT_EQ(Identity(*gzip), body);
+  EXPECT_LT(gzip->deflate_bytes(), body.size() / 3);
+  auto identity = TransientPage(body, /*compress=*/false, {});
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(Identity(*identity), body);
+  EXPECT_GE(identity->deflate_bytes(), body.size());
+  EXPECT_TRUE(TransientPage("", /*compress=*/false, {}));
+}
+
+TEST(Compressible, CompressedAndUnknownBytesAreNot) {
+  for (const char* type : {"text/plain; charset=UTF-8", "text/html; charset=UTF-8",
+                           "application/atom+xml; charset=UTF-8", "image/svg+xml", "TEXT/CSS"}) {
+    EXPECT_TRUE(proxy::Compressible(type)) << type;
+  }
+  for (const char* type : {"application/octet-stream", "image/png", "IMAGE/JPEG; charset=UTF-8",
+                           "application/zip", "application/gzip", "video/mp4", "audio/ogg",
+                           "application/pdf", " application/x-xz ; charset=UTF-8"}) {
+    EXPECT_FALSE(proxy::Compressible(type)) << type;
+  }
 }
 
 }  // namespace
