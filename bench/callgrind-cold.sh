@@ -10,6 +10,7 @@
 #   the commits: every STEP-th (default 499) non-merge commit of REPO_PATH's HEAD, newest first;
 #   the first WARMUP (default 5) are the warm-up pages, the next N the measured ones. PAGE: the
 #   page kind asked for (default commit; patch and rawdiff are plain text, checked for a diff).
+#   COMMITS=FILE: the commits (one id a line, WARMUP + N of them) instead of every STEP-th.
 # Prints one line: BIN, Ir of both runs, Ir per page; keeps the callgrind files in $OUT (a temp
 # folder unless given).
 set -euo pipefail
@@ -22,8 +23,12 @@ esac
 out=${OUT:-$(mktemp -d /tmp/shellac-callgrind.XXXXXX)}
 mkdir -p "$out"
 # (head ends the pipe early: git's SIGPIPE is not a failure; the count is checked below)
-git -C "$repo" rev-list --no-merges HEAD | awk -v s="$step" 'NR % s == 1' |
-  head -n $((warmup + n)) >"$out/commits.txt" || true
+if [ -n "${COMMITS:-}" ]; then
+  head -n $((warmup + n)) "$COMMITS" >"$out/commits.txt"
+else
+  git -C "$repo" rev-list --no-merges HEAD | awk -v s="$step" 'NR % s == 1' |
+    head -n $((warmup + n)) >"$out/commits.txt" || true
+fi
 [ "$(wc -l <"$out/commits.txt")" -eq $((warmup + n)) ] || { echo "not enough commits" >&2; exit 1; }
 
 # shellcheck source=bench/lib.sh

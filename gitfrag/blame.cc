@@ -27,6 +27,7 @@
 #include "gitfrag/history.h"
 #include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/renames.h"
 
 namespace shellac::gitfrag {
 
@@ -37,12 +38,7 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kTypeMask = 0170000;
 constexpr uint32_t kRegular = 0100000;
 constexpr uint32_t kTree = 0040000;
-// diffcore-rename's scores: MAX_SCORE, the default minimum (50 %) and the one a unique basename
-// pair needs (half way from the minimum to the maximum).
-constexpr double kMaxScore = 60000.0;
-constexpr int kMinScore = 30000;
-constexpr int kMinBasenameScore = kMinScore + static_cast<int>(0.5 * (kMaxScore - kMinScore));
-constexpr size_t kRenameLimit = 1000;  // diff.renameLimit's default: sources x destinations <= 1000^2
+constexpr size_t kRenameLimit = kDefaultRenameLimit;  // sources x destinations <= 1000^2
 
 // A run of suspected lines: final lines [lno, lno + num_lines) are lines [s_lno, ...) of the
 // owning origin's blob.
@@ -397,55 +393,6 @@ std::string_view Bytes(git_blob* blob) {
           static_cast<size_t>(git_blob_rawsize(blob))};
 }
 
-// xdiff's buffer_is_binary: a NUL in the first 8000 bytes.
-bool Binary(std::string_view bytes) {
-  return bytes.substr(0, 8000).find('\0') != std::string_view::npos;
-}
-
-std::string_view Basename(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// diffcore-delta's span hashes: chunks of up to 64 bytes ending at a newline (a last chunk without
-// one is not counted; CR before LF ignored in text), bytes per hash value.
-std::unordered_map<uint32_t, uint32_t> SpanHashes(std::string_view bytes) {
-  constexpr uint32_t kHashBase = 107927;
-  const bool text = !Binary(bytes);
-  std::unordered_map<uint32_t, uint32_t> counts;
-  uint32_t accum1 = 0, accum2 = 0, n = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const uint32_t c = static_cast<unsigned char>(bytes[i]);
-    const uint32_t old1 = accum1;
-    if (text && c == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
-    accum1 = (accum1 << 7) ^ (accum2 >> 25);
-    accum2 = (accum2 << 7) ^ (old1 >> 25);
-    accum1 += c;
-    if (++n < 64 && c != '\n') continue;
-    counts[(accum1 + accum2 * 0x61) % kHashBase] += n;
-    n = 0;
-    accum1 = accum2 = 0;
-  }
-  return counts;
-}
-
-// diffcore-rename's estimate_similarity for two regular files: the bytes of `dst` copied from
-// `src` over the larger size, 0 when the sizes differ too much to reach `minimum`.
-int Similarity(std::string_view src, std::string_view dst, int minimum) {
-  const double max_size = static_cast<double>(std::max(src.size(), dst.size()));
-  const double delta = static_cast<double>(std::max(src.size(), dst.size()) -
-                                           std::min(src.size(), dst.size()));
-  if (max_size * (kMaxScore - minimum) < delta * kMaxScore) return 0;
-  if (dst.empty()) return 0;
-  const auto s = SpanHashes(src), d = SpanHashes(dst);
-  double copied = 0;
-  for (const auto& [hash, count] : s) {
-    const auto it = d.find(hash);
-    if (it != d.end()) copied += std::min(count, it->second);
-  }
-  return static_cast<int>(copied * kMaxScore / max_size);
-}
-
 class Scoreboard {
  public:
   Scoreboard(git_repository* repo, Clock::time_point deadline, BlameMemo memo)
@@ -728,7 +675,7 @@ class Scoreboard {
         return 0;
       }
       const BlobPtr blob(raw);
-      return Similarity(Bytes(blob.get()), dst, kMinScore);
+      return Similarity(Bytes(blob.get()), dst, kMinRenameScore);
     };
     // A unique basename on both sides.
     const Source* same_base = nullptr;
@@ -752,7 +699,7 @@ class Scoreboard {
         best_name = name;
       }
     }
-    if (best != nullptr && best_similarity >= kMinScore) return found(*best);
+    if (best != nullptr && best_similarity >= kMinRenameScore) return found(*best);
     return nullptr;
   }
 

@@ -10,6 +10,7 @@
 
 #include "base/text.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/renames.h"
 #include "gitfrag/tree_diff.h"
 
 namespace shellac::gitfrag {
@@ -683,9 +684,11 @@ git_diff_options EngineOptions(const DiffOptions& options, DiffEngine engine) {
   return opts;
 }
 
+// libgit2's generic diff of two trees, limited to `path` (if any), with libgit2's rename
+// detection when `libgit2_renames` (only the tests' reference path, FileDiffPath::kLibgit2).
 DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
                     const DiffOptions& options, DiffEngine engine, std::string* reason,
-                    std::string_view path) {
+                    std::string_view path, bool libgit2_renames) {
   auto fail = [&](const char* what) {
     const git_error* e = git_error_last();
     *reason = std::string(what) + ": " + (e ? e->message : "unknown error");
@@ -704,7 +707,7 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
   if (git_diff_tree_to_tree(&raw_diff, repo, old_tree, new_tree, &opts) != 0)
     return fail("cannot diff");
   DiffPtr diff(raw_diff);
-  if (engine == DiffEngine::kCgitPages) {
+  if (libgit2_renames && engine == DiffEngine::kCgitPages) {
     git_diff_find_options find = GIT_DIFF_FIND_OPTIONS_INIT;
     find.flags = GIT_DIFF_FIND_RENAMES;
     if (git_diff_find_similar(diff.get(), &find) != 0) return fail("rename detection failed");
@@ -750,15 +753,31 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff
   return PatchPtr(raw);
 }
 
-}  // namespace
-
-DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, DiffEngine engine, std::string* reason,
-                   std::string_view path) {
-  TreePtr old_tree, new_tree;
-  if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return DiffPtr();
-  return DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path);
+// The changes of libgit2's diff of two trees limited to `path`, as DiffTrees lists them (the
+// same statuses, paths, modes, ids and order; no rename detection).
+bool PathChanges(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
+                 const DiffOptions& options, std::string_view path,
+                 std::vector<TreeChange>* changes, std::string* reason) {
+  const DiffPtr diff = DiffOfTrees(repo, old_tree, new_tree, options, DiffEngine::kCgitPages,
+                                   reason, path, false);
+  if (!diff) return false;
+  const size_t n = git_diff_num_deltas(diff.get());
+  changes->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+    TreeChange& c = (*changes)[i];
+    c.status = d->status;
+    c.path = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
+    const bool old_side = d->status != GIT_DELTA_ADDED, new_side = d->status != GIT_DELTA_DELETED;
+    c.old_mode = old_side ? d->old_file.mode : 0;
+    c.new_mode = new_side ? d->new_file.mode : 0;
+    if (old_side) git_oid_cpy(&c.old_id, &d->old_file.id);
+    if (new_side) git_oid_cpy(&c.new_id, &d->new_file.id);
+  }
+  return true;
 }
+
+}  // namespace
 
 bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
@@ -766,38 +785,47 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
   if (used_own != nullptr) *used_own = false;
   TreePtr old_tree, new_tree;
   if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return false;
-  if (how == FileDiffPath::kOwn && path.empty()) {
+  if (how == FileDiffPath::kOwn) {
     std::vector<TreeChange> changes;
-    if (!DiffTrees(repo, old_tree.get(), new_tree.get(), &changes, reason)) return false;
+    if (path.empty() ? !DiffTrees(repo, old_tree.get(), new_tree.get(), &changes, reason)
+                     : !PathChanges(repo, old_tree.get(), new_tree.get(), options, path, &changes,
+                                    reason))
+      return false;
     bool added = false, deleted = false;
     for (const TreeChange& c : changes) {
       added |= c.status == GIT_DELTA_ADDED;
       deleted |= c.status == GIT_DELTA_DELETED;
     }
-    // Nothing for rename detection to pair (git's defaults detect none).
-    if (!(added && deleted) || engine == DiffEngine::kGitDefaults) {
-      const git_diff_options opts = EngineOptions(options, engine);
-      out->files.resize(changes.size());
-      for (size_t i = 0; i < changes.size(); ++i) {
-        const TreeChange& c = changes[i];
-        git_diff_delta& d = out->files[i].delta;
-        d.status = c.status;
-        d.nfiles = static_cast<uint16_t>(c.status == GIT_DELTA_MODIFIED ? 2 : 1);
-        const char* p = out->paths.emplace_back(c.path).c_str();
-        d.old_file.path = p;
-        d.new_file.path = p;
-        d.old_file.mode = static_cast<uint16_t>(c.old_mode);
-        d.new_file.mode = static_cast<uint16_t>(c.new_mode);
-        git_oid_cpy(&d.old_file.id, &c.old_id);
-        git_oid_cpy(&d.new_file.id, &c.new_id);
-        if (out->patches)
-          out->files[i].patch = BlobPatch(repo, d, opts, &out->paths, &out->files[i].old_blob);
-      }
-      if (used_own != nullptr) *used_own = true;
-      return true;
+    // git looks for renames only with both deletions and additions, and patch and rawdiff (git's
+    // defaults) never.
+    if (added && deleted && engine == DiffEngine::kCgitPages &&
+        !DetectRenames(repo, &changes, kDefaultRenameLimit, reason))
+      return false;
+    const git_diff_options opts = EngineOptions(options, engine);
+    out->files.resize(changes.size());
+    for (size_t i = 0; i < changes.size(); ++i) {
+      const TreeChange& c = changes[i];
+      git_diff_delta& d = out->files[i].delta;
+      d.status = c.status;
+      d.nfiles = static_cast<uint16_t>(
+          c.status == GIT_DELTA_MODIFIED || c.status == GIT_DELTA_RENAMED ? 2 : 1);
+      const char* p = out->paths.emplace_back(c.path).c_str();
+      d.old_file.path = c.status == GIT_DELTA_RENAMED ? out->paths.emplace_back(c.old_path).c_str()
+                                                      : p;
+      d.new_file.path = p;
+      d.similarity = static_cast<uint16_t>(c.score * 100 / kMaxSimilarity);
+      d.old_file.mode = static_cast<uint16_t>(c.old_mode);
+      d.new_file.mode = static_cast<uint16_t>(c.new_mode);
+      git_oid_cpy(&d.old_file.id, &c.old_id);
+      git_oid_cpy(&d.new_file.id, &c.new_id);
+      if (out->patches)
+        out->files[i].patch = BlobPatch(repo, d, opts, &out->paths, &out->files[i].old_blob);
     }
+    if (used_own != nullptr) *used_own = path.empty();
+    return true;
   }
-  out->diff = DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path);
+  out->diff =
+      DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path, true);
   if (!out->diff) return false;
   const size_t n = git_diff_num_deltas(out->diff.get());
   out->files.resize(n);

@@ -124,13 +124,6 @@ class HunkHeaders {
 // heuristic, the default search, no rename detection).
 enum class DiffEngine { kCgitPages, kGitDefaults };
 
-// Diff of `commit` against `other` (null: its first parent, or the empty tree for a root commit),
-// with cgit's options (context, -w) as `engine` computes it. Null with *reason on failure.
-// `path` (may be empty) limits the diff to that file or folder, before rename detection (as git).
-DiffPtr CommitDiff(git_repository* repo, git_commit* commit, git_commit* other,
-                   const DiffOptions& options, DiffEngine engine, std::string* reason,
-                   std::string_view path = {});
-
 // One changed file of a diff as cgit's commit and diff pages show it: its delta (status, paths,
 // modes, ids) and the patch of its contents (hunks, lines; its own delta's flags say binary). A
 // null patch: it could not be made (the file is left out of the listing, as before).
@@ -149,17 +142,19 @@ struct CommitFiles {
 };
 
 // How CommitFileDiffs lists the changed files.
-//  kOwn: DiffTrees (tree_diff.h) and each file's blobs diffed directly (git_patch_from_blobs), when
-//        that gives what libgit2's diff gives: no path limit, and not both deletions and additions
-//        (only then can rename detection pair files); otherwise as kLibgit2.
-//  kLibgit2: CommitDiff (git_diff_tree_to_tree, rename detection) and git_patch_from_diff.
+//  kOwn: DiffTrees (tree_diff.h), or libgit2's tree diff when a path limits it, then git's rename
+//        detection (renames.h) for cgit's pages, and each file's blobs diffed directly
+//        (git_patch_from_blobs).
+//  kLibgit2: libgit2's generic diff (git_diff_tree_to_tree, libgit2's rename detection) and
+//        git_patch_from_diff: the reference the tests compare the own way with.
 enum class FileDiffPath { kOwn, kLibgit2 };
 
 // The diff of `commit` against `other` (null: its first parent or the empty tree) as `engine`
-// computes it (kCgitPages: cgit's commit and diff pages; kGitDefaults: its patch and rawdiff, where
-// no rename detection pairs files, so the own tree diff makes every list without a path limit),
-// file by file, with each file's patch. False with *reason when the trees cannot be read or
-// diffed. *used_own (may be null) says whether the own tree diff made the list.
+// computes it (kCgitPages: cgit's commit and diff pages and the log's counts, with git's rename
+// detection; kGitDefaults: its patch and rawdiff, without), limited to `path` (may be empty) before
+// rename detection (as git), file by file, with each file's patch. False with *reason when the
+// trees or a blob cannot be read. *used_own (may be null) says whether the own tree diff made the
+// list.
 bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
                      std::string* reason, FileDiffPath how = FileDiffPath::kOwn,

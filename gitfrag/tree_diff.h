@@ -17,6 +17,10 @@ struct TreeChange {
   std::string path;                         // from the root, '/'-separated
   uint32_t old_mode = 0, new_mode = 0;      // the tree entries' modes as written (0: no side)
   git_oid old_id{}, new_id{};               // zero: no side
+  // Set by rename detection (renames.h) on a GIT_DELTA_RENAMED change: the deleted file's path
+  // and git's similarity score (0-60000).
+  std::string old_path;
+  int score = 0;
 };
 
 // Appends to *out the files that differ between `old_tree` (null: the empty tree, as for a root

@@ -167,20 +167,15 @@ LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
 Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   Counts counts;
   std::string reason;
-  if (!lines) {
-    const DiffPtr diff = CommitDiff(ctx.lease.repo(), commit, nullptr, ctx.route.diff,
-                                    DiffEngine::kCgitPages, &reason, ctx.route.path);
-    if (diff) counts.files = git_diff_num_deltas(diff.get());
-    return counts;
-  }
-  // The commit page's file list (its own tree diff where that equals libgit2's); the lines from
-  // the files' patches when whitespace is ignored, else from their blobs' hashed lines.
+  // The commit page's file list (renames paired as git pairs them); the lines from the files'
+  // patches when whitespace is ignored, else from their blobs' hashed lines.
   CommitFiles changed;
-  changed.patches = ctx.route.diff.ignorews;
+  changed.patches = lines && ctx.route.diff.ignorews;
   if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
                        &reason, FileDiffPath::kOwn, nullptr))
     return counts;
   counts.files = changed.files.size();
+  if (!lines) return counts;
   for (const FileDiff& f : changed.files) {
     size_t context = 0, added = 0, removed = 0;
     if (f.patch && git_patch_line_stats(&context, &added, &removed, f.patch.get()) == 0) {

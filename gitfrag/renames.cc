@@ -1,0 +1,356 @@
+#include "gitfrag/renames.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "gitfrag/git.h"
+
+namespace shellac::gitfrag {
+
+namespace {
+
+constexpr uint32_t kTypeMask = 0170000;
+constexpr uint32_t kRegular = 0100000;
+// How many candidates with the same blob the exact pass looks at before taking the best so far.
+constexpr int kExactCandidates = 100;
+// Candidates kept per destination by the inexact pass.
+constexpr size_t kCandidatesPerDestination = 4;
+
+bool IsRegular(uint32_t mode) { return (mode & kTypeMask) == kRegular; }
+
+// One side of a possible rename: a deleted (source) or added (destination) file, with what the
+// similarity needs of its blob, read once.
+struct Side {
+  size_t change = 0;  // index in the changes
+  std::string_view path;
+  git_oid id{};
+  uint32_t mode = 0;
+  bool paired = false;
+  std::optional<size_t> size;
+  std::optional<std::vector<std::pair<uint32_t, uint32_t>>> hashes;
+};
+
+// A candidate pair of the inexact pass (diffcore-rename's diff_score); dst < 0: an empty slot.
+struct Candidate {
+  int src = 0;
+  int dst = -1;
+  int score = 0;
+  int name = 0;
+};
+
+// diffcore-rename's order of candidates: empty slots last, then by score, then by basename
+// match, both descending. Negative: a first, positive: b first.
+int CompareCandidates(const Candidate& a, const Candidate& b) {
+  if (a.dst < 0) return b.dst >= 0 ? 1 : 0;
+  if (b.dst < 0) return -1;
+  if (a.score == b.score) return b.name - a.name;
+  return b.score - a.score;
+}
+
+// Keeps `o` among a destination's slots when it beats the worst one kept (the first of equals).
+void KeepIfBetter(Candidate* slots, const Candidate& o) {
+  size_t worst = 0;
+  for (size_t i = 1; i < kCandidatesPerDestination; ++i)
+    if (CompareCandidates(slots[i], slots[worst]) > 0) worst = i;
+  if (CompareCandidates(slots[worst], o) > 0) slots[worst] = o;
+}
+
+class Matcher {
+ public:
+  Matcher(git_repository* repo, std::vector<TreeChange>* changes)
+      : repo_(repo), changes_(*changes) {}
+
+  bool Run(int rename_limit, std::string* reason);
+
+ private:
+  bool Size(Side& s, size_t* size);
+  bool Hashes(Side& s, const std::vector<std::pair<uint32_t, uint32_t>>** hashes);
+  // estimate_similarity: 0 for anything but two regular files or sizes too far apart.
+  bool Estimate(Side& src, Side& dst, int minimum, int* score);
+  void Pair(Side& src, Side& dst, int score);
+  void DropPairedSources();
+  bool FindExact();
+  bool FindBasenames();
+  bool FindSimilar(int rename_limit);
+
+  git_repository* repo_;
+  std::vector<TreeChange>& changes_;
+  OdbPtr odb_;
+  std::vector<Side> sources_, destinations_;
+  // The pairs found, as indexes in the changes, applied once all are found.
+  struct Found {
+    size_t src = 0, dst = 0;
+    int score = 0;
+  };
+  std::vector<Found> pairs_;
+};
+
+bool Matcher::Size(Side& s, size_t* size) {
+  if (!s.size) {
+    if (!odb_) {
+      git_odb* raw = nullptr;
+      if (git_repository_odb(&raw, repo_) != 0) return false;
+      odb_.reset(raw);
+    }
+    size_t n = 0;
+    git_object_t type;
+    if (git_odb_read_header(&n, &type, odb_.get(), &s.id) != 0) return false;
+    s.size = n;
+  }
+  *size = *s.size;
+  return true;
+}
+
+bool Matcher::Hashes(Side& s, const std::vector<std::pair<uint32_t, uint32_t>>** hashes) {
+  if (!s.hashes) {
+    git_blob* raw = nullptr;
+    if (git_blob_lookup(&raw, repo_, &s.id) != 0) return false;
+    const BlobPtr blob(raw);
+    s.hashes = SpanHashes(std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
+                                           static_cast<size_t>(git_blob_rawsize(raw))));
+  }
+  *hashes = &*s.hashes;
+  return true;
+}
+
+bool Matcher::Estimate(Side& src, Side& dst, int minimum, int* score) {
+  *score = 0;
+  if (!IsRegular(src.mode) || !IsRegular(dst.mode)) return true;
+  size_t src_size = 0, dst_size = 0;
+  const std::vector<std::pair<uint32_t, uint32_t>>*src_hashes = nullptr, *dst_hashes = nullptr;
+  if (!Size(src, &src_size) || !Size(dst, &dst_size)) return false;
+  if (!SizesCanReach(src_size, dst_size, minimum)) return true;
+  if (!Hashes(src, &src_hashes) || !Hashes(dst, &dst_hashes)) return false;
+  *score = SpanSimilarity(*src_hashes, src_size, *dst_hashes, dst_size);
+  return true;
+}
+
+void Matcher::Pair(Side& src, Side& dst, int score) {
+  src.paired = true;
+  dst.paired = true;
+  pairs_.push_back(Found{src.change, dst.change, score});
+}
+
+void Matcher::DropPairedSources() {
+  std::erase_if(sources_, [](const Side& s) { return s.paired; });
+}
+
+// Each destination in path order takes the first unpaired source with its blob (and, unless both
+// are regular files, its mode), one with the same basename first, among the first
+// kExactCandidates such sources.
+bool Matcher::FindExact() {
+  std::unordered_map<std::string_view, std::vector<size_t>> by_id;
+  for (size_t i = 0; i < sources_.size(); ++i)
+    by_id[std::string_view(reinterpret_cast<const char*>(sources_[i].id.id), GIT_OID_RAWSZ)]
+        .push_back(i);
+  for (Side& dst : destinations_) {
+    const auto it =
+        by_id.find(std::string_view(reinterpret_cast<const char*>(dst.id.id), GIT_OID_RAWSZ));
+    if (it == by_id.end()) continue;
+    Side* best = nullptr;
+    int best_score = -1, left = kExactCandidates;
+    for (const size_t i : it->second) {
+      Side& src = sources_[i];
+      if ((!IsRegular(src.mode) || !IsRegular(dst.mode)) && src.mode != dst.mode) continue;
+      if (src.paired) continue;
+      const int score = 1 + (Basename(src.path) == Basename(dst.path) ? 1 : 0);
+      if (score > best_score) {
+        best = &src;
+        best_score = score;
+        if (score == 2) break;
+      }
+      if (--left == 0) break;
+    }
+    if (best != nullptr) Pair(*best, dst, kMaxSimilarity);
+  }
+  DropPairedSources();
+  return true;
+}
+
+// A basename held by exactly one remaining source and one unpaired destination pairs them when
+// they score kMinBasenameScore or more.
+bool Matcher::FindBasenames() {
+  constexpr size_t kNotUnique = SIZE_MAX;
+  std::unordered_map<std::string_view, size_t> src_bases, dst_bases;
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const auto [it, fresh] = src_bases.emplace(Basename(sources_[i].path), i);
+    if (!fresh) it->second = kNotUnique;
+  }
+  for (size_t i = 0; i < destinations_.size(); ++i) {
+    if (destinations_[i].paired) continue;
+    const auto [it, fresh] = dst_bases.emplace(Basename(destinations_[i].path), i);
+    if (!fresh) it->second = kNotUnique;
+  }
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const std::string_view base = Basename(sources_[i].path);
+    const auto d = dst_bases.find(base);
+    if (d == dst_bases.end() || d->second == kNotUnique || src_bases[base] == kNotUnique) continue;
+    Side& dst = destinations_[d->second];
+    if (dst.paired) continue;
+    int score = 0;
+    if (!Estimate(sources_[i], dst, kMinBasenameScore, &score)) return false;
+    if (score >= kMinBasenameScore) Pair(sources_[i], dst, score);
+  }
+  DropPairedSources();
+  return true;
+}
+
+// The remaining sources against each unpaired destination, its best kCandidatesPerDestination
+// kept; all kept candidates in order of score (stable), each taken when both sides are free.
+bool Matcher::FindSimilar(int rename_limit) {
+  const size_t wanted = static_cast<size_t>(
+      std::count_if(destinations_.begin(), destinations_.end(), [](const Side& s) {
+        return !s.paired;
+      }));
+  if (wanted == 0 || sources_.empty()) return true;
+  if (rename_limit > 0 && static_cast<uint64_t>(wanted) * sources_.size() >
+                              static_cast<uint64_t>(rename_limit) * rename_limit)
+    return true;  // git gives up on inexact renames (and warns) rather than do part of them
+  std::vector<Candidate> kept(wanted * kCandidatesPerDestination);
+  size_t row = 0;
+  for (size_t d = 0; d < destinations_.size(); ++d) {
+    Side& dst = destinations_[d];
+    if (dst.paired) continue;
+    Candidate* slots = &kept[row * kCandidatesPerDestination];
+    for (size_t s = 0; s < sources_.size(); ++s) {
+      Candidate c;
+      c.src = static_cast<int>(s);
+      c.dst = static_cast<int>(d);
+      if (!Estimate(sources_[s], dst, kMinRenameScore, &c.score)) return false;
+      c.name = Basename(sources_[s].path) == Basename(dst.path) ? 1 : 0;
+      KeepIfBetter(slots, c);
+    }
+    ++row;
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+    return CompareCandidates(a, b) < 0;
+  });
+  for (const Candidate& c : kept) {
+    if (c.dst < 0 || c.score < kMinRenameScore) break;
+    Side& src = sources_[static_cast<size_t>(c.src)];
+    Side& dst = destinations_[static_cast<size_t>(c.dst)];
+    if (dst.paired || src.paired) continue;
+    Pair(src, dst, c.score);
+  }
+  return true;
+}
+
+bool Matcher::Run(int rename_limit, std::string* reason) {
+  // A path both deleted and added is one changed file to git (a kind change), not a candidate.
+  std::unordered_map<std::string_view, int> seen;
+  for (const TreeChange& c : changes_)
+    if (c.status == GIT_DELTA_ADDED || c.status == GIT_DELTA_DELETED) ++seen[c.path];
+  for (size_t i = 0; i < changes_.size(); ++i) {
+    const TreeChange& c = changes_[i];
+    if ((c.status != GIT_DELTA_ADDED && c.status != GIT_DELTA_DELETED) || seen[c.path] > 1)
+      continue;
+    Side s;
+    s.change = i;
+    s.path = c.path;
+    if (c.status == GIT_DELTA_DELETED) {
+      s.id = c.old_id;
+      s.mode = c.old_mode;
+      sources_.push_back(std::move(s));
+    } else {
+      s.id = c.new_id;
+      s.mode = c.new_mode;
+      destinations_.push_back(std::move(s));
+    }
+  }
+  if (sources_.empty() || destinations_.empty()) return true;
+  // git keeps both tables sorted by path, byte by byte.
+  auto by_path = [](const Side& a, const Side& b) { return a.path < b.path; };
+  std::sort(sources_.begin(), sources_.end(), by_path);
+  std::sort(destinations_.begin(), destinations_.end(), by_path);
+  if (!FindExact() || !FindBasenames() || !FindSimilar(rename_limit)) {
+    const git_error* e = git_error_last();
+    *reason = std::string("rename detection cannot read a blob: ") +
+              (e != nullptr ? e->message : "unknown error");
+    return false;
+  }
+  if (pairs_.empty()) return true;
+  // Each pair takes the added file's place; the deleted file leaves the list.
+  std::vector<bool> gone(changes_.size(), false);
+  for (const Found& f : pairs_) {
+    TreeChange& d = changes_[f.dst];
+    const TreeChange& s = changes_[f.src];
+    d.status = GIT_DELTA_RENAMED;
+    d.old_path = s.path;
+    d.old_mode = s.old_mode;
+    git_oid_cpy(&d.old_id, &s.old_id);
+    d.score = f.score;
+    gone[f.src] = true;
+  }
+  std::vector<TreeChange> kept;
+  kept.reserve(changes_.size() - pairs_.size());
+  for (size_t i = 0; i < changes_.size(); ++i)
+    if (!gone[i]) kept.push_back(std::move(changes_[i]));
+  changes_ = std::move(kept);
+  return true;
+}
+
+}  // namespace
+
+bool LooksBinary(std::string_view bytes) {
+  return bytes.substr(0, 8000).find('\0') != std::string_view::npos;
+}
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> SpanHashes(std::string_view bytes) {
+  constexpr uint32_t kHashBase = 107927;
+  const bool text = !LooksBinary(bytes);
+  std::unordered_map<uint32_t, uint32_t> counts;
+  uint32_t accum1 = 0, accum2 = 0, n = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const uint32_t c = static_cast<unsigned char>(bytes[i]);
+    const uint32_t old1 = accum1;
+    if (text && c == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
+    accum1 = (accum1 << 7) ^ (accum2 >> 25);
+    accum2 = (accum2 << 7) ^ (old1 >> 25);
+    accum1 += c;
+    if (++n < 64 && c != '\n') continue;
+    counts[(accum1 + accum2 * 0x61) % kHashBase] += n;
+    n = 0;
+    accum1 = accum2 = 0;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
+bool SizesCanReach(size_t src_size, size_t dst_size, int minimum) {
+  const double max_size = static_cast<double>(std::max(src_size, dst_size));
+  const double delta = static_cast<double>(std::max(src_size, dst_size) - std::min(src_size, dst_size));
+  return !(max_size * (kMaxSimilarity - minimum) < delta * kMaxSimilarity);
+}
+
+int SpanSimilarity(const std::vector<std::pair<uint32_t, uint32_t>>& src, size_t src_size,
+                   const std::vector<std::pair<uint32_t, uint32_t>>& dst, size_t dst_size) {
+  if (dst_size == 0) return 0;
+  uint64_t copied = 0;
+  auto d = dst.begin();
+  for (const auto& [hash, count] : src) {
+    while (d != dst.end() && d->first < hash) ++d;
+    if (d != dst.end() && d->first == hash) copied += std::min(count, d->second);
+  }
+  const double max_size = static_cast<double>(std::max(src_size, dst_size));
+  return static_cast<int>(static_cast<double>(copied) * kMaxSimilarity / max_size);
+}
+
+int Similarity(std::string_view src, std::string_view dst, int minimum) {
+  if (!SizesCanReach(src.size(), dst.size(), minimum)) return 0;
+  return SpanSimilarity(SpanHashes(src), src.size(), SpanHashes(dst), dst.size());
+}
+
+bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
+                   std::string* reason) {
+  return Matcher(repo, changes).Run(rename_limit, reason);
+}
+
+}  // namespace shellac::gitfrag
