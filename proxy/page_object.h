@@ -28,7 +28,7 @@ struct PageSpec {
   std::chrono::seconds ttl{0};
   std::chrono::seconds grace{0};
   std::shared_ptr<const esi::Template> esi_template;  // null, or a template with esi() true
-  int level = 6;  // zlib level: 6 for what is stored, 1 for a page made for one request
+  int level = 6;  // zlib level (an upstream page stored: 6; resident pages and per-request ones: 1)
   // A page made for one request (not stored). A frame (ESI template): its literal spans are cut
   // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
   // compressed once per thread and reused, the rest compressed small and fast. Any other page is

@@ -56,7 +56,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
                    : cache::Object::kForever;
     spec.esi_template = frame;
     // Level 1 for a stored part too: crawlers read most parts once or a few times, and level 6
-    // costs three times the CPU at the first render for a part ~6 % smaller (pages-callgrind.md).
+    // costs three times the CPU at the first render for a part ~5 % smaller (kinds-callgrind.md).
     spec.level = 1;
     // Made for this request alone: compressed only for a gzip client, and not when its type is
     // compressed already (a png, a zip: deflate would spend its time to gain nothing).
