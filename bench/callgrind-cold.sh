@@ -11,8 +11,13 @@
 #   the first WARMUP (default 5) are the warm-up pages, the next N the measured ones. PAGE: the
 #   page kind asked for (default commit; patch and rawdiff are plain text, checked for a diff).
 #   COMMITS=FILE: the commits (one id a line, WARMUP + N of them) instead of every STEP-th.
-# Prints one line: BIN, Ir of both runs, Ir per page; keeps the callgrind files in $OUT (a temp
-# folder unless given).
+#   GZIP=1: every request sends Accept-Encoding (curl --compressed), as crawlers do, so the page
+#   is a gzip stitched from the stored parts instead of inflated for an identity client.
+#   FLOOR=1: also git's floor of issue 12 in instructions, `git log --no-walk --stdin -p --stat
+#   --minimal` under callgrind over the same commits (the warm-up commits, then all of them; per
+#   commit = the difference / N), and shellac's page / git's commit.
+# Prints one line: BIN, Ir of both runs, Ir per page (and with FLOOR=1 git's, and the ratio); keeps
+# the callgrind files in $OUT (a temp folder unless given).
 set -euo pipefail
 bin=$1 cgitrc=$2 url=$3 repo=$4 n=$5 warmup=${6:-5} step=${7:-499} page=${PAGE:-commit}
 case $page in
@@ -35,11 +40,12 @@ fi
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ask() {  # PAGES  the first PAGES commits' pages, each checked
-  local pages=$1 i=0 id code
+  local pages=$1 i=0 id code enc=()
+  [ "${GZIP:-0}" = 1 ] && enc=(--compressed)
   while read -r id; do
     [ "$i" -lt "$pages" ] || break
     i=$((i + 1))
-    code=$(curl -sS -o "$out/page.html" -w '%{http_code}' --max-time 600 \
+    code=$(curl -sS "${enc[@]}" -o "$out/page.html" -w '%{http_code}' --max-time 600 \
       "http://127.0.0.1:$CALLGRIND_PORT/$url/$page/?id=$id")
     [ "$code" = 200 ] && grep -q "$want" "$out/page.html" ||
       { echo "$page $id: HTTP $code without \"$want\"" >&2; return 1; }
@@ -52,4 +58,20 @@ run() {  # PAGES  -> total Ir of a run asking for the first PAGES commits
 
 base=$(run "$warmup")
 all=$(run $((warmup + n)))
-echo "$bin page=$page warmup=$warmup n=$n base_ir=$base all_ir=$all per_page=$(((all - base) / n)) out=$out"
+line="$bin page=$page gzip=${GZIP:-0} warmup=$warmup n=$n base_ir=$base all_ir=$all per_page=$(((all - base) / n))"
+
+git_run() {  # COMMITS -> git's total Ir over the first COMMITS commits
+  head -n "$1" "$out/commits.txt" >"$out/git-$1.txt"
+  valgrind --tool=callgrind --callgrind-out-file="$out/callgrind-git-$1.out" \
+    git -C "$repo" log --no-walk --stdin -p --stat --minimal <"$out/git-$1.txt" >/dev/null \
+    2>"$out/run-git-$1.log"
+  awk '/^(summary|totals):/ {print $2; exit}' "$out/callgrind-git-$1.out"
+}
+
+if [ "${FLOOR:-0}" = 1 ]; then
+  git_base=$(git_run "$warmup")
+  git_all=$(git_run $((warmup + n)))
+  line+=" git_base_ir=$git_base git_all_ir=$git_all git_per_commit=$(((git_all - git_base) / n))"
+  line+=" page/git=$(awk -v a=$((all - base)) -v g=$((git_all - git_base)) 'BEGIN {printf "%.3f", a / g}')"
+fi
+echo "$line out=$out"
