@@ -4,10 +4,8 @@
 // named, on every changed file of a real repository's commits.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,9 +16,6 @@
 
 namespace shellac::gitfrag {
 namespace {
-
-using test::Shell;
-using test::ShellQuote;
 
 LineDelta Libgit2Delta(const std::string& a, const std::string& b) {
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
@@ -147,20 +142,17 @@ TEST(LineCount, BitParallelLcsEqualsMyers) {
   }
 }
 
-// SHELLAC_TREE_DIFF_REPO=PATH (e.g. a clone of git/git), SHELLAC_TREE_DIFF_EVERY=K (default 200):
-// every changed file of every K-th non-merge commit of its HEAD against its first parent.
+// On the real repository SHELLAC_TREE_DIFF_REPO names (test::TreeDiffRepositorySample): every
+// changed file of every sampled non-merge commit against its first parent.
 TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {
-  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
-  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
-  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  const auto sample = test::TreeDiffRepositorySample("--no-merges");
+  if (!sample) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
   EnsureLibgit2();
   git_repository* raw = nullptr;
-  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  ASSERT_EQ(git_repository_open(&raw, sample->path.c_str()), 0);
   const RepositoryPtr repo(raw);
-  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list --no-merges HEAD | awk 'NR % " +
-                               std::string(every != nullptr ? every : "200") + " == 1'"));
   size_t files = 0;
-  for (std::string id; std::getline(ids, id);) {
+  for (const std::string& id : sample->commits) {
     git_oid oid;
     ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
     git_commit* c = nullptr;
