@@ -271,6 +271,17 @@ std::string KnownLinkDifference(const std::string& path, const std::string& quer
   return "";
 }
 
+// Our page and cgit's show the same visible text and the same links and classes (resolved on the
+// page's path `base`).
+void ExpectSameTextAndLinks(const std::string& ours_html, const std::string& theirs_html,
+                            const std::string& base) {
+  const std::string ours = VisibleText(ours_html), theirs = VisibleText(theirs_html);
+  EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  const std::string our_links = LinksAndClasses(ours_html, base);
+  const std::string their_links = LinksAndClasses(theirs_html, base);
+  EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+}
+
 // Compares LinksAndClasses of two pages unless the page is on the known-difference list.
 void ExpectSameLinks(const std::string& ours, const std::string& theirs, const std::string& path,
                      const std::string& query) {
@@ -1475,11 +1486,7 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
       ASSERT_NE(second, std::string::npos);
       theirs_html.erase(second);
     }
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, c.ours);
-    const std::string their_links = LinksAndClasses(theirs_html, c.ours);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    ExpectSameTextAndLinks(page.body, theirs_html, c.ours);
   }
 }
 
@@ -1497,11 +1504,7 @@ TEST_F(GitfragTree, ListingStatsButtonsAndFoldedFoldersEqualCgit) {
     const Page page = site.RenderAssembled(MustMatch(site, path, "h=side"));
     ASSERT_EQ(page.status, 200) << page.reason;
     const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, "h=side"));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   const Page root = site.RenderAssembled(MustMatch(site, "/fix/tree/", ""));
   EXPECT_NE(root.body.find("<a class='button' href='/fix/stats/dir'>stats</a>"), std::string::npos);
@@ -1534,11 +1537,7 @@ TEST_F(GitfragTree, BlameEqualsCgit) {
     const Page page = site.RenderAssembled(MustMatch(site, path, query));
     ASSERT_EQ(page.status, 200) << page.reason;
     const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, query));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   const Page f = site.Render(MustMatch(site, "/fix/blame/dir/f.c", ""));
   EXPECT_NE(f.body.find("\tl2 &lt;b&gt;&amp;amp;"), std::string::npos) << "markup escaped";
@@ -1743,11 +1742,7 @@ TEST_F(GitfragTree, SourceFilterEqualsCgit) {
     if (const size_t e = theirs_path.find("%E9"); e != std::string::npos)
       theirs_path.replace(e, 3, "\xe9");
     const std::string theirs_html = CgiBody(fx.CgitWith(text, theirs_path, query));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   // The filter's markup is the page's, as written.
   const Page fix = site.RenderAssembled(MustMatch(site, "/fix/tree/dir/f.c", ""));
@@ -1915,11 +1910,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
       ASSERT_EQ(page.status, 200) << page.reason;
       // The cgitrc's global keys go before the stanza: give cgit the whole file here.
       const std::string theirs_html = fx.Cgit(path, query, "", setup.cgitrc, setup.stanza);
-      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-      const std::string our_links = LinksAndClasses(page.body, path);
-      const std::string their_links = LinksAndClasses(theirs_html, path);
-      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+      ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
   }
 }
@@ -2023,11 +2014,7 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
       const Page page = site.RenderAssembled(MustMatch(site, path, query));
       ASSERT_EQ(page.status, 200) << page.reason;
       const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, query));
-      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-      const std::string our_links = LinksAndClasses(page.body, path);
-      const std::string their_links = LinksAndClasses(theirs_html, path);
-      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+      ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
   }
   // No readme at the revision (an annotated tag names no commit), or none configured: 404s.
