@@ -7,6 +7,7 @@
 
 #include "gitfrag/git.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/set_aside.h"
 
 namespace shellac::gitfrag {
 
@@ -23,50 +24,6 @@ struct LinesWeight {
     return sizeof(BlobLines) + lines->hashes.size() * sizeof(uint64_t);
   }
 };
-
-// xdiff (git 2.39's, libgit2's and so cgit's) sets aside, before its search, the lines it will
-// call changed whatever the search finds: a line with no match in the other file, and a line with
-// many matches (at least ~sqrt of its file's lines, at most 1024) that sits in a run of such lines
-// mostly made of unmatched ones (its xdl_cleanup_records and xdl_clean_mmatch). Even in its minimal
-// mode (later git checks XDF_NEED_MINIMAL there too; these versions do not), so its diff is then
-// not always minimal, and the counts must set aside the same lines.
-constexpr ptrdiff_t kScanWindow = 100;  // XDL_SIMSCAN_WINDOW
-constexpr ptrdiff_t kRunRatio = 4;      // XDL_KPDIS_RUN
-constexpr size_t kMaxEqualLimit = 1024;  // XDL_MAX_EQLIMIT
-
-size_t BogoSqrt(size_t n) {  // xdiff's rough square root: a power of two
-  size_t i = 1;
-  for (; n > 0; n >>= 2) i <<= 1;
-  return i;
-}
-
-enum Match : char { kNone = 0, kSome = 1, kMany = 2 };
-
-// Whether a kMany line at i is set aside: the runs of kNone/kMany lines on both sides of it (within
-// the window and [s, e]) each hold an unmatched line, and over both runs, with i counted on each
-// side, fewer than a quarter of the lines are kMany.
-bool InUnmatchedRun(const std::vector<char>& dis, ptrdiff_t i, ptrdiff_t s, ptrdiff_t e) {
-  s = std::max(s, i - kScanWindow);
-  e = std::min(e, i + kScanWindow);
-  ptrdiff_t none_before = 0, many_before = 1;
-  for (ptrdiff_t r = 1; i - r >= s; ++r) {
-    const char d = dis[static_cast<size_t>(i - r)];
-    if (d == kNone) ++none_before;
-    else if (d == kMany) ++many_before;
-    else break;
-  }
-  if (none_before == 0) return false;
-  ptrdiff_t none_after = 0, many_after = 1;
-  for (ptrdiff_t r = 1; i + r <= e; ++r) {
-    const char d = dis[static_cast<size_t>(i + r)];
-    if (d == kNone) ++none_after;
-    else if (d == kMany) ++many_after;
-    else break;
-  }
-  if (none_after == 0) return false;
-  const ptrdiff_t none = none_before + none_after, many = many_before + many_after;
-  return many * kRunRatio < many + none;
-}
 
 // Both files' lines as small ids (equal lines, equal ids), with how often each id occurs in each
 // file: one open-addressing table for the pair, no allocation per line.
@@ -108,23 +65,17 @@ Interned Intern(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) 
   return out;
 }
 
-// The lines of `all`[from, to) xdiff keeps for its search; `in_other[id]` is how often a line
-// occurs in the whole other file.
+// The lines of `all`[from, to) xdiff keeps for its search (set_aside.h); `in_other[id]` is how
+// often a line occurs in the whole other file.
 std::vector<uint32_t> Kept(const std::vector<uint32_t>& all, size_t from, size_t to,
                            const std::vector<uint32_t>& in_other) {
-  const size_t limit = std::min(BogoSqrt(all.size()), kMaxEqualLimit);
-  std::vector<char> dis(to - from);
-  for (size_t i = from; i < to; ++i) {
-    const size_t n = in_other[all[i]];
-    dis[i - from] = n == 0 ? kNone : n >= limit ? kMany : kSome;
-  }
+  const int64_t many_from = ManyMatchesFrom(static_cast<int64_t>(all.size()));
+  std::vector<char> matches(to - from);
+  for (size_t i = from; i < to; ++i) matches[i - from] = MatchesOf(in_other[all[i]], many_from);
   std::vector<uint32_t> kept;
   kept.reserve(to - from);
-  const auto last = static_cast<ptrdiff_t>(dis.size()) - 1;
-  for (size_t i = 0; i < dis.size(); ++i)
-    if (dis[i] == kSome ||
-        (dis[i] == kMany && !InUnmatchedRun(dis, static_cast<ptrdiff_t>(i), 0, last)))
-      kept.push_back(all[from + i]);
+  for (size_t i = 0; i < matches.size(); ++i)
+    if (KeptForSearch(matches, i)) kept.push_back(all[from + i]);
   return kept;
 }
 

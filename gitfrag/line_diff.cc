@@ -3,7 +3,7 @@
 //  2. lines between them are sorted into classes of equal lines; a line with no equal line in the
 //     other side is changed at once, and one with many (at least the square root of its side's
 //     line count, at most 1024) is changed too when it sits in a run of such lines
-//     (xdl_cleanup_records, xdl_clean_mmatch);
+//     (xdl_cleanup_records, xdl_clean_mmatch: set_aside.h);
 //  3. Myers' search over the lines kept, split in boxes from both ends, giving up on the
 //     shortest edit for a good-enough split once the cost passes xdiff's limits (xdl_split);
 //  4. each group of changed lines slid up and down as far as equal lines let it, joined with the
@@ -16,6 +16,8 @@
 #include <cstring>
 #include <limits>
 
+#include "gitfrag/set_aside.h"
+
 namespace shellac::gitfrag {
 
 namespace {
@@ -25,16 +27,6 @@ constexpr int64_t kSnakeCount = 20;   // a run of equal lines this long is a goo
 constexpr int64_t kHeurMinCost = 256;  // cost from which a good run may end the search
 constexpr int64_t kMaxCostMin = 256;   // the search's cost limit is at least this
 constexpr int64_t kHeurFactor = 4;
-constexpr int64_t kMaxEqualLimit = 1024;
-constexpr int64_t kScanWindow = 100;  // how far a run of unmatched lines is looked at
-constexpr int64_t kKeepRun = 4;
-
-// xdiff's square root estimate: 2^ceil(bits/2).
-int64_t BogoSqrt(int64_t n) {
-  int64_t i = 1;
-  for (; n > 0; n >>= 2) i <<= 1;
-  return i;
-}
 
 uint64_t HashBytes(const char* p, size_t n) {
   constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
@@ -211,44 +203,15 @@ void LineDiffer::Cleanup(int side, size_t pre) {
   const int other = 1 - side;
   const std::vector<uint32_t>& cls = class_[side];
   const auto m = static_cast<int64_t>(cls.size());
-  const int64_t limit = std::min(BogoSqrt(n_[side]), kMaxEqualLimit);
-  std::vector<char>& dis = dis_[side];
-  dis.resize(cls.size());
-  for (int64_t i = 0; i < m; ++i) {
-    const int64_t nm = count_[other][cls[static_cast<size_t>(i)]];
-    dis[static_cast<size_t>(i)] = nm == 0 ? 0 : nm >= limit ? 2 : 1;
-  }
-  // xdl_clean_mmatch: a line with many matches goes when runs of lines with none or many are on
-  // both sides of it, and the ones with none are more than a quarter of them.
-  auto discard_many = [&](int64_t i) {
-    const int64_t s = std::max<int64_t>(0, i - kScanWindow);
-    const int64_t e = std::min<int64_t>(m - 1, i + kScanWindow);
-    int64_t none = 0, many = 1;
-    for (int64_t r = i - 1; r >= s; --r) {
-      const char d = dis[static_cast<size_t>(r)];
-      if (d == 0) ++none;
-      else if (d == 2) ++many;
-      else break;
-    }
-    if (none == 0) return false;
-    int64_t none_after = 0, many_after = 1;
-    for (int64_t r = i + 1; r <= e; ++r) {
-      const char d = dis[static_cast<size_t>(r)];
-      if (d == 0) ++none_after;
-      else if (d == 2) ++many_after;
-      else break;
-    }
-    if (none_after == 0) return false;
-    none += none_after;
-    many += many_after;
-    return many * kKeepRun < many + none;
-  };
+  const int64_t many_from = ManyMatchesFrom(n_[side]);
+  std::vector<char>& matches = matches_[side];
+  matches.resize(cls.size());
+  for (size_t i = 0; i < cls.size(); ++i) matches[i] = MatchesOf(count_[other][cls[i]], many_from);
   ha_[side].clear();
   rindex_[side].clear();
   char* changed = changed_[side].data() + 1;
   for (int64_t i = 0; i < m; ++i) {
-    const char d = dis[static_cast<size_t>(i)];
-    if (d == 1 || (d == 2 && !discard_many(i))) {
+    if (KeptForSearch(matches, static_cast<size_t>(i))) {
       ha_[side].push_back(cls[static_cast<size_t>(i)]);
       rindex_[side].push_back(static_cast<int64_t>(pre) + i);
     } else {

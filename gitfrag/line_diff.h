@@ -61,7 +61,7 @@ class LineDiffer {
   // Per side (0: a, 1: b).
   std::vector<uint32_t> class_[2];   // middle lines' classes (index: line - pre)
   std::vector<uint32_t> count_[2];   // by class: lines of that class in the whole side
-  std::vector<char> dis_[2];         // middle lines: 0 no match, 1 some, 2 many
+  std::vector<char> matches_[2];     // middle lines' Matches (set_aside.h)
   std::vector<uint32_t> ha_[2];      // classes of the lines kept for the search
   std::vector<int64_t> rindex_[2];   // their line numbers
   std::vector<char> changed_[2];     // per line, with a zero before and after (index + 1)

@@ -27,7 +27,10 @@ using test::kDated;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
-using test::kCgit;
+using test::RunCgit;
+using test::CgitInstalled;
+using test::CgiHeader;
+using test::PageHeader;
 using test::Trimmed;
 
 // A work repository with three files over the streaming threshold (1 MiB): a text file changed in
@@ -107,9 +110,7 @@ cp -r loose.git packed.git && git -C packed.git repack -q -a -d -f --window=10 -
     const std::string rc = dir_.File("cgitrc-" + repo);
     std::ofstream(rc) << "virtual-root=/\nmimetype.html=text/html\nrepo.url=fix\nrepo.path="
                       << Bare(repo) << "\n";
-    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) + " REQUEST_METHOD=GET PATH_INFO=" +
-                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " +
-                 kCgit);
+    return RunCgit(rc, path_info, query);
   }
 
  private:
@@ -142,21 +143,6 @@ std::string ReadAll(const Page& page, bool* failed = nullptr, std::string* why =
   return body;
 }
 
-std::string CgiHeader(const std::string& cgi, const std::string& name) {
-  const std::string head = "\n" + cgi.substr(0, cgi.find("\n\n"));
-  const size_t at = head.find("\n" + name + ": ");
-  if (at == std::string::npos) return "(none)";
-  const size_t from = at + name.size() + 3;
-  return head.substr(from, head.find('\n', from) - from);
-}
-
-std::string PageHeader(const Page& page, const std::string& name) {
-  if (name == "Content-Type") return page.content_type;
-  for (const auto& [n, v] : page.headers)
-    if (n == name) return v;
-  return "(none)";
-}
-
 git_oid Oid(const std::string& hex) {
   git_oid id;
   EXPECT_EQ(git_oid_fromstr(&id, Trimmed(hex).c_str()), 0) << hex;
@@ -180,7 +166,7 @@ LargeBlobs* GitfragBlobStream::fx_ = nullptr;
 // plain of every large file, loose and packed: streamed with the blob's length, bytes equal to
 // git's and to cgit's whole answer, cgit's content type, ETag and Content-Disposition.
 TEST_F(GitfragBlobStream, PlainOfLargeBlobsEqualsGitAndCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   for (const std::string repo : {"loose", "packed"}) {
     Site site(fx_->Config(repo));
     for (const std::string file : {"big.txt", "big.bin", "big.dat", "page.html"}) {

@@ -4,23 +4,19 @@
 // named, on every changed file of a real repository's commits.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gitfrag/git.h"
 #include "gitfrag/line_count.h"
 #include "gitfrag/render.h"
+#include "gitfrag/set_aside.h"
 #include "tests/harness.h"
 
 namespace shellac::gitfrag {
 namespace {
-
-using test::Shell;
-using test::ShellQuote;
 
 LineDelta Libgit2Delta(const std::string& a, const std::string& b) {
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
@@ -42,6 +38,42 @@ void ExpectSameCounts(const std::string& a, const std::string& b) {
   const LineDelta want = Libgit2Delta(a, b), got = OwnDelta(a, b);
   EXPECT_EQ(got.added, want.added) << test::Printable(a) << "\n->\n" << test::Printable(b);
   EXPECT_EQ(got.removed, want.removed) << test::Printable(a) << "\n->\n" << test::Printable(b);
+}
+
+// xdiff's setting aside, which the counts and blame's line diff share (set_aside.h): "many"
+// matches from xdiff's rough square root of the file's lines (at most 1024), and a line with many
+// set aside only inside runs of unmatched lines on both sides, with fewer than a quarter of the run
+// (the line counted on each side) having many.
+TEST(SetAside, TheRuleOfXdiffsCleanup) {
+  EXPECT_EQ(ManyMatchesFrom(100), 16);
+  EXPECT_EQ(ManyMatchesFrom(0), 1);
+  EXPECT_EQ(ManyMatchesFrom(int64_t{1} << 40), 1024);
+  EXPECT_EQ(MatchesOf(0, 16), kNoMatch);
+  EXPECT_EQ(MatchesOf(15, 16), kSomeMatches);
+  EXPECT_EQ(MatchesOf(16, 16), kManyMatches);
+  const auto run = [](size_t before, char middle, size_t after) {
+    std::vector<char> m(before, kNoMatch);
+    m.push_back(middle);
+    m.insert(m.end(), after, kNoMatch);
+    return m;
+  };
+  EXPECT_TRUE(KeptForSearch(run(0, kSomeMatches, 0), 0));
+  EXPECT_FALSE(KeptForSearch(run(0, kNoMatch, 0), 0));
+  // 2 many (the line on each side) and 7 unmatched: 8 < 9, set aside; with 6: 8 < 8 fails, kept.
+  EXPECT_FALSE(KeptForSearch(run(3, kManyMatches, 4), 3));
+  EXPECT_TRUE(KeptForSearch(run(3, kManyMatches, 3), 3));
+  // No unmatched line on one side: kept, however many on the other.
+  EXPECT_TRUE(KeptForSearch(run(0, kManyMatches, 50), 0));
+  EXPECT_TRUE(KeptForSearch(run(50, kManyMatches, 0), 50));
+  std::vector<char> m = run(10, kManyMatches, 10);
+  m[9] = kSomeMatches;  // a line with some matches ends the run before it
+  EXPECT_TRUE(KeptForSearch(m, 10));
+  // Other lines with many count against setting aside: 1 + 2 + 1 many, 14 unmatched: 16 < 18.
+  m = run(8, kManyMatches, 8);
+  m[3] = m[12] = kManyMatches;
+  EXPECT_FALSE(KeptForSearch(m, 8));
+  m[2] = kManyMatches;  // 5 many, 13 unmatched: 20 < 18 fails
+  EXPECT_TRUE(KeptForSearch(m, 8));
 }
 
 TEST(LineCount, EdgeCases) {
@@ -147,20 +179,17 @@ TEST(LineCount, BitParallelLcsEqualsMyers) {
   }
 }
 
-// SHELLAC_TREE_DIFF_REPO=PATH (e.g. a clone of git/git), SHELLAC_TREE_DIFF_EVERY=K (default 200):
-// every changed file of every K-th non-merge commit of its HEAD against its first parent.
+// On the real repository SHELLAC_TREE_DIFF_REPO names (test::TreeDiffRepositorySample): every
+// changed file of every sampled non-merge commit against its first parent.
 TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {
-  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
-  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
-  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  const auto sample = test::TreeDiffRepositorySample("--no-merges");
+  if (!sample) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
   EnsureLibgit2();
   git_repository* raw = nullptr;
-  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  ASSERT_EQ(git_repository_open(&raw, sample->path.c_str()), 0);
   const RepositoryPtr repo(raw);
-  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list --no-merges HEAD | awk 'NR % " +
-                               std::string(every != nullptr ? every : "200") + " == 1'"));
   size_t files = 0;
-  for (std::string id; std::getline(ids, id);) {
+  for (const std::string& id : sample->commits) {
     git_oid oid;
     ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
     git_commit* c = nullptr;

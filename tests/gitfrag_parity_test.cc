@@ -14,7 +14,6 @@
 // (bench/parity.sh runs it on git/git); TreeOfRepository compares tree pages and a plain file of
 // its HEAD.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,7 +47,9 @@ using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
 using test::VisibleText;
-using test::kCgit;
+using test::CgiBody;
+using test::RunCgit;
+using test::CgitInstalled;
 using test::Trimmed;
 
 std::vector<std::string> Lines(const std::string& s) {
@@ -125,17 +126,11 @@ class Peers {
   }
 
   std::string CgitWhole(const std::string& path_info, const std::string& query) const {
-    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc_) + " REQUEST_METHOD=GET PATH_INFO=" +
-                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " +
-                 kCgit);
+    return RunCgit(rc_, path_info, query);
   }
 
   std::string Cgit(const std::string& path_info, const std::string& query) const {
-    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc_) +
-                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
-                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
-    const size_t body = out.find("\n\n");
-    return body == std::string::npos ? out : out.substr(body + 2);
+    return CgiBody(CgitWhole(path_info, query));
   }
 
   // Empty when shellac's page equals cgit's; otherwise where they differ.
@@ -370,7 +365,7 @@ class ParityFixture {
 };
 
 TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   ParityFixture fx;
   // The fixture is what the test claims: git abbreviates to 8 digits, and 9 where needed.
   const std::string collide = fx.Git("rev-parse master:collide.txt");
@@ -419,7 +414,7 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
 // hunks from several commits, Latin-1 text, a renamed file, a binary file (cgit's note), a file at
 // an older commit and on another branch.
 TEST(GitfragParity, BlameEqualsCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   ParityFixture fx;
   Peers peers(fx.bare(), fx.dir().path(), /*blame=*/true);
   const std::string po = fx.Git("rev-parse ':/po: update the catalogue'");
@@ -466,7 +461,7 @@ TEST(GitfragParity, BlameEqualsCgit) {
 // period and before the oldest shown, a path limit, h=, ofs= (authors shown, -1 all) and each
 // max-stats; the tab appears only with max-stats; unknown and disabled periods are cgit's errors.
 TEST(GitfragParity, StatsEqualCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   const int64_t now = std::time(nullptr);
   std::ostringstream script;
@@ -636,7 +631,7 @@ std::string BlameText(git_repository* repo, const std::string& commit, const std
 // where they land), Latin-1 and CRLF lines, a last line without a newline, an empty file and a file
 // emptied later. Visible text and every link of the table are compared.
 TEST(GitfragParity, BlameHistoryEqualsCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   const char* script = R"(set -e
 git init -q -b master work
@@ -879,7 +874,7 @@ TEST(GitfragParity, BlameWithBloomFiltersEqualsBlameWithout) {
 TEST(GitfragParity, TreeOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   Peers peers(repo, dir.path());
   const std::string head = Trimmed(Shell("git -C " + ShellQuote(repo) + " rev-parse HEAD"));
@@ -903,7 +898,7 @@ TEST(GitfragParity, TreeOfRepository) {
 TEST(GitfragParity, BlameOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   Peers peers(repo, dir.path(), /*blame=*/true);
   const char* budget = std::getenv("SHELLAC_PARITY_BLAME_TIMEOUT");
@@ -938,7 +933,7 @@ TEST(GitfragParity, BlameOfRepository) {
 TEST(GitfragParity, HistoryOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   // SHELLAC_PARITY_INDEX=1: the in-memory history index (history_index.h) is built first, and the
   // pages are rendered with it (for a repository without a commit-graph).
@@ -999,7 +994,7 @@ TEST(GitfragParity, HistoryOfRepository) {
 TEST(GitfragParity, SampleOfRepository) {
   const char* repo = std::getenv("SHELLAC_PARITY_REPO");
   if (repo == nullptr || *repo == '\0') GTEST_SKIP() << "SHELLAC_PARITY_REPO is not set";
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   const int n = std::getenv("SHELLAC_PARITY_N") ? std::atoi(std::getenv("SHELLAC_PARITY_N")) : 20;
   const unsigned seed =
       std::getenv("SHELLAC_PARITY_SEED") ? std::atoi(std::getenv("SHELLAC_PARITY_SEED")) : 1;

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -40,7 +39,11 @@ using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
 using test::VisibleText;
-using test::kCgit;
+using test::CgiBody;
+using test::RunCgit;
+using test::CgitInstalled;
+using test::CgiHeader;
+using test::PageHeader;
 using test::Trimmed;
 
 // A work tree + bare clone with every shape the commit page must handle. Fixed dates and
@@ -141,11 +144,7 @@ git checkout -q master
     std::ofstream(rc) << "virtual-root=/\n" << global << "repo.url=fix\nrepo.path=" << bare_
                       << "\nrepo.desc=fixture <repo>\n"
                       << stanza << extra_config;
-    std::string out = Shell("env -i " + env + " CGIT_CONFIG=" + ShellQuote(rc) +
-                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
-                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
-    const size_t body = out.find("\n\n");
-    return body == std::string::npos ? out : out.substr(body + 2);
+    return CgiBody(RunCgit(rc, path_info, query, env));
   }
 
  private:
@@ -270,6 +269,17 @@ std::string KnownLinkDifference(const std::string& path, const std::string& quer
   if (page != std::string::npos && path.find('/', page + 1) + 1 < path.size())
     return "path-limited: cgit keeps the path in the commit and patch links; shellac does not";
   return "";
+}
+
+// Our page and cgit's show the same visible text and the same links and classes (resolved on the
+// page's path `base`).
+void ExpectSameTextAndLinks(const std::string& ours_html, const std::string& theirs_html,
+                            const std::string& base) {
+  const std::string ours = VisibleText(ours_html), theirs = VisibleText(theirs_html);
+  EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
+  const std::string our_links = LinksAndClasses(ours_html, base);
+  const std::string their_links = LinksAndClasses(theirs_html, base);
+  EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
 }
 
 // Compares LinksAndClasses of two pages unless the page is on the known-difference list.
@@ -589,9 +599,7 @@ class GitfragPages : public ::testing::Test {
 // fixture (root, rename + binary, empty, merge, Latin-1 message, 10k-line diff, odd paths, tags on
 // tags), with and without diff options and h=.
 TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   Site site(fx.Config());
   const std::vector<std::string> commits = [&] {
     std::vector<std::string> v;
@@ -636,9 +644,7 @@ TEST_F(GitfragPages, CommitPageVisibleTextEqualsCgit) {
 // The diff page (with and without id2 and options), the log (with h=, ofs= and the pager) and the
 // repository index show the same text as cgit's.
 TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   const std::string extra = "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() +
                             "\nrepo.desc=second <d>\nrepo.owner=Own <er>\n";
   conf::Config c = fx.Config();
@@ -679,9 +685,7 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
 // Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
 // folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
 TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   Site site(fx.Config());
   const std::string a = fx.Rev("master~6"), head = fx.Rev("master");
   struct Case {
@@ -726,9 +730,7 @@ TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
 // (cgit names its version there).
 TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   Site site(fx.Config());
   // Each mail's signature names the program: made equal before comparing.
   auto without_signature = [](std::string s) {
@@ -1088,11 +1090,7 @@ git tag -a v1 -m v1 HEAD~3
     std::ofstream(rc) << "virtual-root=/\nmax-commit-count=4\n"
                       << (counts ? "enable-log-filecount=1\nenable-log-linecount=1\n" : "")
                       << "repo.url=fix\nrepo.path=" << bare_ << "\n";
-    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
-                                  " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
-                                  " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
-    const size_t body = out.find("\n\n");
-    return body == std::string::npos ? out : out.substr(body + 2);
+    return CgiBody(RunCgit(rc, path_info, query));
   }
 
  private:
@@ -1115,9 +1113,7 @@ INSTANTIATE_TEST_SUITE_P(Graphs, GitfragHistory,
 // A path-limited log lists what `git log -- PATH` lists (the tests ask git too), with cgit's
 // text, links and classes; so do searches, ranges, showmsg=1 and the pager.
 TEST_P(GitfragHistory, PathLogAndSearchEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   struct Case {
     std::string ours, theirs, query;
     bool counts = false;
@@ -1305,9 +1301,7 @@ class ScriptRepo {
   const conf::Config& config() const { return config_; }
   // cgit's body for PATH_INFO (its head cut off).
   std::string Cgit(const std::string& path) const {
-    const std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(dir_.File("cgitrc")) +
-                                  " REQUEST_METHOD=GET PATH_INFO=" + path + " SCRIPT_NAME=/ " + kCgit);
-    return out.substr(out.find("\n\n") + 2);
+    return CgiBody(RunCgit(dir_.File("cgitrc"), path));
   }
 
  private:
@@ -1316,7 +1310,7 @@ class ScriptRepo {
 };
 
 TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   std::string script;
   // 14,300,000 s: 5.44 of cgit's months (a twelfth of 365 days) but 5.52 of 30 days: "5 months".
   for (const long secs : {14'300'000L, 40 * 86400L, 20 * 86400L, 3 * 86400L}) {
@@ -1345,7 +1339,7 @@ TEST(GitfragAges, LogAndSummaryAgesEqualCgit) {
 // The diffstat graph's widths come from the counts, as cgit's: 13 lines added and 1 removed of
 // 14 give 92.9 %, 7.1 % and 0.0 % (100 - 92.857... - 7.142... would print -0.0).
 TEST(GitfragDiffstat, GraphWidthsAreCgits) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   const ScriptRepo repo("echo a > f && git add f && git commit -q -m one\n"
                         "seq 1 13 > f && git commit -q -am thirteen\n");
   Site site(repo.config());
@@ -1428,24 +1422,16 @@ git checkout -q master
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\nmax-blob-size=50\nrepo.url=fix\nrepo.path=" << bare_
                       << "\n";
-    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
-                 " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
-                 " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
+    return RunCgit(rc, path_info, query);
   }
   // cgit's whole answer with the cgitrc `rc`.
   std::string CgitWith(const std::string& rc_text, const std::string& path_info,
                        const std::string& query) const {
     const std::string rc = dir_.File("cgitrc-with");
     std::ofstream(rc) << rc_text;
-    return Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) + " REQUEST_METHOD=GET PATH_INFO=" +
-                 ShellQuote(path_info) + " QUERY_STRING=" + ShellQuote(query) +
-                 " SCRIPT_NAME=/ " + kCgit);
+    return RunCgit(rc, path_info, query);
   }
   std::string DirPath() const { return dir_.path(); }
-  static std::string Body(const std::string& cgi) {
-    const size_t body = cgi.find("\n\n");
-    return body == std::string::npos ? cgi : cgi.substr(body + 2);
-  }
 
  private:
   TempDir dir_;
@@ -1461,9 +1447,7 @@ class GitfragTree : public ::testing::Test {
 // sizes, symlink targets, the submodule row, the non-UTF-8 names, numbered lines, the hex dump,
 // the too-big note, the empty file, with h= and id= in every spelling.
 TEST_F(GitfragTree, TreePagesEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   Site site(fx.Config());
   const std::string head = fx.Rev("master");
   struct Case {
@@ -1494,7 +1478,7 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
     SCOPED_TRACE(c.ours + "?" + c.query);
     const Page page = site.RenderAssembled(MustMatch(site, c.ours, c.query));
     ASSERT_EQ(page.status, 200) << page.reason;
-    std::string theirs_html = TreeFixture::Body(fx.Cgit(c.theirs, c.query));
+    std::string theirs_html = CgiBody(fx.Cgit(c.theirs, c.query));
     if (c.ours == "/fix/tree/subm") {
       // cgit writes the end of the page twice after this error; its first copy is compared.
       const size_t second = theirs_html.find("</div> <!-- class=content -->",
@@ -1502,18 +1486,14 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
       ASSERT_NE(second, std::string::npos);
       theirs_html.erase(second);
     }
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, c.ours);
-    const std::string their_links = LinksAndClasses(theirs_html, c.ours);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    ExpectSameTextAndLinks(page.body, theirs_html, c.ours);
   }
 }
 
 // max-stats: every row of a listing gets a stats button for its path, as cgit's; a chain of
 // folders that each hold one folder is folded into one row ("chain / one / two").
 TEST_F(GitfragTree, ListingStatsButtonsAndFoldedFoldersEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   conf::Config config = fx.Config();
   config.repositories[0].max_stats = 2;  // month
   Site site(config);
@@ -1523,12 +1503,8 @@ TEST_F(GitfragTree, ListingStatsButtonsAndFoldedFoldersEqualCgit) {
     SCOPED_TRACE(path);
     const Page page = site.RenderAssembled(MustMatch(site, path, "h=side"));
     ASSERT_EQ(page.status, 200) << page.reason;
-    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, "h=side"));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, "h=side"));
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   const Page root = site.RenderAssembled(MustMatch(site, "/fix/tree/", ""));
   EXPECT_NE(root.body.find("<a class='button' href='/fix/stats/dir'>stats</a>"), std::string::npos);
@@ -1542,7 +1518,7 @@ TEST_F(GitfragTree, ListingStatsButtonsAndFoldedFoldersEqualCgit) {
 // classes: markup in the file escaped, a file without a last newline, an empty file, a binary
 // file and one over max-blob-size (cgit's notes). Without it the page is a 403, as cgit's.
 TEST_F(GitfragTree, BlameEqualsCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0) << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   conf::Config c = fx.Config();
   c.repositories[0].enable_blame = true;
   Site site(c);
@@ -1560,12 +1536,8 @@ TEST_F(GitfragTree, BlameEqualsCgit) {
     SCOPED_TRACE(path + "?" + query);
     const Page page = site.RenderAssembled(MustMatch(site, path, query));
     ASSERT_EQ(page.status, 200) << page.reason;
-    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, query));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, query));
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   const Page f = site.Render(MustMatch(site, "/fix/blame/dir/f.c", ""));
   EXPECT_NE(f.body.find("\tl2 &lt;b&gt;&amp;amp;"), std::string::npos) << "markup escaped";
@@ -1660,7 +1632,7 @@ TEST_F(GitfragTree, PlainEqualsCgit) {
             s[k] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[k])));
         return s;
       };
-      EXPECT_EQ(lower_escapes(page.body), lower_escapes(TreeFixture::Body(cgi)));
+      EXPECT_EQ(lower_escapes(page.body), lower_escapes(CgiBody(cgi)));
       for (const char* name : {"Content-Type", "ETag", "Content-Disposition",
                                "X-Content-Type-Options", "Content-Security-Policy"})
         EXPECT_EQ(ours_header(page, name), header("\n" + cgi, name)) << name;
@@ -1677,21 +1649,6 @@ std::shared_ptr<const conf::Config> LoadCgitrc(const TreeFixture& fx, const std:
   auto config = conf::Load(conf_file, {{"render-threads", "1"}, {"threads", "1"}}, &error);
   EXPECT_NE(config, nullptr) << error;
   return config;
-}
-
-// A header of a CGI answer ("(none)" when absent), and the same of a rendered page.
-std::string CgiHeader(const std::string& cgi, const std::string& name) {
-  const std::string head = "\n" + cgi.substr(0, cgi.find("\n\n"));
-  const size_t at = head.find("\n" + name + ": ");
-  if (at == std::string::npos) return "(none)";
-  const size_t from = at + name.size() + 3;
-  return head.substr(from, head.find('\n', from) - from);
-}
-std::string PageHeader(const Page& page, const std::string& name) {
-  if (name == "Content-Type") return page.content_type;
-  for (const auto& [n, v] : page.headers)
-    if (n == name) return v;
-  return "(none)";
 }
 
 // plain's content types and headers as cgit 1.2.3 picks them: the cgitrc's mimetype.EXT= keys
@@ -1738,7 +1695,7 @@ TEST_F(GitfragTree, PlainContentTypesEqualCgit) {
         const Page page = site.Render(MustMatch(site, path, ""));
         ASSERT_EQ(page.status, 200) << page.reason;
         const std::string cgi = fx.CgitWith(text, path, "");
-        EXPECT_EQ(page.body, TreeFixture::Body(cgi));
+        EXPECT_EQ(page.body, CgiBody(cgi));
         for (const char* name : {"Content-Type", "ETag", "Content-Disposition",
                                  "X-Content-Type-Options", "Content-Security-Policy"})
           EXPECT_EQ(PageHeader(page, name), CgiHeader(cgi, name)) << name;
@@ -1784,12 +1741,8 @@ TEST_F(GitfragTree, SourceFilterEqualsCgit) {
     std::string theirs_path = path;
     if (const size_t e = theirs_path.find("%E9"); e != std::string::npos)
       theirs_path.replace(e, 3, "\xe9");
-    const std::string theirs_html = TreeFixture::Body(fx.CgitWith(text, theirs_path, query));
-    const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-    EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    const std::string our_links = LinksAndClasses(page.body, path);
-    const std::string their_links = LinksAndClasses(theirs_html, path);
-    EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+    const std::string theirs_html = CgiBody(fx.CgitWith(text, theirs_path, query));
+    ExpectSameTextAndLinks(page.body, theirs_html, path);
   }
   // The filter's markup is the page's, as written.
   const Page fix = site.RenderAssembled(MustMatch(site, "/fix/tree/dir/f.c", ""));
@@ -1910,9 +1863,7 @@ TEST_F(GitfragTree, BadInput) {
 // age), clone URLs from clone-prefix and from a clone-url with a macro, h= and id= spellings,
 // annotated, lightweight, nested, non-UTF-8 and hostile tags, a lightweight tag of a tree.
 TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
-  ASSERT_EQ(access(kCgit, X_OK), 0)
-      << kCgit
-      << " is missing: `make test` installs Debian's cgit, which these pages are compared with";
+  ASSERT_TRUE(CgitInstalled());
   struct Setup {
     std::string cgitrc;  // before the repository stanza
     std::string stanza;  // inside it
@@ -1959,11 +1910,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
       ASSERT_EQ(page.status, 200) << page.reason;
       // The cgitrc's global keys go before the stanza: give cgit the whole file here.
       const std::string theirs_html = fx.Cgit(path, query, "", setup.cgitrc, setup.stanza);
-      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-      const std::string our_links = LinksAndClasses(page.body, path);
-      const std::string their_links = LinksAndClasses(theirs_html, path);
-      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+      ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
   }
 }
@@ -2066,12 +2013,8 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
       SCOPED_TRACE(setup.readme.back() + " " + path + "?" + query);
       const Page page = site.RenderAssembled(MustMatch(site, path, query));
       ASSERT_EQ(page.status, 200) << page.reason;
-      const std::string theirs_html = TreeFixture::Body(fx.CgitWith(rc, path, query));
-      const std::string ours = VisibleText(page.body), theirs = VisibleText(theirs_html);
-      EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-      const std::string our_links = LinksAndClasses(page.body, path);
-      const std::string their_links = LinksAndClasses(theirs_html, path);
-      EXPECT_EQ(our_links, their_links) << FirstDifference(our_links, their_links);
+      const std::string theirs_html = CgiBody(fx.CgitWith(rc, path, query));
+      ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
   }
   // No readme at the revision (an annotated tag names no commit), or none configured: 404s.

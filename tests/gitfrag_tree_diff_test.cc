@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -258,22 +257,18 @@ TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {
 namespace shellac::gitfrag {
 namespace {
 
-// The same comparison on a real repository, when one is named: SHELLAC_TREE_DIFF_REPO=PATH
-// (e.g. a clone of git/git) and SHELLAC_TREE_DIFF_EVERY=K (default 200): every K-th commit of its
-// HEAD, merges included, unified and side by side.
+// The same comparison on the real repository SHELLAC_TREE_DIFF_REPO names, when one is
+// (test::TreeDiffRepositorySample): every sampled commit of its HEAD, merges included, unified and
+// side by side.
 TEST(TreeDiffRealRepository, FragmentEqualsTheLibgit2Path) {
-  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
-  if (path == nullptr) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
-  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  const auto sample = test::TreeDiffRepositorySample();
+  if (!sample) GTEST_SKIP() << "SHELLAC_TREE_DIFF_REPO not set";
   EnsureLibgit2();
   git_repository* raw = nullptr;
-  ASSERT_EQ(git_repository_open(&raw, path), 0);
+  ASSERT_EQ(git_repository_open(&raw, sample->path.c_str()), 0);
   RepositoryPtr repo(raw);
-  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list HEAD | awk 'NR % " +
-                               std::string(every != nullptr ? every : "200") + " == 1'"));
   size_t commits = 0, own = 0;
-  for (std::string id; std::getline(ids, id);) {
-    if (id.empty()) continue;
+  for (const std::string& id : sample->commits) {
     git_oid oid;
     ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
     git_commit* c = nullptr;

@@ -316,6 +316,46 @@ std::string Shell(const std::string& command) {
   return out;
 }
 
+::testing::AssertionResult CgitInstalled() {
+  if (access(kCgit, X_OK) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << kCgit
+                                       << " is missing: `make test` installs Debian's cgit, which "
+                                          "these pages are compared with";
+}
+
+std::string RunCgit(const std::string& cgitrc, const std::string& path_info,
+                    const std::string& query, const std::string& env) {
+  return Shell("env -i " + env + " CGIT_CONFIG=" + ShellQuote(cgitrc) +
+               " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
+               " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
+}
+
+std::string CgiBody(const std::string& cgi) {
+  const size_t body = cgi.find("\n\n");
+  return body == std::string::npos ? cgi : cgi.substr(body + 2);
+}
+
+std::string CgiHeader(const std::string& cgi, const std::string& name) {
+  const std::string head = "\n" + cgi.substr(0, cgi.find("\n\n"));
+  const size_t at = head.find("\n" + name + ": ");
+  if (at == std::string::npos) return "(none)";
+  const size_t from = at + name.size() + 3;
+  return head.substr(from, head.find('\n', from) - from);
+}
+
+std::optional<RepositorySample> TreeDiffRepositorySample(const std::string& rev_list_options) {
+  const char* path = std::getenv("SHELLAC_TREE_DIFF_REPO");
+  if (path == nullptr) return std::nullopt;
+  const char* every = std::getenv("SHELLAC_TREE_DIFF_EVERY");
+  RepositorySample sample{path, {}};
+  const std::string k = every != nullptr ? every : "200";
+  std::istringstream ids(Shell("git -C " + ShellQuote(path) + " rev-list " + rev_list_options +
+                               " HEAD | awk 'NR % " + k + " == 1'"));
+  for (std::string id; std::getline(ids, id);)
+    if (!id.empty()) sample.commits.push_back(id);
+  return sample;
+}
+
 std::string MakeFixture(const TempDir& dir, const std::string& script, const GitIdentity& who,
                         const std::string& args) {
   WriteFile(dir.File("make.sh"), script);

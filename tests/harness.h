@@ -56,6 +56,39 @@ std::string ReadFile(const std::string& path);
 
 // Debian's cgit 1.2.3, the peer pages are compared with.
 inline constexpr const char* kCgit = "/usr/lib/cgit/cgit.cgi";
+// Whether kCgit can be run. A test that compares with cgit starts with
+// ASSERT_TRUE(CgitInstalled()): `make test` installs it, so a missing cgit fails the test (a skip
+// would look like a pass).
+::testing::AssertionResult CgitInstalled();
+// cgit's whole answer (CGI head and body) to a GET of PATH_INFO `path_info` (decoded, as a web
+// server passes it) and QUERY_STRING `query`, with the cgitrc at `cgitrc`, in an empty environment
+// but for `env` (more NAME=VALUE words, quoted for /bin/sh).
+std::string RunCgit(const std::string& cgitrc, const std::string& path_info,
+                    const std::string& query = "", const std::string& env = "");
+// The body of a CGI answer: what follows its head's empty line (all of it when there is none).
+std::string CgiBody(const std::string& cgi);
+// Header `name` of a CGI answer (its head ends at the first empty line), "(none)" when absent.
+std::string CgiHeader(const std::string& cgi, const std::string& name);
+
+// The same of a rendered page (a gitfrag::Page: its content type, then its extra headers; a
+// template so that the harness does not link gitfrag).
+template <class RenderedPage>
+std::string PageHeader(const RenderedPage& page, const std::string& name) {
+  if (name == "Content-Type") return page.content_type;
+  for (const auto& [n, v] : page.headers)
+    if (n == name) return v;
+  return "(none)";
+}
+
+// A real repository the tree-diff and line-count comparisons sample, when one is named:
+// SHELLAC_TREE_DIFF_REPO=PATH (e.g. a clone of git/git) and SHELLAC_TREE_DIFF_EVERY=K (default
+// 200): every K-th commit `git rev-list REV_LIST_OPTIONS HEAD` lists. nullopt when none is named
+// (the caller skips).
+struct RepositorySample {
+  std::string path;
+  std::vector<std::string> commits;  // full ids
+};
+std::optional<RepositorySample> TreeDiffRepositorySample(const std::string& rev_list_options = "");
 
 // `s` without the newlines and blanks at its end (a command's output).
 std::string Trimmed(std::string s);

@@ -17,7 +17,8 @@ namespace {
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
-using test::kCgit;
+using test::RunCgit;
+using test::CgitInstalled;
 
 // A repository with every shape an archive must carry: executable and empty files, symlinks
 // (one target over 100 bytes), a path over 100 bytes that ustar splits and one over 255 that
@@ -81,9 +82,7 @@ git tag -a fix-2.0 -m 'two' HEAD~1
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\nsnapshots=" << snapshots << "\nrepo.url=fix\nrepo.path="
                       << bare_ << "\n";
-    std::string out = Shell("env -i CGIT_CONFIG=" + ShellQuote(rc) +
-                            " REQUEST_METHOD=GET PATH_INFO=" + ShellQuote(path_info) +
-                            " QUERY_STRING=" + ShellQuote(query) + " SCRIPT_NAME=/ " + kCgit);
+    const std::string out = RunCgit(rc, path_info, query);
     const size_t body = out.find("\n\n");
     if (body == std::string::npos) return {out, ""};
     return {out.substr(0, body + 1), out.substr(body + 2)};
@@ -124,10 +123,8 @@ git tag -a fix-2.0 -m 'two' HEAD~1
   std::unique_ptr<Site> site_;
 };
 
-bool CgitAvailable() { return access(kCgit, X_OK) == 0; }
-
 TEST_F(SnapshotFixture, ArchivesAreCgitsBytes) {
-  if (!CgitAvailable()) GTEST_SKIP() << kCgit << " is missing";
+  ASSERT_TRUE(CgitInstalled());
   // Each name exercises one of cgit's rules for finding the revision in the file name.
   const std::string names[] = {
       "fix-1.0",            // the prefix and '-' stripped, then "v" put in front
@@ -314,10 +311,9 @@ TEST_F(SnapshotFixture, BadRequestsAreCgits) {
   const Page refused = zip_only.Render(*route);
   EXPECT_EQ(refused.status, 400);
   EXPECT_EQ(refused.reason, "Unsupported snapshot format: v1.0.tar");
-  if (CgitAvailable()) {
-    auto [head, cgit] = Cgit("fix/snapshot/v1.0.tar", "", "zip");
-    EXPECT_NE(head.find("Status: 400"), std::string::npos) << head;
-  }
+  ASSERT_TRUE(CgitInstalled());
+  auto [head, cgit] = Cgit("fix/snapshot/v1.0.tar", "", "zip");
+  EXPECT_NE(head.find("Status: 400"), std::string::npos) << head;
   EXPECT_EQ(zip_only.Render(*zip_only.Match("/fix/snapshot/v1.0.zip", "")).status, 200);
 }
 
