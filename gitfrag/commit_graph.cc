@@ -10,6 +10,8 @@
 #include <fstream>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace shellac::gitfrag {
 
@@ -459,8 +461,17 @@ std::shared_ptr<const CommitGraph> CommitGraph::ForRepository(git_repository* re
     std::string fingerprint;
     std::chrono::steady_clock::time_point checked;
   };
+  // One open graph per object folder and fingerprint of its files, shared by every repository
+  // that borrows the folder's objects: the forks of a farm all read their base's graph, and each
+  // one opening (and checking) it again cost ~1.2 M instructions a fork on 20,000 commits
+  // (bench/results/kinds-callgrind-2.md).
+  struct Folder {
+    std::shared_ptr<const CommitGraph> graph;  // null: no graph there that loads
+    std::string fingerprint;
+  };
   static std::mutex mu;
   static std::unordered_map<std::string, Known> known;
+  static std::unordered_map<std::string, Folder> folders;
   const char* dir = git_repository_commondir(repo);
   if (dir == nullptr) return nullptr;
   const std::string git_dir(dir);
@@ -474,18 +485,21 @@ std::shared_ptr<const CommitGraph> CommitGraph::ForRepository(git_repository* re
   // What identifies the files: git writes a new graph under a new name or renames it over the
   // old one (a new inode), and rewrites the chain file the same way.
   std::string fingerprint;
+  std::vector<std::pair<std::string, std::string>> dirs;  // (object folder, its fingerprint)
   bool any = false;
   for (const std::string& objects : ObjectDirs(git_dir)) {
+    std::string one;
     for (const char* name : {"/info/commit-graph", "/info/commit-graphs/commit-graph-chain"}) {
       struct stat st {};
       if (::stat((objects + name).c_str(), &st) == 0) {
         any = true;
-        fingerprint += std::to_string(st.st_ino) + ':' + std::to_string(st.st_size) + ':' +
-                       std::to_string(st.st_mtim.tv_sec) + '.' +
-                       std::to_string(st.st_mtim.tv_nsec);
+        one += std::to_string(st.st_ino) + ':' + std::to_string(st.st_size) + ':' +
+               std::to_string(st.st_mtim.tv_sec) + '.' + std::to_string(st.st_mtim.tv_nsec);
       }
-      fingerprint += ';';
+      one += ';';
     }
+    fingerprint += one;
+    dirs.emplace_back(objects, std::move(one));
   }
   {
     const std::lock_guard<std::mutex> lock(mu);
@@ -495,7 +509,24 @@ std::shared_ptr<const CommitGraph> CommitGraph::ForRepository(git_repository* re
       return it->second.graph;
     }
   }
-  std::shared_ptr<const CommitGraph> graph = any ? Open(git_dir, nullptr) : nullptr;
+  // As Open: the first object folder with a graph that loads.
+  std::shared_ptr<const CommitGraph> graph;
+  for (const auto& [objects, one] : dirs) {
+    if (!any || graph) break;
+    if (one == ";;") continue;  // neither file there
+    {
+      const std::lock_guard<std::mutex> lock(mu);
+      const auto it = folders.find(objects);
+      if (it != folders.end() && it->second.fingerprint == one) {
+        graph = it->second.graph;
+        continue;
+      }
+    }
+    std::shared_ptr<const CommitGraph> opened = OpenObjects(objects, nullptr);
+    const std::lock_guard<std::mutex> lock(mu);
+    folders[objects] = Folder{opened, one};
+    graph = std::move(opened);
+  }
   const std::lock_guard<std::mutex> lock(mu);
   known[git_dir] = Known{graph, fingerprint, now};
   return graph;

@@ -148,6 +148,10 @@ struct Page {
   // Served but never stored, even under a neutral key: the output of a filter that failed (killed
   // after its time, or exited non-zero), which the next request tries again.
   bool no_store = false;
+  // Not empty: every request whose page carries this key gets the same bytes (info/refs of one
+  // generation of a repository's refs), so the proxy may keep the page as it sends it under this
+  // key (in its own store, never shared with other nodes) instead of compressing the body again.
+  std::string reuse_key;
 };
 
 // Snapshot archives kept whole (snapshot_cache.h): one copy per commit, format and folder, read by

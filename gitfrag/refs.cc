@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -215,8 +216,15 @@ std::string RefsFingerprint(const std::string& git_dir) {
   return out;
 }
 
+const std::string& RefIndex::InfoRefs(const std::function<std::string()>& make) const {
+  std::call_once(info_refs_once_, [&] { info_refs_ = make(); });
+  return info_refs_;
+}
+
 std::shared_ptr<const RefIndex> RefIndex::Build(const std::string& git_dir, const Peeler& peel) {
+  static std::atomic<uint64_t> generations{0};
   auto index = std::make_shared<RefIndex>();
+  index->generation_ = generations.fetch_add(1, std::memory_order_relaxed) + 1;
   // Refs sorted by name, as git iterates them. Names are views into index->packed_ (the whole
   // packed-refs file) or index->loose_names_, so they live as long as the index.
   std::vector<NamedRef> refs;

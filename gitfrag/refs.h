@@ -7,10 +7,12 @@
 
 #include <git2.h>
 
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -63,6 +65,15 @@ class RefIndex {
   };
   const std::vector<Ref>& refs() const { return refs_; }
 
+  // A number no other index of this process has: what is derived from the refs (info/refs) can be
+  // kept under it, and stays current exactly as long as this index does.
+  uint64_t generation() const { return generation_; }
+  // info/refs' text (ui_clone.cc) for these refs: `make` runs once per index, for its first caller
+  // (callers at the same time wait for it), and the text is kept with the index. It also says
+  // which of the refs' objects existed then: a ref whose object is missing stays left out until
+  // the refs change.
+  const std::string& InfoRefs(const std::function<std::string()>& make) const;
+
  private:
   struct Pending {  // a decoration and the commit it decorates
     git_oid target;
@@ -89,6 +100,9 @@ class RefIndex {
   std::vector<Ref> refs_;
   std::string head_branch_;
   size_t peel_calls_ = 0;
+  uint64_t generation_ = 0;
+  mutable std::once_flag info_refs_once_;
+  mutable std::string info_refs_;
 };
 
 // A cheap fingerprint of everything a RefIndex is built from (sizes, inodes and modification

@@ -118,22 +118,18 @@ Page SendFile(const std::string& git_dir, const std::string& root, const std::st
   return page;
 }
 
-// info/refs as cgit writes it (its for_each_ref: refs under refs/ by name, symbolic ones resolved;
-// a ref whose object cannot be read is left out).
-Page InfoRefs(const PageContext& ctx) {
-  git_repository* repo = ctx.lease.repo();
-  git_odb* raw_odb = nullptr;
-  if (git_repository_odb(&raw_odb, repo) != 0) return ErrorPage(500, "cannot read the objects");
-  const OdbPtr odb(raw_odb);
-  Writer& out = ctx.out;
+// info/refs' text as cgit writes it (its for_each_ref: refs under refs/ by name, symbolic ones
+// resolved; a ref whose object cannot be read is left out).
+std::string MakeInfoRefs(git_repository* repo, git_odb* odb, const RefIndex& refs) {
+  std::string out;
   auto line = [&out](const git_oid& id, std::string_view name, std::string_view suffix) {
-    out.Raw(OidHex(id)).Raw("\t").Raw(name).Raw(suffix).Raw("\n");
+    out.append(OidHex(id)).append("\t").append(name).append(suffix).append("\n");
   };
   // The ref index has every ref in name order, and packed-refs' peeled lines: a packed ref needs
   // no object read beyond knowing it exists (cgit leaves out a ref whose object it cannot read).
-  for (const RefIndex::Ref& ref : ctx.lease.refs().refs()) {
+  for (const RefIndex::Ref& ref : refs.refs()) {
     if (ref.peel_known) {
-      if (!git_odb_exists(odb.get(), &ref.id)) continue;
+      if (!git_odb_exists(odb, &ref.id)) continue;
       line(ref.id, ref.name, "");
       if (ref.peeled) line(*ref.peeled, ref.name, "^{}");
       continue;
@@ -141,7 +137,7 @@ Page InfoRefs(const PageContext& ctx) {
     // A loose ref (or packed-refs without the traits): the object says whether it is a tag.
     size_t size = 0;
     git_object_t type = GIT_OBJECT_INVALID;
-    if (git_odb_read_header(&size, &type, odb.get(), &ref.id) != 0) continue;
+    if (git_odb_read_header(&size, &type, odb, &ref.id) != 0) continue;
     if (type != GIT_OBJECT_TAG) {
       line(ref.id, ref.name, "");
       continue;
@@ -155,7 +151,31 @@ Page InfoRefs(const PageContext& ctx) {
     line(ref.id, ref.name, "");
     line(*git_object_id(peeled.get()), ref.name, "^{}");
   }
-  return FilePage("text/plain; charset=UTF-8", "info/refs");
+  return out;
+}
+
+constexpr size_t kMinShared = 4096;  // shorter: not worth a deflate block of its own
+
+// info/refs: made once per generation of the repository's refs (a crawler asks every fork for
+// it, and the text of a repository with thousands of tags is some 100 KiB), and marked so that
+// the proxy keeps it compressed for that generation too.
+Page InfoRefs(const PageContext& ctx) {
+  git_repository* repo = ctx.lease.repo();
+  git_odb* raw_odb = nullptr;
+  if (git_repository_odb(&raw_odb, repo) != 0) return ErrorPage(500, "cannot read the objects");
+  const OdbPtr odb(raw_odb);
+  const RefIndex& refs = ctx.lease.refs();
+  const std::string& text = refs.InfoRefs([&] { return MakeInfoRefs(repo, odb.get(), refs); });
+  ctx.out.Raw(text);
+  Page page = FilePage("text/plain; charset=UTF-8", "info/refs");
+  page.reuse_key = "info/refs " + std::to_string(refs.generation()) + " " + ctx.repo.url;
+  // The tags (after the branches, in name order) are what the forks of a farm list alike: the
+  // proxy compresses that range once per render thread, each fork's text only the rest.
+  if (const size_t tab = text.find("\trefs/tags/"); tab != std::string::npos) {
+    const size_t line = text.rfind('\n', tab) + 1;  // 0 when it is the first line
+    if (text.size() - line >= kMinShared) page.shared.emplace_back(line, text.size());
+  }
+  return page;
 }
 
 // objects/info/packs: the packs git would use (a .pack with its .idx), newest first, as cgit lists

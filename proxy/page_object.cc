@@ -153,8 +153,10 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
   // A page made for one request: compressed only as far as its client needs (a frame's chrome
   // from the thread's memo, the rest fast), or not at all (stored blocks). A page without ESI is
   // compressed whole below (cut at its chrome, each piece would end a deflate block: measured
-  // costlier and larger for pages of forks seen a few times each, bench/results/kinds-callgrind.md).
-  if (spec.transient && (esi || !spec.compress)) {
+  // costlier and larger for pages of forks seen a few times each, bench/results/kinds-callgrind.md),
+  // unless it names shared ranges itself (info/refs: the tags a fork farm's forks list alike,
+  // ~160 KB, bench/results/kinds-callgrind-2.md).
+  if (spec.transient && (esi || !spec.compress || !spec.shared.empty())) {
     // Object::Create copies every segment's bytes into the object, so views into the memo and
     // into `owned` need only last until it returns.
     std::vector<cache::Segment> owned;

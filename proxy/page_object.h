@@ -32,7 +32,7 @@ struct PageSpec {
   // A page made for one request (not stored). A frame (ESI template): its literal spans are cut
   // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
   // compressed once per thread and reused, the rest compressed small and fast. Any other page is
-  // compressed whole at `level`. With `compress` false (an identity client, or a type compressed
+  // compressed whole at `level`, or, when it names `shared` ranges, cut at them as a frame is. With `compress` false (an identity client, or a type compressed
   // already) nothing is compressed: stored blocks.
   bool transient = false;
   bool compress = true;

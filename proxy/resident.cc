@@ -63,9 +63,27 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     spec.transient = fill_key.empty();
     spec.compress = gzip && Compressible(page.content_type);
     spec.shared = page.shared;
+    // A page the renderer marks the same for every request with its key (info/refs of one
+    // generation of a repository's refs): kept in the store as a gzip client gets it, compressed
+    // once (its shared ranges from the thread's memo, as a frame's chrome: the tags every fork
+    // of a farm lists alike), never given to the shared tier (its key does not start with
+    // "gitfrag/"). Not kept for an identity client: stored blocks cost less than inflating it.
+    std::string reuse;
+    cache::Store& store = *worker.shared().store;
+    if (spec.transient && spec.compress && !frame && !page.reuse_key.empty()) {
+      reuse = "gitfrag-repo/" + page.reuse_key;
+      cache::LookupResult kept = store.Lookup(reuse, spec.stored_at);
+      if (kept.state == cache::LookupState::kFresh) r.object = std::move(kept.object);
+    }
     cache::Status status;
-    r.object = MakePageObject(fill_key.empty() ? kind : std::string_view(fill_key), page.body, spec,
-                              &status);
+    if (!r.object) {
+      r.object =
+          MakePageObject(!reuse.empty() ? std::string_view(reuse)
+                                        : (fill_key.empty() ? kind : std::string_view(fill_key)),
+                         page.body, spec, &status);
+      // Not kept (no room, or too large for the store): served all the same.
+      if (r.object && !reuse.empty()) (void)store.Insert(r.object);
+    }
     if (r.object && spec.transient && frame) {
       r.text = std::make_shared<const std::string>(std::move(page.body));
     }

@@ -4,10 +4,12 @@
 // answered "don't know", never a crash). DateWalk gives the same commits with a graph as without.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gitfrag/commit_graph.h"
@@ -181,6 +183,42 @@ TEST_F(CommitGraphTest, NoGraphIsNull) {
   EXPECT_EQ(CommitGraph::Open(git_dir_, &error), nullptr);
   EXPECT_EQ(error, "no commit-graph");
   EXPECT_EQ(CommitGraph::ForRepository(repo_.get()), nullptr);
+}
+
+// Forks that borrow the base's objects (alternates) and have no graph of their own get the base's
+// graph, one open graph for all of them; a graph written again in the base reaches every fork
+// (each looks at the files again after a second: waited for, up to 10 s).
+TEST_F(CommitGraphTest, ForksShareTheirBaseGraph) {
+  Git("commit-graph write --reachable --changed-paths");
+  std::vector<RepositoryPtr> forks;
+  for (const char* name : {"fork1.git", "fork2.git"}) {
+    Shell("git clone -q --bare --shared " + ShellQuote(git_dir_) + " " +
+          ShellQuote(dir_.File(name)) + " 2>&1");
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, dir_.File(name).c_str()), 0) << name;
+    forks.emplace_back(raw);
+  }
+  const auto first = CommitGraph::ForRepository(forks[0].get());
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE(first->has_bloom());
+  EXPECT_EQ(CommitGraph::ForRepository(forks[1].get()), first) << "the same open graph";
+
+  Git("commit-graph write --reachable --no-changed-paths");
+  auto await_new = [&](git_repository* repo) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto graph = CommitGraph::ForRepository(repo);
+    while (graph == first && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      graph = CommitGraph::ForRepository(repo);
+    }
+    return graph;
+  };
+  const auto second = await_new(forks[0].get());
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second, first);
+  EXPECT_FALSE(second->has_bloom()) << "the graph written again, without filters";
+  EXPECT_EQ(await_new(forks[1].get()), second) << "the other fork shares the new one";
+  EXPECT_EQ(second->size(), commits_.size());
 }
 
 TEST_F(CommitGraphTest, SingleFileEqualsObjectsAndBloomHasNoFalseNegative) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <unistd.h>
 
@@ -754,6 +755,64 @@ TEST(ResidentClone, GitClonesOverDumbHttp) {
     EXPECT_NE(r.body.find(reason), std::string::npos) << path << ": " << r.body;
   }
   EXPECT_GE(Renders(proxy, "clone", 20), 20) << "git's requests and these, counted as clone renders";
+}
+
+// info/refs is made once per generation of the refs and kept compressed in the store for gzip
+// clients: a second request stores nothing new, and a ref created, moved or deleted shows in the
+// next generation (the refs are looked at once a second), for gzip and identity clients alike.
+TEST(ResidentClone, InfoRefsFollowsTheRefs) {
+  CloneFixture f;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + f.Cgitrc("") + "\n")));
+  // What cgit sends: every ref under refs/ by name, a tag's line followed by what it peels to.
+  auto expected = [&f] {
+    std::string text = f.Git("repo.git", "show-ref --dereference");
+    for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) text[at + 40] = '\t';
+    return text;
+  };
+  auto gzip = [&proxy] {
+    Response r = HttpGet(proxy.Port(), "/repo/info/refs", "Accept-Encoding: gzip\r\n");
+    EXPECT_EQ(r.status, 200) << r.Describe();
+    EXPECT_EQ(r.Header("content-encoding"), "gzip") << r.Describe();
+    return r.status == 200 ? Gunzip(r.body) : std::string();
+  };
+  auto identity = [&proxy] { return HttpGet(proxy.Port(), "/repo/info/refs").body; };
+  auto inserts = [&proxy] {
+    return MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_inserts_total", {});
+  };
+  // Asks (gzip) until the text is `want` or 10 s have passed; the last text seen.
+  auto await = [&gzip](const std::string& want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string got = gzip();
+    while (got != want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(Millis(20));
+      got = gzip();
+    }
+    return got;
+  };
+
+  const std::string first = expected();
+  ASSERT_NE(first.find("\trefs/tags/nested^{}\n"), std::string::npos) << first;
+  EXPECT_EQ(gzip(), first);
+  const double kept = inserts();
+  EXPECT_EQ(kept, 1) << "the first gzip answer is kept";
+  EXPECT_EQ(gzip(), first);
+  EXPECT_EQ(identity(), first);
+  EXPECT_EQ(inserts(), kept) << "the kept answer served, nothing made again";
+
+  f.Git("repo.git", "update-ref refs/heads/new master~2");
+  const std::string second = expected();
+  ASSERT_NE(second, first);
+  EXPECT_EQ(await(second), second) << "a new branch shows";
+  EXPECT_EQ(identity(), second);
+  EXPECT_EQ(inserts(), kept + 1) << "one more answer kept, for the new generation";
+
+  f.Git("repo.git", "update-ref refs/heads/new master");
+  f.Git("repo.git", "update-ref -d refs/heads/other");
+  const std::string third = expected();
+  ASSERT_EQ(third.find("refs/heads/other"), std::string::npos) << third;
+  EXPECT_EQ(await(third), third) << "a moved branch and a deleted one show";
+  EXPECT_EQ(identity(), third);
 }
 
 TEST(ResidentClone, OffLeavesThePathsToTheUpstream) {
