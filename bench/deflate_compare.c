@@ -4,6 +4,7 @@
 // raw deflate at level N (one compressor for all files, as a thread would keep it); each with the
 // crc32 a segment or a gzip member needs. `none` reads the files only (subtract it).
 //
+//   apt-get install libdeflate-dev   # not a dependency of shellac itself
 //   gcc -O2 -o /tmp/deflate_compare bench/deflate_compare.c -lz -ldeflate
 //   valgrind --tool=callgrind /tmp/deflate_compare zlib1|zlib6|libdeflate1|libdeflate6|none FILE...
 // Prints the bytes in and out; bench/results/kinds-callgrind-2.md has what it measured.

@@ -2,7 +2,6 @@
 #include "gitfrag/archive.h"
 
 #include <bzlib.h>
-#include <libdeflate.h>
 #include <lzma.h>
 #include <zlib.h>
 
@@ -44,61 +43,37 @@ class Identity : public Compressor {
   }
 };
 
-// What `gzip -n` as cgit runs it gives, in what it holds (the same tar) but not in its bytes:
-// one gzip member (gzip -n's header: no name, no time) per MiB of tar, each deflated whole by
-// libdeflate at level 1. RFC 1952 makes a file of several members their concatenation, as gzip,
-// tar and zlib's readers read it. Against zlib's level 6 (what this was, and gzip -n's level) a
-// snapshot of the bench corpus takes ~4.7x fewer instructions to compress and is ~15 % larger
-// (bench/results/kinds-callgrind-2.md); memory stays bounded by the MiB waiting to be compressed.
+// What `gzip -n` as cgit runs it gives, in what it holds (the same tar, one gzip member with no
+// name and no time) but not in its bytes: zlib's deflate at level 1, not GNU gzip's at 6. A
+// snapshot of the bench corpus then takes ~0.45x the instructions to compress and is ~24 % larger
+// (bench/results/kinds-callgrind-2.md). libdeflate is quicker still but compresses whole buffers
+// into streams that end with a final block, so a streamed archive would be several gzip members:
+// valid gzip, but some readers (Rust's flate2 GzDecoder, for one) stop after the first.
 class Gzip : public Compressor {
  public:
-  Gzip() : compressor_(libdeflate_alloc_compressor(kLevel)) { pending_.reserve(kMemberBytes); }
+  Gzip() { ok_ = deflateInit2(&z_, kLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK; }
+  ~Gzip() override {
+    if (ok_) deflateEnd(&z_);
+  }
   bool Feed(std::string_view in, bool finish, std::string* out) override {
-    if (!compressor_) return false;
-    while (!in.empty()) {
-      const size_t take = std::min(kMemberBytes - pending_.size(), in.size());
-      pending_.append(in.substr(0, take));
-      in.remove_prefix(take);
-      if (pending_.size() == kMemberBytes && !Member(out)) return false;
+    if (!ok_) return false;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(in.size());
+    char buf[64 * 1024];
+    for (;;) {
+      z_.next_out = reinterpret_cast<Bytef*>(buf);
+      z_.avail_out = sizeof buf;
+      const int rc = deflate(&z_, finish ? Z_FINISH : Z_NO_FLUSH);
+      if (rc == Z_STREAM_ERROR) return false;
+      out->append(buf, sizeof buf - z_.avail_out);
+      if (finish ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out != 0)) return true;
     }
-    // An empty archive is still one (empty) member, as gzip makes it.
-    if (finish && (!pending_.empty() || members_ == 0)) return Member(out);
-    return true;
   }
 
  private:
   static constexpr int kLevel = 1;
-  static constexpr size_t kMemberBytes = 1 << 20;
-  using CompressorPtr = base::Owned<libdeflate_free_compressor>;
-
-  // pending_ as one gzip member appended to *out.
-  bool Member(std::string* out) {
-    static constexpr unsigned char kHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};  // gzip -n's
-    const size_t bound = libdeflate_deflate_compress_bound(compressor_.get(), pending_.size());
-    const size_t at = out->size();
-    out->resize(at + sizeof kHeader + bound + 8);
-    char* p = out->data() + at;
-    std::memcpy(p, kHeader, sizeof kHeader);
-    const size_t n = libdeflate_deflate_compress(compressor_.get(), pending_.data(),
-                                                 pending_.size(), p + sizeof kHeader, bound);
-    if (n == 0) return false;  // the bound is what libdeflate promises: not reached
-    const uint32_t crc = libdeflate_crc32(0, pending_.data(), pending_.size());
-    const uint32_t size = static_cast<uint32_t>(pending_.size());
-    unsigned char trailer[8];
-    for (int i = 0; i < 4; ++i) {
-      trailer[i] = static_cast<unsigned char>(crc >> (8 * i));
-      trailer[4 + i] = static_cast<unsigned char>(size >> (8 * i));
-    }
-    std::memcpy(p + sizeof kHeader + n, trailer, sizeof trailer);
-    out->resize(at + sizeof kHeader + n + sizeof trailer);
-    pending_.clear();
-    ++members_;
-    return true;
-  }
-
-  CompressorPtr compressor_;
-  std::string pending_;  // tar bytes of the member being filled
-  uint64_t members_ = 0;
+  z_stream z_{};
+  bool ok_ = false;
 };
 
 // `bzip2`'s defaults: 900k blocks, work factor 30 (libbz2 is the program's own code).
