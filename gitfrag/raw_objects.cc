@@ -43,8 +43,8 @@ TreeEntry ScanTree(std::string_view raw, std::string_view name) {
   while (p < end) {
     const char* space = static_cast<const char*>(std::memchr(p, ' ', static_cast<size_t>(end - p)));
     if (space == nullptr) break;
-    const char* nul =
-        static_cast<const char*>(std::memchr(space + 1, '\0', static_cast<size_t>(end - space - 1)));
+    const char* nul = static_cast<const char*>(
+        std::memchr(space + 1, '\0', static_cast<size_t>(end - space - 1)));
     if (nul == nullptr || end - nul < 1 + GIT_OID_RAWSZ) break;
     if (static_cast<size_t>(nul - space - 1) == name.size() &&
         std::memcmp(space + 1, name.data(), name.size()) == 0) {

@@ -33,8 +33,9 @@ odd=$( { printf '100775 odd-exec\0'; perl -e 'print pack("H*", $ARGV[0])' $exe;
        git hash-object -t tree --literally -w --stdin)
 b=$(printf '100644 blob %s\tfile.txt\n' $blob | git mktree)
 a=$(printf '040000 tree %s\tb\n' $b | git mktree)
-printf '040000 tree %s\ta\n100644 blob %s\tlink-target\n120000 blob %s\tlink\n040000 tree %s\todd\n100755 blob %s\trun.sh\n160000 commit %s\tsub\n' \
-  $a $blob $blob $odd $exe 1234567890123456789012345678901234567890 | git mktree
+{ printf '040000 tree %s\ta\n100644 blob %s\tlink-target\n120000 blob %s\tlink\n' $a $blob $blob
+  printf '040000 tree %s\todd\n100755 blob %s\trun.sh\n' $odd $exe
+  printf '160000 commit %s\tsub\n' 1234567890123456789012345678901234567890; } | git mktree
 )SH";
 
 TEST(RawObjects, PathEntryIsLibgit2sByPath) {
