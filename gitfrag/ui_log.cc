@@ -323,8 +323,7 @@ Page RenderLog(const PageContext& ctx) {
     return true;
   };
   DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
-  DateWalk::Clock::time_point deadline = DateWalk::Clock::now() + kWalkLimit;
-  walk.set_deadline(deadline);
+  walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
 
   Writer& out = ctx.out;
   const std::string title =
@@ -347,8 +346,9 @@ Page RenderLog(const PageContext& ctx) {
   }
   out.Raw("</tr>\n");
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
-  unsigned index = 0, shown = 0;
+  unsigned index = 0;
   bool more = false;
+  std::vector<CommitPtr> rows;  // the commits shown, newest first
   git_oid id;
   while (walk.NextId(&id)) {
     // Without a search, a commit the page skips (ofs=) is never read: the walk knows its links.
@@ -360,18 +360,22 @@ Page RenderLog(const PageContext& ctx) {
       if (!matches(commit.get())) continue;
     }
     if (index++ < route.ofs) continue;
-    if (shown == per_page) {
+    if (rows.size() == per_page) {
       more = true;
       break;
     }
-    ++shown;
-    // The limit bounds the walk, not the rows (whose counts read blobs and take long on a busy
-    // machine): the time a row takes moves the deadline, so only walking counts against it.
-    const DateWalk::Clock::time_point row_start = DateWalk::Clock::now();
-    WriteCommitRow(ctx, commit.get(), now, columns);
-    deadline += DateWalk::Clock::now() - row_start;
-    walk.set_deadline(deadline);
+    rows.push_back(std::move(commit));
   }
+  // The limit bounds the walk, not the rows (whose counts read blobs and take long on a busy
+  // machine): the rows are made once the walk is done. Their counts are made first, oldest row
+  // first: git mostly packs a file's older versions as deltas against its newer ones, and libgit2
+  // keeps the bases it goes through (not the object asked for), so reading a file's versions in
+  // that order finds each next one among them instead of inflating its delta chain again.
+  if (ctx.repo.enable_log_filecount || ctx.repo.enable_log_linecount) {
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it)
+      CountChanges(ctx, it->get(), ctx.repo.enable_log_linecount);
+  }
+  for (const CommitPtr& commit : rows) WriteCommitRow(ctx, commit.get(), now, columns);
   if (walk.stopped()) {
     // Not cgit's: its walk has no bound. The page says where this one stopped.
     out.Raw("<tr class='nohover'><td colspan='")
