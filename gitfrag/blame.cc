@@ -4,14 +4,12 @@
 // per line exactly as git's blame_chunk decides them, so the order in which entries are split
 // does not matter; the final entries are coalesced as blame_coalesce does.
 //
-// Commits and trees are read raw from the object database (git_odb_read) and scanned here: a
+// Commits and trees are read raw from the object database (raw_objects.h) and scanned: a
 // blame visits tens of thousands of commits on a large repository and needs of each only its
 // parents, date and tree, and of each tree the one entry on the path; libgit2's parsed objects
 // cost most of the time before. What an object id fixes (a commit's links, a tree's entry for a
 // name) is remembered process-wide (memo.h), and so are finished blames (Blame's BlameMemo).
 #include "gitfrag/blame.h"
-
-#include <git2/sys/odb_backend.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,6 +25,7 @@
 #include "gitfrag/history.h"
 #include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/raw_objects.h"
 #include "gitfrag/renames.h"
 
 namespace shellac::gitfrag {
@@ -58,36 +57,6 @@ struct Origin {
   BlobPtr content;              // loaded for a diff, dropped once the origin is done
   std::unique_ptr<LineIndex> lines;  // content's lines, made for its first diff, dropped with it
 };
-
-// A name's entry in one tree (present false: no such name).
-struct TreeEntry {
-  bool present = false;
-  uint32_t mode = 0;
-  git_oid id{};
-};
-
-struct TreeName {
-  git_oid tree;
-  std::string name;
-};
-struct TreeNameHash {
-  size_t operator()(const TreeName& k) const {
-    return OidHash()(k.tree) ^ (std::hash<std::string>()(k.name) * 31);
-  }
-};
-struct TreeNameEqual {
-  bool operator()(const TreeName& a, const TreeName& b) const {
-    return OidEqual()(a.tree, b.tree) && a.name == b.name;
-  }
-};
-
-// Process-wide: a tree's entry for a name never changes (nor a commit's links: CommitLinksMemo,
-// shared with the history walks). Bounded by count: two generations of 200,000 tree entries
-// (~100 bytes each).
-SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual>& TreeMemo() {
-  static SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual> memo(200000);
-  return memo;
-}
 
 bool ParseHexId(std::string_view text, git_oid* out) {
   return text.size() >= GIT_OID_HEXSZ && git_oid_fromstrn(out, text.data(), GIT_OID_HEXSZ) == 0;
@@ -125,57 +94,6 @@ bool ParseCommit(std::string_view raw, CommitLinks* out) {
   return tree;
 }
 
-// The entry named `name` in a raw tree object ("MODE NAME\0" and 20 id bytes per entry).
-TreeEntry ScanTree(std::string_view raw, std::string_view name) {
-  TreeEntry found;
-  const char* p = raw.data();
-  const char* const end = raw.data() + raw.size();
-  while (p < end) {
-    const char* space = static_cast<const char*>(std::memchr(p, ' ', static_cast<size_t>(end - p)));
-    if (space == nullptr) break;
-    const char* nul =
-        static_cast<const char*>(std::memchr(space + 1, '\0', static_cast<size_t>(end - space - 1)));
-    if (nul == nullptr || end - nul < 1 + GIT_OID_RAWSZ) break;
-    if (static_cast<size_t>(nul - space - 1) == name.size() &&
-        std::memcmp(space + 1, name.data(), name.size()) == 0) {
-      uint32_t mode = 0;
-      for (const char* m = p; m < space; ++m) mode = mode * 8 + static_cast<uint32_t>(*m - '0');
-      found.present = true;
-      found.mode = mode;
-      std::memcpy(found.id.id, nul + 1, GIT_OID_RAWSZ);
-      return found;
-    }
-    p = nul + 1 + GIT_OID_RAWSZ;
-  }
-  return found;
-}
-
-// An object's bytes as an object database backend gave them (freed with that backend's call).
-class BackendObject {
- public:
-  BackendObject() = default;
-  BackendObject(git_odb_backend* backend, void* data, size_t size)
-      : backend_(backend), data_(data), size_(size) {}
-  BackendObject(BackendObject&& o) noexcept
-      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
-  BackendObject& operator=(BackendObject&& o) noexcept {
-    std::swap(backend_, o.backend_);
-    std::swap(data_, o.data_);
-    std::swap(size_, o.size_);
-    return *this;
-  }
-  ~BackendObject() {
-    if (data_ != nullptr) git_odb_backend_data_free(backend_, data_);
-  }
-  explicit operator bool() const { return data_ != nullptr; }
-  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
-
- private:
-  git_odb_backend* backend_ = nullptr;
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 // Commits and trees read raw, through the process-wide memos. They are read from the object
 // database's backends (packs, loose objects) directly: git_odb_read would also keep each one in
 // libgit2's object cache, where a blame's tens of thousands of root trees, never read again (the
@@ -185,10 +103,7 @@ class BackendObject {
 // which commits certainly left a path as their first parent had it, without a tree read.
 class Objects {
  public:
-  explicit Objects(git_repository* repo) : graph_(HistoryGraph(repo)) {
-    git_odb* raw = nullptr;
-    if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
-  }
+  explicit Objects(git_repository* repo) : graph_(HistoryGraph(repo)), raw_(repo) {}
 
   // The commit's position in a commit-graph with changed-path Bloom filters (kNoPosition: there
   // are none, or the graph lacks the commit). Positions name commits for the questions below
@@ -231,11 +146,11 @@ class Objects {
     }
     std::optional<CommitLinks> data = CommitLinksMemo().Find(id);
     if (!data) {
-      const BackendObject object = Read(id, GIT_OBJECT_COMMIT);
+      const BackendObject object = raw_.Read(id, GIT_OBJECT_COMMIT);
       if (!object) return nullptr;
       data.emplace();
       if (!ParseCommit(object.bytes(), &*data)) {
-        incomplete_ = true;
+        raw_.set_incomplete();
         return nullptr;
       }
       CommitLinksMemo().Add(id, *data);
@@ -243,81 +158,26 @@ class Objects {
     return &commits_.emplace(id, std::move(*data)).first->second;
   }
 
-  // The entry for `path` under the root tree `root` (as git_tree_entry_bypath finds it: every
-  // folder on the way a tree).
+  // The entry for `path` under the root tree `root` (RawObjects::PathEntry).
   bool PathEntry(const git_oid& root, std::string_view path, git_oid* id, uint32_t* mode) {
-    git_oid tree = root;
-    for (;;) {
-      const size_t slash = path.find('/');
-      const TreeEntry entry = Entry(tree, path.substr(0, slash));
-      if (!entry.present) return false;
-      if (slash == std::string_view::npos) {
-        *id = entry.id;
-        *mode = entry.mode;
-        return true;
-      }
-      if ((entry.mode & kTypeMask) != kTree) return false;
-      tree = entry.id;
-      path.remove_prefix(slash + 1);
-    }
+    const TreeEntry entry = raw_.PathEntry(root, path);
+    if (!entry.present) return false;
+    *id = entry.id;
+    *mode = entry.mode;
+    return true;
   }
 
   // An object could not be read (a shallow or broken repository): this repository's blame may
   // differ from another's with the whole history, so it is not remembered.
-  bool incomplete() const { return incomplete_; }
-  void set_incomplete() { incomplete_ = true; }
+  bool incomplete() const { return raw_.incomplete(); }
+  void set_incomplete() { raw_.set_incomplete(); }
 
  private:
-  // The object from the first backend that has it; through git_odb_read (which looks for new
-  // packs first) when none has.
-  BackendObject Read(const git_oid& id, git_object_t type) {
-    if (!odb_) {
-      incomplete_ = true;
-      return BackendObject();
-    }
-    for (size_t i = 0, n = git_odb_num_backends(odb_.get()); i < n; ++i) {
-      git_odb_backend* backend = nullptr;
-      if (git_odb_get_backend(&backend, odb_.get(), i) != 0 || backend->read == nullptr) continue;
-      void* data = nullptr;
-      size_t size = 0;
-      git_object_t got = GIT_OBJECT_INVALID;
-      if (backend->read(&data, &size, &got, backend, &id) != 0) continue;
-      BackendObject object(backend, data, size);
-      if (got != type) break;
-      return object;
-    }
-    git_odb_object* raw = nullptr;
-    if (git_odb_read(&raw, odb_.get(), &id) == 0) {
-      const OdbObjectPtr object(raw);
-      if (git_odb_object_type(object.get()) == type) {
-        const size_t size = git_odb_object_size(object.get());
-        void* copy = git_odb_backend_data_alloc(nullptr, size);
-        if (copy != nullptr) {
-          std::memcpy(copy, git_odb_object_data(object.get()), size);
-          return BackendObject(nullptr, copy, size);
-        }
-      }
-    }
-    incomplete_ = true;
-    return BackendObject();
-  }
-
-  TreeEntry Entry(const git_oid& tree, std::string_view name) {
-    TreeName key{tree, std::string(name)};
-    if (std::optional<TreeEntry> known = TreeMemo().Find(key)) return *known;
-    const BackendObject object = Read(tree, GIT_OBJECT_TREE);
-    if (!object) return TreeEntry{};  // unreadable: not remembered
-    const TreeEntry entry = ScanTree(object.bytes(), name);
-    TreeMemo().Add(key, entry);
-    return entry;
-  }
-
   std::shared_ptr<const CommitGraph> graph_;  // null: none
   std::vector<uint32_t> positions_;
   std::unordered_map<std::string, CommitGraph::PathKeys> keys_;  // by path
-  OdbPtr odb_;
+  RawObjects raw_;
   std::unordered_map<git_oid, CommitLinks, OidHash, OidEqual> commits_;
-  bool incomplete_ = false;
 };
 
 // Finished blames by (the commit the lines were last passed whole to, its path): see Blame.

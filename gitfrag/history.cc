@@ -30,13 +30,17 @@ std::shared_ptr<const CommitGraph> HistoryGraph(git_repository* repo, bool* inde
 }
 
 DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
-    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)), only_(only) {
+    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)), only_(only), objects_(repo) {
   Add(start);
 }
 
 DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, const Set* only,
                    std::string path)
-    : repo_(repo), graph_(HistoryGraph(repo, &indexed_)), only_(only), path_(std::move(path)) {
+    : repo_(repo),
+      graph_(HistoryGraph(repo, &indexed_)),
+      only_(only),
+      path_(std::move(path)),
+      objects_(repo) {
   if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
 }
@@ -167,18 +171,13 @@ bool DateWalk::SimplifyInGraph(const Node& node) {
 
 DateWalk::Entry DateWalk::PathEntry(const git_oid& commit, const git_oid& tree_id) {
   if (auto it = entries_.find(commit); it != entries_.end()) return it->second;
+  // Raw: each commit the Bloom filters cannot clear has a root tree of its own, which
+  // git_tree_lookup parsed whole (every entry) and kept in libgit2's cache, to find one name.
+  const TreeEntry found = objects_.PathEntry(tree_id, std::string_view(path_.c_str()));
   Entry entry;
-  git_tree* raw_tree = nullptr;
-  if (git_tree_lookup(&raw_tree, repo_, &tree_id) == 0) {
-    const TreePtr tree(raw_tree);
-    git_tree_entry* raw_entry = nullptr;
-    if (git_tree_entry_bypath(&raw_entry, tree.get(), path_.c_str()) == 0) {
-      const TreeEntryPtr owned(raw_entry);
-      entry.present = true;
-      entry.mode = git_tree_entry_filemode(raw_entry);
-      entry.id = *git_tree_entry_id(raw_entry);
-    }
-  }
+  entry.present = found.present;
+  entry.mode = found.present ? CanonicalMode(found.mode) : 0;
+  entry.id = found.id;
   entries_.emplace(commit, entry);
   return entry;
 }

@@ -15,6 +15,7 @@
 #include "gitfrag/commit_graph.h"
 #include "gitfrag/git.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 
@@ -97,6 +98,7 @@ class DateWalk {
   std::unordered_set<git_oid, OidHash, OidEqual> seen_;  // commits not in graph_
   std::vector<bool> seen_at_;  // commits of graph_ by position (a bit each; sized at first use)
   std::unordered_map<git_oid, Entry, OidHash, OidEqual> entries_;  // path entries by commit
+  RawObjects objects_;  // path entries' trees, read raw
   Clock::time_point deadline_ = Clock::time_point::max();
   bool stopped_ = false;
   size_t visited_ = 0;

@@ -1,8 +1,8 @@
 #include "gitfrag/line_count.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
-#include <functional>
 #include <optional>
 
 #include "gitfrag/git.h"
@@ -25,57 +25,103 @@ struct LinesWeight {
   }
 };
 
-// Both files' lines as small ids (equal lines, equal ids), with how often each id occurs in each
-// file: one open-addressing table for the pair, no allocation per line.
+// A line's 64-bit hash, 8 bytes a step: each step, h -> rotl((h ^ word) * odd, 31), is a bijection
+// of h, so two lines of one length that differ in one word never collide; the length is in the
+// seed. (Intern's table mixes the bits it takes for a slot.) `end` is the end of the blob: the
+// last partial word is read whole when the blob goes on past it (and its bytes past the line
+// cleared), so a line costs no call. Lines are compared by these hashes alone.
+uint64_t LineHash(const char* p, size_t n, const char* end) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = 0x2545F4914F6CDD1Dull ^ (static_cast<uint64_t>(n) * 0xC2B2AE3D27D4EB4Full);
+  const auto step = [&](uint64_t w) {
+    h = (h ^ w) * kMul;
+    h = (h << 31) | (h >> 33);
+  };
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    step(w);
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    if (std::endian::native == std::endian::little && end - p >= 8) {
+      std::memcpy(&w, p, 8);
+      w &= (uint64_t{1} << (8 * n)) - 1;
+    } else {
+      std::memcpy(&w, p, n);
+    }
+    step(w);
+  }
+  return h;  // no finaliser: a bijection would not change which lines collide
+}
+
+// The lines between the common head and tail of both files as small ids (equal lines, equal
+// ids), with how often each id occurs in each whole file (xdiff counts a line's matches over the
+// whole other file): one open-addressing table for the middles, no allocation per line. The head
+// and tail lines, the same in both files, are only looked up: a small change to a big file costs
+// a table the size of the change and one probe per unchanged line.
 struct Interned {
-  std::vector<uint32_t> a, b;        // the ids of a's and b's lines
+  std::vector<uint32_t> a, b;        // the ids of the middles' lines
   std::vector<uint32_t> in_a, in_b;  // occurrences of each id in a and in b
 };
 
-Interned Intern(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+Interned Intern(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, size_t head,
+                size_t a_end, size_t b_end) {
   size_t capacity = 16;
-  while (capacity < 2 * (a.size() + b.size())) capacity <<= 1;
+  while (capacity < 2 * ((a_end - head) + (b_end - head))) capacity <<= 1;
   std::vector<uint64_t> keys(capacity);
   std::vector<uint32_t> slots(capacity, UINT32_MAX);  // ids; UINT32_MAX: an empty slot
   Interned out;
-  out.a.reserve(a.size());
-  out.b.reserve(b.size());
-  const auto id_of = [&](uint64_t h) {
+  out.a.reserve(a_end - head);
+  out.b.reserve(b_end - head);
+  const auto slot_of = [&](uint64_t h) {  // h's slot, or the empty one where it would go
     size_t i = static_cast<size_t>((h ^ (h >> 29)) * 0x9E3779B97F4A7C15ull >> 7) & (capacity - 1);
-    while (slots[i] != UINT32_MAX) {
-      if (keys[i] == h) return slots[i];
-      i = (i + 1) & (capacity - 1);
+    while (slots[i] != UINT32_MAX && keys[i] != h) i = (i + 1) & (capacity - 1);
+    return i;
+  };
+  const auto id_of = [&](uint64_t h) {
+    const size_t i = slot_of(h);
+    if (slots[i] == UINT32_MAX) {
+      keys[i] = h;
+      slots[i] = static_cast<uint32_t>(out.in_a.size());
+      out.in_a.push_back(0);
+      out.in_b.push_back(0);
     }
-    keys[i] = h;
-    slots[i] = static_cast<uint32_t>(out.in_a.size());
-    out.in_a.push_back(0);
-    out.in_b.push_back(0);
     return slots[i];
   };
-  for (const uint64_t h : a) {
-    const uint32_t id = id_of(h);
+  for (size_t i = head; i < a_end; ++i) {
+    const uint32_t id = id_of(a[i]);
     out.a.push_back(id);
     ++out.in_a[id];
   }
-  for (const uint64_t h : b) {
-    const uint32_t id = id_of(h);
+  for (size_t i = head; i < b_end; ++i) {
+    const uint32_t id = id_of(b[i]);
     out.b.push_back(id);
     ++out.in_b[id];
   }
+  const auto shared = [&](uint64_t h) {  // a line of the common head or tail: once in each file
+    const uint32_t id = slots[slot_of(h)];
+    if (id == UINT32_MAX) return;  // not in the middles: its counts matter to no kept line
+    ++out.in_a[id];
+    ++out.in_b[id];
+  };
+  for (size_t i = 0; i < head; ++i) shared(a[i]);
+  for (size_t i = a_end; i < a.size(); ++i) shared(a[i]);
   return out;
 }
 
-// The lines of `all`[from, to) xdiff keeps for its search (set_aside.h); `in_other[id]` is how
-// often a line occurs in the whole other file.
-std::vector<uint32_t> Kept(const std::vector<uint32_t>& all, size_t from, size_t to,
+// The lines of `middle` (the ids of a file of `lines` lines, past the common head and tail) xdiff
+// keeps for its search (set_aside.h); `in_other[id]` is how often a line occurs in the whole
+// other file.
+std::vector<uint32_t> Kept(const std::vector<uint32_t>& middle, size_t lines,
                            const std::vector<uint32_t>& in_other) {
-  const int64_t many_from = ManyMatchesFrom(static_cast<int64_t>(all.size()));
-  std::vector<char> matches(to - from);
-  for (size_t i = from; i < to; ++i) matches[i - from] = MatchesOf(in_other[all[i]], many_from);
+  const int64_t many_from = ManyMatchesFrom(static_cast<int64_t>(lines));
+  std::vector<char> matches(middle.size());
+  for (size_t i = 0; i < middle.size(); ++i) matches[i] = MatchesOf(in_other[middle[i]], many_from);
   std::vector<uint32_t> kept;
-  kept.reserve(to - from);
+  kept.reserve(middle.size());
   for (size_t i = 0; i < matches.size(); ++i)
-    if (KeptForSearch(matches, i)) kept.push_back(all[from + i]);
+    if (KeptForSearch(matches, i)) kept.push_back(middle[i]);
   return kept;
 }
 
@@ -197,12 +243,11 @@ BlobLines HashLines(std::string_view data) {
   BlobLines lines;
   lines.binary = std::memchr(data.data(), '\0', std::min(data.size(), kBinaryProbe)) != nullptr;
   if (lines.binary) return lines;
-  const std::hash<std::string_view> hash;
   size_t start = 0;
   while (start < data.size()) {
     const void* nl = std::memchr(data.data() + start, '\n', data.size() - start);
     const size_t end = nl == nullptr ? data.size() : static_cast<const char*>(nl) - data.data() + 1;
-    lines.hashes.push_back(hash(data.substr(start, end - start)));
+    lines.hashes.push_back(LineHash(data.data() + start, end - start, data.data() + data.size()));
     start = end;
   }
   return lines;
@@ -214,9 +259,9 @@ LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uin
   while (a_end > head && b_end > head && a[a_end - 1] == b[b_end - 1]) --a_end, --b_end;
   size_t common = head + (a.size() - a_end);
   if (a_end > head && b_end > head) {
-    const Interned lines = Intern(a, b);
-    const std::vector<uint32_t> a_kept = Kept(lines.a, head, a_end, lines.in_b);
-    const std::vector<uint32_t> b_kept = Kept(lines.b, head, b_end, lines.in_a);
+    const Interned lines = Intern(a, b, head, a_end, b_end);
+    const std::vector<uint32_t> a_kept = Kept(lines.a, a.size(), lines.in_b);
+    const std::vector<uint32_t> b_kept = Kept(lines.b, b.size(), lines.in_a);
     // the search is exact on what is kept
     common += LcsLength(a_kept, b_kept, lines.in_a.size());
   }

@@ -1,0 +1,134 @@
+#include "gitfrag/raw_objects.h"
+
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "gitfrag/memo.h"
+
+namespace shellac::gitfrag {
+
+namespace {
+
+constexpr uint32_t kTypeMask = 0170000;
+constexpr uint32_t kTree = 0040000;
+
+struct TreeName {
+  git_oid tree;
+  std::string name;
+};
+struct TreeNameHash {
+  size_t operator()(const TreeName& k) const {
+    return OidHash()(k.tree) ^ (std::hash<std::string>()(k.name) * 31);
+  }
+};
+struct TreeNameEqual {
+  bool operator()(const TreeName& a, const TreeName& b) const {
+    return OidEqual()(a.tree, b.tree) && a.name == b.name;
+  }
+};
+
+// Process-wide: a tree's entry for a name never changes. Bounded by count: two generations of
+// 200,000 tree entries (~100 bytes each).
+SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual>& TreeMemo() {
+  static SharedMemo<TreeName, TreeEntry, TreeNameHash, TreeNameEqual> memo(200000);
+  return memo;
+}
+
+// The entry named `name` in a raw tree object ("MODE NAME\0" and 20 id bytes per entry).
+TreeEntry ScanTree(std::string_view raw, std::string_view name) {
+  TreeEntry found;
+  const char* p = raw.data();
+  const char* const end = raw.data() + raw.size();
+  while (p < end) {
+    const char* space = static_cast<const char*>(std::memchr(p, ' ', static_cast<size_t>(end - p)));
+    if (space == nullptr) break;
+    const char* nul = static_cast<const char*>(
+        std::memchr(space + 1, '\0', static_cast<size_t>(end - space - 1)));
+    if (nul == nullptr || end - nul < 1 + GIT_OID_RAWSZ) break;
+    if (static_cast<size_t>(nul - space - 1) == name.size() &&
+        std::memcmp(space + 1, name.data(), name.size()) == 0) {
+      uint32_t mode = 0;
+      for (const char* m = p; m < space; ++m) mode = mode * 8 + static_cast<uint32_t>(*m - '0');
+      found.present = true;
+      found.mode = mode;
+      std::memcpy(found.id.id, nul + 1, GIT_OID_RAWSZ);
+      return found;
+    }
+    p = nul + 1 + GIT_OID_RAWSZ;
+  }
+  return found;
+}
+
+}  // namespace
+
+uint32_t CanonicalMode(uint32_t mode) {
+  if ((mode & kTypeMask) == kTree) return GIT_FILEMODE_TREE;
+  if ((mode & 0100) != 0) return GIT_FILEMODE_BLOB_EXECUTABLE;
+  if ((mode & kTypeMask) == GIT_FILEMODE_COMMIT) return GIT_FILEMODE_COMMIT;
+  if ((mode & kTypeMask) == GIT_FILEMODE_LINK) return GIT_FILEMODE_LINK;
+  return GIT_FILEMODE_BLOB;
+}
+
+RawObjects::RawObjects(git_repository* repo) {
+  git_odb* raw = nullptr;
+  if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
+}
+
+BackendObject RawObjects::Read(const git_oid& id, git_object_t type) {
+  if (!odb_) {
+    incomplete_ = true;
+    return BackendObject();
+  }
+  for (size_t i = 0, n = git_odb_num_backends(odb_.get()); i < n; ++i) {
+    git_odb_backend* backend = nullptr;
+    if (git_odb_get_backend(&backend, odb_.get(), i) != 0 || backend->read == nullptr) continue;
+    void* data = nullptr;
+    size_t size = 0;
+    git_object_t got = GIT_OBJECT_INVALID;
+    if (backend->read(&data, &size, &got, backend, &id) != 0) continue;
+    BackendObject object(backend, data, size);
+    if (got != type) break;
+    return object;
+  }
+  git_odb_object* raw = nullptr;
+  if (git_odb_read(&raw, odb_.get(), &id) == 0) {
+    const OdbObjectPtr object(raw);
+    if (git_odb_object_type(object.get()) == type) {
+      const size_t size = git_odb_object_size(object.get());
+      void* copy = git_odb_backend_data_alloc(nullptr, size);
+      if (copy != nullptr) {
+        std::memcpy(copy, git_odb_object_data(object.get()), size);
+        return BackendObject(nullptr, copy, size);
+      }
+    }
+  }
+  incomplete_ = true;
+  return BackendObject();
+}
+
+TreeEntry RawObjects::Entry(const git_oid& tree, std::string_view name) {
+  TreeName key{tree, std::string(name)};
+  if (std::optional<TreeEntry> known = TreeMemo().Find(key)) return *known;
+  const BackendObject object = Read(tree, GIT_OBJECT_TREE);
+  if (!object) return TreeEntry{};  // unreadable: not remembered
+  const TreeEntry entry = ScanTree(object.bytes(), name);
+  TreeMemo().Add(key, entry);
+  return entry;
+}
+
+TreeEntry RawObjects::PathEntry(const git_oid& root, std::string_view path) {
+  git_oid tree = root;
+  for (;;) {
+    const size_t slash = path.find('/');
+    if (slash == 0 || path.empty()) return TreeEntry{};  // an empty name: none (as libgit2)
+    const TreeEntry entry = Entry(tree, path.substr(0, slash));
+    if (!entry.present || slash == std::string_view::npos) return entry;
+    if ((entry.mode & kTypeMask) != kTree) return TreeEntry{};
+    if (slash + 1 == path.size()) return entry;  // "folder/"
+    tree = entry.id;
+    path.remove_prefix(slash + 1);
+  }
+}
+
+}  // namespace shellac::gitfrag

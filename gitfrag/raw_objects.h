@@ -1,0 +1,82 @@
+// Objects read raw from a repository's object database backends (packs, loose objects), without
+// libgit2's parse or its object cache: for walks that visit tens of thousands of commits and
+// trees (blame, a path's log) and want of each tree only the entry on one path. A tree's entry
+// for a name never changes, so it is remembered process-wide (memo.h).
+#pragma once
+
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "gitfrag/git.h"
+
+namespace shellac::gitfrag {
+
+// A name's entry in one tree (present false: no such name).
+struct TreeEntry {
+  bool present = false;
+  uint32_t mode = 0;
+  git_oid id{};
+};
+
+// A tree entry's mode as git_tree_entry_filemode gives it (and git reads it, canon_mode): one of
+// the five modes git writes (folder, file, executable, symbolic link, submodule), whatever an old
+// or odd tree holds.
+uint32_t CanonicalMode(uint32_t mode);
+
+// An object's bytes as an object database backend gave them (freed with that backend's call).
+class BackendObject {
+ public:
+  BackendObject() = default;
+  BackendObject(git_odb_backend* backend, void* data, size_t size)
+      : backend_(backend), data_(data), size_(size) {}
+  BackendObject(BackendObject&& o) noexcept
+      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
+  BackendObject& operator=(BackendObject&& o) noexcept {
+    std::swap(backend_, o.backend_);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  ~BackendObject() {
+    if (data_ != nullptr) git_odb_backend_data_free(backend_, data_);
+  }
+  explicit operator bool() const { return data_ != nullptr; }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  git_odb_backend* backend_ = nullptr;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One thread's reader for one repository. An object that cannot be read (a shallow or broken
+// repository) makes it incomplete(): what its user found may differ from a whole history's.
+class RawObjects {
+ public:
+  explicit RawObjects(git_repository* repo);
+
+  // The object `id` of `type` from the first backend that has it; through git_odb_read (which
+  // looks for new packs first) when none has; empty (and incomplete()) when it cannot be read.
+  BackendObject Read(const git_oid& id, git_object_t type);
+
+  // The entry named `name` in tree `tree` (remembered process-wide; an unreadable tree is not).
+  TreeEntry Entry(const git_oid& tree, std::string_view name);
+
+  // The entry for `path` under the root tree `root` as git_tree_entry_bypath finds it: every
+  // folder on the way a tree; a path ending in '/' names a folder.
+  TreeEntry PathEntry(const git_oid& root, std::string_view path);
+
+  bool incomplete() const { return incomplete_; }
+  void set_incomplete() { incomplete_ = true; }
+
+ private:
+  OdbPtr odb_;
+  bool incomplete_ = false;
+};
+
+}  // namespace shellac::gitfrag
