@@ -52,9 +52,10 @@ int Similarity(std::string_view src, std::string_view dst, int minimum);
 // both sides scoring at least kMinBasenameScore, then, while sources x destinations stay within
 // `rename_limit`^2, the most similar pairs scoring at least kMinRenameScore (up to four candidates
 // kept per destination, ties by basename, then order). A modified or kind-changed file
-// (GIT_DELTA_MODIFIED, GIT_DELTA_TYPECHANGE) is neither source nor destination. Each pair becomes one GIT_DELTA_RENAMED change at
-// the added file's place (old_path, old_mode, old_id from the deleted file; score set) and the
-// deleted file leaves the list. False with *reason when a blob cannot be read (*changes as it was).
+// (GIT_DELTA_MODIFIED, GIT_DELTA_TYPECHANGE) is neither source nor destination. Each pair becomes
+// one GIT_DELTA_RENAMED change at the added file's place (old_path, old_mode, old_id from the
+// deleted file; score set) and the deleted file leaves the list. False with *reason when a blob
+// cannot be read (*changes as it was).
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
                    std::string* reason);
 

@@ -721,8 +721,9 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
 
 // One file's patch from its blobs, as git_patch_from_diff makes it from a tree-to-tree delta: a
 // submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink; a kind change
-// has a file or symlink on its other side), a missing side (an added or deleted file) no data. Null when a blob cannot be read. The patch points into
-// *texts (a submodule's text), which must outlive it. *old_blob gets the old side's blob, if read.
+// has a file or symlink on its other side), a missing side (an added or deleted file) no data. Null
+// when a blob cannot be read. The patch points into *texts (a submodule's text), which must outlive
+// it. *old_blob gets the old side's blob, if read.
 PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff_options& opts,
                    std::deque<std::string>* texts, BlobPtr* old_blob_out) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
@@ -744,7 +745,8 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff
     // A submodule on either side (a kind change has one): each side's text on its own.
     auto text = [&](bool side, bool link, const git_oid& id, const BlobPtr& blob) {
       if (!side) return std::string_view();
-      if (link) return std::string_view(texts->emplace_back("Subproject commit " + OidHex(id) + "\n"));
+      if (link)
+        return std::string_view(texts->emplace_back("Subproject commit " + OidHex(id) + "\n"));
       return std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
                               static_cast<size_t>(git_blob_rawsize(blob.get())));
     };

@@ -10,8 +10,8 @@
 #include "gitfrag/archive.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/history_index.h"
-#include "gitfrag/render.h"
 #include "gitfrag/renames.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 
@@ -201,7 +201,8 @@ Site::Site(const conf::Config& config)
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
-      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(20)),
+      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout
+                                                      : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   HistoryIndex::SetMemoryBudget(config.history_index_memory);

@@ -138,8 +138,8 @@ struct Counts {
 };
 
 // A commit's counts depend only on the commit (its first parent is part of it), the path,
-// ignorews and the rename limit: kept in a SharedMemo, so a crawler's log pages (each commit on up to
-// max-commit-count of them, in every fork) cost one diff per commit.
+// ignorews and the rename limit: kept in a SharedMemo, so a crawler's log pages (each commit on up
+// to max-commit-count of them, in every fork) cost one diff per commit.
 constexpr size_t kCountsGeneration = 100000;  // entries (~100 bytes each) per generation
 
 std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorews, bool lines,
@@ -202,9 +202,8 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
 
 Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
   static SharedMemo<std::string, Counts> memo(kCountsGeneration);
-  const std::string key =
-      CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews, lines,
-                ctx.route.diff.rename_limit);
+  const std::string key = CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews,
+                                    lines, ctx.route.diff.rename_limit);
   if (const std::optional<Counts> known = memo.Find(key)) return *known;
   const Counts counts = CountChangesOf(ctx, commit, lines);
   memo.Add(key, counts);

@@ -1064,7 +1064,8 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "renamelimit=5\n"
                                    "enable-log-filecount=1\n"
                                    "enable-blame=1\n"
-                                   "scan-path=" + scan + "\n");
+                                   "scan-path=" +
+                                       scan + "\n");
   const std::string conf = Write("shellac.conf", "repo = " + dir_ + "/plain/tool.git\ncgitrc = " + cgitrc +
                                                      "\nmax-open-repos = 7\nrender-threads = 3\n"
                                                      "render-queue = 99\n");
@@ -1113,9 +1114,9 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(LoadError(Write("bad-limit.conf", "cgitrc = " + bad_limit + "\n")),
             bad_limit + ":1: renamelimit: not a whole number");
   for (const char* limit : {"-1", "0"}) {
-    auto c3 = LoadOk(Write("limit.conf", "cgitrc = " +
-                                             Write("limit-cgitrc", std::string("renamelimit=") +
-                                                                       limit + "\n") + "\n"));
+    auto c3 = LoadOk(Write(
+        "limit.conf",
+        "cgitrc = " + Write("limit-cgitrc", std::string("renamelimit=") + limit + "\n") + "\n"));
     ASSERT_NE(c3, nullptr);
     EXPECT_EQ(c3->rename_limit, std::atoi(limit));
   }

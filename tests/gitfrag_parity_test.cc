@@ -488,16 +488,19 @@ rm -rf d; echo 'now a file' > d; c 'folder to file'
   pages.push_back({"/repo/commit/", "id=" + to_link + "&dt=1"});
   for (const char* path : {"f", "s", "k", "d", "g"}) {
     pages.push_back({std::string("/repo/log/") + path, ""});
-    for (const std::string& id : {to_link, to_sub, git("rev-parse ':/kind change beside a copy'")}) {
+    for (const std::string& id :
+         {to_link, to_sub, git("rev-parse ':/kind change beside a copy'")}) {
       pages.push_back({std::string("/repo/commit/") + path, "id=" + id});
       pages.push_back({std::string("/repo/diff/") + path, "id=" + id});
     }
   }
-  pages.push_back({"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~8")});
+  pages.push_back(
+      {"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~8")});
   for (const auto& [path, query] : pages)
     EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query;
   // cgit's status class for the row (the visible text does not show it).
-  const Page page = peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + to_link));
+  const Page page =
+      peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + to_link));
   EXPECT_NE(page.body.find("<td class='typ'>"), std::string::npos);
   EXPECT_NE(page.body.find("1 files changed"), std::string::npos);
 }
@@ -518,9 +521,11 @@ git rm -q a/f1.txt a/f2.txt a/f3.txt; c 'three edited renames and an exact one'
       Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-parse ':/three edited renames'"));
   TempDir rc;
   Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
-  const std::vector<std::pair<std::string, std::string>> pages = {
-      {"/repo/commit/", "id=" + id}, {"/repo/diff/", "id=" + id}, {"/repo/log/", ""},
-      {"/repo/commit/b", "id=" + id}, {"/repo/log/b", ""}};
+  const std::vector<std::pair<std::string, std::string>> pages = {{"/repo/commit/", "id=" + id},
+                                                                  {"/repo/diff/", "id=" + id},
+                                                                  {"/repo/log/", ""},
+                                                                  {"/repo/commit/b", "id=" + id},
+                                                                  {"/repo/log/b", ""}};
   auto fragment = [&] {
     const auto route = peers.site().Match("/repo/commit/", "id=" + id);
     return peers.site().RenderAssembled(*route).body;

@@ -148,8 +148,8 @@ TEST_F(TreeDiffFixture, ChangesEqualLibgit2TreeToTree) {
     git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
     opts.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
     git_diff* raw_diff = nullptr;
-    ASSERT_EQ(
-        git_diff_tree_to_tree(&raw_diff, repo_.get(), old_tree.get(), new_tree.get(), &opts), 0);
+    ASSERT_EQ(git_diff_tree_to_tree(&raw_diff, repo_.get(), old_tree.get(), new_tree.get(), &opts),
+              0);
     DiffPtr diff(raw_diff);
     std::string theirs;
     for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
