@@ -444,7 +444,8 @@ lines() { awk -v n="$1" -v p="$2" 'BEGIN { for (i = 1; i <= n; i++) printf "%-6s
 // modes, cgit's "Subproject" lines for a submodule's side), one line of patch's stat with a "mode
 // change" and git's deletion and creation in its body and in rawdiff, one file in the log's
 // counts; with a rename elsewhere in the commit, a copy of the old content beside it (a kind
-// change is no rename source), the same blob on both sides, and path limits.
+// change is no rename source), the same blob on both sides, and path limits. A submodule moved to
+// another commit is shown as cgit shows it too.
 TEST(GitfragParity, KindChangesEqualCgit) {
   if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
   TempDir dir;
@@ -455,6 +456,7 @@ printf 'keep me\n' > k; c root
 rm f; ln -s t.txt f; c 'file to symlink'
 rm f; printf 'one\ntwo\nthree\n' > f; c 'symlink to file'
 git rm -q --cached s; rm s; git update-index --add --cacheinfo 160000,1234567890123456789012345678901234567890,s; ci 'file to submodule'
+git update-index --cacheinfo 160000,abcdefabcdefabcdefabcdefabcdefabcdefabcd,s; ci 'submodule moved'
 git update-index --force-remove s; printf 'sub again\n' > s; c 'submodule to file'
 git mv old.txt new.txt; echo more >> new.txt; rm g; ln -s new.txt g; c 'kind change beside a rename'
 rm h; ln -s t.txt h; chmod +x f; c 'kind change beside a mode change'
@@ -495,7 +497,7 @@ rm -rf d; echo 'now a file' > d; c 'folder to file'
     }
   }
   pages.push_back(
-      {"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~8")});
+      {"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~9")});
   for (const auto& [path, query] : pages)
     EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query;
   // cgit's status class for the row (the visible text does not show it).
