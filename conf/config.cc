@@ -473,6 +473,14 @@ class Builder {
       if (ec != std::errc() || end != value.data() + value.size() || count > 100000)
         throw Failure{origin.Describe() + ": max-commit-count: not a number of commits (0-100000)"};
       config_->max_commit_count = count;
+    } else if (key == "renamelimit") {
+      // cgit reads it with atoi; shellac refuses what is not a whole number.
+      int limit = 0;
+      const char* begin = value.data() + (value.starts_with('+') ? 1 : 0);
+      auto [end, ec] = std::from_chars(begin, value.data() + value.size(), limit);
+      if (ec != std::errc() || end != value.data() + value.size() || begin == end)
+        throw Failure{origin.Describe() + ": renamelimit: not a whole number"};
+      config_->rename_limit = limit;
     } else if (key == "enable-http-clone") {
       config_->enable_http_clone = CgitFlag(value);
     } else if (key == "enable-log-filecount") {

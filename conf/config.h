@@ -157,6 +157,10 @@ struct Config {
   // From an imported cgitrc: max-commit-count, the log's commits per page (cgit's default 50), and
   // the global enable-log-filecount/-linecount that stanzas after them start with.
   unsigned max_commit_count = 50;
+  // From an imported cgitrc: renamelimit (global only, the last one read wins, as cgit's): git's
+  // rename limit on the commit and diff pages and the log's counts; negative (cgit's default -1):
+  // git's default, 1000; 0: no limit.
+  int rename_limit = -1;
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
   bool enable_blame = false;  // the global enable-blame stanzas after it start with

@@ -86,6 +86,10 @@ struct DiffOptions {
   // 0: the repository's own when rendered. Part of the repository-neutral keys, since the length
   // grows with the repository.
   int abbrev = 0;
+  // git's rename limit for the commit and diff pages and the log's counts (renames.h): the
+  // cgitrc's renamelimit (0: none), set by the Site, never by a URL. Part of the fragment's key
+  // when it is not git's default, 1000.
+  int rename_limit = 1000;
   bool operator==(const DiffOptions&) const = default;
 };
 
@@ -254,6 +258,7 @@ class Site {
   std::string css_, logo_, root_title_, root_desc_;
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
+  int rename_limit_ = 1000;         // cgit's renamelimit as git applies it (0: no limit)
   std::map<std::string, std::string> mimetypes_;                // mimetype.EXT=, as written
   std::unordered_map<std::string, std::string> mimetype_file_;  // lower-case extension -> type
   bool http_clone_ = true;      // cgit's enable-http-clone

@@ -238,14 +238,11 @@ bool Matcher::FindSimilar(int rename_limit) {
 }
 
 bool Matcher::Run(int rename_limit, std::string* reason) {
-  // A path both deleted and added is one changed file to git (a kind change), not a candidate.
-  std::unordered_map<std::string_view, int> seen;
-  for (const TreeChange& c : changes_)
-    if (c.status == GIT_DELTA_ADDED || c.status == GIT_DELTA_DELETED) ++seen[c.path];
+  // Only deletions and additions are candidates: a modified or kind-changed file (git's 'M' and
+  // 'T' pairs) is neither a source nor a destination without copy detection.
   for (size_t i = 0; i < changes_.size(); ++i) {
     const TreeChange& c = changes_[i];
-    if ((c.status != GIT_DELTA_ADDED && c.status != GIT_DELTA_DELETED) || seen[c.path] > 1)
-      continue;
+    if (c.status != GIT_DELTA_ADDED && c.status != GIT_DELTA_DELETED) continue;
     Side s;
     s.change = i;
     s.path = c.path;

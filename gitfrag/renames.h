@@ -1,6 +1,6 @@
 // git's rename detection as cgit 1.2.3 asks git 2.39 for it on its commit and diff pages and the
 // log's file and line counts (diffcore-rename with renames only: no copies, no break detection,
-// the default 50 % minimum similarity and the default rename limit), over the own tree diff's
+// the default 50 % minimum similarity, the cgitrc's renamelimit), over the own tree diff's
 // changes; and the similarity estimate (diffcore-delta's span hashes) it shares with blame.
 #pragma once
 
@@ -51,10 +51,11 @@ int Similarity(std::string_view src, std::string_view dst, int minimum);
 // same blob, the same basename preferred, then path order), then pairs of basenames unique on
 // both sides scoring at least kMinBasenameScore, then, while sources x destinations stay within
 // `rename_limit`^2, the most similar pairs scoring at least kMinRenameScore (up to four candidates
-// kept per destination, ties by basename, then order). A path deleted and added at once (a kind
-// change, one modified pair in git) is neither. Each pair becomes one GIT_DELTA_RENAMED change at
-// the added file's place (old_path, old_mode, old_id from the deleted file; score set) and the
-// deleted file leaves the list. False with *reason when a blob cannot be read (*changes as it was).
+// kept per destination, ties by basename, then order). A modified or kind-changed file
+// (GIT_DELTA_MODIFIED, GIT_DELTA_TYPECHANGE) is neither source nor destination. Each pair becomes
+// one GIT_DELTA_RENAMED change at the added file's place (old_path, old_mode, old_id from the
+// deleted file; score set) and the deleted file leaves the list. False with *reason when a blob
+// cannot be read (*changes as it was).
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
                    std::string* reason);
 

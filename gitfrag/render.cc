@@ -431,11 +431,13 @@ void SplitMessage(std::string_view message, std::string_view* subject, std::stri
 }
 
 const char* ModeString(uint32_t mode) {
+  // cgit's cgit_print_filemode of git's canonical mode: a symlink's and a submodule's permission
+  // bits are all clear.
   switch (mode & 0170000) {
     case 0040000:
       return "d---------";
     case 0120000:
-      return "lrwxrwxrwx";
+      return "l---------";
     case 0160000:
       return "m---------";
     default:
@@ -695,6 +697,8 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
     return DiffPtr();
   };
   git_diff_options opts = EngineOptions(options, engine);
+  // A kind change (file, symlink, submodule) is one changed file, as git's diff-tree has it.
+  opts.flags |= GIT_DIFF_INCLUDE_TYPECHANGE;
   std::string path_copy(path);
   char* pathspec[] = {path_copy.data()};
   if (!path.empty()) {
@@ -716,39 +720,46 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
 }
 
 // One file's patch from its blobs, as git_patch_from_diff makes it from a tree-to-tree delta: a
-// submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink), a missing
-// side (an added or deleted file) no data. Null when a blob cannot be read. The patch points into
-// *texts (a submodule's text), which must outlive it. *old_blob gets the old side's blob, if read.
+// submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink; a kind change
+// has a file or symlink on its other side), a missing side (an added or deleted file) no data. Null
+// when a blob cannot be read. The patch points into *texts (a submodule's text), which must outlive
+// it. *old_blob gets the old side's blob, if read.
 PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff_options& opts,
                    std::deque<std::string>* texts, BlobPtr* old_blob_out) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
+  const bool old_link = old_side && d.old_file.mode == GIT_FILEMODE_COMMIT;
+  const bool new_link = new_side && d.new_file.mode == GIT_FILEMODE_COMMIT;
   git_patch* raw = nullptr;
-  if ((old_side && d.old_file.mode == GIT_FILEMODE_COMMIT) ||
-      (new_side && d.new_file.mode == GIT_FILEMODE_COMMIT)) {
-    const std::string& old_text = texts->emplace_back(
-        old_side ? "Subproject commit " + OidHex(d.old_file.id) + "\n" : std::string());
-    const std::string& new_text = texts->emplace_back(
-        new_side ? "Subproject commit " + OidHex(d.new_file.id) + "\n" : std::string());
+  BlobPtr old_blob, new_blob;
+  git_blob* raw_blob = nullptr;
+  if (old_side && !old_link) {
+    if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return PatchPtr();
+    old_blob.reset(raw_blob);
+  }
+  if (new_side && !new_link) {
+    if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return PatchPtr();
+    new_blob.reset(raw_blob);
+  }
+  if (old_link || new_link) {
+    // A submodule on either side (a kind change has one): each side's text on its own.
+    auto text = [&](bool side, bool link, const git_oid& id, const BlobPtr& blob) {
+      if (!side) return std::string_view();
+      if (link)
+        return std::string_view(texts->emplace_back("Subproject commit " + OidHex(id) + "\n"));
+      return std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                              static_cast<size_t>(git_blob_rawsize(blob.get())));
+    };
+    const std::string_view old_text = text(old_side, old_link, d.old_file.id, old_blob);
+    const std::string_view new_text = text(new_side, new_link, d.new_file.id, new_blob);
     if (git_patch_from_buffers(&raw, old_side ? old_text.data() : nullptr, old_text.size(),
                                d.old_file.path, new_side ? new_text.data() : nullptr,
                                new_text.size(), d.new_file.path, &opts) != 0)
       return PatchPtr();
-    return PatchPtr(raw);
-  }
-  BlobPtr old_blob, new_blob;
-  git_blob* raw_blob = nullptr;
-  if (old_side) {
-    if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return PatchPtr();
-    old_blob.reset(raw_blob);
-  }
-  if (new_side) {
-    if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return PatchPtr();
-    new_blob.reset(raw_blob);
-  }
-  if (git_patch_from_blobs(&raw, old_blob.get(), d.old_file.path, new_blob.get(), d.new_file.path,
-                           &opts) != 0)
+  } else if (git_patch_from_blobs(&raw, old_blob.get(), d.old_file.path, new_blob.get(),
+                                  d.new_file.path, &opts) != 0) {
     return PatchPtr();
+  }
   *old_blob_out = std::move(old_blob);
   return PatchPtr(raw);
 }
@@ -799,7 +810,7 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
     // git looks for renames only with both deletions and additions, and patch and rawdiff (git's
     // defaults) never.
     if (added && deleted && engine == DiffEngine::kCgitPages &&
-        !DetectRenames(repo, &changes, kDefaultRenameLimit, reason))
+        !DetectRenames(repo, &changes, options.rename_limit, reason))
       return false;
     const git_diff_options opts = EngineOptions(options, engine);
     out->files.resize(changes.size());
@@ -808,7 +819,7 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
       git_diff_delta& d = out->files[i].delta;
       d.status = c.status;
       d.nfiles = static_cast<uint16_t>(
-          c.status == GIT_DELTA_MODIFIED || c.status == GIT_DELTA_RENAMED ? 2 : 1);
+          c.status == GIT_DELTA_ADDED || c.status == GIT_DELTA_DELETED ? 1 : 2);
       const char* p = out->paths.emplace_back(c.path).c_str();
       d.old_file.path = c.status == GIT_DELTA_RENAMED ? out->paths.emplace_back(c.old_path).c_str()
                                                       : p;
@@ -838,6 +849,63 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
     f.delta = *git_diff_get_delta(out->diff.get(), i);
   }
   return true;
+}
+
+bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* deletion,
+                     FileDiff* addition, std::deque<std::string>* texts) {
+  const git_diff_options opts = EngineOptions(DiffOptions{}, DiffEngine::kGitDefaults);
+  deletion->delta = change.delta;
+  deletion->delta.status = GIT_DELTA_DELETED;
+  deletion->delta.nfiles = 1;
+  deletion->delta.new_file.mode = 0;
+  deletion->delta.new_file.id = git_oid{};
+  addition->delta = change.delta;
+  addition->delta.status = GIT_DELTA_ADDED;
+  addition->delta.nfiles = 1;
+  addition->delta.old_file.mode = 0;
+  addition->delta.old_file.id = git_oid{};
+  deletion->patch = BlobPatch(repo, deletion->delta, opts, texts, &deletion->old_blob);
+  addition->patch = BlobPatch(repo, addition->delta, opts, texts, &addition->old_blob);
+  return deletion->patch && addition->patch;
+}
+
+bool IsLinkChange(const git_diff_delta& d) {
+  return d.old_file.mode == GIT_FILEMODE_COMMIT || d.new_file.mode == GIT_FILEMODE_COMMIT;
+}
+
+LinkCounts CountLinkChange(git_repository* repo, const git_diff_delta& d, bool ignorews) {
+  LinkCounts counts;
+  git_odb* raw_odb = nullptr;
+  OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+  OdbObjectPtr objects[2];
+  std::string_view sides[2];
+  const git_diff_file* files[2] = {&d.old_file, &d.new_file};
+  for (int i = 0; i < 2; ++i) {
+    git_odb_object* raw = nullptr;
+    if (odb == nullptr || git_oid_is_zero(&files[i]->id) ||
+        git_odb_read(&raw, odb.get(), &files[i]->id) != 0)
+      continue;  // no side, or a submodule's commit this repository does not have: nothing
+    objects[i].reset(raw);
+    sides[i] = std::string_view(static_cast<const char*>(git_odb_object_data(raw)),
+                                git_odb_object_size(raw));
+  }
+  counts.old_size = sides[0].size();
+  counts.new_size = sides[1].size();
+  if (LooksBinary(sides[0]) || LooksBinary(sides[1])) {
+    counts.binary = true;
+    return counts;
+  }
+  DiffOptions options;
+  options.ignorews = ignorews;
+  const git_diff_options opts = EngineOptions(options, DiffEngine::kCgitPages);
+  git_patch* raw = nullptr;
+  if (git_patch_from_buffers(&raw, sides[0].data(), sides[0].size(), d.old_file.path,
+                             sides[1].data(), sides[1].size(), d.new_file.path, &opts) != 0)
+    return counts;
+  const PatchPtr patch(raw);
+  size_t context = 0;
+  git_patch_line_stats(&context, &counts.added, &counts.removed, patch.get());
+  return counts;
 }
 
 Page ErrorPage(int status, std::string reason) {

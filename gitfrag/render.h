@@ -160,6 +160,24 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
                      std::string* reason, FileDiffPath how = FileDiffPath::kOwn,
                      bool* used_own = nullptr, DiffEngine engine = DiffEngine::kCgitPages);
 
+// A kind change (GIT_DELTA_TYPECHANGE) as git's patch output writes it: the old side deleted, then
+// the new side added, each with its patch by git's defaults (kGitDefaults); their paths point where
+// `change`'s do and a submodule's text into *texts. False when a blob cannot be read.
+bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* deletion,
+                     FileDiff* addition, std::deque<std::string>* texts);
+
+// cgit's count of a change with a submodule on a side (its commit and diff pages and the log read
+// both ids as objects and diff what they read with a minimal diff): a submodule's side is its
+// commit's bytes when this repository has that object (it seldom does), else nothing; a file's
+// side its blob.
+struct LinkCounts {
+  size_t added = 0, removed = 0;
+  bool binary = false;
+  uint64_t old_size = 0, new_size = 0;
+};
+bool IsLinkChange(const git_diff_delta& d);
+LinkCounts CountLinkChange(git_repository* repo, const git_diff_delta& d, bool ignorews);
+
 // The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's rawdiff
 // and patch pages print it (git's `diff` with git's default options and no rename detection), ids
 // abbreviated to `abbrev` digits or more as git does. False with *reason when the trees cannot be

@@ -10,6 +10,7 @@
 #include "gitfrag/archive.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/history_index.h"
+#include "gitfrag/renames.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -128,8 +129,12 @@ int ParseInt(std::string_view s, int fallback) {
 }
 
 std::string OptionsKey(const DiffOptions& o) {
+  // The rename limit only when it is not git's default, so that the keys and URLs of a cgitrc
+  // without renamelimit stay what they were. (Match takes it from the Site, not from the URL.)
   return "context=" + std::to_string(o.context) + "&ignorews=" + (o.ignorews ? "1" : "0") +
-         "&dt=" + std::to_string(o.dt) + "&abbrev=" + std::to_string(o.abbrev);
+         "&dt=" + std::to_string(o.dt) + "&abbrev=" + std::to_string(o.abbrev) +
+         (o.rename_limit != kDefaultRenameLimit ? "&renamelimit=" + std::to_string(o.rename_limit)
+                                                : "");
 }
 
 std::string AsciiLower(std::string s) {
@@ -177,6 +182,8 @@ bool BadPath(std::string_view path) {
          path.ends_with("/..");
 }
 
+static_assert(DiffOptions{}.rename_limit == kDefaultRenameLimit);
+
 Site::Site(const conf::Config& config)
     : virtual_root_(config.virtual_root),
       css_(config.css),
@@ -185,13 +192,17 @@ Site::Site(const conf::Config& config)
       root_desc_(config.root_desc),
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
+      // cgit passes renamelimit to git, which takes a negative one (cgit's default, -1) as its own
+      // default and 0 as no limit.
+      rename_limit_(config.rename_limit < 0 ? kDefaultRenameLimit : config.rename_limit),
       mimetypes_(config.mimetypes),
       http_clone_(config.enable_http_clone),
       backend_(config.backend.has_value()),
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
-      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout : std::chrono::seconds(20)),
+      blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout
+                                                      : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   HistoryIndex::SetMemoryBudget(config.history_index_memory);
@@ -264,6 +275,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
   std::string rest;
   if (!Decode(raw_path.substr(virtual_root_.size()), false, &rest)) return std::nullopt;
   Route route;
+  route.diff.rename_limit = rename_limit_;
   if (rest.empty()) {
     route.kind = PageKind::kIndex;
   } else {

@@ -57,11 +57,11 @@ class Walker {
       if (ma == mb && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb))) continue;
       if (IsTree(ma)) {  // both folders (the order puts a folder and a file apart)
         if (!Descend(ea, eb)) return false;
-      } else if ((ma & kTypeMask) == (mb & kTypeMask)) {
-        Leaf(GIT_DELTA_MODIFIED, ea, eb);
       } else {
-        Leaf(GIT_DELTA_DELETED, ea, nullptr);
-        Leaf(GIT_DELTA_ADDED, nullptr, eb);
+        // git's diff-tree pairs a file, symlink or submodule with whatever non-folder takes its
+        // name: one change, 'T' when the kind differs.
+        Leaf((ma & kTypeMask) == (mb & kTypeMask) ? GIT_DELTA_MODIFIED : GIT_DELTA_TYPECHANGE, ea,
+             eb);
       }
     }
     return true;

@@ -1,7 +1,7 @@
 // The files that differ between two trees, read entry by entry: a subtree whose id is the same on
 // both sides is skipped without being read. The changes are the ones libgit2's tree-to-tree diff
-// reports without type changes and without rename detection, in the same (git's) order; the diff
-// fragment uses them to diff each file's blobs directly (render.cc, CommitFileDiffs).
+// reports with GIT_DIFF_INCLUDE_TYPECHANGE and without rename detection, in the same (git's) order;
+// the diff fragment uses them to diff each file's blobs directly (render.cc, CommitFileDiffs).
 #pragma once
 
 #include <git2.h>
@@ -13,7 +13,7 @@
 namespace shellac::gitfrag {
 
 struct TreeChange {
-  git_delta_t status = GIT_DELTA_MODIFIED;  // GIT_DELTA_ADDED, _DELETED or _MODIFIED
+  git_delta_t status = GIT_DELTA_MODIFIED;  // GIT_DELTA_ADDED, _DELETED, _MODIFIED or _TYPECHANGE
   std::string path;                         // from the root, '/'-separated
   uint32_t old_mode = 0, new_mode = 0;      // the tree entries' modes as written (0: no side)
   git_oid old_id{}, new_id{};               // zero: no side
@@ -26,8 +26,10 @@ struct TreeChange {
 // Appends to *out the files that differ between `old_tree` (null: the empty tree, as for a root
 // commit) and `new_tree`, ordered by path as git orders tree entries (a folder as its name and
 // '/'). Modes are compared as written in the trees (as libgit2's diff does: 100664 and 100644
-// differ). A path whose kind changes (file, symlink, submodule, folder) is a deletion and an
-// addition. False with *reason when a tree cannot be read.
+// differ). A path whose kind changes between file, symlink and submodule is one
+// GIT_DELTA_TYPECHANGE change with both sides (git diff-tree's 'T'); between a folder and anything
+// else, the folder's files are deleted or added and the other entry added or deleted, as git's.
+// False with *reason when a tree cannot be read.
 bool DiffTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
                std::vector<TreeChange>* out, std::string* reason);
 

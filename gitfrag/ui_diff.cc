@@ -38,6 +38,8 @@ const char* StatusClass(git_delta_t status) {
       return "mov";
     case GIT_DELTA_COPIED:
       return "cpy";
+    case GIT_DELTA_TYPECHANGE:
+      return "typ";
     default:
       return "upd";
   }
@@ -66,6 +68,10 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
   } else if (deleted) {
     std::snprintf(mode, sizeof mode, "%06o", d.old_file.mode);
     out.Raw("<br/>deleted file mode ").Raw(mode);
+  }
+  if (IsLinkChange(d)) {  // cgit writes no index and file lines for a submodule
+    out.Raw("</div>");
+    return;
   }
   out.Raw("<br/>index ")
       .Raw(UniqueAbbrev(odb, d.old_file.id, abbrev))
@@ -337,9 +343,12 @@ void CountChanges(DiffFragment& f) {
     if (raw == nullptr) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
     FileStat& s = f.stats[i];
-    // The patch's own delta has the binary flag its making set.
-    s.binary = (git_patch_get_delta(raw)->flags & GIT_DIFF_FLAG_BINARY) != 0;
-    if (s.binary) {
+    if (IsLinkChange(*d)) {
+      const LinkCounts c = CountLinkChange(f.repo, *d, f.options.ignorews);
+      s = FileStat{c.added, c.removed, c.binary, c.old_size, c.new_size};
+    } else if ((git_patch_get_delta(raw)->flags & GIT_DIFF_FLAG_BINARY) != 0) {
+      // The patch's own delta has the binary flag its making set.
+      s.binary = true;
       s.old_size = BlobSize(f.repo, d->old_file);
       s.new_size = BlobSize(f.repo, d->new_file);
     } else {
@@ -442,6 +451,16 @@ void WriteSideBySideDiff(const DiffFragment& f) {
   out.Raw("</table>");
 }
 
+// cgit's lines for a submodule's side instead of a diff: "-Subproject " or "+Subproject " and the
+// commit's id without its last digit (cgit cuts the last byte of the 52 it formats, as if it were
+// a newline). The file on the other side of a kind change shows no lines.
+void WriteLinkLines(Writer& out, const git_diff_delta& d) {
+  if (d.old_file.mode == GIT_FILEMODE_COMMIT)
+    out.Raw("<div class='del'>-Subproject ").Raw(OidHex(d.old_file.id).substr(0, 39)).Raw("</div>");
+  if (d.new_file.mode == GIT_FILEMODE_COMMIT)
+    out.Raw("<div class='add'>+Subproject ").Raw(OidHex(d.new_file.id).substr(0, 39)).Raw("</div>");
+}
+
 void WriteUnifiedDiff(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='diff' class='diff'><tr><td>");
@@ -449,6 +468,10 @@ void WriteUnifiedDiff(const DiffFragment& f) {
     if (!f.files.files[i].patch) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
     WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
+    if (IsLinkChange(*d)) {
+      WriteLinkLines(out, *d);
+      continue;
+    }
     if (f.stats[i].binary) {
       out.Raw("Binary files differ");
       continue;

@@ -137,26 +137,30 @@ struct Counts {
   size_t files = 0, added = 0, removed = 0;
 };
 
-// A commit's counts depend only on the commit (its first parent is part of it), the path and
-// ignorews: kept in a SharedMemo, so a crawler's log pages (each commit on up to
-// max-commit-count of them, in every fork) cost one diff per commit.
+// A commit's counts depend only on the commit (its first parent is part of it), the path,
+// ignorews and the rename limit: kept in a SharedMemo, so a crawler's log pages (each commit on up
+// to max-commit-count of them, in every fork) cost one diff per commit.
 constexpr size_t kCountsGeneration = 100000;  // entries (~100 bytes each) per generation
 
-std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorews, bool lines) {
+std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorews, bool lines,
+                      int rename_limit) {
   std::string key(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ);
   key += static_cast<char>((ignorews ? 1 : 0) | (lines ? 2 : 0));
+  // The memo outlives a reload that changes renamelimit, and pairs (so the counts) depend on it.
+  key.append(reinterpret_cast<const char*>(&rename_limit), sizeof rename_limit);
   key += path;
   return key;
 }
 
 // A changed file's lines as cgit counts them: a minimal diff's, none for a binary file or one
-// that cannot be read; a submodule's side is one line ("Subproject commit ID", as its patch shows).
+// that cannot be read; with a submodule on a side, as the commit page counts it (CountLinkChange).
 LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
+  if (IsLinkChange(d)) {
+    const LinkCounts c = CountLinkChange(repo, d, false);
+    return c.binary ? LineDelta{} : LineDelta{c.added, c.removed};
+  }
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
-  if ((old_side && d.old_file.mode == GIT_FILEMODE_COMMIT) ||
-      (new_side && d.new_file.mode == GIT_FILEMODE_COMMIT))
-    return LineDelta{new_side ? size_t{1} : 0, old_side ? size_t{1} : 0};
   static const auto kNone = std::make_shared<const BlobLines>();
   const auto old_lines = old_side ? BlobLinesOf(repo, d.old_file.id) : kNone;
   const auto new_lines = new_side ? BlobLinesOf(repo, d.new_file.id) : kNone;
@@ -178,7 +182,13 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   if (!lines) return counts;
   for (const FileDiff& f : changed.files) {
     size_t context = 0, added = 0, removed = 0;
-    if (f.patch && git_patch_line_stats(&context, &added, &removed, f.patch.get()) == 0) {
+    if (IsLinkChange(f.delta)) {
+      const LinkCounts c = CountLinkChange(ctx.lease.repo(), f.delta, ctx.route.diff.ignorews);
+      if (!c.binary) {
+        counts.added += c.added;
+        counts.removed += c.removed;
+      }
+    } else if (f.patch && git_patch_line_stats(&context, &added, &removed, f.patch.get()) == 0) {
       counts.added += added;
       counts.removed += removed;
     } else if (!changed.patches) {
@@ -192,8 +202,8 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
 
 Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
   static SharedMemo<std::string, Counts> memo(kCountsGeneration);
-  const std::string key =
-      CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews, lines);
+  const std::string key = CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews,
+                                    lines, ctx.route.diff.rename_limit);
   if (const std::optional<Counts> known = memo.Find(key)) return *known;
   const Counts counts = CountChangesOf(ctx, commit, lines);
   memo.Add(key, counts);

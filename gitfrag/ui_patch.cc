@@ -352,6 +352,21 @@ void AppendFrom(std::string* out, std::string_view name, std::string_view email)
 }
 
 // As git's non_ascii(): bytes >= 0x80 and ESC.
+// One changed file's text; a kind change as git writes it, a deletion and then an addition (its
+// stat and summary keep it one file with a mode change).
+void AppendChangeText(git_repository* repo, git_odb* odb, int abbrev, const FileDiff& f,
+                      std::string* out) {
+  if (f.delta.status != GIT_DELTA_TYPECHANGE) {
+    AppendFileText(repo, odb, abbrev, f, out);
+    return;
+  }
+  FileDiff deletion, addition;
+  std::deque<std::string> texts;
+  if (!SplitKindChange(repo, f, &deletion, &addition, &texts)) return;
+  AppendFileText(repo, odb, abbrev, deletion, out);
+  AppendFileText(repo, odb, abbrev, addition, out);
+}
+
 bool IsAscii(std::string_view s) {
   for (unsigned char c : s) {
     if (c >= 0x80 || c == 0x1b) return false;
@@ -429,7 +444,7 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
   WriteStat(out, stats);
   WriteSummary(out, files.files);
   *out += "\n";
-  for (const FileDiff& f : files.files) AppendFileText(repo, odb, abbrev, f, out);
+  for (const FileDiff& f : files.files) AppendChangeText(repo, odb, abbrev, f, out);
   return true;
 }
 
@@ -444,7 +459,7 @@ bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other,
   git_odb* raw_odb = nullptr;
   OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   for (const FileDiff& f : files.files) {
-    if (f.patch) AppendFileText(repo, odb.get(), abbrev, f, out);
+    if (f.patch) AppendChangeText(repo, odb.get(), abbrev, f, out);
   }
   return true;
 }

@@ -1061,9 +1061,11 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "repo.enable-blame=1\n"
                                    "repo.url=no-path\n"
                                    "max-commit-count=25\n"
+                                   "renamelimit=5\n"
                                    "enable-log-filecount=1\n"
                                    "enable-blame=1\n"
-                                   "scan-path=" + scan + "\n");
+                                   "scan-path=" +
+                                       scan + "\n");
   const std::string conf = Write("shellac.conf", "repo = " + dir_ + "/plain/tool.git\ncgitrc = " + cgitrc +
                                                      "\nmax-open-repos = 7\nrender-threads = 3\n"
                                                      "render-queue = 99\n");
@@ -1093,6 +1095,7 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_TRUE(c->repositories[2].enable_blame);
   EXPECT_FALSE(c->repositories[0].enable_blame);
   EXPECT_EQ(c->max_commit_count, 25u);
+  EXPECT_EQ(c->rename_limit, 5);  // global even after stanzas, as cgit's
   EXPECT_EQ(c->virtual_root, "/git/");
   EXPECT_EQ(c->css, "/static/cgit.css");
   EXPECT_EQ(c->logo, "/static/logo.png");
@@ -1105,6 +1108,18 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   const std::string bad_count = Write("bad-cgitrc", "css=/x.css\nmax-commit-count=lots\n");
   EXPECT_EQ(LoadError(Write("bad-count.conf", "cgitrc = " + bad_count + "\n")),
             bad_count + ":2: max-commit-count: not a number of commits (0-100000)");
+
+  // A renamelimit that is not a whole number likewise; cgit's -1 and 0 are kept as written.
+  const std::string bad_limit = Write("bad-limit-cgitrc", "renamelimit=many\n");
+  EXPECT_EQ(LoadError(Write("bad-limit.conf", "cgitrc = " + bad_limit + "\n")),
+            bad_limit + ":1: renamelimit: not a whole number");
+  for (const char* limit : {"-1", "0"}) {
+    auto c3 = LoadOk(Write(
+        "limit.conf",
+        "cgitrc = " + Write("limit-cgitrc", std::string("renamelimit=") + limit + "\n") + "\n"));
+    ASSERT_NE(c3, nullptr);
+    EXPECT_EQ(c3->rename_limit, std::atoi(limit));
+  }
 
   // shellac.conf's own virtual-root wins over the imported one.
   auto c2 = LoadOk(Write("b.conf", "virtual-root = /x/\ncgitrc = " + cgitrc + "\n"));

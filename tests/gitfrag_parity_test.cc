@@ -110,6 +110,13 @@ class Peers {
                        << "repo.url=repo\nrepo.path=" << bare_ << "\nrepo.desc=parity\n";
   }
 
+  // renamelimit for both (cgit reads the last one anywhere in its cgitrc; a new Site).
+  void SetRenameLimit(int limit) {
+    std::ofstream(rc_, std::ios::app) << "renamelimit=" << limit << "\n";
+    config_.rename_limit = limit;
+    site_ = std::make_unique<Site>(config_);
+  }
+
   // blame-timeout for gitfrag's side (a new Site).
   void SetBlameTimeout(std::chrono::milliseconds budget) {
     config_.blame_timeout = budget;
@@ -408,6 +415,138 @@ TEST(GitfragParity, EveryPageKindEqualsCgitOnALargeRepository) {
   // The octopus merge shows no diff on its commit page, as cgit's.
   const Page page = peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + octopus));
   EXPECT_EQ(page.body.find("diffstat"), std::string::npos);
+}
+
+// A bare repository made by `body` (sh, in a new work tree with the helpers below: c MESSAGE
+// commits everything, ci MESSAGE the index alone, each 100 s after the last; lines N PREFIX
+// prints N distinct 40-byte lines) and cloned to DIR/repo.git, whose path it returns.
+std::string MakeBareFixture(const TempDir& dir, const std::string& body) {
+  const std::string script = R"(set -e
+git init -q -b master work
+cd work
+git config core.symlinks true
+T=1600000000
+c() { git add -A; T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit -q -m "$1"; }
+ci() { T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit -q -m "$1"; }
+lines() { awk -v n="$1" -v p="$2" 'BEGIN { for (i = 1; i <= n; i++) printf "%-6s line %03d of a fixture file, pad.\n", p, i }'; }
+)";
+  MakeFixture(dir, script + body + "\ncd \"$HOME\" && git clone -q --bare work repo.git\n");
+  return dir.File("repo.git");
+}
+
+// Kind changes (git diff-tree's 'T': a file becomes a symlink or a submodule, or back) against
+// cgit: one file on the commit and diff pages (a `typ` row, one diff whose index line carries both
+// modes, cgit's "Subproject" lines for a submodule's side), one line of patch's stat with a "mode
+// change" and git's deletion and creation in its body and in rawdiff, one file in the log's
+// counts; with a rename elsewhere in the commit, a copy of the old content beside it (a kind
+// change is no rename source), the same blob on both sides, and path limits. A submodule moved to
+// another commit is shown as cgit shows it too.
+TEST(GitfragParity, KindChangesEqualCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+echo target > t.txt; printf 'one\ntwo\n' > f; printf 'x\n' > g; printf 'sub\n' > s
+lines 40 ren > old.txt; printf 'hello\n' > h; printf 't.txt' > same; mkdir d; printf 'in d\n' > d/a
+printf 'keep me\n' > k; c root
+rm f; ln -s t.txt f; c 'file to symlink'
+rm f; printf 'one\ntwo\nthree\n' > f; c 'symlink to file'
+git rm -q --cached s; rm s; git update-index --add --cacheinfo 160000,1234567890123456789012345678901234567890,s; ci 'file to submodule'
+git update-index --cacheinfo 160000,abcdefabcdefabcdefabcdefabcdefabcdefabcd,s; ci 'submodule moved'
+git update-index --force-remove s; printf 'sub again\n' > s; c 'submodule to file'
+git mv old.txt new.txt; echo more >> new.txt; rm g; ln -s new.txt g; c 'kind change beside a rename'
+rm h; ln -s t.txt h; chmod +x f; c 'kind change beside a mode change'
+rm same; ln -s t.txt same; c 'kind change with the same blob'
+cp k k-copy; rm k; ln -s t.txt k; c 'kind change beside a copy of the old content'
+rm -rf d; echo 'now a file' > d; c 'folder to file'
+)");
+  auto git = [&](const std::string& args) {
+    return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
+  };
+  // The fixture is what the test means: git's one 'T' pair per kind change, no rename from it.
+  auto raw = [&](const char* subject) {
+    return git("diff-tree -r -M --name-status ':/" + std::string(subject) + "'");
+  };
+  ASSERT_NE(raw("file to symlink").find("T\tf"), std::string::npos);
+  ASSERT_NE(raw("file to submodule").find("T\ts"), std::string::npos);
+  ASSERT_NE(raw("kind change beside a rename").find("R099\told.txt\tnew.txt"), std::string::npos);
+  ASSERT_NE(raw("kind change beside a copy").find("A\tk-copy"), std::string::npos);
+  const std::string same = git("rev-parse ':/kind change with the same blob'");
+  ASSERT_EQ(git("rev-parse " + same + "^:same"), git("rev-parse " + same + ":same"));
+  TempDir rc;
+  Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
+  std::vector<std::pair<std::string, std::string>> pages;
+  for (const std::string& id : Lines(git("rev-list master"))) {
+    for (auto& p : PagesOf(id)) pages.push_back(std::move(p));
+    pages.push_back({"/repo/commit/", "id=" + id + "&ignorews=1"});
+    pages.push_back({"/repo/commit/", "id=" + id + "&dt=2"});
+  }
+  const std::string to_link = git("rev-parse ':/file to symlink'");
+  const std::string to_sub = git("rev-parse ':/file to submodule'");
+  pages.push_back({"/repo/commit/", "id=" + to_link + "&dt=1"});
+  for (const char* path : {"f", "s", "k", "d", "g"}) {
+    pages.push_back({std::string("/repo/log/") + path, ""});
+    for (const std::string& id :
+         {to_link, to_sub, git("rev-parse ':/kind change beside a copy'")}) {
+      pages.push_back({std::string("/repo/commit/") + path, "id=" + id});
+      pages.push_back({std::string("/repo/diff/") + path, "id=" + id});
+    }
+  }
+  pages.push_back(
+      {"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~9")});
+  for (const auto& [path, query] : pages)
+    EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query;
+  // cgit's status class for the row (the visible text does not show it).
+  const Page page =
+      peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + to_link));
+  EXPECT_NE(page.body.find("<td class='typ'>"), std::string::npos);
+  EXPECT_NE(page.body.find("1 files changed"), std::string::npos);
+}
+
+// The cgitrc's renamelimit against cgit's: a commit with three edited renames (nine candidate
+// pairs) pairs them at the default limit, 3 and 0 (none) and at -1 (git's default), and pairs none
+// at 2 (2 x 2 < 9) or 1; the exact rename in it is paired at every limit. The commit, diff and log
+// pages (with the Files and Lines counts) and the fragment's and log counts' keys follow the limit.
+TEST(GitfragParity, RenameLimitEqualsCgit) {
+  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+mkdir a; for i in 1 2 3; do lines 30 "f$i" > a/f$i.txt; done; lines 20 same > a/same.txt; c root
+mkdir b; for i in 1 2 3; do sed 's/line 01/edited 1/' a/f$i.txt > b/g$i.txt; done; git mv a/same.txt b/same.txt
+git rm -q a/f1.txt a/f2.txt a/f3.txt; c 'three edited renames and an exact one'
+)");
+  const std::string id =
+      Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-parse ':/three edited renames'"));
+  TempDir rc;
+  Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
+  const std::vector<std::pair<std::string, std::string>> pages = {{"/repo/commit/", "id=" + id},
+                                                                  {"/repo/diff/", "id=" + id},
+                                                                  {"/repo/log/", ""},
+                                                                  {"/repo/commit/b", "id=" + id},
+                                                                  {"/repo/log/b", ""}};
+  auto fragment = [&] {
+    const auto route = peers.site().Match("/repo/commit/", "id=" + id);
+    return peers.site().RenderAssembled(*route).body;
+  };
+  auto key = [&] { return peers.site().Match("/repo/esi-diff/", "id=" + id)->cache_key; };
+  const std::string paired = fragment(), default_key = key();
+  EXPECT_NE(paired.find("renamed from"), std::string::npos);
+  std::map<int, std::string> keys;
+  for (int limit : {3, 2, 1, 0, -1}) {
+    peers.SetRenameLimit(limit);
+    for (const auto& [path, query] : pages)
+      EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query << " limit " << limit;
+    const std::string page = fragment();
+    // The exact rename is paired at any limit; the edited ones only within it.
+    const bool within = limit != 1 && limit != 2;
+    EXPECT_EQ(page.find("a/f1.txt)") != std::string::npos, within) << limit;
+    EXPECT_NE(page.find("(renamed from a/same.txt)"), std::string::npos) << limit;
+    keys[limit] = key();
+  }
+  // A limit that pairs otherwise has its own stored fragment; git's default keeps the old key.
+  EXPECT_EQ(keys[-1], default_key);
+  EXPECT_NE(keys[2], default_key);
+  EXPECT_NE(keys[0], default_key);
+  EXPECT_NE(keys[2], keys[1]);
 }
 
 // The blame page and the tree pages' blame links (enable-blame=1) against cgit's: files with

@@ -106,8 +106,7 @@ class RenameFixture : public ::testing::Test {
   }
 
   // The commit's changes against its first parent after DetectRenames with `limit`, as
-  // `git diff-tree --raw` writes them (a kind change, a deletion and an addition of one path here
-  // and on every page, is git's one 'T' line).
+  // `git diff-tree --raw` writes them.
   std::string Ours(git_commit* commit, int limit) {
     git_tree *raw_new = nullptr, *raw_old = nullptr;
     EXPECT_EQ(git_commit_tree(&raw_new, commit), 0);
@@ -125,18 +124,11 @@ class RenameFixture : public ::testing::Test {
     for (size_t i = 0; i < changes.size(); ++i) {
       const TreeChange& c = changes[i];
       char head[160];
-      if (c.status == GIT_DELTA_DELETED && i + 1 < changes.size() &&
-          changes[i + 1].status == GIT_DELTA_ADDED && changes[i + 1].path == c.path) {
-        std::snprintf(head, sizeof head, ":%06o %06o %s %s T\t", c.old_mode, changes[i + 1].new_mode,
-                      OidHex(c.old_id).c_str(), OidHex(changes[i + 1].new_id).c_str());
-        out += head + c.path + "\n";
-        ++i;
-        continue;
-      }
-      std::string status(1, c.status == GIT_DELTA_ADDED     ? 'A'
-                            : c.status == GIT_DELTA_DELETED ? 'D'
-                            : c.status == GIT_DELTA_RENAMED ? 'R'
-                                                            : 'M');
+      std::string status(1, c.status == GIT_DELTA_ADDED        ? 'A'
+                            : c.status == GIT_DELTA_DELETED    ? 'D'
+                            : c.status == GIT_DELTA_RENAMED    ? 'R'
+                            : c.status == GIT_DELTA_TYPECHANGE ? 'T'
+                                                               : 'M');
       if (c.status == GIT_DELTA_RENAMED) {
         char score[16];
         std::snprintf(score, sizeof score, "%03d", c.score * 100 / kMaxSimilarity);
