@@ -442,7 +442,7 @@ lines() { awk -v n="$1" -v p="$2" 'BEGIN { for (i = 1; i <= n; i++) printf "%-6s
 // change is no rename source), the same blob on both sides, and path limits. A submodule moved to
 // another commit is shown as cgit shows it too.
 TEST(GitfragParity, KindChangesEqualCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   const std::string bare = MakeBareFixture(dir, R"(
 echo target > t.txt; printf 'one\ntwo\n' > f; printf 'x\n' > g; printf 'sub\n' > s
@@ -507,7 +507,7 @@ rm -rf d; echo 'now a file' > d; c 'folder to file'
 // at 2 (2 x 2 < 9) or 1; the exact rename in it is paired at every limit. The commit, diff and log
 // pages (with the Files and Lines counts) and the fragment's and log counts' keys follow the limit.
 TEST(GitfragParity, RenameLimitEqualsCgit) {
-  if (access(kCgit, X_OK) != 0) GTEST_SKIP() << "cgit is not installed";
+  ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   const std::string bare = MakeBareFixture(dir, R"(
 mkdir a; for i in 1 2 3; do lines 30 "f$i" > a/f$i.txt; done; lines 20 same > a/same.txt; c root
