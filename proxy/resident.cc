@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "base/text.h"
@@ -29,6 +32,20 @@ namespace {
 bool SharedByTier(std::string_view key) { return key.starts_with("gitfrag/"); }
 
 // Pool thread: the page as an object, stored and announced when this render fills the store.
+// Names this process in the keys of pages kept for a generation of a repository's refs: the
+// generations count from 1 in every process, and the store outlives it (store-snapshot=), so a
+// restarted process must not take the last one's object for a generation of the same number.
+const std::string& ProcessNonce() {
+  static const std::string nonce = [] {
+    std::random_device random;
+    const uint64_t value = (uint64_t{random()} << 32) | random();
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(value));
+    return std::string(hex);
+  }();
+  return nonce;
+}
+
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
                 std::string_view kind, bool gzip, gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false, page.refusal};
@@ -71,7 +88,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     std::string reuse;
     cache::Store& store = *worker.shared().store;
     if (spec.transient && spec.compress && !frame && !page.reuse_key.empty()) {
-      reuse = "gitfrag-repo/" + page.reuse_key;
+      reuse = "gitfrag-repo/" + ProcessNonce() + "/" + page.reuse_key;
       cache::LookupResult kept = store.Lookup(reuse, spec.stored_at);
       if (kept.state == cache::LookupState::kFresh) r.object = std::move(kept.object);
     }

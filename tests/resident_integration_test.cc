@@ -748,6 +748,41 @@ TEST(ResidentClone, GitClonesOverDumbHttp) {
 // info/refs is made once per generation of the refs and kept compressed in the store for gzip
 // clients: a second request stores nothing new, and a ref created, moved or deleted shows in the
 // next generation (the refs are looked at once a second), for gzip and identity clients alike.
+// info/refs kept in the store is kept for one generation of the refs of one process: a restart
+// that loads the store from its snapshot counts generations from 1 again, and must not serve the
+// refs of the process before it (changed while it was down) for a generation of the same number.
+TEST(ResidentClone, InfoRefsAfterARestartAreTheRefsOfNow) {
+  CloneFixture f;
+  const std::string snapshot = f.dir().File("store.snapshot");
+  const std::string config =
+      BaseConfig(0, "cache=on\nstore-snapshot=" + snapshot + "\ncgitrc=" + f.Cgitrc("") + "\n");
+  auto expected = [&f] {
+    std::string text = f.Git("repo.git", "show-ref --dereference");
+    for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) text[at + 40] = '\t';
+    return text;
+  };
+  auto gzip = [](const ShellacProcess& proxy) {
+    Response r = HttpGet(proxy.Port(), "/repo/info/refs", "Accept-Encoding: gzip\r\n");
+    EXPECT_EQ(r.status, 200) << r.Describe();
+    return r.status == 200 ? Gunzip(r.body) : std::string();
+  };
+  {
+    ShellacProcess proxy;
+    ASSERT_TRUE(proxy.Start(config));
+    EXPECT_EQ(gzip(proxy), expected());
+    proxy.Signal(SIGTERM);
+    ASSERT_EQ(proxy.WaitExit(Millis(20'000)), 0) << proxy.StderrText();
+    ASSERT_NE(proxy.StderrText().find(" written: "), std::string::npos) << proxy.StderrText();
+  }
+  f.Git("repo.git", "update-ref refs/heads/while-down master~1");
+  const std::string now = expected();
+  ASSERT_NE(now.find("refs/heads/while-down"), std::string::npos) << now;
+  ShellacProcess again;
+  ASSERT_TRUE(again.Start(config));
+  EXPECT_EQ(gzip(again), now) << again.StderrText();
+  EXPECT_EQ(HttpGet(again.Port(), "/repo/info/refs").body, now);
+}
+
 TEST(ResidentClone, InfoRefsFollowsTheRefs) {
   CloneFixture f;
   ShellacProcess proxy;
