@@ -153,12 +153,9 @@ std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorew
 }
 
 // A changed file's lines as cgit counts them: a minimal diff's, none for a binary file or one
-// that cannot be read; with a submodule on a side, as the commit page counts it (CountLinkChange).
+// that cannot be read. (A change with a submodule on a side is counted as the commit page counts
+// it, by CountLinkChange, before this is asked.)
 LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
-  if (IsLinkChange(d)) {
-    const LinkCounts c = CountLinkChange(repo, d, false);
-    return c.binary ? LineDelta{} : LineDelta{c.added, c.removed};
-  }
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   static const auto kNone = std::make_shared<const BlobLines>();

@@ -351,7 +351,6 @@ void AppendFrom(std::string* out, std::string_view name, std::string_view email)
   *out += line;
 }
 
-// As git's non_ascii(): bytes >= 0x80 and ESC.
 // One changed file's text; a kind change as git writes it, a deletion and then an addition (its
 // stat and summary keep it one file with a mode change).
 void AppendChangeText(git_repository* repo, git_odb* odb, int abbrev, const FileDiff& f,
@@ -367,6 +366,7 @@ void AppendChangeText(git_repository* repo, git_odb* odb, int abbrev, const File
   AppendFileText(repo, odb, abbrev, addition, out);
 }
 
+// As git's non_ascii(): bytes >= 0x80 and ESC.
 bool IsAscii(std::string_view s) {
   for (unsigned char c : s) {
     if (c >= 0x80 || c == 0x1b) return false;
