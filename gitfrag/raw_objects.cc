@@ -63,11 +63,16 @@ TreeEntry ScanTree(std::string_view raw, std::string_view name) {
 }  // namespace
 
 uint32_t CanonicalMode(uint32_t mode) {
-  if ((mode & kTypeMask) == kTree) return GIT_FILEMODE_TREE;
-  if ((mode & 0100) != 0) return GIT_FILEMODE_BLOB_EXECUTABLE;
-  if ((mode & kTypeMask) == GIT_FILEMODE_COMMIT) return GIT_FILEMODE_COMMIT;
-  if ((mode & kTypeMask) == GIT_FILEMODE_LINK) return GIT_FILEMODE_LINK;
-  return GIT_FILEMODE_BLOB;
+  switch (mode & kTypeMask) {
+    case 0100000:
+      return (mode & 0100) != 0 ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+    case GIT_FILEMODE_LINK:
+      return GIT_FILEMODE_LINK;
+    case kTree:
+      return GIT_FILEMODE_TREE;
+    default:
+      return GIT_FILEMODE_COMMIT;
+  }
 }
 
 RawObjects::RawObjects(git_repository* repo) {

@@ -23,9 +23,12 @@ struct TreeEntry {
   git_oid id{};
 };
 
-// A tree entry's mode as git_tree_entry_filemode gives it (and git reads it, canon_mode): one of
-// the five modes git writes (folder, file, executable, symbolic link, submodule), whatever an old
-// or odd tree holds.
+// A tree entry's mode as git reads it (canon_mode): one of the five modes git writes, whatever an
+// old or odd tree holds: a regular file is 100755 when its owner's execute bit is set and 100644
+// otherwise (old git wrote 100664 and 100775), a symlink 120000, a folder 040000, anything else a
+// submodule's 160000. git's diffs, listings and archives show it, and two entries whose modes are
+// the same once canonical are no change to git. (libgit2's git_tree_entry_filemode and its diff
+// differ: a symlink with an execute bit is 100755 there, and its diff reports 100664 -> 100644.)
 uint32_t CanonicalMode(uint32_t mode);
 
 // An object's bytes as an object database backend gave them (freed with that backend's call).

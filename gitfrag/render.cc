@@ -10,6 +10,7 @@
 
 #include "base/text.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/raw_objects.h"
 #include "gitfrag/renames.h"
 #include "gitfrag/tree_diff.h"
 
@@ -765,7 +766,9 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff
 }
 
 // The changes of libgit2's diff of two trees limited to `path`, as DiffTrees lists them (the
-// same statuses, paths, modes, ids and order; no rename detection).
+// same statuses, paths, canonical modes, ids and order; no rename detection): libgit2 compares
+// modes as written, so a change of a mode alone that git does not see (100664 to 100644) is left
+// out.
 bool PathChanges(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
                  const DiffOptions& options, std::string_view path,
                  std::vector<TreeChange>* changes, std::string* reason) {
@@ -773,15 +776,20 @@ bool PathChanges(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
                                    reason, path, false);
   if (!diff) return false;
   const size_t n = git_diff_num_deltas(diff.get());
-  changes->resize(n);
+  changes->reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
-    TreeChange& c = (*changes)[i];
+    const bool old_side = d->status != GIT_DELTA_ADDED, new_side = d->status != GIT_DELTA_DELETED;
+    const uint32_t old_mode = old_side ? CanonicalMode(d->old_file.mode) : 0;
+    const uint32_t new_mode = new_side ? CanonicalMode(d->new_file.mode) : 0;
+    if (old_side && new_side && old_mode == new_mode &&
+        git_oid_equal(&d->old_file.id, &d->new_file.id))
+      continue;
+    TreeChange& c = changes->emplace_back();
     c.status = d->status;
     c.path = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
-    const bool old_side = d->status != GIT_DELTA_ADDED, new_side = d->status != GIT_DELTA_DELETED;
-    c.old_mode = old_side ? d->old_file.mode : 0;
-    c.new_mode = new_side ? d->new_file.mode : 0;
+    c.old_mode = old_mode;
+    c.new_mode = new_mode;
     if (old_side) git_oid_cpy(&c.old_id, &d->old_file.id);
     if (new_side) git_oid_cpy(&c.new_id, &d->new_file.id);
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "gitfrag/git.h"
+#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 namespace {
@@ -14,6 +15,10 @@ bool IsTree(uint32_t mode) {
   return (mode & kTypeMask) == kTree;
 }
 
+uint32_t ModeOf(const git_tree_entry* e) {
+  return CanonicalMode(git_tree_entry_filemode_raw(e));
+}
+
 // git's tree order: names compared bytewise, a folder's name as if it ended in '/'.
 int CompareEntries(const git_tree_entry* a, const git_tree_entry* b) {
   const char* an = git_tree_entry_name(a);
@@ -22,9 +27,9 @@ int CompareEntries(const git_tree_entry* a, const git_tree_entry* b) {
   const size_t common = al < bl ? al : bl;
   if (const int c = std::memcmp(an, bn, common); c != 0) return c;
   const unsigned char ac = common < al ? static_cast<unsigned char>(an[common])
-                                       : (IsTree(git_tree_entry_filemode_raw(a)) ? '/' : '\0');
+                                       : (IsTree(ModeOf(a)) ? '/' : '\0');
   const unsigned char bc = common < bl ? static_cast<unsigned char>(bn[common])
-                                       : (IsTree(git_tree_entry_filemode_raw(b)) ? '/' : '\0');
+                                       : (IsTree(ModeOf(b)) ? '/' : '\0');
   return ac < bc ? -1 : ac > bc ? 1 : 0;
 }
 
@@ -53,7 +58,7 @@ class Walker {
         continue;
       }
       ++i, ++j;
-      const uint32_t ma = git_tree_entry_filemode_raw(ea), mb = git_tree_entry_filemode_raw(eb);
+      const uint32_t ma = ModeOf(ea), mb = ModeOf(eb);
       if (ma == mb && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb))) continue;
       if (IsTree(ma)) {  // both folders (the order puts a folder and a file apart)
         if (!Descend(ea, eb)) return false;
@@ -70,7 +75,7 @@ class Walker {
  private:
   // An entry only one side has: a file, or every file under a folder.
   bool Whole(git_delta_t status, const git_tree_entry* e) {
-    if (!IsTree(git_tree_entry_filemode_raw(e))) {
+    if (!IsTree(ModeOf(e))) {
       if (status == GIT_DELTA_ADDED)
         Leaf(status, nullptr, e);
       else
@@ -109,11 +114,11 @@ class Walker {
     c.path = prefix_;
     c.path.append(git_tree_entry_name(ea != nullptr ? ea : eb));
     if (ea != nullptr) {
-      c.old_mode = git_tree_entry_filemode_raw(ea);
+      c.old_mode = ModeOf(ea);
       git_oid_cpy(&c.old_id, git_tree_entry_id(ea));
     }
     if (eb != nullptr) {
-      c.new_mode = git_tree_entry_filemode_raw(eb);
+      c.new_mode = ModeOf(eb);
       git_oid_cpy(&c.new_id, git_tree_entry_id(eb));
     }
   }

@@ -15,7 +15,7 @@ namespace shellac::gitfrag {
 struct TreeChange {
   git_delta_t status = GIT_DELTA_MODIFIED;  // GIT_DELTA_ADDED, _DELETED, _MODIFIED or _TYPECHANGE
   std::string path;                         // from the root, '/'-separated
-  uint32_t old_mode = 0, new_mode = 0;      // the tree entries' modes as written (0: no side)
+  uint32_t old_mode = 0, new_mode = 0;      // the tree entries' canonical modes (0: no side)
   git_oid old_id{}, new_id{};               // zero: no side
   // Set by rename detection (renames.h) on a GIT_DELTA_RENAMED change: the deleted file's path
   // and git's similarity score (0-60000).
@@ -25,8 +25,9 @@ struct TreeChange {
 
 // Appends to *out the files that differ between `old_tree` (null: the empty tree, as for a root
 // commit) and `new_tree`, ordered by path as git orders tree entries (a folder as its name and
-// '/'). Modes are compared as written in the trees (as libgit2's diff does: 100664 and 100644
-// differ). A path whose kind changes between file, symlink and submodule is one
+// '/'). Modes are compared canonical (CanonicalMode), as git compares them: an entry whose mode
+// changed from 100664 to 100644 with the same blob is no change (libgit2's diff reports one). A
+// path whose kind changes between file, symlink and submodule is one
 // GIT_DELTA_TYPECHANGE change with both sides (git diff-tree's 'T'); between a folder and anything
 // else, the folder's files are deleted or added and the other entry added or deleted, as git's.
 // False with *reason when a tree cannot be read.

@@ -12,6 +12,7 @@
 #include "gitfrag/abbrev.h"
 #include "gitfrag/blame.h"
 #include "gitfrag/render.h"
+#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 
@@ -59,7 +60,7 @@ Page RenderBlame(const PageContext& page_ctx) {
   if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0)
     return ErrorPage(404, "Not found: no such path in this revision: " + r.path);
   const base::Owned<git_tree_entry_free> entry(raw_entry);
-  const uint32_t mode = git_tree_entry_filemode(entry.get());
+  const uint32_t mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
   if ((mode & 0170000) == 0040000) return ErrorPage(404, "Blame is not available for folders.");
   // cgit blames regular files only: a symlink or a submodule is "Not found".
   if ((mode & 0170000) != 0100000) return ErrorPage(404, "Not found: not a regular file: " + r.path);

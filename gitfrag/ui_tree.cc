@@ -11,6 +11,7 @@
 #include "gitfrag/filter.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/render.h"
+#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 
@@ -180,7 +181,7 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     return false;
   }
   const base::Owned<git_tree_entry_free> entry(raw_entry);
-  out->mode = git_tree_entry_filemode(entry.get());
+  out->mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
   out->oid = *git_tree_entry_id(entry.get());
   if ((out->mode & 0170000) == 0160000) {  // a submodule: no object here
     remember();
@@ -230,7 +231,7 @@ std::vector<std::string> FoldedNames(git_repository* repo, git_oid folder) {
     const TreePtr tree(raw);
     if (git_tree_entrycount(tree.get()) != 1) break;
     const git_tree_entry* only = git_tree_entry_byindex(tree.get(), 0);
-    if ((git_tree_entry_filemode(only) & 0170000) != 0040000) break;
+    if ((CanonicalMode(git_tree_entry_filemode_raw(only)) & 0170000) != 0040000) break;
     names.emplace_back(git_tree_entry_name(only));
     folder = *git_tree_entry_id(only);
   }
@@ -262,7 +263,7 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   for (size_t i = 0; i < count; ++i) {
     const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
     const std::string_view name = git_tree_entry_name(entry);
-    const uint32_t mode = git_tree_entry_filemode(entry);
+    const uint32_t mode = CanonicalMode(git_tree_entry_filemode_raw(entry));
     const git_oid& oid = *git_tree_entry_id(entry);
     full = prefix;
     full += name;
@@ -536,7 +537,7 @@ Page RenderPlain(const PageContext& page_ctx) {
       const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
       const std::string_view name = git_tree_entry_name(entry);
       const bool dir = git_tree_entry_type(entry) == GIT_OBJECT_TREE;
-      if (git_tree_entry_filemode(entry) == GIT_FILEMODE_COMMIT) {
+      if (CanonicalMode(git_tree_entry_filemode_raw(entry)) == GIT_FILEMODE_COMMIT) {
         const std::string hex = OidHex(*git_tree_entry_id(entry));
         out.Raw("  <li><span>").Text(name).Raw("</span> @ ");
         out.Raw(std::string_view(hex).substr(0, 7));  // cgit: always 7 digits
