@@ -724,9 +724,13 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
 // submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink; a kind change
 // has a file or symlink on its other side), a missing side (an added or deleted file) no data. Null
 // when a blob cannot be read. The patch points into *texts (a submodule's text), which must outlive
-// it. *old_blob gets the old side's blob, if read.
-PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff_options& opts,
-                   std::deque<std::string>* texts, BlobPtr* old_blob_out) {
+// it. *old_blob gets the old side's blob, if read. For `engine` kGitDefaults (git's diff machinery:
+// patch, rawdiff) libgit2 reads the diff attribute as git does (a bare repository's
+// info/attributes: `-diff` and `binary` make a file binary, `diff` makes it text, `diff=NAME` takes
+// diff.NAME.binary from the config); cgit's own xdiff call (kCgitPages) reads no attributes, only
+// a NUL in the first 8000 bytes of either side makes the file binary.
+PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_options opts,
+                   DiffEngine engine, std::deque<std::string>* texts, BlobPtr* old_blob_out) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   const bool old_link = old_side && d.old_file.mode == GIT_FILEMODE_COMMIT;
@@ -741,6 +745,14 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, const git_diff
   if (new_side && !new_link) {
     if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return PatchPtr();
     new_blob.reset(raw_blob);
+  }
+  if (engine == DiffEngine::kCgitPages) {
+    auto binary = [](const BlobPtr& blob) {
+      return blob != nullptr &&
+             LooksBinary(std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                                          static_cast<size_t>(git_blob_rawsize(blob.get()))));
+    };
+    opts.flags |= binary(old_blob) || binary(new_blob) ? GIT_DIFF_FORCE_BINARY : GIT_DIFF_FORCE_TEXT;
   }
   if (old_link || new_link) {
     // A submodule on either side (a kind change has one): each side's text on its own.
@@ -838,7 +850,8 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
       git_oid_cpy(&d.old_file.id, &c.old_id);
       git_oid_cpy(&d.new_file.id, &c.new_id);
       if (out->patches)
-        out->files[i].patch = BlobPatch(repo, d, opts, &out->paths, &out->files[i].old_blob);
+        out->files[i].patch =
+            BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
     }
     if (used_own != nullptr) *used_own = path.empty();
     return true;
@@ -872,8 +885,10 @@ bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* del
   addition->delta.nfiles = 1;
   addition->delta.old_file.mode = 0;
   addition->delta.old_file.id = git_oid{};
-  deletion->patch = BlobPatch(repo, deletion->delta, opts, texts, &deletion->old_blob);
-  addition->patch = BlobPatch(repo, addition->delta, opts, texts, &addition->old_blob);
+  deletion->patch =
+      BlobPatch(repo, deletion->delta, opts, DiffEngine::kGitDefaults, texts, &deletion->old_blob);
+  addition->patch =
+      BlobPatch(repo, addition->delta, opts, DiffEngine::kGitDefaults, texts, &addition->old_blob);
   return deletion->patch && addition->patch;
 }
 
