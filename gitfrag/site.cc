@@ -505,8 +505,8 @@ std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_vie
   AppendUrlEncoded(&url, path, /*keep_slash=*/true);
   url += "?id=";
   url += sha;
-  if (!sha2.empty()) url += "&id2=" + std::string(sha2);
-  url += "&" + OptionsKey(options);
+  if (!sha2.empty()) url.append("&id2=").append(sha2);
+  url.append("&").append(OptionsKey(options));
   return url;
 }
 

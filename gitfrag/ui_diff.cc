@@ -146,7 +146,7 @@ class SideBySide {
             std::string* last = !adds_.empty()   ? &adds_.back()
                                 : !dels_.empty() ? &dels_.back()
                                                  : nullptr;
-            if (last != nullptr) *last += "\n" + std::string(content);
+            if (last != nullptr) last->append("\n").append(content);
             break;
           }
         }
