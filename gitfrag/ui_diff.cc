@@ -103,6 +103,13 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
   out.Raw("</div>");
 }
 
+// The text cgit shows for a submodule's side of a change: "Subproject " and the commit's id
+// without its last digit (cgit formats "-Subproject HEX" or "+Subproject HEX", 52 bytes, and cuts
+// the last byte as if it were a newline).
+std::string LinkLineText(const git_oid& id) {
+  return "Subproject " + OidHex(id).substr(0, 39);
+}
+
 // Side-by-side rows (dt=1), cgit's ssdiff layout: context on both sides; a change block's deleted
 // lines paired row by row with its added lines ("changed"), the shorter side padded with a dark
 // cell; a block of only deletions or only additions as "del"/"add" against a dark cell. Tabs are
@@ -114,6 +121,17 @@ class SideBySide {
   SideBySide(Writer& out, const git_diff_delta& d, const std::string& old_id,
              const std::string& new_id, std::string_view up)
       : out_(out), d_(d), old_id_(old_id), new_id_(new_id), up_(up) {}
+
+  // cgit's rows for a change with a submodule on a side: each submodule side's line
+  // (LinkLineText) as a deletion or an addition without a line number, through the same pairing
+  // as a hunk's lines (both sides: one "changed" row); the file on the other side of a kind change
+  // shows none.
+  void WriteLink() {
+    if (d_.old_file.mode == GIT_FILEMODE_COMMIT) dels_.push_back(LinkLineText(d_.old_file.id));
+    if (d_.new_file.mode == GIT_FILEMODE_COMMIT) adds_.push_back(LinkLineText(d_.new_file.id));
+    numbered_ = false;
+    Flush();
+  }
 
   void Write(git_patch* patch, HunkHeaders& headers) {
     const size_t hunks = git_patch_num_hunks(patch);
@@ -167,8 +185,8 @@ class SideBySide {
           both ? (has_old ? "changed" : "changed_dark") : (has_old ? "del" : "add_dark");
       const char* new_cls =
           both ? (has_new ? "changed" : "changed_dark") : (has_new ? "add" : "del_dark");
-      Row(old_cls, has_old ? old_no_++ : -1, old_text, new_cls, has_new ? new_no_++ : -1, new_text,
-          both && has_old && has_new);
+      Row(old_cls, has_old && numbered_ ? old_no_++ : -1, old_text, new_cls,
+          has_new && numbered_ ? new_no_++ : -1, new_text, both && has_old && has_new);
     }
     dels_.clear();
     adds_.clear();
@@ -247,6 +265,7 @@ class SideBySide {
   const std::string& new_id_;
   std::string_view up_;
   int old_no_ = 0, new_no_ = 0;
+  bool numbered_ = true;
   std::vector<std::string> dels_, adds_;
 };
 
@@ -439,7 +458,9 @@ void WriteSideBySideDiff(const DiffFragment& f) {
         "colspan='4'>");
     WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
     out.Raw("</td></tr>");
-    if (f.stats[i].binary) {
+    if (IsLinkChange(*d)) {
+      SideBySide{out, *d, f.old_id, f.id, f.up}.WriteLink();
+    } else if (f.stats[i].binary) {
       out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
     } else {
       SideBySide ss{out, *d, f.old_id, f.id, f.up};
@@ -451,14 +472,13 @@ void WriteSideBySideDiff(const DiffFragment& f) {
   out.Raw("</table>");
 }
 
-// cgit's lines for a submodule's side instead of a diff: "-Subproject " or "+Subproject " and the
-// commit's id without its last digit (cgit cuts the last byte of the 52 it formats, as if it were
-// a newline). The file on the other side of a kind change shows no lines.
+// cgit's lines for a submodule's side instead of a diff: "-" or "+" and LinkLineText. The file
+// on the other side of a kind change shows no lines.
 void WriteLinkLines(Writer& out, const git_diff_delta& d) {
   if (d.old_file.mode == GIT_FILEMODE_COMMIT)
-    out.Raw("<div class='del'>-Subproject ").Raw(OidHex(d.old_file.id).substr(0, 39)).Raw("</div>");
+    out.Raw("<div class='del'>-").Raw(LinkLineText(d.old_file.id)).Raw("</div>");
   if (d.new_file.mode == GIT_FILEMODE_COMMIT)
-    out.Raw("<div class='add'>+Subproject ").Raw(OidHex(d.new_file.id).substr(0, 39)).Raw("</div>");
+    out.Raw("<div class='add'>+").Raw(LinkLineText(d.new_file.id)).Raw("</div>");
 }
 
 void WriteUnifiedDiff(const DiffFragment& f) {
