@@ -51,6 +51,7 @@ using test::CgiBody;
 using test::RunCgit;
 using test::CgitInstalled;
 using test::Trimmed;
+using test::WriteFile;
 
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> out;
@@ -434,6 +435,31 @@ lines() { awk -v n="$1" -v p="$2" 'BEGIN { for (i = 1; i <= n; i++) printf "%-6s
   return dir.File("repo.git");
 }
 
+// git's output in the repository `bare`, without its trailing newline.
+std::string GitIn(const std::string& bare, const std::string& args) {
+  return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
+}
+
+using PageList = std::vector<std::pair<std::string, std::string>>;
+
+// Each of `pages` (path, query) as shellac renders it equals cgit's.
+void ExpectPagesEqualCgit(const Peers& peers, const PageList& pages) {
+  for (const auto& [path, query] : pages)
+    EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query;
+}
+
+// PagesOf every commit on master of `bare`, and its commit page with each of `options` ("dt=1")
+// added to the query.
+PageList PagesOfMaster(const std::string& bare, std::initializer_list<const char*> options) {
+  PageList pages;
+  for (const std::string& id : Lines(GitIn(bare, "rev-list master"))) {
+    for (auto& p : PagesOf(id)) pages.push_back(std::move(p));
+    for (const char* option : options)
+      pages.push_back({"/repo/commit/", "id=" + id + "&" + option});
+  }
+  return pages;
+}
+
 // Kind changes (git diff-tree's 'T': a file becomes a symlink or a submodule, or back) against
 // cgit: one file on the commit and diff pages (a `typ` row, one diff whose index line carries both
 // modes, cgit's "Subproject" lines for a submodule's side), one line of patch's stat with a "mode
@@ -458,10 +484,10 @@ rm h; ln -s t.txt h; chmod +x f; c 'kind change beside a mode change'
 rm same; ln -s t.txt same; c 'kind change with the same blob'
 cp k k-copy; rm k; ln -s t.txt k; c 'kind change beside a copy of the old content'
 rm -rf d; echo 'now a file' > d; c 'folder to file'
+git update-index --add --cacheinfo 160000,fedcba9876543210fedcba9876543210fedcba98,s2; ci 'submodule added'
+git update-index --force-remove s2; ci 'submodule removed'
 )");
-  auto git = [&](const std::string& args) {
-    return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
-  };
+  auto git = [&](const std::string& args) { return GitIn(bare, args); };
   // The fixture is what the test means: git's one 'T' pair per kind change, no rename from it.
   auto raw = [&](const char* subject) {
     return git("diff-tree -r -M --name-status ':/" + std::string(subject) + "'");
@@ -474,15 +500,12 @@ rm -rf d; echo 'now a file' > d; c 'folder to file'
   ASSERT_EQ(git("rev-parse " + same + "^:same"), git("rev-parse " + same + ":same"));
   TempDir rc;
   Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
-  std::vector<std::pair<std::string, std::string>> pages;
-  for (const std::string& id : Lines(git("rev-list master"))) {
-    for (auto& p : PagesOf(id)) pages.push_back(std::move(p));
-    pages.push_back({"/repo/commit/", "id=" + id + "&ignorews=1"});
-    pages.push_back({"/repo/commit/", "id=" + id + "&dt=2"});
-  }
+  // Side by side too: a submodule's side is cgit's "Subproject" row, not a diff of texts.
+  PageList pages = PagesOfMaster(bare, {"ignorews=1", "dt=2", "dt=1"});
+  for (const std::string& id : Lines(git("rev-list master")))
+    pages.push_back({"/repo/diff/", "id=" + id + "&dt=1"});
   const std::string to_link = git("rev-parse ':/file to symlink'");
   const std::string to_sub = git("rev-parse ':/file to submodule'");
-  pages.push_back({"/repo/commit/", "id=" + to_link + "&dt=1"});
   for (const char* path : {"f", "s", "k", "d", "g"}) {
     pages.push_back({std::string("/repo/log/") + path, ""});
     for (const std::string& id :
@@ -492,14 +515,93 @@ rm -rf d; echo 'now a file' > d; c 'folder to file'
     }
   }
   pages.push_back(
-      {"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~9")});
-  for (const auto& [path, query] : pages)
-    EXPECT_EQ(peers.Difference(path, query), "") << path << "?" << query;
+      {"/repo/diff/", "id=" + git("rev-parse master~2") + "&id2=" + git("rev-parse master~11")});
+  ExpectPagesEqualCgit(peers, pages);
   // cgit's status class for the row (the visible text does not show it).
   const Page page =
       peers.site().RenderAssembled(*peers.site().Match("/repo/commit/", "id=" + to_link));
   EXPECT_NE(page.body.find("<td class='typ'>"), std::string::npos);
   EXPECT_NE(page.body.find("1 files changed"), std::string::npos);
+}
+
+// Tree entries with the modes old git wrote (100664, 100775, 100600, a symlink 120777) show git's
+// canonical modes, as cgit shows them: 100644 or 100755 by the owner's execute bit, 120000. A
+// change of the written mode alone (100644 to 100664, 120777 to 120000) is no change, on a whole
+// commit and limited to the path; an edit under an odd mode, a change between odd modes, and files
+// added and deleted with one are shown with the canonical modes on every diff page (index, "new
+// mode"/"old mode" and "new file mode" lines, the diffstat's mode column), the tree listing and
+// the file view.
+TEST(GitfragParity, OddModesEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+blob() { printf "$1" | git hash-object -w --stdin; }
+a=$(blob 'alpha\n'); b=$(blob 'beta\n'); b2=$(blob 'beta two\n'); y=$(blob 'why\n'); n=$(blob 'new\n')
+l=$(blob 'a.txt')
+commit() { T=$((T + 100)); tree=$(printf "$2" | git mktree)
+  c=$(GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit-tree $tree ${P:+-p $P} -m "$1")
+  P=$c; }
+P=
+commit root "100644 blob $a\ta.txt\n100664 blob $b\tb.txt\n100775 blob $b\tx.sh\n120777 blob $l\tlink\n100700 blob $y\ty.sh\n"
+commit 'written modes only' "100664 blob $a\ta.txt\n100664 blob $b\tb.txt\n100755 blob $b\tx.sh\n120000 blob $l\tlink\n100700 blob $y\ty.sh\n"
+commit 'edit under an odd mode' "100664 blob $a\ta.txt\n100664 blob $b2\tb.txt\n100755 blob $b\tx.sh\n120000 blob $l\tlink\n100700 blob $y\ty.sh\n"
+commit 'odd mode changes' "100600 blob $a\ta.txt\n100775 blob $b2\tb.txt\n100654 blob $b\tx.sh\n120755 blob $l\tlink\n100660 blob $n\tn.txt\n120777 blob $l\tlink2\n"
+git update-ref refs/heads/master $P
+)");
+  auto git = [&](const std::string& args) { return GitIn(bare, args); };
+  // The fixture is what the test means: the odd modes are in the trees, git sees no change in the
+  // written modes alone.
+  ASSERT_NE(git("cat-file tree master~3^{tree}").find("100664 b.txt"), std::string::npos);
+  ASSERT_EQ(git("diff-tree -r master~2"), "");
+  ASSERT_NE(git("diff-tree -r master").find(":100644 100755"), std::string::npos);
+  TempDir rc;
+  Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
+  PageList pages = PagesOfMaster(bare, {"dt=1"});
+  for (const std::string& id : Lines(git("rev-list master"))) {
+    pages.push_back({"/repo/tree/", "id=" + id});
+    pages.push_back({"/repo/commit/a.txt", "id=" + id});
+    pages.push_back({"/repo/commit/link", "id=" + id});
+  }
+  pages.push_back({"/repo/tree/b.txt", "id=" + git("rev-parse master")});
+  pages.push_back({"/repo/diff/", "id=" + git("rev-parse master") + "&id2=" + git("rev-parse master~3")});
+  ExpectPagesEqualCgit(peers, pages);
+}
+
+// gitattributes as cgit 1.2.3 (git 2.39) reads them in a bare repository: only info/attributes
+// (git reads a tree's .gitattributes from a work tree or the index, which a bare repository has
+// not), and only where git's diff machinery runs: patch and rawdiff show a file `-diff` or `binary`
+// there as binary and one `diff` there as text though it holds a NUL. The commit and diff pages
+// (cgit's own xdiff call), the log's counts, the file view and plain read no attributes: a NUL in
+// the first 8000 bytes alone makes a file binary. The commit's own .gitattributes (`-diff`,
+// `binary`) changes nothing anywhere.
+TEST(GitfragParity, GitattributesAsCgitReadsThem) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+printf 'a\nb\n' > x.dat; printf 'a\nb\n' > y.bin; printf 'a\nb\n' > w.txt; printf 'a\000\nb\n' > n.raw
+printf 'a\nb\n' > v.txt; c root
+printf '*.dat -diff\n*.txt binary\n' > .gitattributes
+for f in x.dat y.bin w.txt v.txt; do printf 'a\nc\n' > $f; done; printf 'a\000\nc\n' > n.raw; c 'attributes'
+)");
+  WriteFile(bare + "/info/attributes", "*.bin -diff\n*.raw diff\nv.txt binary\n");
+  auto git = [&](const std::string& args) { return GitIn(bare, args); };
+  // What git itself does in the bare repository: info/attributes counts, the tree's file not.
+  const std::string patch = git("diff master~ master");
+  ASSERT_NE(patch.find("Binary files a/y.bin and b/y.bin differ"), std::string::npos);
+  ASSERT_NE(patch.find("Binary files a/v.txt and b/v.txt differ"), std::string::npos);
+  ASSERT_NE(patch.find("+c"), std::string::npos);
+  ASSERT_EQ(patch.find("Binary files a/x.dat"), std::string::npos);
+  ASSERT_EQ(patch.find("Binary files a/n.raw"), std::string::npos);
+  TempDir rc;
+  Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
+  PageList pages = PagesOfMaster(bare, {"dt=1"});
+  for (const std::string& id : Lines(git("rev-list master"))) {
+    for (const char* file : {"x.dat", "y.bin", "n.raw", "v.txt"}) {
+      pages.push_back({std::string("/repo/tree/") + file, "id=" + id});
+      pages.push_back({std::string("/repo/plain/") + file, "id=" + id});
+    }
+  }
+  ExpectPagesEqualCgit(peers, pages);
 }
 
 // The cgitrc's renamelimit against cgit's: a commit with three edited renames (nine candidate
@@ -806,9 +908,7 @@ echo tail >> m.txt; printf 'no newline' >> m.txt; c 'last line without newline'
 )";
   MakeFixture(dir, std::string(script) + "\ncd \"$HOME\" && git clone -q --bare work repo.git\n");
   const std::string bare = dir.File("repo.git");
-  auto git = [&](const std::string& args) {
-    return Trimmed(Shell("git -C " + ShellQuote(bare) + " " + args));
-  };
+  auto git = [&](const std::string& args) { return GitIn(bare, args); };
   // The history is what the test means: the merge line, the renames git follows.
   ASSERT_NE(git("blame --porcelain master -- m.txt | grep -c 'three (side)'"), "0");
   ASSERT_NE(git("blame --porcelain master -- lib/other.c | grep -c '^filename new/moved.c'"), "0")
