@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -28,29 +30,37 @@ struct TreeEntry {
 // or odd tree holds.
 uint32_t CanonicalMode(uint32_t mode);
 
-// An object's bytes as an object database backend gave them (freed with that backend's call).
+// An object's bytes: as the pack reader (pack_reader.h) gave them (shared with its cache), or as
+// an object database backend gave them (freed with that backend's call).
 class BackendObject {
  public:
   BackendObject() = default;
+  explicit BackendObject(std::shared_ptr<const std::string> packed)
+      : packed_(std::move(packed)), data_(packed_->data()), size_(packed_->size()) {}
   BackendObject(git_odb_backend* backend, void* data, size_t size)
       : backend_(backend), data_(data), size_(size) {}
   BackendObject(BackendObject&& o) noexcept
-      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
+      : packed_(std::move(o.packed_)),
+        backend_(o.backend_),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(o.size_) {}
   BackendObject& operator=(BackendObject&& o) noexcept {
+    std::swap(packed_, o.packed_);
     std::swap(backend_, o.backend_);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     return *this;
   }
   ~BackendObject() {
-    if (data_ != nullptr) git_odb_backend_data_free(backend_, data_);
+    if (data_ != nullptr && !packed_) git_odb_backend_data_free(backend_, const_cast<void*>(data_));
   }
   explicit operator bool() const { return data_ != nullptr; }
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
 
  private:
+  std::shared_ptr<const std::string> packed_;
   git_odb_backend* backend_ = nullptr;
-  void* data_ = nullptr;
+  const void* data_ = nullptr;
   size_t size_ = 0;
 };
 
@@ -60,8 +70,9 @@ class RawObjects {
  public:
   explicit RawObjects(git_repository* repo);
 
-  // The object `id` of `type` from the first backend that has it; through git_odb_read (which
-  // looks for new packs first) when none has; empty (and incomplete()) when it cannot be read.
+  // The object `id` of `type` from the pack reader (pack_reader.h), else from the first backend
+  // that has it, else through git_odb_read (which looks for new packs first); empty (and
+  // incomplete()) when it cannot be read.
   BackendObject Read(const git_oid& id, git_object_t type);
 
   // The entry named `name` in tree `tree` (remembered process-wide; an unreadable tree is not).
@@ -75,6 +86,7 @@ class RawObjects {
   void set_incomplete() { incomplete_ = true; }
 
  private:
+  git_repository* repo_;
   OdbPtr odb_;
   bool incomplete_ = false;
 };
