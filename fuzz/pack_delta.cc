@@ -6,6 +6,7 @@
 // - a delta that applies makes exactly the target size it states (its second size), at most the
 //   bound, and applying it again gives the same bytes;
 // - a delta that is refused says why, and a smaller bound never accepts what a larger one refused.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
