@@ -1204,6 +1204,8 @@ const std::vector<Key>& Keys() {
        "a blame page still being worked out after this stops (503)"},
       {"history-index-memory", "64M", kReload, kOne, Size(&Config::history_index_memory),
        "memory for history indexes of repositories without a commit-graph (0: none)"},
+      {"pack-cache-size", "32M", kReload, kOne, Size(&Config::pack_cache_size),
+       "each render thread's cache of packed delta bases (0: packs read by libgit2 only)"},
       {"filter-timeout", "10s", kReload, kOne, PositiveDuration(&Config::filter_timeout),
        "an about-filter or source-filter still running after this is killed"},
       {"client-max-renders", "0", kRestart, kOne, Count(&Config::client_max_renders, 0, 256),

@@ -284,3 +284,21 @@ write("pack_index", [
     b"commit 0\0",
     b"tree 00\0",
 ])
+
+
+# pack_delta: a base's length byte, the base, then git's delta (source size, target size, copy ops
+# with their offset and size bytes, insert ops).
+def pack_delta(base, delta):
+    return bytes([len(base)]) + base + delta
+
+
+delta_base = b"0123456789abcdef"
+write("pack_delta", [
+    pack_delta(delta_base, b"\x10\x0c\x91\x02\x04\x02xy\x91\x0a\x06"),  # copy, insert, copy
+    pack_delta(delta_base, b"\x10\x10\x90\x10"),  # the whole base
+    pack_delta(delta_base, b"\x10\x05\x05hello"),  # inserts only
+    pack_delta(b"", b"\x00\x00"),  # empty to empty
+    pack_delta(delta_base, b"\x10\x80\x80\x04\x80"),  # a copy of 0x10000 bytes (too long)
+    pack_delta(delta_base, b"\x10\x0c\x00"),  # the reserved op
+    pack_delta(delta_base, b"\x10\x20\xff\x01\x00\x00\x00\x02\x00\x00"),  # all offset/size bytes
+])

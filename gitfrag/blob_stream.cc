@@ -28,10 +28,10 @@ uint64_t BigEndian64(const unsigned char* p) {
   return (uint64_t{BigEndian32(p)} << 32) | BigEndian32(p + 4);
 }
 
-constexpr size_t kHeader = 8;            // magic and version
+constexpr size_t kHeader = 8;  // magic and version
 constexpr size_t kFanout = 256 * 4;
 constexpr size_t kTrailer = 2 * GIT_OID_RAWSZ;  // the pack's checksum, then the index's
-constexpr size_t kInputBytes = 64 << 10;  // read from the file at a time
+constexpr size_t kInputBytes = 64 << 10;        // read from the file at a time
 
 // A file descriptor, closed with its owner.
 class Fd {
@@ -51,42 +51,44 @@ class Fd {
   int fd_;
 };
 
-// A read-only mapping of a whole file, unmapped with its owner.
-class Mapping {
- public:
-  static std::unique_ptr<Mapping> Of(const std::string& path) {
-    const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return nullptr;
-    struct stat st {};
-    if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return nullptr;
-    void* addr = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
-    if (addr == MAP_FAILED) return nullptr;
-    return std::unique_ptr<Mapping>(new Mapping(addr, static_cast<size_t>(st.st_size)));
-  }
-  ~Mapping() { munmap(addr_, size_); }
-  std::string_view bytes() const { return {static_cast<const char*>(addr_), size_}; }
+}  // namespace
 
- private:
-  Mapping(void* addr, size_t size) : addr_(addr), size_(size) {}
-  void* addr_;
-  size_t size_;
-};
+std::unique_ptr<MappedFile> MappedFile::Of(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return nullptr;
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return nullptr;
+  void* addr = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (addr == MAP_FAILED) return nullptr;
+  return std::unique_ptr<MappedFile>(new MappedFile(addr, static_cast<size_t>(st.st_size)));
+}
 
-// The object folders git reads, in its order: the repository's, then its alternates' (relative
-// ones from the folder that names them), five levels deep at most, each once.
-void ObjectFolders(const std::string& objects, int depth, std::set<std::string>* seen,
-                   std::vector<std::string>* out) {
+MappedFile::~MappedFile() {
+  munmap(addr_, size_);
+}
+
+namespace {
+
+void AddObjectFolders(const std::string& objects, int depth, std::set<std::string>* seen,
+                      std::vector<std::string>* out) {
   if (depth > 5 || !seen->insert(objects).second) return;
   out->push_back(objects);
   std::ifstream alternates(objects + "/info/alternates");
   for (std::string line; std::getline(alternates, line);) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    ObjectFolders(line[0] == '/' ? line : objects + "/" + line, depth + 1, seen, out);
+    AddObjectFolders(line[0] == '/' ? line : objects + "/" + line, depth + 1, seen, out);
   }
 }
 
 }  // namespace
+
+std::vector<std::string> ObjectFolders(const std::string& objects) {
+  std::vector<std::string> folders;
+  std::set<std::string> seen;
+  AddObjectFolders(objects, 0, &seen, &folders);
+  return folders;
+}
 
 std::unique_ptr<PackIndex> PackIndex::FromBytes(std::string_view bytes, std::string* error) {
   auto fail = [&](const char* why) {
@@ -245,7 +247,8 @@ bool InflatingBlob::Inflate(std::string* out, size_t want, std::string* error) {
     if (rc == Z_STREAM_END) {
       ended_ = true;
     } else if (rc != Z_OK) {
-      *error = std::string("the object's data is corrupt (zlib: ") + (z.msg ? z.msg : "error") + ")";
+      *error =
+          std::string("the object's data is corrupt (zlib: ") + (z.msg ? z.msg : "error") + ")";
       ok = false;
       break;
     }
@@ -300,9 +303,7 @@ std::unique_ptr<InflatingBlob> OpenBlobStream(const std::string& git_dir, const 
   std::string objects = git_dir;
   while (objects.ends_with('/')) objects.pop_back();
   objects += "/objects";
-  std::vector<std::string> folders;
-  std::set<std::string> seen;
-  ObjectFolders(objects, 0, &seen, &folders);
+  const std::vector<std::string> folders = ObjectFolders(objects);
   char hex[GIT_OID_HEXSZ + 1];
   git_oid_tostr(hex, sizeof hex, &id);
   *why = "not found in the object folders";
@@ -360,7 +361,7 @@ std::unique_ptr<InflatingBlob> OpenBlobStream(const std::string& git_dir, const 
     }
     for (const std::string& name : indexes) {
       const std::string base = pack_dir + "/" + name.substr(0, name.size() - 4);
-      const std::unique_ptr<Mapping> mapping = Mapping::Of(base + ".idx");
+      const std::unique_ptr<MappedFile> mapping = MappedFile::Of(base + ".idx");
       if (!mapping) continue;
       const std::unique_ptr<PackIndex> index = PackIndex::FromBytes(mapping->bytes(), nullptr);
       if (!index) continue;

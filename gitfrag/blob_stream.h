@@ -2,8 +2,8 @@
 // page of a large file, so that no copy of the whole blob is ever held (libgit2 inflates an object
 // whole). Two stored forms are read this way: a loose object (objects/XX/..., one zlib stream of
 // "blob SIZE\0" and the bytes) and a pack entry stored whole (type blob in a pack; found through
-// the pack's version-2 .idx). A blob stored as a delta needs its base inflated first: OpenBlobStream
-// answers null for it, and the caller reads it with libgit2 instead.
+// the pack's version-2 .idx). A blob stored as a delta needs its base inflated first:
+// OpenBlobStream answers null for it, and the caller reads it with libgit2 instead.
 //
 // Nothing read from the files is trusted: the index is checked when it is mapped (header, fan-out
 // order, size), an offset is bounds-checked before it is used, a pack entry's header is parsed
@@ -19,10 +19,32 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gitfrag/gitfrag.h"
 
 namespace shellac::gitfrag {
+
+// A read-only mapping of a whole regular file, unmapped with its owner.
+class MappedFile {
+ public:
+  // Null when the file cannot be opened, is not a regular file, is empty or cannot be mapped.
+  static std::unique_ptr<MappedFile> Of(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return {static_cast<const char*>(addr_), size_}; }
+
+ private:
+  MappedFile(void* addr, size_t size) : addr_(addr), size_(size) {}
+  void* addr_;
+  size_t size_;
+};
+
+// The object folders git reads for the objects folder `objects`, in its order: that folder, then
+// its alternates' (objects/info/alternates, read recursively; relative ones from the folder that
+// names them), five levels deep at most, each once.
+std::vector<std::string> ObjectFolders(const std::string& objects);
 
 // A version-2 pack index (pack-*.idx) read in place: bytes it does not own, which must outlive it.
 class PackIndex {
@@ -78,8 +100,8 @@ class InflatingBlob : public BodyStream {
   const char* source() const { return loose_ ? "loose" : "pack"; }
 
  private:
-  friend std::unique_ptr<InflatingBlob> OpenBlobStream(const std::string&, const git_oid&,
-                                                       uint64_t, std::string*);
+  friend std::unique_ptr<InflatingBlob> OpenBlobStream(const std::string&, const git_oid&, uint64_t,
+                                                       std::string*);
   struct State;
   InflatingBlob(std::unique_ptr<State> state, uint64_t size, bool loose);
   // Inflates up to `want` more of the blob's bytes onto *out; false with *error on corrupt data.
@@ -90,7 +112,7 @@ class InflatingBlob : public BodyStream {
   uint64_t produced_ = 0;  // blob bytes inflated so far (pending_ included)
   std::string pending_;    // inflated by Head, not yet sent
   bool loose_;
-  bool ended_ = false;     // zlib said the stream ended
+  bool ended_ = false;  // zlib said the stream ended
 };
 
 // Opens blob `id` of the repository at `git_dir` (its objects folder, then each alternate's) as a

@@ -4,9 +4,11 @@
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "gitfrag/git.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/set_aside.h"
 
 namespace shellac::gitfrag {
@@ -272,12 +274,17 @@ std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid
   static SharedMemo<git_oid, std::shared_ptr<const BlobLines>, OidHash, OidEqual, LinesWeight> memo(
       kLinesGenerationBytes);
   if (std::optional<std::shared_ptr<const BlobLines>> known = memo.Find(id)) return *known;
-  git_blob* raw = nullptr;
-  if (git_blob_lookup(&raw, repo, &id) != 0) return nullptr;
-  const BlobPtr blob(raw);
-  auto lines = std::make_shared<const BlobLines>(HashLines(
-      std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                       static_cast<size_t>(git_blob_rawsize(blob.get())))));
+  std::shared_ptr<const BlobLines> lines;
+  if (const std::shared_ptr<const std::string> packed = ReadPacked(repo, id, GIT_OBJECT_BLOB)) {
+    lines = std::make_shared<const BlobLines>(HashLines(*packed));
+  } else {  // loose, or anything the pack reader leaves to libgit2
+    git_blob* raw = nullptr;
+    if (git_blob_lookup(&raw, repo, &id) != 0) return nullptr;
+    const BlobPtr blob(raw);
+    lines = std::make_shared<const BlobLines>(
+        HashLines(std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                                   static_cast<size_t>(git_blob_rawsize(blob.get())))));
+  }
   memo.Add(id, lines);
   return lines;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 
@@ -75,12 +76,16 @@ uint32_t CanonicalMode(uint32_t mode) {
   }
 }
 
-RawObjects::RawObjects(git_repository* repo) {
+RawObjects::RawObjects(git_repository* repo, Packs packs) : repo_(repo), packs_(packs) {
   git_odb* raw = nullptr;
   if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
 }
 
 BackendObject RawObjects::Read(const git_oid& id, git_object_t type) {
+  if (packs_ == Packs::kOwnReader) {
+    if (std::shared_ptr<const std::string> packed = ReadPacked(repo_, id, type))
+      return BackendObject(std::move(packed));
+  }
   if (!odb_) {
     incomplete_ = true;
     return BackendObject();

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -31,29 +33,37 @@ struct TreeEntry {
 // differ: a symlink with an execute bit is 100755 there, and its diff reports 100664 -> 100644.)
 uint32_t CanonicalMode(uint32_t mode);
 
-// An object's bytes as an object database backend gave them (freed with that backend's call).
+// An object's bytes: as the pack reader (pack_reader.h) gave them (shared with its cache), or as
+// an object database backend gave them (freed with that backend's call).
 class BackendObject {
  public:
   BackendObject() = default;
+  explicit BackendObject(std::shared_ptr<const std::string> packed)
+      : packed_(std::move(packed)), data_(packed_->data()), size_(packed_->size()) {}
   BackendObject(git_odb_backend* backend, void* data, size_t size)
       : backend_(backend), data_(data), size_(size) {}
   BackendObject(BackendObject&& o) noexcept
-      : backend_(o.backend_), data_(std::exchange(o.data_, nullptr)), size_(o.size_) {}
+      : packed_(std::move(o.packed_)),
+        backend_(o.backend_),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(o.size_) {}
   BackendObject& operator=(BackendObject&& o) noexcept {
+    std::swap(packed_, o.packed_);
     std::swap(backend_, o.backend_);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     return *this;
   }
   ~BackendObject() {
-    if (data_ != nullptr) git_odb_backend_data_free(backend_, data_);
+    if (data_ != nullptr && !packed_) git_odb_backend_data_free(backend_, const_cast<void*>(data_));
   }
   explicit operator bool() const { return data_ != nullptr; }
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
 
  private:
+  std::shared_ptr<const std::string> packed_;
   git_odb_backend* backend_ = nullptr;
-  void* data_ = nullptr;
+  const void* data_ = nullptr;
   size_t size_ = 0;
 };
 
@@ -61,10 +71,14 @@ class BackendObject {
 // repository) makes it incomplete(): what its user found may differ from a whole history's.
 class RawObjects {
  public:
-  explicit RawObjects(git_repository* repo);
+  // Whether packed objects come from the render thread's pack reader (pack_reader.h) or, like
+  // every other object, from libgit2's backends.
+  enum class Packs { kOwnReader, kLibgit2 };
+  explicit RawObjects(git_repository* repo, Packs packs = Packs::kOwnReader);
 
-  // The object `id` of `type` from the first backend that has it; through git_odb_read (which
-  // looks for new packs first) when none has; empty (and incomplete()) when it cannot be read.
+  // The object `id` of `type` from the pack reader (pack_reader.h), else from the first backend
+  // that has it, else through git_odb_read (which looks for new packs first); empty (and
+  // incomplete()) when it cannot be read.
   BackendObject Read(const git_oid& id, git_object_t type);
 
   // The entry named `name` in tree `tree` (remembered process-wide; an unreadable tree is not).
@@ -78,6 +92,8 @@ class RawObjects {
   void set_incomplete() { incomplete_ = true; }
 
  private:
+  git_repository* repo_;
+  Packs packs_;
   OdbPtr odb_;
   bool incomplete_ = false;
 };

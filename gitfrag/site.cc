@@ -10,6 +10,7 @@
 #include "gitfrag/archive.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/history_index.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/renames.h"
 #include "gitfrag/render.h"
 
@@ -206,6 +207,7 @@ Site::Site(const conf::Config& config)
       registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
   EnsureLibgit2();
   HistoryIndex::SetMemoryBudget(config.history_index_memory);
+  SetPackCacheBytes(static_cast<size_t>(config.pack_cache_size));
   if (virtual_root_.empty() || virtual_root_.back() != '/') virtual_root_ += '/';
   for (size_t i = 0; i < registry_->repos().size(); ++i)
     by_url_.emplace(registry_->repos()[i].url, i);

@@ -1,0 +1,451 @@
+#include "gitfrag/pack_reader.h"
+
+#include <dirent.h>
+#include <libdeflate.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/owned.h"
+#include "gitfrag/blob_stream.h"
+
+namespace shellac::gitfrag {
+
+namespace {
+
+constexpr size_t kPackHeader = 12;   // "PACK", version, object count
+constexpr size_t kPackTrailer = 20;  // the pack's checksum
+// Longer chains are taken for a cycle of REF_DELTAs (git's own limit for writing is 4095).
+constexpr size_t kMaxChain = 10000;
+// DEFLATE makes at most ~1032 bytes of one: a header that promises more than that of the bytes
+// left in the pack lies, and is refused before anything is allocated for it.
+constexpr uint64_t kMaxInflateRatio = 1032;
+
+// A delta's size (little-endian groups of 7 bits): false past the delta's end or 64 bits.
+bool DeltaSize(std::string_view delta, size_t* pos, uint64_t* size) {
+  uint64_t value = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    if (*pos >= delta.size() || shift > 63) return false;
+    const auto c = static_cast<unsigned char>(delta[(*pos)++]);
+    const uint64_t bits = c & 0x7f;
+    if (shift == 63 && bits > 1) return false;
+    value |= bits << shift;
+    if ((c & 0x80) == 0) break;
+  }
+  *size = value;
+  return true;
+}
+
+struct CacheKey {
+  uint32_t pack;
+  uint64_t offset;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    return std::hash<uint64_t>()(k.offset * 0x9e3779b97f4a7c15ull ^ k.pack);
+  }
+};
+
+// A mapped pack and its index.
+struct Pack {
+  std::string name;     // "pack-HASH", for the rescan
+  uint32_t serial = 0;  // the cache's key for it: never reused by a reader
+  std::unique_ptr<MappedFile> idx_file, pack_file;
+  std::unique_ptr<PackIndex> index;
+};
+
+// One object folder's packs, as last listed.
+struct Folder {
+  std::string pack_dir;
+  bool listed = false;
+  ino_t ino = 0;
+  timespec mtime{};
+  std::vector<std::unique_ptr<Pack>> packs;
+};
+
+}  // namespace
+
+bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
+                std::string* error) {
+  size_t pos = 0;
+  uint64_t source = 0, target = 0;
+  if (!DeltaSize(delta, &pos, &source) || !DeltaSize(delta, &pos, &target)) {
+    *error = "delta: truncated sizes";
+    return false;
+  }
+  if (source != base.size()) {
+    *error = "delta: source size is not the base's";
+    return false;
+  }
+  if (target > max_size) {
+    *error = "delta: target size too large";
+    return false;
+  }
+  out->clear();
+  out->resize(static_cast<size_t>(target));
+  char* const dst = out->data();
+  size_t made = 0;
+  const auto* d = reinterpret_cast<const unsigned char*>(delta.data());
+  while (pos < delta.size()) {
+    const unsigned cmd = d[pos++];
+    if ((cmd & 0x80) != 0) {  // copy from the base: offset and size bytes as the low bits say
+      uint64_t offset = 0, size = 0;
+      for (unsigned i = 0; i < 4; ++i) {
+        if ((cmd & (1u << i)) == 0) continue;
+        if (pos >= delta.size()) {
+          *error = "delta: truncated copy";
+          return false;
+        }
+        offset |= uint64_t{d[pos++]} << (8 * i);
+      }
+      for (unsigned i = 0; i < 3; ++i) {
+        if ((cmd & (0x10u << i)) == 0) continue;
+        if (pos >= delta.size()) {
+          *error = "delta: truncated copy";
+          return false;
+        }
+        size |= uint64_t{d[pos++]} << (8 * i);
+      }
+      if (size == 0) size = 0x10000;
+      if (offset > base.size() || size > base.size() - offset || size > target - made) {
+        *error = "delta: copy outside the base or the target";
+        return false;
+      }
+      std::memcpy(dst + made, base.data() + offset, static_cast<size_t>(size));
+      made += static_cast<size_t>(size);
+    } else if (cmd != 0) {  // insert the next cmd bytes
+      if (cmd > delta.size() - pos || cmd > target - made) {
+        *error = "delta: insert outside the delta or the target";
+        return false;
+      }
+      std::memcpy(dst + made, delta.data() + pos, cmd);
+      pos += cmd;
+      made += cmd;
+    } else {
+      *error = "delta: reserved op 0";
+      return false;
+    }
+  }
+  if (made != target) {
+    *error = "delta: result shorter than its target size";
+    return false;
+  }
+  return true;
+}
+
+struct PackReader::State {
+  explicit State(size_t bytes) : cache_limit(bytes) {}
+
+  // Folders by path (each pack mapped once, whichever repository reaches it), and the chain of
+  // folders each repository's objects folder reads.
+  std::unordered_map<std::string, std::unique_ptr<Folder>> folders;
+  std::unordered_map<std::string, std::vector<Folder*>> chains;
+  uint32_t next_serial = 1;
+  uint64_t rescans = 0;
+
+  base::Owned<libdeflate_free_decompressor> inflater{libdeflate_alloc_decompressor()};
+  std::string delta;  // a delta's inflated ops, reused
+
+  // The base cache: most recently used first.
+  struct Cached {
+    CacheKey key;
+    PackedObject object;
+  };
+  size_t cache_limit;
+  size_t cache_bytes = 0;
+  std::list<Cached> lru;
+  std::unordered_map<CacheKey, std::list<Cached>::iterator, CacheKeyHash> cache;
+
+  const std::vector<Folder*>& Chain(const std::string& objects);
+  // Lists the folder's packs again when its pack folder changed (or was never listed); true
+  // when it did.
+  bool Refresh(Folder* folder);
+  Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error);
+  bool Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out, std::string* error);
+  const PackedObject* Find(const CacheKey& key);
+  void Keep(const CacheKey& key, const PackedObject& object);
+  void Evict(size_t room);
+};
+
+const std::vector<Folder*>& PackReader::State::Chain(const std::string& objects) {
+  if (const auto it = chains.find(objects); it != chains.end()) return it->second;
+  std::vector<Folder*> chain;
+  for (const std::string& path : ObjectFolders(objects)) {
+    char real[PATH_MAX];
+    const std::string key = realpath(path.c_str(), real) != nullptr ? std::string(real) : path;
+    std::unique_ptr<Folder>& folder = folders[key];
+    if (!folder) {
+      folder = std::make_unique<Folder>();
+      folder->pack_dir = key + "/pack";
+    }
+    chain.push_back(folder.get());
+  }
+  return chains.emplace(objects, std::move(chain)).first->second;
+}
+
+bool PackReader::State::Refresh(Folder* folder) {
+  struct stat st {};
+  const bool exists = stat(folder->pack_dir.c_str(), &st) == 0;
+  if (folder->listed && exists && st.st_ino == folder->ino &&
+      st.st_mtim.tv_sec == folder->mtime.tv_sec && st.st_mtim.tv_nsec == folder->mtime.tv_nsec)
+    return false;
+  if (folder->listed && !exists && folder->packs.empty()) return false;
+  ++rescans;
+  folder->listed = true;
+  folder->ino = exists ? st.st_ino : 0;
+  folder->mtime = exists ? st.st_mtim : timespec{};
+  std::vector<std::unique_ptr<Pack>> packs;
+  const base::Owned<closedir> dir(exists ? opendir(folder->pack_dir.c_str()) : nullptr);
+  while (dir != nullptr) {
+    const dirent* e = readdir(dir.get());
+    if (e == nullptr) break;
+    const std::string_view name = e->d_name;
+    if (!name.starts_with("pack-") || !name.ends_with(".idx")) continue;
+    const std::string stem(name.substr(0, name.size() - 4));
+    // A pack mapped before stays (its bytes never change: the name is their hash).
+    bool kept = false;
+    for (std::unique_ptr<Pack>& old : folder->packs) {
+      if (old && old->name == stem) {
+        packs.push_back(std::move(old));
+        kept = true;
+        break;
+      }
+    }
+    if (kept) continue;
+    auto pack = std::make_unique<Pack>();
+    pack->name = stem;
+    pack->idx_file = MappedFile::Of(folder->pack_dir + "/" + stem + ".idx");
+    pack->pack_file = MappedFile::Of(folder->pack_dir + "/" + stem + ".pack");
+    if (!pack->idx_file || !pack->pack_file) continue;  // a pack being written: libgit2's then
+    pack->index = PackIndex::FromBytes(pack->idx_file->bytes(), nullptr);
+    const std::string_view bytes = pack->pack_file->bytes();
+    if (!pack->index || bytes.size() < kPackHeader + kPackTrailer ||
+        std::memcmp(bytes.data(), "PACK", 4) != 0)
+      continue;
+    pack->serial = next_serial++;
+    packs.push_back(std::move(pack));
+  }
+  folder->packs = std::move(packs);
+  return true;
+}
+
+const PackedObject* PackReader::State::Find(const CacheKey& key) {
+  const auto it = cache.find(key);
+  if (it == cache.end()) return nullptr;
+  lru.splice(lru.begin(), lru, it->second);
+  return &it->second->object;
+}
+
+void PackReader::State::Keep(const CacheKey& key, const PackedObject& object) {
+  const size_t size = object.bytes->size();
+  if (size > cache_limit / 4 || cache.contains(key)) return;
+  Evict(size);
+  lru.push_front(Cached{key, object});
+  cache.emplace(key, lru.begin());
+  cache_bytes += size;
+}
+
+void PackReader::State::Evict(size_t room) {
+  while (cache_bytes + room > cache_limit && !lru.empty()) {
+    cache_bytes -= lru.back().object.bytes->size();
+    cache.erase(lru.back().key);
+    lru.pop_back();
+  }
+}
+
+bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out,
+                                std::string* error) {
+  const std::string_view bytes = pack.pack_file->bytes();
+  const uint64_t end = bytes.size() - kPackTrailer;
+  if (at >= end) {
+    *error = "pack: entry data past the pack's end";
+    return false;
+  }
+  const uint64_t left = end - at;
+  if (size > kMaxPackedObject || size / kMaxInflateRatio > left) {
+    *error = "pack: entry size larger than its data could hold";
+    return false;
+  }
+  out->resize(static_cast<size_t>(size));
+  if (libdeflate_zlib_decompress(inflater.get(), bytes.data() + at, static_cast<size_t>(left),
+                                 out->data(), out->size(), nullptr) != LIBDEFLATE_SUCCESS) {
+    *error = "pack: entry data corrupt or not its header's size";
+    return false;
+  }
+  return true;
+}
+
+PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset, PackedObject* out,
+                                             std::string* error) {
+  struct Delta {
+    uint64_t offset;  // the entry's
+    uint64_t data;    // its zlib data's
+    uint64_t size;    // its inflated ops' size
+  };
+  std::vector<Delta> chain;
+  const Pack& pack = start;  // a REF_DELTA's base is looked up in the same pack only
+  const std::string_view bytes = pack.pack_file->bytes();
+  const uint64_t end = bytes.size() - kPackTrailer;
+  PackedObject base;
+  for (;;) {
+    if (const PackedObject* cached = Find(CacheKey{pack.serial, offset})) {
+      base = *cached;
+      break;
+    }
+    if (chain.size() > kMaxChain) {
+      *error = "pack: delta chain too long (a cycle?)";
+      return Status::kFailed;
+    }
+    if (offset < kPackHeader || offset >= end) {
+      *error = "pack: offset outside the pack";
+      return Status::kFailed;
+    }
+    PackEntryHeader entry;
+    const std::string_view rest =
+        bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(end - offset));
+    if (!ParsePackEntryHeader(rest.substr(0, std::min<size_t>(rest.size(), 16)), &entry)) {
+      *error = "pack: entry header not valid";
+      return Status::kFailed;
+    }
+    if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG) {
+      base.type = static_cast<git_object_t>(entry.type);
+      auto whole = std::make_shared<std::string>();
+      if (!Inflate(pack, offset + entry.length, entry.size, whole.get(), error))
+        return Status::kFailed;
+      base.bytes = std::move(whole);
+      Keep(CacheKey{pack.serial, offset}, base);
+      break;
+    }
+    size_t pos = entry.length;
+    uint64_t base_offset = 0;
+    if (entry.type == GIT_OBJECT_OFS_DELTA) {
+      // The distance back to the base: big-endian groups of 7 bits, each continuation adding 1.
+      uint64_t distance = 0;
+      for (size_t n = 0;; ++n) {
+        if (pos >= rest.size() || n >= 9) {
+          *error = "pack: offset delta's base distance not valid";
+          return Status::kFailed;
+        }
+        const auto c = static_cast<unsigned char>(rest[pos++]);
+        distance = (n == 0 ? 0 : (distance + 1) << 7) | (c & 0x7f);
+        if ((c & 0x80) == 0) break;
+      }
+      if (distance == 0 || distance > offset) {
+        *error = "pack: offset delta's base outside the pack";
+        return Status::kFailed;
+      }
+      base_offset = offset - distance;
+    } else {  // GIT_OBJECT_REF_DELTA
+      if (rest.size() - pos < GIT_OID_RAWSZ) {
+        *error = "pack: reference delta truncated";
+        return Status::kFailed;
+      }
+      git_oid base_id;
+      std::memcpy(base_id.id, rest.data() + pos, GIT_OID_RAWSZ);
+      pos += GIT_OID_RAWSZ;
+      const std::optional<uint64_t> found = pack.index->Find(base_id);
+      if (!found) return Status::kAbsent;  // a base in another pack: libgit2 looks further
+      base_offset = *found;
+    }
+    chain.push_back(Delta{offset, offset + pos, entry.size});
+    offset = base_offset;
+  }
+  // Apply the deltas from the base outwards; each result is the next one's base, kept.
+  for (size_t i = chain.size(); i-- > 0;) {
+    if (!Inflate(pack, chain[i].data, chain[i].size, &delta, error)) return Status::kFailed;
+    auto result = std::make_shared<std::string>();
+    if (!ApplyDelta(*base.bytes, delta, kMaxPackedObject, result.get(), error))
+      return Status::kFailed;
+    base.bytes = std::move(result);
+    Keep(CacheKey{pack.serial, chain[i].offset}, base);
+  }
+  *out = std::move(base);
+  return Status::kFound;
+}
+
+PackReader::PackReader(size_t cache_bytes) : state_(std::make_unique<State>(cache_bytes)) {}
+PackReader::~PackReader() = default;
+
+void PackReader::set_cache_limit(size_t bytes) {
+  state_->cache_limit = bytes;
+  state_->Evict(0);
+}
+
+size_t PackReader::cache_limit() const {
+  return state_->cache_limit;
+}
+size_t PackReader::cached_bytes() const {
+  return state_->cache_bytes;
+}
+uint64_t PackReader::rescans() const {
+  return state_->rescans;
+}
+
+PackReader::Status PackReader::Read(const std::string& objects, const git_oid& id,
+                                    PackedObject* out, std::string* error) {
+  State& s = *state_;
+  if (!s.inflater) {
+    *error = "libdeflate: no decompressor";
+    return Status::kFailed;
+  }
+  const std::vector<Folder*>& chain = s.Chain(objects);
+  for (int look = 0; look < 2; ++look) {
+    for (Folder* folder : chain) {
+      if (!folder->listed) s.Refresh(folder);
+      for (const std::unique_ptr<Pack>& pack : folder->packs) {
+        if (const std::optional<uint64_t> offset = pack->index->Find(id))
+          return s.ReadAt(*pack, *offset, out, error);
+      }
+    }
+    // Not in the packs as last listed: look again at the folders that changed (a push, a
+    // repack), once; a loose object costs a stat of each pack folder.
+    bool changed = false;
+    for (Folder* folder : chain) changed |= s.Refresh(folder);
+    if (!changed) break;
+  }
+  return Status::kAbsent;
+}
+
+namespace {
+std::atomic<size_t> pack_cache_bytes{kPackCacheBytes};
+}  // namespace
+
+void SetPackCacheBytes(size_t bytes) {
+  pack_cache_bytes.store(bytes, std::memory_order_relaxed);
+}
+
+PackReader& ThreadPackReader() {
+  thread_local PackReader reader;
+  return reader;
+}
+
+std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oid& id,
+                                              git_object_t type) {
+  const size_t bytes = pack_cache_bytes.load(std::memory_order_relaxed);
+  if (bytes == 0) return nullptr;
+  PackReader& reader = ThreadPackReader();
+  if (reader.cache_limit() != bytes) reader.set_cache_limit(bytes);
+  const char* git_dir = git_repository_path(repo);
+  if (git_dir == nullptr) return nullptr;
+  std::string objects(git_dir);
+  if (!objects.ends_with('/')) objects.push_back('/');
+  objects += "objects";
+  PackedObject object;
+  std::string error;
+  if (reader.Read(objects, id, &object, &error) != PackReader::Status::kFound ||
+      object.type != type)
+    return nullptr;
+  return std::move(object.bytes);
+}
+
+}  // namespace shellac::gitfrag

@@ -1,0 +1,95 @@
+// Packed objects read by shellac itself: an object's bytes from git's pack files (version-2 .idx
+// and .pack, mapped read-only) with its OFS_DELTA and REF_DELTA chain resolved here, inflated by
+// libdeflate (the entry header gives the exact size), and recent delta bases kept in an LRU cache
+// bounded by bytes. libgit2's pack reader inflates with zlib (adler32 is a sixth of it) and keeps
+// bases in a cache that cannot be tuned (16 MiB a pack, emptied whole when full, nothing over
+// 1 MiB kept): on a log page inflating was half the instructions.
+//
+// Only what the hot readers want goes through it (a log's blob lines, blame's and the path log's
+// raw trees); anything it does not find or cannot read — a loose object, a pack that came after
+// its last look (it looks again once the pack folder changed), a REF_DELTA whose base is in
+// another pack, an object over kMaxPackedObject, a corrupt entry — is answered "not here" and the
+// caller reads the object through libgit2, so a page never fails where libgit2 would not.
+//
+// Nothing read from the files is trusted: indexes are checked when mapped (PackIndex), every
+// offset and length is bounds-checked against the mapping, a delta's sizes and copy/insert ops
+// against its base and result, a chain's length is bounded (a cycle of REF_DELTAs ends there),
+// and an inflated size must be exactly the header's.
+#pragma once
+
+#include <git2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace shellac::gitfrag {
+
+// Objects larger than this (whole or as a delta's result) are left to libgit2.
+inline constexpr uint64_t kMaxPackedObject = uint64_t{1} << 30;
+// A render thread's delta-base cache (LRU, by bytes; pack-cache-size): an object over a quarter of
+// it is not kept, so git/git's largest po files (~1.1 MB) are.
+inline constexpr size_t kPackCacheBytes = size_t{32} << 20;
+
+// Applies git's delta `delta` (source size, target size, then copy and insert ops) to `base`,
+// replacing *out with the result. False with *error when the delta is malformed: its source size
+// is not base's, its target size is over `max_size`, an op reads past the delta or the base, an
+// op is the reserved 0, or the ops do not make exactly the target size.
+bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
+                std::string* error);
+
+// A packed object: its type (commit, tree, blob or tag) and bytes (shared with the cache).
+struct PackedObject {
+  git_object_t type = GIT_OBJECT_INVALID;
+  std::shared_ptr<const std::string> bytes;
+};
+
+// One thread's reader: the packs it has mapped (by folder, shared by every repository whose
+// alternates reach the folder), a libdeflate decompressor and the base cache. Not thread-safe:
+// each render thread has its own (ThreadPackReader), so the hot path takes no lock.
+class PackReader {
+ public:
+  enum class Status {
+    kFound,   // *out holds the object
+    kAbsent,  // in none of the packs (after one look at folders that changed): read it elsewhere
+    kFailed,  // in a pack, but it could not be read (*error says why)
+  };
+  explicit PackReader(size_t cache_bytes = kPackCacheBytes);
+  ~PackReader();
+  PackReader(const PackReader&) = delete;
+  PackReader& operator=(const PackReader&) = delete;
+
+  // Object `id` of the repository whose objects folder is `objects` (its packs, then its
+  // alternates', as git looks).
+  Status Read(const std::string& objects, const git_oid& id, PackedObject* out, std::string* error);
+
+  // Bounds the cache to `bytes` (what is over is dropped, least recently used first).
+  void set_cache_limit(size_t bytes);
+  size_t cache_limit() const;
+
+  // For tests and measurements.
+  size_t cached_bytes() const;
+  uint64_t rescans() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// This thread's reader.
+PackReader& ThreadPackReader();
+
+// The bytes each thread's reader may cache (pack-cache-size, set by every Site made; a reader
+// takes a new value at its next read). 0: ReadPacked answers null, every object goes through
+// libgit2.
+void SetPackCacheBytes(size_t bytes);
+
+// Object `id` of `type` through this thread's reader, or null when the reader does not have it
+// (absent, failed or another type) or is off: the caller then reads it through libgit2, which
+// gives its own answer (and error) for it.
+std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oid& id,
+                                              git_object_t type);
+
+}  // namespace shellac::gitfrag
