@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -475,7 +476,8 @@ std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/deflate6-256k
 // A raw deflate stream (no header, no final block until Finish) that owns its zlib state.
 class RawDeflater {
  public:
-  RawDeflater(int level, int mem_level) : level_(level), mem_level_(mem_level) {}
+  RawDeflater(int level, int mem_level, int strategy = Z_DEFAULT_STRATEGY)
+      : level_(level), mem_level_(mem_level), strategy_(strategy) {}
   ~RawDeflater() {
     if (ok_) deflateEnd(&z_);
   }
@@ -485,7 +487,7 @@ class RawDeflater {
   // Forgets everything before: what follows refers to nothing before it.
   bool Reset() {
     if (!ok_) {
-      ok_ = deflateInit2(&z_, level_, Z_DEFLATED, -MAX_WBITS, mem_level_, Z_DEFAULT_STRATEGY) == Z_OK;
+      ok_ = deflateInit2(&z_, level_, Z_DEFLATED, -MAX_WBITS, mem_level_, strategy_) == Z_OK;
       return ok_;
     }
     return deflateReset(&z_) == Z_OK;
@@ -513,7 +515,7 @@ class RawDeflater {
   }
 
  private:
-  int level_, mem_level_;
+  int level_, mem_level_, strategy_;
   z_stream z_{};
   bool ok_ = false;
 };
@@ -580,6 +582,13 @@ class BlobReader {
   size_t at_ = 0;
 };
 
+// crc32_combine's operator for a second part of `length` bytes: what crc32_combine spends most of
+// its time on, so it is kept with a blob's pieces (every piece but the last is kChunk long).
+uint32_t CombineOp(uint32_t length) {
+  static const uint32_t chunk = static_cast<uint32_t>(crc32_combine_gen(kChunk));
+  return length == kChunk ? chunk : static_cast<uint32_t>(crc32_combine_gen(length));
+}
+
 bool LooksBinary(std::string_view head) { return head.substr(0, 8000).find('\0') != std::string_view::npos; }
 
 // One blob's pieces, in order: found kept, or made here (and kept when it is small enough). The
@@ -597,7 +606,12 @@ class BlobPieces {
     if (store && store->Find(PieceKey(oid), &kept_)) {
       from_store_ = true;
       for (const Piece& p : kept_.pieces) size_ += p.length;
-      binary_ = kept_.meta == "binary";
+      // "binary|text OP": OP the combine operator of the last piece's length, in hex.
+      binary_ = kept_.meta.starts_with("binary");
+      const size_t space = kept_.meta.find(' ');
+      last_op_ = space == std::string::npos
+                     ? CombineOp(kept_.pieces.empty() ? 0 : kept_.pieces.back().length)
+                     : static_cast<uint32_t>(std::strtoul(kept_.meta.c_str() + space + 1, nullptr, 16));
       return true;
     }
     if (!reader_.Open(repo, odb, oid, error)) return false;
@@ -606,6 +620,11 @@ class BlobPieces {
     return true;
   }
   uint64_t size() const { return size_; }
+  // crc32 of what came before `piece` and `piece` (one of this blob's, just returned by Next).
+  uint32_t Combine(uint32_t crc, const Piece& piece) const {
+    return static_cast<uint32_t>(crc32_combine_op(
+        crc, piece.crc, piece.length == kChunk ? CombineOp(kChunk) : last_op_));
+  }
   // The first 8000 bytes hold a NUL (zip's text flag): known once the first piece is out.
   bool binary() const { return binary_; }
 
@@ -623,7 +642,9 @@ class BlobPieces {
         kept_done_ = true;
         std::vector<Piece> views;
         for (size_t i = 0; i < own_.size(); ++i) views.push_back({own_[i], crcs_[i], lengths_[i]});
-        store_->Keep(PieceKey(oid_), views, binary_ ? "binary" : "text");
+        char meta[32];
+        snprintf(meta, sizeof meta, "%s %x", binary_ ? "binary" : "text", last_op_);
+        store_->Keep(PieceKey(oid_), views, meta);
       }
       return Step::kEnd;
     }
@@ -644,6 +665,7 @@ class BlobPieces {
     const uint32_t crc = static_cast<uint32_t>(
         crc32(0, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size())));
     const auto length = static_cast<uint32_t>(chunk.size());
+    if (length != kChunk) last_op_ = CombineOp(length);
     if (keep_) {
       own_.push_back(std::move(bytes));
       crcs_.push_back(crc);
@@ -659,6 +681,7 @@ class BlobPieces {
  private:
   ArchivePieceStore* store_ = nullptr;
   git_oid oid_{};
+  uint32_t last_op_ = 0;  // CombineOp of the last piece's length, when that is not kChunk
   uint64_t size_ = 0;
   bool binary_ = false;
   bool from_store_ = false;
@@ -773,7 +796,7 @@ class StitchedTarGz : public BodyStream {
         if (step == BlobPieces::Step::kFailed) return Result::kFailed;
         if (step == BlobPieces::Step::kPiece) {
           out->append(piece.deflate);
-          crc_ = static_cast<uint32_t>(crc32_combine(crc_, piece.crc, piece.length));
+          crc_ = blob_->Combine(crc_, piece);
           length_ += piece.length;
           continue;
         }
@@ -831,8 +854,10 @@ class StitchedTarGz : public BodyStream {
   bool started_ = false;
   std::string records_;  // tar records not yet compressed
   // The runs of records: a hash table of 2^9 entries, which a full flush clears after each run
-  // (a run is a header or two and some zeros; zlib's default table is 128 times as large).
-  RawDeflater headers_{kKeptLevel, 2};
+  // (a run is a header or two and some zeros; zlib's default table is 128 times as large), level
+  // 1 with fixed codes, which builds no Huffman tree per run: for the bench corpus's 726 runs
+  // 82 KB, 74 KB at level 6 (dynamic or fixed), 602 KB stored (bench/results/snapshot-callgrind.md).
+  RawDeflater headers_{kPassingLevel, 2, Z_FIXED};
   RawDeflater kept_deflater_{kKeptLevel, 8};
   RawDeflater passing_deflater_{kPassingLevel, 8};
   std::unique_ptr<BlobPieces> blob_;  // the file whose pieces are being written
@@ -896,7 +921,7 @@ class StitchedZip : public BodyStream {
         if (step == BlobPieces::Step::kFailed) return Result::kFailed;
         if (step == BlobPieces::Step::kEnd) break;
         deflated.append(piece.deflate);
-        d.crc = static_cast<uint32_t>(crc32_combine(d.crc, piece.crc, piece.length));
+        d.crc = blob.Combine(d.crc, piece);
       }
       d.size = blob.size();
       d.binary = blob.binary();
