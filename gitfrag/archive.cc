@@ -6,11 +6,15 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
+#include <mutex>
 #include <vector>
 
 #include "base/owned.h"
+#include "gitfrag/blob_stream.h"
 
 namespace shellac::gitfrag {
 
@@ -41,39 +45,6 @@ class Identity : public Compressor {
     out->append(in);
     return true;
   }
-};
-
-// What `gzip -n` as cgit runs it gives, in what it holds (the same tar, one gzip member with no
-// name and no time) but not in its bytes: zlib's deflate at level 1, not GNU gzip's at 6. A
-// snapshot of the bench corpus then takes ~0.45x the instructions to compress and is ~24 % larger
-// (bench/results/kinds-callgrind-2.md). libdeflate is quicker still but compresses whole buffers
-// into streams that end with a final block, so a streamed archive would be several gzip members:
-// valid gzip, but some readers (Rust's flate2 GzDecoder, for one) stop after the first.
-class Gzip : public Compressor {
- public:
-  Gzip() { ok_ = deflateInit2(&z_, kLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK; }
-  ~Gzip() override {
-    if (ok_) deflateEnd(&z_);
-  }
-  bool Feed(std::string_view in, bool finish, std::string* out) override {
-    if (!ok_) return false;
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z_.avail_in = static_cast<uInt>(in.size());
-    char buf[64 * 1024];
-    for (;;) {
-      z_.next_out = reinterpret_cast<Bytef*>(buf);
-      z_.avail_out = sizeof buf;
-      const int rc = deflate(&z_, finish ? Z_FINISH : Z_NO_FLUSH);
-      if (rc == Z_STREAM_ERROR) return false;
-      out->append(buf, sizeof buf - z_.avail_out);
-      if (finish ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out != 0)) return true;
-    }
-  }
-
- private:
-  static constexpr int kLevel = 1;
-  z_stream z_{};
-  bool ok_ = false;
 };
 
 // `bzip2`'s defaults: 900k blocks, work factor 30 (libbz2 is the program's own code).
@@ -244,6 +215,18 @@ class TarWriter {
 
   // `data`: a file's bytes or a symlink's target.
   void Add(std::string* out, const Entry& e, std::string_view data) {
+    const bool reg = !IsDir(e.mode) && !IsGitlink(e.mode) && !IsLink(e.mode);
+    Header(out, e, reg ? data.size() : 0, IsLink(e.mode) ? data : std::string_view());
+    if (reg && !data.empty()) {
+      out->append(data);
+      out->append(Data(data.size()), '\0');
+    }
+  }
+
+  // The records before an entry's data: its pax header when it needs one, then its ustar header.
+  // `size`: a file's length (its data, then Data(size) zeros, follow); `link`: a symlink's target.
+  void Header(std::string* out, const Entry& e, uint64_t size, std::string_view link) {
+    const std::string_view data = link;
     Ustar h{};
     uint32_t mode = e.mode;
     if (IsDir(mode) || IsGitlink(mode)) {
@@ -272,6 +255,7 @@ class TarWriter {
       std::memcpy(h.name, path.data(), path.size());
     }
     const bool reg = h.typeflag == '0';
+    if (!reg) size = 0;
     if (h.typeflag == '2') {
       if (data.size() > sizeof h.linkname) {
         snprintf(h.linkname, sizeof h.linkname, "see %s.paxheader", Hex(e.oid).c_str());
@@ -280,7 +264,6 @@ class TarWriter {
         std::memcpy(h.linkname, data.data(), data.size());
       }
     }
-    uint64_t size = reg ? data.size() : 0;
     if (size > 077777777777ull) {
       PaxRecord(&ext, "size", std::to_string(size));
       size = 0;
@@ -295,7 +278,13 @@ class TarWriter {
       Blocked(out, ext.data(), ext.size());
     }
     Blocked(out, &h, sizeof h);
-    if (reg && !data.empty()) Blocked(out, data.data(), data.size());
+  }
+
+  // A file's `size` bytes of data are written: the zeros that pad them to a whole record.
+  size_t Data(uint64_t size) {
+    const size_t pad = static_cast<size_t>((kRecord - size % kRecord) % kRecord);
+    written_ += size + pad;
+    return pad;
   }
 
   // Zeros to the end of the 10 KiB block, and one more block when fewer than two records of
@@ -367,25 +356,6 @@ bool IsUtf8(std::string_view s) {
   return true;
 }
 
-// Raw deflate at git's default level, in one call, as git's zlib_deflate_raw.
-bool DeflateRaw(std::string_view in, std::string* out) {
-  z_stream z{};
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return false;
-  out->resize(deflateBound(&z, in.size()));
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = reinterpret_cast<Bytef*>(out->data());
-  z.avail_out = static_cast<uInt>(out->size());
-  int rc;
-  do {
-    rc = deflate(&z, Z_FINISH);
-  } while (rc == Z_OK);
-  out->resize(z.total_out);
-  deflateEnd(&z);
-  return rc == Z_STREAM_END;
-}
-
 class ZipWriter {
  public:
   explicit ZipWriter(uint64_t mtime) : mtime_(mtime) {
@@ -396,38 +366,31 @@ class ZipWriter {
     dos_time_ = local.tm_sec / 2 + local.tm_min * 32 + local.tm_hour * 2048;
   }
 
-  bool Add(std::string* out, const Entry& e, std::string_view data) {
+  // What an entry's local header says of its data.
+  struct Data {
+    uint32_t method = 0;  // 0 stored, 8 deflated
+    uint32_t crc = 0;     // of the file's bytes
+    uint64_t size = 0;    // the file's bytes (a symlink's target)
+    uint64_t compressed = 0;  // the data's bytes, which follow the local header
+    bool binary = true;   // git's -1 read as true: folders are "binary" (internal attribute 0)
+  };
+
+  // An entry's local header (its `d.compressed` bytes of data are written next) and its central
+  // record.
+  void Add(std::string* out, const Entry& e, const Data& d) {
     const std::string_view path = e.path;
     uint32_t flags = 0;
     if (!std::all_of(path.begin(), path.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }) &&
         IsUtf8(path))
       flags |= 1u << 11;
     const uint64_t offset = offset_;
-    uint32_t method = 0, attr2 = 0, creator = 0;
-    uint64_t size = 0;
-    uint32_t crc = static_cast<uint32_t>(crc32(0, nullptr, 0));
-    bool binary = true;  // git's -1 read as true: directories are "binary" (internal attr 0)
-    std::string deflated;
-    std::string_view stored;
+    uint32_t attr2 = 0, creator = 0;
     if (IsDir(e.mode) || IsGitlink(e.mode)) {
       attr2 = 16;
     } else {
-      size = data.size();
       attr2 = IsLink(e.mode) ? ((e.mode | 0777) << 16) : (e.mode & 0111) ? (e.mode << 16) : 0;
       if (IsLink(e.mode) || (e.mode & 0111)) creator = 0x0317;
-      crc = static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(data.data()),
-                                        static_cast<uInt>(data.size())));
-      binary = data.substr(0, 8000).find('\0') != std::string_view::npos;
-      stored = data;
-      if (!IsLink(e.mode) && size > 0) {
-        if (!DeflateRaw(data, &deflated)) return false;
-        if (deflated.size() < size) {
-          method = 8;
-          stored = deflated;
-        }
-      }
     }
-    const uint64_t compressed = stored.size();
     std::string extra;  // the extended timestamp: mtime only
     Le(&extra, 0x5455, 2);
     Le(&extra, 5, 2);
@@ -437,37 +400,36 @@ class ZipWriter {
     Le(out, 0x04034b50, 4);
     Le(out, 10, 2);
     Le(out, flags, 2);
-    Le(out, method, 2);
+    Le(out, d.method, 2);
     Le(out, dos_time_, 2);
     Le(out, dos_date_, 2);
-    Le(out, crc, 4);
-    Le(out, compressed, 4);
-    Le(out, size, 4);
+    Le(out, d.crc, 4);
+    Le(out, d.compressed, 4);
+    Le(out, d.size, 4);
     Le(out, path.size(), 2);
     Le(out, extra.size(), 2);
-    out->append(path).append(extra).append(stored);
-    offset_ += 30 + path.size() + extra.size() + compressed;
+    out->append(path).append(extra);
+    offset_ += 30 + path.size() + extra.size() + d.compressed;
 
     Le(&dir_, 0x02014b50, 4);
     Le(&dir_, creator, 2);
     Le(&dir_, 10, 2);
     Le(&dir_, flags, 2);
-    Le(&dir_, method, 2);
+    Le(&dir_, d.method, 2);
     Le(&dir_, dos_time_, 2);
     Le(&dir_, dos_date_, 2);
-    Le(&dir_, crc, 4);
-    Le(&dir_, compressed, 4);
-    Le(&dir_, size, 4);
+    Le(&dir_, d.crc, 4);
+    Le(&dir_, d.compressed, 4);
+    Le(&dir_, d.size, 4);
     Le(&dir_, path.size(), 2);
     Le(&dir_, extra.size(), 2);
     Le(&dir_, 0, 2);  // comment
     Le(&dir_, 0, 2);  // disk
-    Le(&dir_, binary ? 0 : 1, 2);
+    Le(&dir_, d.binary ? 0 : 1, 2);
     Le(&dir_, attr2, 4);
     Le(&dir_, offset, 4);
     dir_.append(path).append(extra);
     ++entries_;
-    return true;
   }
 
   // False when the archive needs zip64 (over 4 GiB or 65535 entries), which is not written.
@@ -494,22 +456,278 @@ class ZipWriter {
   std::string dir_;  // the central directory, written at the end
 };
 
-// --- the stream ---
+// --- blobs compressed once ---
 
+constexpr size_t kChunk = BodyStream::kPieceBytes;  // a blob's bytes per piece, at most
+constexpr int kKeptLevel = 6;    // a piece made to keep: made once, read by every later archive
+constexpr int kPassingLevel = 1;  // a piece made for one archive (no store, or a blob too large)
+
+std::mutex piece_store_mu;
+std::shared_ptr<ArchivePieceStore> piece_store;  // under piece_store_mu
+
+std::shared_ptr<ArchivePieceStore> PieceStore() {
+  const std::lock_guard<std::mutex> lock(piece_store_mu);
+  return piece_store;
+}
+
+// The store's key of a blob's pieces: what makes them (level, piece size) is in it.
+std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/deflate6-256k/" + Hex(oid); }
+
+// A raw deflate stream (no header, no final block until Finish) that owns its zlib state.
+class RawDeflater {
+ public:
+  RawDeflater(int level, int mem_level, int strategy = Z_DEFAULT_STRATEGY)
+      : level_(level), mem_level_(mem_level), strategy_(strategy) {}
+  ~RawDeflater() {
+    if (ok_) deflateEnd(&z_);
+  }
+  RawDeflater(const RawDeflater&) = delete;
+  RawDeflater& operator=(const RawDeflater&) = delete;
+
+  // Forgets everything before: what follows refers to nothing before it.
+  bool Reset() {
+    if (!ok_) {
+      ok_ = deflateInit2(&z_, level_, Z_DEFLATED, -MAX_WBITS, mem_level_, strategy_) == Z_OK;
+      return ok_;
+    }
+    return deflateReset(&z_) == Z_OK;
+  }
+  // Compresses `in` onto *out, then flushes with `flush` (Z_SYNC_FLUSH, Z_FULL_FLUSH: the output
+  // ends on a byte boundary, no final block; Z_FINISH: a final block).
+  bool Feed(std::string_view in, int flush, std::string* out) {
+    if (!ok_) return false;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(in.size());
+    const size_t start = out->size();
+    size_t room = in.size() / 2 + 64;
+    for (;;) {
+      out->resize(out->size() + room);
+      const size_t used = out->size() - room;
+      z_.next_out = reinterpret_cast<Bytef*>(out->data() + used);
+      z_.avail_out = static_cast<uInt>(room);
+      const int rc = deflate(&z_, flush);
+      out->resize(used + room - z_.avail_out);
+      if (rc == Z_STREAM_ERROR) return false;
+      if (flush == Z_FINISH ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out != 0)) break;
+      room = std::max<size_t>(room, out->size() - start);
+    }
+    return true;
+  }
+
+ private:
+  int level_, mem_level_, strategy_;
+  z_stream z_{};
+  bool ok_ = false;
+};
+
+// A blob's bytes a chunk at a time: inflated piece by piece from its loose file or whole pack
+// entry (blob_stream.h) when it is larger than a chunk, else (or when it is a delta) read whole.
+class BlobReader {
+ public:
+  // Its size from the object's header; false with *error when it cannot be read.
+  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, std::string* error) {
+    git_object_t type = GIT_OBJECT_INVALID;
+    size_t size = 0;
+    if (git_odb_read_header(&size, &type, odb, &oid) != 0 || type != GIT_OBJECT_BLOB) {
+      *error = "cannot read blob " + Hex(oid);
+      return false;
+    }
+    size_ = size;
+    oid_ = oid;
+    odb_ = odb;
+    if (size_ > kChunk) {
+      std::string why;
+      stream_ = OpenBlobStream(git_repository_path(repo), oid, size_, &why);
+    }
+    return true;
+  }
+  uint64_t size() const { return size_; }
+  // The next chunk (empty at the end); valid until the next call. False with *error.
+  bool Read(std::string_view* chunk, std::string* error) {
+    if (stream_) {
+      buffer_.clear();
+      if (done_) {
+        *chunk = {};
+        return true;
+      }
+      const auto result = stream_->Next(&buffer_, error);
+      if (result == BodyStream::Result::kFailed) return false;
+      done_ = result == BodyStream::Result::kDone;
+      *chunk = buffer_;
+      return true;
+    }
+    if (!whole_) {
+      git_odb_object* raw = nullptr;
+      if (git_odb_read(&raw, odb_, &oid_) != 0) {
+        *error = "cannot read blob " + Hex(oid_);
+        return false;
+      }
+      whole_.reset(raw);
+    }
+    const std::string_view all(static_cast<const char*>(git_odb_object_data(whole_.get())),
+                               git_odb_object_size(whole_.get()));
+    *chunk = all.substr(std::min(at_, all.size()), kChunk);
+    at_ += chunk->size();
+    return true;
+  }
+
+ private:
+  git_odb* odb_ = nullptr;
+  git_oid oid_{};
+  uint64_t size_ = 0;
+  std::unique_ptr<InflatingBlob> stream_;
+  std::string buffer_;
+  bool done_ = false;
+  OdbObjectPtr whole_;
+  size_t at_ = 0;
+};
+
+// crc32_combine's operator for a second part of `length` bytes: what crc32_combine spends most of
+// its time on, so it is kept with a blob's pieces (every piece but the last is kChunk long).
+uint32_t CombineOp(uint32_t length) {
+  static const uint32_t chunk = static_cast<uint32_t>(crc32_combine_gen(kChunk));
+  return length == kChunk ? chunk : static_cast<uint32_t>(crc32_combine_gen(length));
+}
+
+bool LooksBinary(std::string_view head) { return head.substr(0, 8000).find('\0') != std::string_view::npos; }
+
+// One blob's pieces, in order: found kept, or made here (and kept when it is small enough). The
+// pieces of one blob share the compressor's window (a sync flush after each, a fresh stream at
+// the first): they decode in order after anything else, and nothing in them refers before them.
+class BlobPieces {
+ public:
+  using Piece = ArchivePieceStore::Piece;
+
+  // False with *error when the blob cannot be read.
+  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, ArchivePieceStore* store,
+            std::string* error) {
+    store_ = store;
+    oid_ = oid;
+    if (store && store->Find(PieceKey(oid), &kept_)) {
+      from_store_ = true;
+      for (const Piece& p : kept_.pieces) size_ += p.length;
+      // "binary|text OP": OP the combine operator of the last piece's length, in hex.
+      binary_ = kept_.meta.starts_with("binary");
+      const size_t space = kept_.meta.find(' ');
+      last_op_ = space == std::string::npos
+                     ? CombineOp(kept_.pieces.empty() ? 0 : kept_.pieces.back().length)
+                     : static_cast<uint32_t>(std::strtoul(kept_.meta.c_str() + space + 1, nullptr, 16));
+      return true;
+    }
+    if (!reader_.Open(repo, odb, oid, error)) return false;
+    size_ = reader_.size();
+    keep_ = store && size_ > 0 && size_ <= store->max_blob_bytes();
+    return true;
+  }
+  uint64_t size() const { return size_; }
+  // crc32 of what came before `piece` and `piece` (one of this blob's, just returned by Next).
+  uint32_t Combine(uint32_t crc, const Piece& piece) const {
+    return static_cast<uint32_t>(crc32_combine_op(
+        crc, piece.crc, piece.length == kChunk ? CombineOp(kChunk) : last_op_));
+  }
+  // The first 8000 bytes hold a NUL (zip's text flag): known once the first piece is out.
+  bool binary() const { return binary_; }
+
+  enum class Step { kPiece, kEnd, kFailed };
+  // The next piece into *out (valid until the next call); kFailed with *error.
+  Step Next(RawDeflater* kept_deflater, RawDeflater* passing_deflater, Piece* out,
+            std::string* error) {
+    if (from_store_) {
+      if (next_ == kept_.pieces.size()) return Step::kEnd;
+      *out = kept_.pieces[next_++];
+      return Step::kPiece;
+    }
+    if (made_ >= size_ && (made_ > 0 || size_ == 0)) {
+      if (keep_ && !kept_done_) {
+        kept_done_ = true;
+        std::vector<Piece> views;
+        for (size_t i = 0; i < own_.size(); ++i) views.push_back({own_[i], crcs_[i], lengths_[i]});
+        char meta[32];
+        snprintf(meta, sizeof meta, "%s %x", binary_ ? "binary" : "text", last_op_);
+        store_->Keep(PieceKey(oid_), views, meta);
+      }
+      return Step::kEnd;
+    }
+    std::string_view chunk;
+    if (!reader_.Read(&chunk, error)) return Step::kFailed;
+    if (chunk.empty()) {
+      *error = "blob " + Hex(oid_) + " is shorter than its header says";
+      return Step::kFailed;
+    }
+    if (made_ == 0) binary_ = LooksBinary(chunk);
+    RawDeflater* deflater = keep_ ? kept_deflater : passing_deflater;
+    std::string bytes;
+    if ((made_ == 0 && !deflater->Reset()) || !deflater->Feed(chunk, Z_SYNC_FLUSH, &bytes)) {
+      *error = "zlib failed";
+      return Step::kFailed;
+    }
+    made_ += chunk.size();
+    const uint32_t crc = static_cast<uint32_t>(
+        crc32(0, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size())));
+    const auto length = static_cast<uint32_t>(chunk.size());
+    if (length != kChunk) last_op_ = CombineOp(length);
+    if (keep_) {
+      own_.push_back(std::move(bytes));
+      crcs_.push_back(crc);
+      lengths_.push_back(length);
+      *out = {own_.back(), crc, length};
+    } else {
+      scratch_ = std::move(bytes);
+      *out = {scratch_, crc, length};
+    }
+    return Step::kPiece;
+  }
+
+ private:
+  ArchivePieceStore* store_ = nullptr;
+  git_oid oid_{};
+  uint32_t last_op_ = 0;  // CombineOp of the last piece's length, when that is not kChunk
+  uint64_t size_ = 0;
+  bool binary_ = false;
+  bool from_store_ = false;
+  ArchivePieceStore::Kept kept_;
+  size_t next_ = 0;
+  BlobReader reader_;
+  bool keep_ = false, kept_done_ = false;
+  uint64_t made_ = 0;
+  std::deque<std::string> own_;  // the pieces made to keep (a deque: views into them stay put)
+  std::vector<uint32_t> crcs_, lengths_;
+  std::string scratch_;
+};
+
+// --- the streams ---
+
+// What the streams below share: the repository, its object database and the tree's entries.
+struct ArchiveSource {
+  RepositoryPtr repo;
+  OdbPtr odb;
+  git_oid commit{};
+  uint64_t mtime = 0;
+  std::vector<Entry> entries;
+  std::shared_ptr<ArchivePieceStore> store;
+
+  // A symlink's target; false with *error.
+  bool Target(const Entry& e, BlobPtr* blob, std::string_view* target, std::string* error) {
+    git_blob* raw = nullptr;
+    if (git_blob_lookup(&raw, repo.get(), &e.oid) != 0) {
+      *error = "cannot read blob " + Hex(e.oid) + " (" + e.path + ")";
+      return false;
+    }
+    blob->reset(raw);
+    *target = {static_cast<const char*>(git_blob_rawcontent(raw)),
+               static_cast<size_t>(git_blob_rawsize(raw))};
+    return true;
+  }
+};
+
+bool IsFile(uint32_t mode) { return !IsDir(mode) && !IsGitlink(mode) && !IsLink(mode); }
+
+// tar, tar.bz2, tar.xz: the tar made whole, blob by blob, through the compressor.
 class ArchiveStream : public BodyStream {
  public:
-  ArchiveStream(RepositoryPtr repo, const git_oid& commit, uint64_t mtime, ArchiveFormat format,
-                std::vector<Entry> entries)
-      : repo_(std::move(repo)),
-        commit_(commit),
-        zip_(format == ArchiveFormat::kZip),
-        tar_(mtime),
-        zip_writer_(mtime),
-        entries_(std::move(entries)) {
+  ArchiveStream(ArchiveSource source, ArchiveFormat format)
+      : src_(std::move(source)), tar_(src_.mtime) {
     switch (format) {
-      case ArchiveFormat::kTarGz:
-        compressor_ = std::make_unique<Gzip>();
-        break;
       case ArchiveFormat::kTarBz2:
         compressor_ = std::make_unique<Bzip2>();
         break;
@@ -526,42 +744,18 @@ class ArchiveStream : public BodyStream {
     std::string raw;
     if (!started_) {
       started_ = true;
-      if (!zip_) tar_.GlobalHeader(&raw, commit_);
+      tar_.GlobalHeader(&raw, src_.commit);
     }
-    while (raw.size() < kPieceBytes && next_ < entries_.size()) {
-      const Entry& e = entries_[next_++];
+    while (raw.size() < kPieceBytes && next_ < src_.entries.size()) {
+      const Entry& e = src_.entries[next_++];
       BlobPtr blob;
       std::string_view data;
-      if (!IsDir(e.mode) && !IsGitlink(e.mode)) {
-        git_blob* raw_blob = nullptr;
-        if (git_blob_lookup(&raw_blob, repo_.get(), &e.oid) != 0) {
-          *error = "cannot read blob " + Hex(e.oid) + " (" + e.path + ")";
-          return Result::kFailed;
-        }
-        blob.reset(raw_blob);
-        data = {static_cast<const char*>(git_blob_rawcontent(raw_blob)),
-                static_cast<size_t>(git_blob_rawsize(raw_blob))};
-      }
-      if (zip_) {
-        if (!zip_writer_.Add(&raw, e, data)) {
-          *error = "zlib failed";
-          return Result::kFailed;
-        }
-      } else {
-        tar_.Add(&raw, e, data);
-      }
+      if (!IsDir(e.mode) && !IsGitlink(e.mode) && !src_.Target(e, &blob, &data, error))
+        return Result::kFailed;
+      tar_.Add(&raw, e, data);
     }
-    const bool last = next_ == entries_.size();
-    if (last) {
-      if (zip_) {
-        if (!zip_writer_.Trailer(&raw, commit_)) {
-          *error = "the archive needs zip64 (over 4 GiB or 65535 entries), which is not written";
-          return Result::kFailed;
-        }
-      } else {
-        tar_.Trailer(&raw);
-      }
-    }
+    const bool last = next_ == src_.entries.size();
+    if (last) tar_.Trailer(&raw);
     if (!compressor_->Feed(raw, last, out)) {
       *error = "the compressor failed";
       return Result::kFailed;
@@ -570,15 +764,192 @@ class ArchiveStream : public BodyStream {
   }
 
  private:
-  RepositoryPtr repo_;
-  git_oid commit_;
-  bool zip_;
+  ArchiveSource src_;
   TarWriter tar_;
-  ZipWriter zip_writer_;
-  std::vector<Entry> entries_;
   size_t next_ = 0;
   bool started_ = false;
   std::unique_ptr<Compressor> compressor_;
+};
+
+// tar.gz stitched: one gzip member whose deflate data is, in the tar's order, the tar's own
+// records (headers, padding, trailer) compressed as they come, each run ended by a full flush so
+// that it refers to nothing before it, and every file's pieces (BlobPieces) as found or made. The
+// final block closes the trailer's run; the gzip trailer's crc32 is combined from the runs' and
+// the pieces' (crc32_combine), nothing inflated.
+class StitchedTarGz : public BodyStream {
+ public:
+  explicit StitchedTarGz(ArchiveSource source) : src_(std::move(source)), tar_(src_.mtime) {}
+
+  Result Next(std::string* out, std::string* error) override {
+    if (!started_) {
+      started_ = true;
+      // gzip -n's header: no name, no time, XFL 0 (GNU gzip's at its default level), Unix.
+      out->append("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
+      if (!headers_.Reset()) return Failed("zlib failed", error);
+      tar_.GlobalHeader(&records_, src_.commit);
+    }
+    const size_t start = out->size();
+    while (out->size() - start < kPieceBytes) {
+      if (blob_) {
+        ArchivePieceStore::Piece piece;
+        const BlobPieces::Step step = blob_->Next(&kept_deflater_, &passing_deflater_, &piece, error);
+        if (step == BlobPieces::Step::kFailed) return Result::kFailed;
+        if (step == BlobPieces::Step::kPiece) {
+          out->append(piece.deflate);
+          crc_ = blob_->Combine(crc_, piece);
+          length_ += piece.length;
+          continue;
+        }
+        records_.append(tar_.Data(blob_->size()), '\0');
+        blob_.reset();
+        continue;
+      }
+      if (next_ == src_.entries.size()) {
+        tar_.Trailer(&records_);
+        if (!Records(Z_FINISH, out)) return Failed("zlib failed", error);
+        Le(out, crc_, 4);
+        Le(out, length_, 4);
+        return Result::kDone;
+      }
+      const Entry& e = src_.entries[next_++];
+      if (IsFile(e.mode)) {
+        auto blob = std::make_unique<BlobPieces>();
+        if (!blob->Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), error))
+          return Result::kFailed;
+        tar_.Header(&records_, e, blob->size(), {});
+        if (blob->size() > 0) {
+          if (!Records(Z_FULL_FLUSH, out)) return Failed("zlib failed", error);
+          blob_ = std::move(blob);
+        }
+      } else {
+        BlobPtr link;
+        std::string_view target;
+        if (IsLink(e.mode) && !src_.Target(e, &link, &target, error)) return Result::kFailed;
+        tar_.Header(&records_, e, 0, target);
+        if (records_.size() >= kPieceBytes && !Records(Z_FULL_FLUSH, out))
+          return Failed("zlib failed", error);
+      }
+    }
+    return Result::kMore;
+  }
+
+ private:
+  static Result Failed(const char* why, std::string* error) {
+    *error = why;
+    return Result::kFailed;
+  }
+  // The tar records gathered since the last run, compressed onto *out.
+  bool Records(int flush, std::string* out) {
+    crc_ = static_cast<uint32_t>(crc32(crc_, reinterpret_cast<const Bytef*>(records_.data()),
+                                       static_cast<uInt>(records_.size())));
+    length_ += records_.size();
+    const bool ok = headers_.Feed(records_, flush, out);
+    records_.clear();
+    return ok;
+  }
+
+  ArchiveSource src_;
+  TarWriter tar_;
+  size_t next_ = 0;
+  bool started_ = false;
+  std::string records_;  // tar records not yet compressed
+  // The runs of records: a hash table of 2^9 entries, which a full flush clears after each run
+  // (a run is a header or two and some zeros; zlib's default table is 128 times as large), level
+  // 1 with fixed codes, which builds no Huffman tree per run: for the bench corpus's 726 runs
+  // 82 KB, 74 KB at level 6 (dynamic or fixed), 602 KB stored (bench/results/snapshot-callgrind.md).
+  RawDeflater headers_{kPassingLevel, 2, Z_FIXED};
+  RawDeflater kept_deflater_{kKeptLevel, 8};
+  RawDeflater passing_deflater_{kPassingLevel, 8};
+  std::unique_ptr<BlobPieces> blob_;  // the file whose pieces are being written
+  uint32_t crc_ = 0;
+  uint64_t length_ = 0;  // of the tar (the gzip trailer keeps it mod 2^32)
+};
+
+// zip stitched: each file's data is its pieces (the ones tar.gz uses) and an empty final block,
+// deflated (method 8), or its bytes stored when that is not smaller (git's rule). The local header
+// needs the data's crc32 and length first: a blob's pieces are all found or made before it is
+// written (its compressed bytes held meanwhile; a stored file is read again).
+class StitchedZip : public BodyStream {
+ public:
+  explicit StitchedZip(ArchiveSource source) : src_(std::move(source)), zip_(src_.mtime) {}
+
+  Result Next(std::string* out, std::string* error) override {
+    const size_t start = out->size();
+    while (out->size() - start < kPieceBytes) {
+      if (reader_) {  // a stored file's bytes
+        std::string_view chunk;
+        if (!reader_->Read(&chunk, error)) return Result::kFailed;
+        if (chunk.empty()) {
+          reader_.reset();
+        } else {
+          out->append(chunk);
+        }
+        continue;
+      }
+      if (next_ == src_.entries.size()) {
+        if (!zip_.Trailer(out, src_.commit)) {
+          *error = "the archive needs zip64 (over 4 GiB or 65535 entries), which is not written";
+          return Result::kFailed;
+        }
+        return Result::kDone;
+      }
+      const Entry& e = src_.entries[next_++];
+      ZipWriter::Data d;
+      if (IsLink(e.mode)) {
+        BlobPtr link;
+        std::string_view target;
+        if (!src_.Target(e, &link, &target, error)) return Result::kFailed;
+        d.size = d.compressed = target.size();
+        d.crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(target.data()),
+                                            static_cast<uInt>(target.size())));
+        d.binary = LooksBinary(target);
+        zip_.Add(out, e, d);
+        out->append(target);
+        continue;
+      }
+      if (!IsFile(e.mode)) {
+        zip_.Add(out, e, d);
+        continue;
+      }
+      BlobPieces blob;
+      if (!blob.Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), error))
+        return Result::kFailed;
+      std::string deflated;
+      ArchivePieceStore::Piece piece;
+      for (;;) {
+        const BlobPieces::Step step = blob.Next(&kept_deflater_, &passing_deflater_, &piece, error);
+        if (step == BlobPieces::Step::kFailed) return Result::kFailed;
+        if (step == BlobPieces::Step::kEnd) break;
+        deflated.append(piece.deflate);
+        d.crc = blob.Combine(d.crc, piece);
+      }
+      d.size = blob.size();
+      d.binary = blob.binary();
+      deflated.append("\x03\x00", 2);  // an empty final block (fixed codes: BFINAL, 01, EOB)
+      if (d.size > 0 && deflated.size() < d.size) {
+        d.method = 8;
+        d.compressed = deflated.size();
+        zip_.Add(out, e, d);
+        out->append(deflated);
+        continue;
+      }
+      d.compressed = d.size;
+      zip_.Add(out, e, d);
+      if (d.size > 0) {
+        reader_ = std::make_unique<BlobReader>();
+        if (!reader_->Open(src_.repo.get(), src_.odb.get(), e.oid, error)) return Result::kFailed;
+      }
+    }
+    return Result::kMore;
+  }
+
+ private:
+  ArchiveSource src_;
+  ZipWriter zip_;
+  size_t next_ = 0;
+  RawDeflater kept_deflater_{kKeptLevel, 8};
+  RawDeflater passing_deflater_{kPassingLevel, 8};
+  std::unique_ptr<BlobReader> reader_;  // a stored file's bytes being written
 };
 
 }  // namespace
@@ -623,9 +994,26 @@ std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path
     entries.push_back({base, 040777, *git_tree_id(tree.get())});
   }
   if (!ListTree(repo.get(), tree.get(), base, &entries, error)) return nullptr;
-  const uint64_t mtime = static_cast<uint64_t>(git_commit_committer(commit.get())->when.time);
-  return std::make_unique<ArchiveStream>(std::move(repo), commit_id, mtime, format,
-                                         std::move(entries));
+  ArchiveSource source;
+  git_odb* raw_odb = nullptr;
+  if (git_repository_odb(&raw_odb, repo.get()) != 0) {
+    *error = "cannot open the object database";
+    return nullptr;
+  }
+  source.odb.reset(raw_odb);
+  source.repo = std::move(repo);
+  source.commit = commit_id;
+  source.mtime = static_cast<uint64_t>(git_commit_committer(commit.get())->when.time);
+  source.entries = std::move(entries);
+  source.store = PieceStore();
+  if (format == ArchiveFormat::kTarGz) return std::make_unique<StitchedTarGz>(std::move(source));
+  if (format == ArchiveFormat::kZip) return std::make_unique<StitchedZip>(std::move(source));
+  return std::make_unique<ArchiveStream>(std::move(source), format);
+}
+
+void SetArchivePieceStore(std::shared_ptr<ArchivePieceStore> store) {
+  const std::lock_guard<std::mutex> lock(piece_store_mu);
+  piece_store = std::move(store);
 }
 
 }  // namespace shellac::gitfrag

@@ -10,6 +10,13 @@
 // unless storing is smaller, the extended-timestamp field, DOS time in local time, the commit id
 // as the archive comment. Not applied: .gitattributes (export-ignore, export-subst, eol
 // conversion) and tar.umask / core.bigFileThreshold from the repository's config.
+//
+// tar.gz and zip are stitched from each blob's deflate pieces, made once per blob id and kept in
+// the process's ArchivePieceStore (gitfrag.h) when one is set: one gzip member whose deflate data
+// is the tar's records (compressed as they come, each run ending with a full flush) between the
+// blobs' pieces; a zip whose entries' data are the same pieces and an empty final block. So zip
+// entries hold git's bytes and crcs but not git's compressed bytes. tar, tar.bz2, tar.xz: the
+// whole tar through one compressor (their streams cannot be stitched).
 #pragma once
 
 #include <memory>

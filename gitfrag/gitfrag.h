@@ -177,6 +177,36 @@ struct SnapshotCacheStats {
 void ConfigureSnapshotCache(uint64_t budget, uint64_t max_stored);
 SnapshotCacheStats SnapshotCacheMetrics();
 
+// Where a snapshot's tar.gz and zip find each blob compressed once (archive.h): raw deflate
+// pieces made once per blob id and kept under a key the archive names, so that the archive of a
+// new commit compresses only what the commits before it did not have. The proxy keeps them in its
+// store (bounded by cache-size, evicted like any object); without one, every archive compresses
+// its blobs itself. Threads: called from render threads.
+class ArchivePieceStore {
+ public:
+  // One piece: raw deflate ending on a byte boundary with a sync flush (no final block).
+  struct Piece {
+    std::string_view deflate;
+    uint32_t crc = 0;     // crc32 of its bytes
+    uint32_t length = 0;  // its uncompressed length
+  };
+  struct Kept {
+    std::shared_ptr<const void> owner;  // keeps the views below alive
+    std::vector<Piece> pieces;
+    std::string meta;  // what Keep was given with them
+  };
+  virtual ~ArchivePieceStore() = default;
+  // False when nothing is kept under `key`.
+  virtual bool Find(std::string_view key, Kept* out) = 0;
+  // Keeps copies of `pieces` (and `meta`) under `key` when there is room.
+  virtual void Keep(std::string_view key, const std::vector<Piece>& pieces, std::string_view meta) = 0;
+  // The largest blob (uncompressed bytes) worth making to keep: larger ones are compressed per
+  // request, in bounded pieces, and never kept.
+  virtual uint64_t max_blob_bytes() const = 0;
+};
+// The process's (at start, by the proxy); null: none.
+void SetArchivePieceStore(std::shared_ptr<ArchivePieceStore> store);
+
 class Registry;
 
 class Site {

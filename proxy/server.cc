@@ -18,6 +18,7 @@
 #include <ctime>
 
 #include "cache/cache.h"
+#include "proxy/archive_pieces.h"
 #include "proxy/rules.h"
 #include "proxy/tls.h"
 #include "proxy/worker.h"
@@ -626,6 +627,8 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
       loaded.render_threads, loaded.render_queue, loaded.client_max_renders,
       loaded.render_reserve_threads);
+  // Snapshots' blob pieces, compressed once per blob id, live in the store like any object.
+  gitfrag::SetArchivePieceStore(MakeArchivePieceStore(state_->shared.store.get()));
   if (!loaded.l2_servers.empty()) {
     state_->shared.l2 = std::make_unique<cache::SharedTier>(
         cache::SharedTierOptions{.servers = loaded.l2_servers, .trace = loaded.l2_trace});
@@ -684,7 +687,7 @@ void Server::WriteStoreSnapshot(const std::string& path) {
                static_cast<unsigned long long>(stats.bytes), static_cast<long long>(ms));
 }
 
-Server::~Server() = default;
+Server::~Server() { gitfrag::SetArchivePieceStore(nullptr); }
 
 int Server::Run() {
   State& s = *state_;

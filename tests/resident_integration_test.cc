@@ -459,6 +459,10 @@ cd .. && git clone -q --bare work repo.git
                   " archive --format=tar --prefix=repo-1.0/ v1.0 | cmp - " + ShellQuote(got + ".tar") +
                   " && echo same"),
             "same\n");
+  // Each file's compressed pieces were kept in the store (one object per blob), for every later
+  // archive with that file: the zip below compresses nothing again.
+  const double inserts = MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_inserts_total");
+  EXPECT_GE(inserts, 8);
 
   // HEAD, then a GET on the same connection: the stream's end leaves it ready for the next.
   RawClient client;
@@ -474,6 +478,15 @@ cd .. && git clone -q --bare work repo.git
   Response zip = client.RoundTrip("GET /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n", slow);
   ASSERT_EQ(zip.status, 200) << zip.Describe();
   EXPECT_EQ(zip.body.substr(0, 4), std::string("PK\x03\x04", 4));
+  EXPECT_EQ(MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_inserts_total"), inserts)
+      << "the zip's entries are the tar.gz's pieces";
+  std::ofstream(got + ".zip", std::ios::binary) << zip.body;
+  const std::string x = dir.File("x");
+  EXPECT_EQ(Shell("unzip -tq " + ShellQuote(got + ".zip") + " >/dev/null && mkdir " + ShellQuote(x) +
+                  " && cd " + ShellQuote(x) + " && unzip -q " + ShellQuote(got + ".zip") +
+                  " && for i in 1 2 3 4 5 6 7 8; do cmp " + ShellQuote(dir.File("work")) +
+                  "/file$i.txt repo-1.0/file$i.txt || exit 1; done && echo same"),
+            "same\n");
   Response again = client.RoundTrip("GET /repo/snapshot/repo-1.0.zip HTTP/1.1\r\nHost: x\r\n\r\n", slow);
   EXPECT_EQ(again.status, 200) << again.Describe();
   EXPECT_TRUE(again.body == zip.body);
