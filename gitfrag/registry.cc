@@ -180,9 +180,8 @@ uint64_t Registry::State(size_t index) const {
   if (index >= entries_.size()) return 0;
   const Entry& entry = *entries_[index];
   const int64_t checked = entry.checked_ns.load(std::memory_order_acquire);
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          Clock::now().time_since_epoch())
-                          .count();
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   if (checked == 0 || now - checked >= 1'000'000'000) return 0;
   return entry.state.load(std::memory_order_acquire);
 }

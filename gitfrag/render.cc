@@ -455,8 +455,12 @@ void LimitAgeHorizon(int64_t instant) {
 }
 }  // namespace
 
-void ResetAgeHorizon() { age_horizon = 0; }
-int64_t AgeHorizon() { return age_horizon; }
+void ResetAgeHorizon() {
+  age_horizon = 0;
+}
+int64_t AgeHorizon() {
+  return age_horizon;
+}
 
 void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative) {
   // cgit's units: a month is a twelfth of a 365-day year (30.4 days), not 30 days.

@@ -510,7 +510,9 @@ std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_vie
   return url;
 }
 
-uint64_t Site::RepoState(size_t repo) const { return registry_->State(repo); }
+uint64_t Site::RepoState(size_t repo) const {
+  return registry_->State(repo);
+}
 
 Page Site::Render(const Route& route) const {
   const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_};

@@ -430,11 +430,11 @@ void ClientConnection::StartRender(std::string fill_key) {
   const conf::Config& config = *runtime_->config;
   // A page that fills the store is not kept in the page memo too.
   std::string memo_base = fill_key.empty() ? std::move(memo_base_) : std::string();
-  RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
-                 AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)),
-                 AcceptsGzip(request_),
-                 [this](Rendered rendered) { OnRendered(std::move(rendered)); },
-                 std::move(memo_base));
+  RenderResident(
+      worker_, runtime_, *resident_, std::move(fill_key), alive,
+      AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)),
+      AcceptsGzip(request_), [this](Rendered rendered) { OnRendered(std::move(rendered)); },
+      std::move(memo_base));
 }
 
 void ClientConnection::OnRendered(Rendered rendered) {

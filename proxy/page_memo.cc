@@ -11,7 +11,9 @@ void AppendField(std::string* key, std::string_view field) {
   key->append(field);
 }
 
-void AppendNumber(std::string* key, int64_t field) { AppendField(key, std::to_string(field)); }
+void AppendNumber(std::string* key, int64_t field) {
+  AppendField(key, std::to_string(field));
+}
 
 void AppendOptional(std::string* key, const std::optional<std::string>& field) {
   if (field) {

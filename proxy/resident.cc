@@ -106,11 +106,11 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     }
     cache::Status status;
     if (!r.object) {
-      r.object = MakePageObject(
-          !reuse.empty()      ? std::string_view(reuse)
-          : !memo_key.empty() ? std::string_view(memo_key)
-                              : (fill_key.empty() ? kind : std::string_view(fill_key)),
-          page.body, spec, &status);
+      r.object = MakePageObject(!reuse.empty() ? std::string_view(reuse)
+                                : !memo_key.empty()
+                                    ? std::string_view(memo_key)
+                                    : (fill_key.empty() ? kind : std::string_view(fill_key)),
+                                page.body, spec, &status);
       // Not kept (no room, or too large for the store): served all the same.
       if (r.object && !reuse.empty()) (void)store.Insert(r.object);
       if (r.object && !memo_key.empty()) (void)memo->Insert(r.object);
@@ -151,9 +151,9 @@ namespace {
 // Submits the render to the pool. `on_loop`: called on `worker`'s thread (a refusal may answer at
 // once); otherwise (a tier thread) a refusal is posted to the worker like a render's outcome.
 void SubmitRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
-                  const gitfrag::Route& route, const std::string& fill_key, std::weak_ptr<void> alive,
-                  gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done,
-                  bool on_loop, std::string memo_base = {}) {
+                  const gitfrag::Route& route, const std::string& fill_key,
+                  std::weak_ptr<void> alive, gitfrag::Admission admission, bool gzip,
+                  std::function<void(Rendered)> done, bool on_loop, std::string memo_base = {}) {
   Worker* owner = &worker;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);

@@ -32,8 +32,8 @@ git clone -q --bare work base.git
                 kThor);
   }
   std::string Config(const std::string& cgitrc_extra = "", const std::string& extra = "") const {
-    WriteFile(dir_.File("cgitrc"), "virtual-root=/\n" + cgitrc_extra + "repo.url=base\nrepo.path=" +
-                                       dir_.File("base.git") + "\n");
+    WriteFile(dir_.File("cgitrc"), "virtual-root=/\n" + cgitrc_extra +
+                                       "repo.url=base\nrepo.path=" + dir_.File("base.git") + "\n");
     return BaseConfig(0, "cache=on\ncgitrc=" + dir_.File("cgitrc") + "\n" + extra);
   }
   std::string Git(const std::string& args) const {
@@ -122,8 +122,8 @@ TEST(PageMemo, APageAskedAgainIsServedWithoutARenderAndTheSameBytes) {
   EXPECT_EQ(p2.Header("x-cache"), "hit");
   EXPECT_EQ(p2.body, p1.body);
   ASSERT_TRUE(p2.Header("etag"));
-  Response not_modified =
-      HttpGet(proxy.Port(), file, std::string(kGzip) + "If-None-Match: " + *p2.Header("etag") + "\r\n");
+  Response not_modified = HttpGet(
+      proxy.Port(), file, std::string(kGzip) + "If-None-Match: " + *p2.Header("etag") + "\r\n");
   EXPECT_EQ(not_modified.status, 304) << not_modified.Describe();
   Response range = HttpGet(proxy.Port(), file, "Range: bytes=0-3\r\n");
   EXPECT_EQ(range.status, 206) << range.Describe();
@@ -166,12 +166,12 @@ TEST(PageMemo, APageShowingAgesIsNotServedPastItsNextChange) {
   const long when = static_cast<long>(std::time(nullptr)) - 25;
   const std::string date = "@" + std::to_string(when) + " +0000";
   const std::string tree = Trimmed(repo.Git("rev-parse master^{tree}"));
-  const std::string commit = Trimmed(
-      Shell("GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME=C "
-            "GIT_COMMITTER_EMAIL=c@example.org GIT_AUTHOR_DATE=" + ShellQuote(date) +
-            " GIT_COMMITTER_DATE=" + ShellQuote(date) + " git -C " +
-            ShellQuote(Trimmed(repo.Git("rev-parse --absolute-git-dir"))) +
-            " commit-tree -p master -m recent " + tree));
+  const std::string commit =
+      Trimmed(Shell("GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.org GIT_COMMITTER_NAME=C "
+                    "GIT_COMMITTER_EMAIL=c@example.org GIT_AUTHOR_DATE=" +
+                    ShellQuote(date) + " GIT_COMMITTER_DATE=" + ShellQuote(date) + " git -C " +
+                    ShellQuote(Trimmed(repo.Git("rev-parse --absolute-git-dir"))) +
+                    " commit-tree -p master -m recent " + tree));
   repo.Git("update-ref refs/heads/master " + commit);
   ShellacProcess proxy;
   ASSERT_TRUE(proxy.Start(repo.Config()));
@@ -182,9 +182,8 @@ TEST(PageMemo, APageShowingAgesIsNotServedPastItsNextChange) {
     ADD_FAILURE() << "the machine took over 5 s to start: the first page already aged\n" << first;
     return;
   }
-  const std::string later = AskUntil(proxy, target, [](const std::string& p) {
-    return p.find(">1 min.<") != std::string::npos;
-  });
+  const std::string later = AskUntil(
+      proxy, target, [](const std::string& p) { return p.find(">1 min.<") != std::string::npos; });
   EXPECT_NE(later.find(">1 min.<"), std::string::npos) << "the page kept showing 0 min.";
   EXPECT_GE(Metric(proxy, "shellac_page_memo_hits_total"), 1) << "kept while it held";
   EXPECT_GE(static_cast<long>(std::time(nullptr)), when + 30) << "not changed before its time";
@@ -216,9 +215,10 @@ TEST(PageMemo, ZeroKeepsNothing) {
   EXPECT_EQ(HttpGet(proxy.Port(), target, kGzip).status, 200);
   Response again = HttpGet(proxy.Port(), target, kGzip);
   EXPECT_EQ(again.Header("x-cache"), "pass");
-  EXPECT_EQ(MetricSum(WaitForMetric(proxy.AdminPort(), "shellac_renders_total", {{"kind", "commit"}}, 2),
-                      "shellac_renders_total", {{"kind", "commit"}}),
-            2);
+  EXPECT_EQ(
+      MetricSum(WaitForMetric(proxy.AdminPort(), "shellac_renders_total", {{"kind", "commit"}}, 2),
+                "shellac_renders_total", {{"kind", "commit"}}),
+      2);
   EXPECT_EQ(FetchMetrics(proxy.AdminPort()).find("shellac_page_memo"), std::string::npos);
 }
 
