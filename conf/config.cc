@@ -1139,6 +1139,8 @@ const std::vector<Key>& Keys() {
        "of cache-size, kept for whole snapshot archives (0: none kept)"},
       {"snapshot-max-stored", "8M", kRestart, kOne, Size(&Config::snapshot_max_stored),
        "the largest snapshot archive kept; larger ones are only streamed"},
+      {"page-memo-size", "32M", kRestart, kOne, Size(&Config::page_memo_size),
+       "memory for rendered pages kept whole and answered again without a render (0: none)"},
       {"cache-key", Note("none (host + path + sorted query)"), kReload, kList,
        Rules(&Config::cache_keys, RegexToTemplate, "expected REGEX => TEMPLATE"),
        "REGEX => TEMPLATE: many URLs to one object; first match wins"},

@@ -62,6 +62,9 @@ struct Config {
   // start): their budget, and the largest archive kept (larger ones are streamed, not kept).
   uint64_t snapshot_cache_size = 0;
   uint64_t snapshot_max_stored = 0;
+  // Resident pages kept whole as sent (proxy/page_memo.h), beside cache_size (fixed at start);
+  // 0: none kept.
+  uint64_t page_memo_size = 0;
   struct Rule {
     std::string text;    // "REGEX => TEMPLATE"
     std::string origin;  // "FILE:LINE" or "command line", for messages from the module that compiles it

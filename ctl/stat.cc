@@ -129,6 +129,11 @@ std::string Json(const Report& r, const std::string& address, double seconds) {
   o += ",\"misses\":" + Fig(r.Counter("shellac_cache_misses_total"));
   o += ",\"inserts\":" + Fig(r.Counter("shellac_cache_inserts_total"));
   o += ",\"evictions\":" + Fig(r.Counter("shellac_cache_evictions_total")) + "}";
+  o += ",\"page_memo\":{\"bytes\":" + Num(r.Gauge("shellac_page_memo_bytes"));
+  o += ",\"budget_bytes\":" + Num(r.Gauge("shellac_page_memo_budget_bytes"));
+  o += ",\"pages\":" + Num(r.Gauge("shellac_page_memo_pages"));
+  o += ",\"hits\":" + Fig(r.Counter("shellac_page_memo_hits_total"));
+  o += ",\"misses\":" + Fig(r.Counter("shellac_page_memo_misses_total")) + "}";
   o += ",\"upstream\":{\"errors\":{";
   for (const char* kind : kUpstreamErrors) {
     if (kind != kUpstreamErrors[0]) o += ",";
@@ -255,6 +260,15 @@ std::string Text(const Report& r, const std::string& address, double seconds, bo
       r.Gauge("shellac_cache_objects"), ins.rate, ev.total, ev.rate, eol);
   Add(&o, "         lookups hit %s now, %s since start%s", Pct(hits.rate, misses.rate).c_str(),
       Pct(hits.total, misses.total).c_str(), eol);
+  if (const double memo_budget = r.Gauge("shellac_page_memo_budget_bytes"); memo_budget > 0) {
+    const double memo = r.Gauge("shellac_page_memo_bytes");
+    const Figure memo_hits = r.Counter("shellac_page_memo_hits_total");
+    const Figure memo_misses = r.Counter("shellac_page_memo_misses_total");
+    Add(&o, "PAGES    %s of %s kept whole, %.0f pages   hit %s now, %s since start%s",
+        Bytes(memo).c_str(), Bytes(memo_budget).c_str(), r.Gauge("shellac_page_memo_pages"),
+        Pct(memo_hits.rate, memo_misses.rate).c_str(),
+        Pct(memo_hits.total, memo_misses.total).c_str(), eol);
+  }
   Add(&o, "%s", eol);
   std::string errors;
   double error_rate = 0;

@@ -156,6 +156,12 @@ struct Page {
   // generation of a repository's refs), so the proxy may keep the page as it sends it under this
   // key (in its own store, never shared with other nodes) instead of compressing the body again.
   std::string reuse_key;
+  // What the page was rendered from besides its route and the Site: the state of its repository's
+  // refs and abbreviation length (Site::RepoState; 0 for the index, which reads every
+  // repository), and the first instant (Unix seconds) at which a relative age it shows ("5 min.")
+  // would read differently (0: it shows none). The proxy keeps a page whole while both hold.
+  uint64_t repo_state = 0;
+  int64_t valid_until = 0;
 };
 
 // Snapshot archives kept whole (snapshot_cache.h): one copy per commit, format and folder, read by
@@ -275,6 +281,12 @@ class Site {
   // repository cannot be opened or walked.
   bool History(size_t repo, const HistoryQuery& query, std::vector<std::string>* shas,
                std::string* error) const;
+
+  // The state of repository `repo`'s refs and abbreviation length that a render starting now
+  // would read (Page::repo_state), when a render looked at the files within the last second (as
+  // often as renders look); 0 otherwise. No I/O, no lock: for an event loop, to find a page kept
+  // from an earlier render before rendering it again.
+  uint64_t RepoState(size_t repo) const;
 
   // Test helper: renders `route` and, for a frame, replaces each include with the rendered
   // fragment (what a client of the proxy receives, without the cache).

@@ -24,6 +24,10 @@ struct Registry::Entry {
   // new or removed pack renames or unlinks a file there).
   std::string pack_fingerprint;
   std::atomic<int> abbrev{0};
+  // Lease::state of the refs and abbreviation length above, and when (steady clock, ns) the files
+  // were last looked at: written under refs_mu, read without it (State).
+  std::atomic<uint64_t> state{0};
+  std::atomic<int64_t> checked_ns{0};
   bool open() const { return leased > 0 || !idle.empty(); }
 };
 
@@ -40,7 +44,8 @@ Registry::Lease::Lease(Lease&& other) noexcept
       index_(other.index_),
       repo_(std::move(other.repo_)),
       refs_(std::move(other.refs_)),
-      abbrev_(other.abbrev_) {
+      abbrev_(other.abbrev_),
+      state_(other.state_) {
   other.registry_ = nullptr;
 }
 
@@ -127,7 +132,9 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
       entry.checked = now;
       const std::string git_dir = git_repository_path(lease.repo_.get());
       std::string fingerprint = RefsFingerprint(git_dir);
+      bool changed = entry.state.load(std::memory_order_relaxed) == 0;
       if (!entry.refs || fingerprint != entry.fingerprint) {
+        changed = true;
         git_repository* repo = lease.repo_.get();
         auto peel = [repo](const git_oid& id) -> std::optional<RefIndex::Peeled> {
           git_object* raw = nullptr;
@@ -150,14 +157,33 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
         pack_fingerprint = std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) +
                            "." + std::to_string(st.st_mtim.tv_nsec);
       if (entry.abbrev.load() == 0 || pack_fingerprint != entry.pack_fingerprint) {
-        entry.abbrev.store(AbbrevLength(PackedObjectCount(git_dir)));
+        const int abbrev = AbbrevLength(PackedObjectCount(git_dir));
+        changed = changed || abbrev != entry.abbrev.load();
+        entry.abbrev.store(abbrev);
         entry.pack_fingerprint = std::move(pack_fingerprint);
       }
+      // Counted across the process (never 0), so a number names one state of one repository.
+      static std::atomic<uint64_t> states{0};
+      if (changed) entry.state.store(states.fetch_add(1) + 1, std::memory_order_release);
+      entry.checked_ns.store(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+          std::memory_order_release);
     }
     lease.refs_ = entry.refs;
     lease.abbrev_ = entry.abbrev.load();
+    lease.state_ = entry.state.load(std::memory_order_relaxed);
   }
   return lease;
+}
+
+uint64_t Registry::State(size_t index) const {
+  if (index >= entries_.size()) return 0;
+  const Entry& entry = *entries_[index];
+  const int64_t checked = entry.checked_ns.load(std::memory_order_acquire);
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  if (checked == 0 || now - checked >= 1'000'000'000) return 0;
+  return entry.state.load(std::memory_order_acquire);
 }
 
 void Registry::Release(size_t index, RepositoryPtr repo) {

@@ -38,6 +38,9 @@ class Registry {
     // git's default abbreviation length for this repository (abbrev.h), from its packed object
     // count, recounted when objects/pack changes (checked with the refs).
     int abbrev() const { return abbrev_; }
+    // A number no other state of any repository of this process has, for these refs and this
+    // abbreviation length together (see Registry::State).
+    uint64_t state() const { return state_; }
     explicit operator bool() const { return repo_ != nullptr; }
 
    private:
@@ -47,6 +50,7 @@ class Registry {
     RepositoryPtr repo_;
     std::shared_ptr<const RefIndex> refs_;
     int abbrev_ = 7;
+    uint64_t state_ = 0;
   };
 
   // Opens (or reuses) a handle. On failure returns an empty lease and sets *error.
@@ -58,6 +62,11 @@ class Registry {
   // indexes' headers once (a directory read and 1 KiB per pack; no libgit2).
   int Abbrev(size_t index) const;
   size_t open_count() const;  // repositories holding at least one handle (tests)
+  // What a render of repository `index` would read its refs and abbreviation length from, as a
+  // number that changes whenever either does (Lease::state), if a render looked at the files on
+  // disk less than a second ago (as a render that starts now would take them); else 0. Lock-free
+  // and without I/O, for an event loop.
+  uint64_t State(size_t index) const;
 
  private:
   struct Entry;

@@ -3,7 +3,9 @@
 #include <iconv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -446,6 +448,21 @@ const char* ModeString(uint32_t mode) {
   }
 }
 
+namespace {
+thread_local int64_t age_horizon = 0;  // see AgeHorizon
+
+void LimitAgeHorizon(int64_t instant) {
+  if (age_horizon == 0 || instant < age_horizon) age_horizon = instant;
+}
+}  // namespace
+
+void ResetAgeHorizon() {
+  age_horizon = 0;
+}
+int64_t AgeHorizon() {
+  return age_horizon;
+}
+
 void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative) {
   // cgit's units: a month is a twelfth of a 365-day year (30.4 days), not 30 days.
   constexpr double kMin = 60, kHour = 3600, kDay = 86400, kWeek = 7 * kDay, kYear = 365 * kDay,
@@ -476,7 +493,20 @@ void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relati
   else
     cls = "age-years", unit = " years", per = kYear;
   char text[48];
+  const double shown = std::nearbyint(static_cast<double>(secs) / per);
   std::snprintf(text, sizeof text, "%.0f%s", static_cast<double>(secs) / per, unit);
+  // The text holds while secs / per stays below shown + 1/2 (at the half it may round up), the
+  // unit while secs stays below the next unit's start, the relative form up to max_relative.
+  // Rounded down to whole seconds: a page kept until then never shows an age that moved on.
+  int64_t changes = when.time + static_cast<int64_t>(std::floor((shown + 0.5) * per));
+  for (const double start : {2 * kHour, 2 * kDay, 2 * kWeek, 2 * kMonth, 2 * kYear}) {
+    if (static_cast<double>(secs) < start) {
+      changes = std::min(changes, when.time + static_cast<int64_t>(std::floor(start)));
+      break;
+    }
+  }
+  if (max_relative >= 0) changes = std::min(changes, when.time + max_relative + 1);
+  LimitAgeHorizon(changes);
   out.Raw("<span class='")
       .Raw(cls)
       .Raw("' title='")

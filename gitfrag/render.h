@@ -197,8 +197,15 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
                        FileDiffPath how = FileDiffPath::kOwn);
 
 // cgit's age cell: "<span class='age-hours' title='LONG DATE'>5 hours</span>", or the short date
-// when older than `max_relative` seconds (negative: never).
+// when older than `max_relative` seconds (negative: never). Records on this thread the first
+// instant at which the text it wrote would read differently (AgeHorizon).
 void WriteAge(Writer& out, const git_time& when, int64_t now, int64_t max_relative);
+
+// The earliest instant (Unix seconds) at which an age WriteAge wrote on this thread since the last
+// ResetAgeHorizon would read differently; 0: none written. Site::Render resets it before each page
+// and hands it on as Page::valid_until.
+void ResetAgeHorizon();
+int64_t AgeHorizon();
 
 // One row of the log table (age, subject link, decorations, author), as the log and summary pages
 // write it; `now` is the time ages count from.

@@ -512,9 +512,18 @@ std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_vie
   return url;
 }
 
+uint64_t Site::RepoState(size_t repo) const {
+  return registry_->State(repo);
+}
+
 Page Site::Render(const Route& route) const {
   const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_};
-  if (route.kind == PageKind::kIndex) return RenderIndex(chrome, registry_->repos());
+  ResetAgeHorizon();
+  if (route.kind == PageKind::kIndex) {
+    Page page = RenderIndex(chrome, registry_->repos());
+    page.valid_until = AgeHorizon();
+    return page;
+  }
   if (route.repo >= registry_->repos().size()) return ErrorPage(404, "no such repository");
   std::string error;
   Registry::Lease lease = registry_->Acquire(route.repo, &error);
@@ -586,6 +595,8 @@ Page Site::Render(const Route& route) const {
     if (page.status == 200 && page.esi) page.shared = out.TakeShared();
   }
   if (page.status == 200) page.body = std::move(body);
+  page.repo_state = lease.state();
+  page.valid_until = AgeHorizon();
   return page;
 }
 

@@ -16,6 +16,7 @@
 #include "proxy/background.h"
 #include "proxy/deliver.h"
 #include "proxy/exchange.h"
+#include "proxy/page_memo.h"
 #include "proxy/tls.h"
 #include "proxy/warm.h"
 
@@ -404,10 +405,19 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
 
 void ClientConnection::ServeResident() {
   route_ = Route::kLocal;
+  memo_base_.clear();
   if (runtime_->config->cache && !resident_->cache_key.empty()) {
     cache_key_ = resident_->cache_key;
     ServeCached(cache_key_);
     return;
+  }
+  // A page made for one request: the same page kept whole from an earlier one, if any.
+  if (cache::Store* memo = worker_.shared().page_memo.get()) {
+    memo_base_ = PageMemoBase(*runtime_, *resident_, AcceptsGzip(request_));
+    if (!memo_base_.empty()) {
+      cache::ObjectRef kept = FindKeptPage(*memo, *runtime_, *resident_, memo_base_, NowSeconds());
+      if (kept && Deliver(kept, "hit")) return;
+    }
   }
   StartRender({});
 }
@@ -418,10 +428,13 @@ void ClientConnection::StartRender(std::string fill_key) {
   rendering_ = true;  // the client's EOF now ends the connection (OnEvent)
   std::weak_ptr<int> alive = alive_;
   const conf::Config& config = *runtime_->config;
-  RenderResident(worker_, runtime_, *resident_, std::move(fill_key), alive,
-                 AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)),
-                 AcceptsGzip(request_),
-                 [this](Rendered rendered) { OnRendered(std::move(rendered)); });
+  // A page that fills the store is not kept in the page memo too.
+  std::string memo_base = fill_key.empty() ? std::move(memo_base_) : std::string();
+  RenderResident(
+      worker_, runtime_, *resident_, std::move(fill_key), alive,
+      AdmissionFor(config, *resident_, ClientKey(config, peer_ip_, request_)),
+      AcceptsGzip(request_), [this](Rendered rendered) { OnRendered(std::move(rendered)); },
+      std::move(memo_base));
 }
 
 void ClientConnection::OnRendered(Rendered rendered) {

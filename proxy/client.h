@@ -168,6 +168,7 @@ class ClientConnection : public StreamingClient, private LookupClient {
   const char* cache_status_ = "pass";
   Route route_ = Route::kProxy;
   std::optional<gitfrag::Route> resident_;  // the request is a resident page
+  std::string memo_base_;  // its page memo key but the repository's state (PageMemoBase); "": none
 };
 
 }  // namespace shellac::proxy

@@ -11,6 +11,7 @@
 
 #include "base/text.h"
 #include "esi/esi.h"
+#include "proxy/page_memo.h"
 #include "proxy/page_object.h"
 #include "proxy/worker.h"
 
@@ -47,7 +48,8 @@ const std::string& ProcessNonce() {
 }
 
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
-                std::string_view kind, bool gzip, gitfrag::Page page) {
+                std::string_view kind, bool gzip, const std::string& memo_base,
+                gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false, page.refusal};
   if (page.status == 200 && page.stream) {
     r.headers.emplace_back("Content-Type", page.content_type);
@@ -92,14 +94,26 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
       cache::LookupResult kept = store.Lookup(reuse, spec.stored_at);
       if (kept.state == cache::LookupState::kFresh) r.object = std::move(kept.object);
     }
+    // A page made for this request that may be kept whole (page_memo.h): the object made for the
+    // client, under the key of the refs it was rendered from, until its first age moves on.
+    cache::Store* memo = worker.shared().page_memo.get();
+    std::string memo_key;
+    if (memo != nullptr && spec.transient && reuse.empty() && !memo_base.empty()) {
+      if (const auto keep = KeepFor(page, spec.stored_at)) {
+        memo_key = PageMemoKey(memo_base, page.repo_state);
+        spec.ttl = *keep;
+      }
+    }
     cache::Status status;
     if (!r.object) {
-      r.object =
-          MakePageObject(!reuse.empty() ? std::string_view(reuse)
-                                        : (fill_key.empty() ? kind : std::string_view(fill_key)),
-                         page.body, spec, &status);
+      r.object = MakePageObject(!reuse.empty() ? std::string_view(reuse)
+                                : !memo_key.empty()
+                                    ? std::string_view(memo_key)
+                                    : (fill_key.empty() ? kind : std::string_view(fill_key)),
+                                page.body, spec, &status);
       // Not kept (no room, or too large for the store): served all the same.
       if (r.object && !reuse.empty()) (void)store.Insert(r.object);
+      if (r.object && !memo_key.empty()) (void)memo->Insert(r.object);
     }
     if (r.object && spec.transient && frame) {
       r.text = std::make_shared<const std::string>(std::move(page.body));
@@ -137,14 +151,15 @@ namespace {
 // Submits the render to the pool. `on_loop`: called on `worker`'s thread (a refusal may answer at
 // once); otherwise (a tier thread) a refusal is posted to the worker like a render's outcome.
 void SubmitRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
-                  const gitfrag::Route& route, const std::string& fill_key, std::weak_ptr<void> alive,
-                  gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done,
-                  bool on_loop) {
+                  const gitfrag::Route& route, const std::string& fill_key,
+                  std::weak_ptr<void> alive, gitfrag::Admission admission, bool gzip,
+                  std::function<void(Rendered)> done, bool on_loop, std::string memo_base = {}) {
   Worker* owner = &worker;
   // A page made for one request is never stored: its page kind will do for its key.
   const char* kind = gitfrag::PageKindName(route.kind);
-  auto finish = [owner, runtime, fill_key, kind, alive, gzip, done](gitfrag::Page&& page) {
-    Rendered r = Finish(*owner, *runtime, fill_key, kind, gzip, std::move(page));
+  auto finish = [owner, runtime, fill_key, kind, alive, gzip, done,
+                 memo_base = std::move(memo_base)](gitfrag::Page&& page) {
+    Rendered r = Finish(*owner, *runtime, fill_key, kind, gzip, memo_base, std::move(page));
     owner->Post([alive, done, r = std::move(r)]() mutable {
       if (!alive.expired()) done(std::move(r));
     });
@@ -175,14 +190,15 @@ void SubmitRender(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
 
 void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done) {
+                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done,
+                    std::string memo_base) {
   // A page nobody else will use (no fill key: made for this request, not stored) leaves the queue
   // when its requester goes away before it starts.
   if (fill_key.empty()) admission.requester = alive;
   cache::SharedTier* tier = worker.shared().l2.get();
   if (tier == nullptr || fill_key.empty() || !SharedByTier(fill_key)) {
     SubmitRender(worker, runtime, route, fill_key, std::move(alive), std::move(admission), gzip,
-                 std::move(done), /*on_loop=*/true);
+                 std::move(done), /*on_loop=*/true, std::move(memo_base));
     return;
   }
   // A neutral part this node leads: ask the shared tier first (on its threads), render on a miss

@@ -42,7 +42,8 @@ struct Rendered {
 // they are told the leader is gone, so each tries for itself). `admission` places the render in
 // the render queue (AdmissionFor). When the queue refuses it at once, `done` runs before this
 // returns, with status 503. `gzip`: whether the client accepts gzip (a page made for one request
-// that does not is not compressed).
+// that does not is not compressed). A non-empty `memo_base` (PageMemoBase, for a page made for this
+// request) keeps the page in the page memo, when it may be kept (page_memo.h).
 //
 // Pre-rendering at the lowest priority (an admin endpoint, `shellac warm`): with a route whose
 // cache_key is not empty and that key as `fill_key` (after SingleFlight::TryLead on it), and
@@ -50,7 +51,8 @@ struct Rendered {
 // the part is rendered only while no request's render waits, and stored as a request's would be.
 void RenderResident(Worker& worker, const std::shared_ptr<const Runtime>& runtime,
                     const gitfrag::Route& route, std::string fill_key, std::weak_ptr<void> alive,
-                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done);
+                    gitfrag::Admission admission, bool gzip, std::function<void(Rendered)> done,
+                    std::string memo_base = {});
 
 // A request's place in the render queue: its class from the page kind (gitfrag::ClassOf), its
 // client, and render-queue-timeout.

@@ -67,6 +67,9 @@ class Shared {
 
   GlobalMetrics global;
   std::unique_ptr<cache::Store> store;  // made once at start (its budget cannot change on reload)
+  // Resident pages kept whole (page_memo.h; page-memo-size): made once at start when repositories
+  // are configured and the size is not 0; null otherwise.
+  std::unique_ptr<cache::Store> page_memo;
   // Renders resident pages; made once at start when repositories are configured (render-threads and
   // render-queue cannot change on reload).
   std::unique_ptr<gitfrag::RenderPool> render_pool;

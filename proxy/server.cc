@@ -158,6 +158,20 @@ std::string Shared::RenderMetrics() const {
        stats.purged + stats.banned);
   line("shellac_cache_single_flight_waiting", "gauge", "Requests waiting for another's fetch now.",
        flights.waiting());
+  if (page_memo) {
+    const cache::StoreStats m = page_memo->Stats();
+    line("shellac_page_memo_budget_bytes", "gauge", "Memory for pages kept whole (page-memo-size).",
+         m.budget);
+    line("shellac_page_memo_bytes", "gauge", "Bytes the pages kept whole hold.", m.bytes);
+    line("shellac_page_memo_pages", "gauge", "Pages kept whole.", m.objects);
+    line("shellac_page_memo_hits_total", "counter",
+         "Requests answered from a page kept whole, without a render.", m.hits);
+    line("shellac_page_memo_misses_total", "counter",
+         "Requests for a page that may be kept that found none current (rendered).", m.misses);
+    line("shellac_page_memo_kept_total", "counter", "Rendered pages kept whole.", m.inserts);
+    line("shellac_page_memo_evictions_total", "counter",
+         "Pages kept whole dropped to stay within page-memo-size.", m.evictions);
+  }
   if (l2) {
     const cache::SharedTierStats t = l2->Stats();
     line("shellac_l2_servers", "gauge", "memcached servers of the shared tier (l2=).", l2->servers());
@@ -624,6 +638,11 @@ Server::Server(std::string config_file, conf::Overrides overrides,
   gitfrag::ConfigureSnapshotCache(archives, loaded.snapshot_max_stored);
   state_->shared.store =
       std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.cache_size - archives});
+  // Pages kept whole (page_memo.h), beside cache-size; the same eviction as the store's.
+  if (!loaded.repositories.empty() && loaded.cache && loaded.page_memo_size > 0) {
+    state_->shared.page_memo =
+        std::make_unique<cache::Store>(cache::StoreOptions{.budget = loaded.page_memo_size});
+  }
   state_->shared.render_pool = std::make_unique<gitfrag::RenderPool>(
       loaded.render_threads, loaded.render_queue, loaded.client_max_renders,
       loaded.render_reserve_threads);

@@ -373,6 +373,7 @@ TEST_F(ConfTest, RestartKeysChangedNamesEachRestartOnlyKey) {
       {"cache-size", "300M"},
       {"snapshot-cache-size", "16M"},
       {"snapshot-max-stored", "1M"},
+      {"page-memo-size", "8M"},
       {"listen-tls", "127.0.0.1:9702 cert=" + cert + " key=" + key},
       {"render-threads", "9"},
       {"render-queue", "99"},

@@ -23,6 +23,8 @@
 #include "gitfrag/git.h"
 #include "gitfrag/history.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/render.h"
+#include "gitfrag/writer.h"
 #include "gitfrag/refs.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
@@ -2147,6 +2149,51 @@ TEST(GitfragPool, FullQueueSaysBusy) {
   cv.notify_all();
   while (ran.load() < 2) std::this_thread::yield();
   EXPECT_EQ(ran.load(), 2);
+}
+
+// The age a page shows at `now` for a commit of `when`, and the instant WriteAge records at which
+// it would read differently.
+std::pair<std::string, int64_t> AgeAt(int64_t when, int64_t now, int64_t max_relative) {
+  std::string html;
+  ResetAgeHorizon();
+  {
+    Writer out(&html);
+    WriteAge(out, git_time{when, 0, '+'}, now, max_relative);
+  }
+  const auto open = html.find("'>");
+  return {html.substr(open + 2), AgeHorizon()};
+}
+
+// The page memo keeps a page until its first age would read differently: the instant must never
+// be late (the text still the same one second before it), and is at most a second early.
+TEST(GitfragAge, TheRecordedInstantIsWhenTheTextChanges) {
+  const int64_t when = 1'600'000'000;
+  for (int64_t max_relative : {int64_t{-1}, int64_t{14 * 86400}}) {
+    for (int64_t secs : {int64_t{-100}, int64_t{0}, int64_t{29}, int64_t{30}, int64_t{89},
+                         int64_t{7199}, int64_t{7200}, int64_t{172799}, int64_t{1209599},
+                         int64_t{1209600}, int64_t{5255999}, int64_t{63071999},
+                         int64_t{100'000'000}, int64_t{86400 * 13 + 5}}) {
+      const auto [text, changes] = AgeAt(when, when + secs, max_relative);
+      SCOPED_TRACE(std::to_string(secs) + " s, max_relative " + std::to_string(max_relative) +
+                   ": " + text);
+      if (max_relative >= 0 && secs > max_relative) {
+        EXPECT_EQ(changes, 0) << "an absolute date never changes";
+        continue;
+      }
+      ASSERT_GE(changes, when + std::max<int64_t>(secs, 0));  // == now: kept for no time
+      EXPECT_EQ(AgeAt(when, changes - 1, max_relative).first, text) << "changed before its time";
+      EXPECT_NE(AgeAt(when, changes + 1, max_relative).first, text) << "kept past the change";
+    }
+  }
+  // The earliest of several ages is the page's.
+  std::string html;
+  ResetAgeHorizon();
+  {
+    Writer out(&html);
+    WriteAge(out, git_time{when, 0, '+'}, when + 100'000, -1);
+    WriteAge(out, git_time{when + 99'990, 0, '+'}, when + 100'000, -1);
+  }
+  EXPECT_EQ(AgeHorizon(), when + 99'990 + 30);
 }
 
 }  // namespace

@@ -97,8 +97,9 @@ TEST(Stat, JsonFiguresEqualTheMetrics) {
               MetricSum(metrics, "shellac_responses_total", {{"route", "local"}, {"cache", outcome}}))
         << outcome << "\n" << j << "\n" << metrics;
   }
-  // The patch: one miss (rendered and stored), then one hit.
-  EXPECT_EQ(MetricSum(metrics, "shellac_responses_total", {{"route", "local"}, {"cache", "hit"}}), 1);
+  // The patch: one miss (rendered and stored), then one hit; the commit page: rendered, then
+  // answered from the page kept whole (a hit).
+  EXPECT_EQ(MetricSum(metrics, "shellac_responses_total", {{"route", "local"}, {"cache", "hit"}}), 2);
   EXPECT_EQ(MetricSum(metrics, "shellac_responses_total", {{"route", "local"}, {"cache", "miss"}}), 1);
   for (const char* kind : {"commit", "diff-fragment", "patch", "log"}) {
     const double renders = MetricSum(metrics, "shellac_renders_total", {{"kind", kind}});
@@ -113,7 +114,10 @@ TEST(Stat, JsonFiguresEqualTheMetrics) {
     EXPECT_GT(p99, 0) << kind;
     EXPECT_LE(p99, 10'000) << kind;
   }
-  EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"commit\":", "\"total\":"}), 2);
+  EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"commit\":", "\"total\":"}), 1);
+  EXPECT_EQ(JsonNumber(j, {"\"page_memo\":", "\"hits\":", "\"total\":"}), 1);
+  EXPECT_EQ(JsonNumber(j, {"\"page_memo\":", "\"pages\":"}),
+            MetricSum(metrics, "shellac_page_memo_pages"));
   EXPECT_EQ(JsonNumber(j, {"\"store\":", "\"bytes\":"}), MetricSum(metrics, "shellac_cache_bytes"));
   EXPECT_EQ(JsonNumber(j, {"\"store\":", "\"objects\":"}), MetricSum(metrics, "shellac_cache_objects"));
   EXPECT_EQ(JsonNumber(j, {"\"store\":", "\"budget_bytes\":"}),

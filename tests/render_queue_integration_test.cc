@@ -228,7 +228,8 @@ TEST(RenderQueueIntegration, StoreHitsNeverWaitInTheQueue) {
 TEST(RenderQueueIntegration, AClientThatHangsUpLeavesTheQueue) {
   Repo repo;
   ShellacProcess proxy;
-  ASSERT_TRUE(proxy.Start(repo.Config("")));
+  // No page memo: each page below is asked a second time, and its frame must be rendered again.
+  ASSERT_TRUE(proxy.Start(repo.Config("page-memo-size=0\n")));
   // The parts are stored first, so each page below needs only its frame rendered.
   for (int i = 0; i < 5; ++i) ASSERT_EQ(HttpGet(proxy.Port(), repo.Page(i)).status, 200);
   const double frames_before = Metric(proxy, "shellac_renders_total", {{"kind", "commit"}});
