@@ -15,6 +15,7 @@
 
 #include "base/owned.h"
 #include "gitfrag/blob_stream.h"
+#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 
@@ -117,7 +118,7 @@ bool ListTree(git_repository* repo, const git_tree* tree, const std::string& bas
               std::vector<Entry>* entries, std::string* error) {
   for (size_t i = 0; i < git_tree_entrycount(tree); ++i) {
     const git_tree_entry* te = git_tree_entry_byindex(tree, i);
-    Entry e{base + git_tree_entry_name(te), static_cast<uint32_t>(git_tree_entry_filemode_raw(te)),
+    Entry e{base + git_tree_entry_name(te), CanonicalMode(static_cast<uint32_t>(git_tree_entry_filemode_raw(te))),
             *git_tree_entry_id(te)};
     if (!IsDir(e.mode)) {
       if (IsGitlink(e.mode)) e.path += '/';

@@ -24,8 +24,9 @@ using test::RunCgit;
 using test::CgitInstalled;
 
 // A repository with every shape an archive must carry: executable and empty files, symlinks
-// (one target over 100 bytes), a path over 100 bytes that ustar splits and one over 255 that
-// needs a pax header, UTF-8 and Latin-1 names, a binary file, a submodule, annotated tags.
+// (one target over 100 bytes), a file stored with an odd mode, a path over 100 bytes that ustar
+// splits and one over 255 that needs a pax header, UTF-8 and Latin-1 names, a binary file, a
+// submodule, annotated tags.
 class SnapshotFixture : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,6 +55,10 @@ mkdir -p sub/dir && echo s > sub/dir/s.txt
 git add . && git commit -q -m one
 git update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,module
 git commit -q -m 'with a submodule'
+# A mode old git wrote (100654): git reads it canonical (100644), and so must an archive.
+odd=$( (git ls-tree HEAD; printf '100654 blob %s\todd-mode.txt\n' "$(echo odd | git hash-object -w --stdin)") | git mktree)
+git update-ref refs/heads/master "$(git commit-tree "$odd" -p HEAD -m 'an odd mode')"
+git read-tree HEAD && echo odd > odd-mode.txt  # (a later commit stores it canonical)
 git tag -a v1.0 -m 'one'
 git tag -a fix-2.0 -m 'two' HEAD~1
 )SH";
