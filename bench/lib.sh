@@ -805,7 +805,7 @@ check_target() {  # TARGET PATH  one GET: 200, a cgit page (shellac rendering: t
 probe_shellac() {  # PATH  the same page twice through shellac -> SHELLAC_MODE (a sentence)
   local url="${TARGET_URL[shellac]}$1&bench=probe" a b
   if [ "$SHELLAC_RENDER" = 1 ]; then
-    bench_meta shellac_mode "renders commit pages itself (\`${RENDER_LINES[*]}\`: a frame per request, the diff from its fragment store, shared by every fork); checked: a commit page carries the commit's subject and diff"
+    bench_meta shellac_mode "renders commit pages itself (\`${RENDER_LINES[*]}\`: a frame on a page's first request, the diff from its fragment store, shared by every fork; a page asked again within its lifetime served whole from the page memo, page-memo-size=); checked: a commit page carries the commit's subject and diff"
     return
   fi
   a=$(curl -sS --max-time 60 -o /dev/null -D - "$url" | tr -d '\r' | sed -n 's/^[Xx]-[Cc]ache: *//p')
@@ -895,11 +895,8 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   next=$(crawl_next "$out")
   crawl_row "$t" "$c" measured "$out"
   [ -f "$out.warmup" ] && crawl_row "$t" "$c" warmup "$out.warmup"
-  # shellac rendering keeps no page (a frame per request, the fragments stored before the sweep): a
-  # URL it saw at an earlier level costs it what a new one does, so its walk (~70,000 URLs a level)
-  # does not push the next level's start, which keeps the list from wrapping for the caching peers.
-  # cold and crawler-mix start with an empty store: there a URL seen before would be cheaper.
-  [ "$SHELLAC_RENDER" = 1 ] && [ "$t" = shellac ] && ! cold_workload && return 0
+  # shellac rendering keeps the pages it made (its page memo), so its walk pushes the next level's
+  # start as every caching peer's does: no target is asked a URL again at a later level.
   [ -n "$next" ] && [ "$next" -gt "$NEXT" ] && NEXT=$next
   return 0
 }

@@ -416,9 +416,10 @@ FORGE_TEXT = {
     "hot": ("hot: ten pages over and over", [
         "Ten commit pages (base and forks, default options) requested again and again: a fully cached",
         "working set. Varnish serves them from its cache after the first warm-up round. shellac, when it",
-        "renders (the shellac line below), makes each page's frame per request and takes the diff from its",
-        "fragment store (filled by the first warm-up round); a build that does not render passes every",
-        "request to cgit. nginx serving the same bytes as static files is the ceiling."]),
+        "renders (the shellac line below), makes a page's frame on its first request, with the diff from its",
+        "fragment store, and then serves the page kept whole (its page memo; a render a second per",
+        "repository looks at the refs again); a build that does not render passes every request to cgit.",
+        "nginx serving the same bytes as static files is the ceiling."]),
     "fork-spread": ("fork-spread: the same commits through every fork", [
         "Ten commits, each asked for under every repository of the fork farm (base + forks) and every diff",
         "option (12 variants), never the same URL twice, seeded random order. The diff part of these pages is",
@@ -471,10 +472,9 @@ def repeats_note(run):
         note = ("**URL list too short**: %d measured requests asked for a URL the same target had already been asked "
                 "for (%s; list of %d URLs, walked to line %s); use more --forks or --sample" % (total, by, urls, nxt))
         if render and total == per.get("shellac", 0):
-            note = ("only shellac asked for URLs again within a run (%d measured requests; list of %d URLs): it renders "
-                    "every frame per request and keeps no page, so a URL it saw before costs it what a new one does (the "
-                    "fragments are stored either way); its walk does not move the levels' start, so no other target "
-                    "repeated a URL" % (total, urls))
+            note = ("only shellac asked for URLs again within a run (%d measured requests; list of %d URLs): it keeps "
+                    "the pages it made (its page memo), so those repeats cost it less than new URLs; use more --forks "
+                    "or --sample" % (total, urls))
     else:
         note = ("no measured request repeated a URL for its target (measured list: %d URLs, walked to line %s; every "
                 "target starts a level at the same line)" % (urls, nxt))

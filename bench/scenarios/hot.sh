@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/scenarios/hot.sh: ten commit pages over and over (a fully cached working set): cgit direct,
-# shellac rendering (the corpus' cgitrc imported: a frame per request around the stored diff
-# fragment; everything else -> cgit), Varnish -> cgit and nginx serving the same pages as static
-# files (the ceiling). Run through bench/run.sh hot.
+# shellac rendering (the corpus' cgitrc imported: a frame around the stored diff fragment on a
+# page's first request, then the page kept whole by its page memo; everything else -> cgit),
+# Varnish -> cgit and nginx serving the same pages as static files (the ceiling). Run through
+# bench/run.sh hot.
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 SHELLAC_RENDER=1
