@@ -149,8 +149,9 @@ struct Page {
   Refusal refusal = Refusal::kNone;  // not rendered: the render queue refused it (status 503)
   // Set (status 200, body empty): the body comes from this stream, not from `body`.
   std::shared_ptr<BodyStream> stream;
-  // Served but never stored, even under a neutral key: the output of a filter that failed (killed
-  // after its time, or exited non-zero), which the next request tries again.
+  // Served but never stored, even under a neutral key, nor kept whole: the output of a filter that
+  // failed (killed after its time, or exited non-zero), or a log whose walk its time cut short,
+  // which the next request tries again.
   bool no_store = false;
   // Not empty: every request whose page carries this key gets the same bytes (info/refs of one
   // generation of a repository's refs), so the proxy may keep the page as it sends it under this

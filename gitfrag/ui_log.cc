@@ -418,7 +418,9 @@ Page RenderLog(const PageContext& ctx) {
   }
   out.Raw("</ul>");
   PageEnd(out);
-  return Page{};
+  Page page;
+  page.no_store = walk.stopped();  // cut by time: a later render may walk further
+  return page;
 }
 
 }  // namespace shellac::gitfrag

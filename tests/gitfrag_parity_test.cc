@@ -1215,6 +1215,7 @@ TEST(GitfragParity, HistoryOfRepository) {
     // fewer commits than cgit: noted, not compared.
     if (page.body.find("[stopped: the search read") != std::string::npos) {
       std::cout << "[ stopped  ] " << path << "?" << query << ": the walk's time limit\n";
+      EXPECT_TRUE(page.no_store) << "a cut walk is neither stored nor kept whole";
       continue;
     }
     const std::string a = VisibleText(page.body), b = VisibleText(theirs);
