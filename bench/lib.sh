@@ -871,9 +871,15 @@ crawl_next() {  # WRK-OUTPUT -> where the run's list walk ended (BENCH_CRAWL nex
   sed -n 's/^BENCH_CRAWL .*next=\([0-9]*\).*/\1/p' "$1" | head -n1
 }
 
-crawl_row() {  # TARGET C measured|warmup WRK-OUTPUT  -> $RAW/crawl.tsv: "TARGET C KIND REPEATS URLS" (crawler.lua's walk)
+crawl_fields() {  # WRK-OUTPUT -> "REPEATS URLS ENDED WALKED_US" of crawler.lua's BENCH_CRAWL line (ENDED: threads that
+  # stopped at the list's end; WALKED_US: the walk's time when all did, else 0), or nothing
+  sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\)\( ended=\([0-9]*\)\)\{0,1\}\( walked_us=\([0-9]*\)\)\{0,1\}.*/\1\t\2\t\4\t\6/p' "$1" |
+    awk -F'\t' -v OFS='\t' '{ if ($3 == "") $3 = 0; if ($4 == "") $4 = 0; print }' | head -n1
+}
+
+crawl_row() {  # TARGET C measured|warmup WRK-OUTPUT  -> $RAW/crawl.tsv: "TARGET C KIND REPEATS URLS ENDED WALKED_US"
   local r
-  r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1\t\2/p' "$4")
+  r=$(crawl_fields "$4")
   [ -z "$r" ] || printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$r" >>"$RAW/crawl.tsv"
 }
 

@@ -451,12 +451,16 @@ def render_delta(before, after):
 
 
 def repeats_note(run):
-    crawl = read_tsv(run.file("crawl.tsv"))   # target conns measured|warmup repeats urls
+    crawl = read_tsv(run.file("crawl.tsv"))   # target conns measured|warmup repeats urls [ended walked_us]
     if not crawl:
         return ""
     targets = run.m("targets", [])
-    per, total, urls, wtotal, wurls = {}, 0, 0, 0, 0
-    for t, _c, kind, rep, n in crawl:
+    per, total, urls, wtotal, wurls, ran_out = {}, 0, 0, 0, 0, []
+    for row in crawl:
+        t, c, kind, rep, n = row[:5]
+        if kind == "measured" and len(row) >= 7 and row[5] not in ("", "0"):
+            walked = int(row[6]) if row[6] else 0
+            ran_out.append("%s c=%s%s" % (run.label(t), c, " after %.2f s" % (walked / 1e6) if walked else ""))
         if kind == "warmup":
             wtotal += int(rep)
             wurls = int(n)
@@ -478,6 +482,10 @@ def repeats_note(run):
     else:
         note = ("no measured request repeated a URL for its target (measured list: %d URLs, walked to line %s; every "
                 "target starts a level at the same line)" % (urls, nxt))
+    if ran_out:
+        note += ("; **the list ran out** (a thread stops at its end, and the point's rate is over the URLs walked "
+                 "until then, bench/wrk/crawler.lua): %s; use more --forks or --sample, or a shorter --duration"
+                 % ", ".join(ran_out))
     if wtotal > 0:
         note += "; warm-ups (a list of their own, %d URLs) repeated %d" % (wurls, wtotal)
     if render and workload not in ("cold", "crawler-mix") and total == 0:
@@ -1454,7 +1462,7 @@ def cluster_report(run):
 
 def pages_report(run):
     """points.tsv rows 'KIND:TARGET'; kinds.tsv (KIND LINES WHAT); crawl.tsv (KIND TARGET REPEATS URLS
-    RENDERS-BEFORE RENDERS-AFTER)."""
+    RENDERS-BEFORE RENDERS-AFTER [ENDED WALKED-US])."""
     kinds = [r for r in read_tsv(run.file("kinds.tsv"))]
     crawl = {(r[0], r[1]): r for r in read_tsv(run.file("crawl.tsv"))}
     targets = run.m("targets", []) or ["cgit", "shellac", "varnish"]
@@ -1471,7 +1479,7 @@ def pages_report(run):
     lines += run_health(run)
     lines += ["", "## Per page kind", "",
               "| kind | shellac pages/s | p50 ms | p99 ms | cgit pages/s | p50 ms | p99 ms | varnish pages/s | p99 ms "
-              "| shellac / cgit | errors (shellac, cgit, varnish) | shellac renders (kind: count, mean ms) | repeats |",
+              "| shellac / cgit | errors (shellac, cgit, varnish) | shellac renders (kind: count, mean ms) | list |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     met, missed = [], []
     for kind in [r[0] for r in kinds] + ["mix"]:
@@ -1491,20 +1499,31 @@ def pages_report(run):
                 if n > 0:
                     parts.append("%s: %d, %.2f" % (k, n, (a[k][1] - b.get(k, (0, 0))[1]) / n * 1000))
             renders = "; ".join(parts) or "none"
-        reps = ", ".join("%s %s" % (t, crawl[(kind, t)][2]) for t in targets
-                         if (kind, t) in crawl and crawl[(kind, t)][2] not in ("0", ""))
+        walks = []
+        for t in targets:
+            row = crawl.get((kind, t))
+            if not row:
+                continue
+            if row[2] not in ("0", ""):
+                walks.append("%s %s repeats" % (t, row[2]))
+            if len(row) >= 8 and row[6] not in ("", "0"):
+                walked = int(row[7]) if row[7] else 0
+                walks.append("%s %s URLs in %.2f s" % (t, row[3], walked / 1e6) if walked else "%s ran out" % t)
+        reps = ", ".join(walks)
         errs = ", ".join(str(p[t]["errors"]) if p.get(t) else "-" for t in ("shellac", "cgit", "varnish"))
 
         def f(x, key):
             return "-" if not x else ("%.0f" % x[key] if key == "rps" else ms(x[key]))
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | **%.1fx** | %s | %s | %s |" % (
             "**mix**" if kind == "mix" else kind, f(s, "rps"), f(s, "p50_us"), f(s, "p99_us"), f(c, "rps"),
-            f(c, "p50_us"), f(c, "p99_us"), f(v, "rps"), f(v, "p99_us"), ratio, errs, renders, reps or "0"))
+            f(c, "p50_us"), f(c, "p99_us"), f(v, "rps"), f(v, "p99_us"), ratio, errs, renders, reps or "-"))
     lines += ["", "## Summary", ""]
     lines.append("- at or above 20x cgit: %s" % (", ".join(met) or "none"))
     lines.append("- **below 20x cgit**: %s" % (", ".join(missed) or "none"))
-    lines.append("- repeats: URLs a target asked for again after walking past the end of a list (a list shorter "
-                 "than the run: summary, about, atom, stats and clone have one URL per repository and branch)")
+    lines.append("- list: a target that walked its whole list before the point's time was up stopped there: its "
+                 "pages/s are over the URLs it walked and the time that took (TARGET N URLs in S s); no URL is asked "
+                 "twice (summary, about, atom, stats and clone have one URL per repository and branch, so their "
+                 "points are short)")
     lines.append("- shellac renders: what its /metrics counted during the point (a commit page is a frame "
                  "(commit) and, unless stored, a diff-fragment; a file view a tree frame and a blob part)")
     lines += stderr_tail(run)

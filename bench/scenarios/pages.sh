@@ -67,8 +67,11 @@ for k in "${KINDS[@]}" mix; do
     before=$(render_counts)
     BENCH_WARMUP=0 bench_point "$k:$t" "${TARGET_URL[$t]}/" "$CONNS" || true
     out=$BENCH_TMP/wrk-$k:$t-c$CONNS.txt
-    r=$(sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\).*/\1\t\2/p' "$out")
-    printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$t" "${r:-0	0}" "$before" "$(render_counts)" >>"$RAW/crawl.tsv"
+    r=$(crawl_fields "$out")
+    r=${r:-0	0	0	0}
+    # KIND TARGET REPEATS URLS BEFORE AFTER ENDED WALKED_US
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$k" "$t" "$(cut -f1,2 <<<"$r")" "$before" "$(render_counts)" \
+      "$(cut -f3,4 <<<"$r")" >>"$RAW/crawl.tsv"
     for p in "${SWEEP_LIVE[@]}"; do bench_alive "${p#*=}" || bench_die "${p%%=*} died during $t ($k)"; done
     if ! bench_alive "$SHELLAC_PID"; then
       SHELLAC_DIED="shellac (pid $SHELLAC_PID) exited during the $t run of $k"

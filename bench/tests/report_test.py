@@ -120,7 +120,10 @@ class ReportTest(unittest.TestCase):
         with open(os.path.join(raw, "kinds.tsv"), "w") as f:
             f.write("tree-dir\t5000\t/R/tree/DIR?id=SHA\nsummary\t101\t/R/\n")
         with open(os.path.join(raw, "crawl.tsv"), "w") as f:
-            f.write("tree-dir\tshellac\t0\t3000\ttree 0 0\ttree 3000 1.5\n"
+            # tree-dir: shellac walked its whole list (both threads stopped at its end) in 1.25 s;
+            # summary: an old walk that wrapped around (CRAWL_WRAP=1), no ended/walked columns
+            f.write("tree-dir\tshellac\t0\t3000\ttree 0 0\ttree 3000 1.5\t2\t1250000\n"
+                    "tree-dir\tcgit\t0\t3000\t\t\t0\t0\n"
                     "summary\tshellac\t2000\t101\t\tsummary 2100 4.2\n")
         with open(os.path.join(raw, "points.tsv"), "w") as f:
             f.write("tree-dir:cgit\t8\t100.0\t70000\t0\t90000\t0\t300\t0\t-\t9000\t3.0\tother:0\n"
@@ -133,9 +136,9 @@ class ReportTest(unittest.TestCase):
             text = f.read()
         # tree-dir: 3000 / 100 = 30x, 3000 renders in 1.5 s = 0.50 ms each; summary 700 / 50 = 14x
         self.assertIn("| tree-dir | 3000 | 2.00 | 5.00 | 100 | 70.0 | 90.0 | 95 | 95.0 | **30.0x** | 0, 0, 0 "
-                      "| tree: 3000, 0.50 | 0 |", text)
+                      "| tree: 3000, 0.50 | shellac 3000 URLs in 1.25 s |", text)
         self.assertIn("| summary | 700 | 10.0 | 30.0 | 50 | 150.0 | 200.0 | - | - | **14.0x** | 3, 0, - "
-                      "| summary: 2100, 2.00 | shellac 2000 |", text)
+                      "| summary: 2100, 2.00 | shellac 2000 repeats |", text)
         self.assertIn("- at or above 20x cgit: tree-dir 30.0x", text)
         self.assertIn("- **below 20x cgit**: summary 14.0x", text)
 
@@ -156,6 +159,10 @@ class ReportTest(unittest.TestCase):
         with open(os.path.join(raw, "cold-renders.tsv"), "w") as f:
             f.write("1\tblame 0 0;tree 0 0\tblame 10 2;tree 100 0.05\n"
                     "2\tblame 10 2;tree 100 0.05\tblame 40 5;tree 100 0.05\n")
+        # shellac's c=2 walk reached the end of the list (both threads) after 2.5 s
+        with open(os.path.join(raw, "crawl.tsv"), "w") as f:
+            f.write("cgit\t1\tmeasured\t0\t9000\t0\t0\nshellac\t1\tmeasured\t0\t9000\t0\t0\n"
+                    "shellac\t2\tmeasured\t0\t9000\t2\t2500000\n")
         with open(os.path.join(raw, "points.tsv"), "w") as f:
             f.write("cgit\t1\t10.0\t90000\t0\t100000\t0\t50\t0\t-\t9000\t5.0\tother:0\n"
                     "shellac\t1\t150.0\t6000\t0\t9000\t0\t750\t0\t-\t2000\t5.0\tother:0\n"
@@ -173,6 +180,10 @@ class ReportTest(unittest.TestCase):
         # blame: 40 renders in 5 s = 125 ms each, first (the most render time); tree: 100 in 0.05 s
         self.assertIn("| blame | 40 | 125.000 |\n| tree | 100 | 0.500 |", text)
         self.assertIn("blame 400 (`/R/blame/FILE?id=SHA`)", text)
+        self.assertIn("no measured request repeated a URL for its target (measured list: 9000 URLs, walked to "
+                      "line 9000", text)
+        self.assertIn("**the list ran out** (a thread stops at its end, and the point's rate is over the URLs "
+                      "walked until then, bench/wrk/crawler.lua): shellac c=2 after 2.50 s", text)
 
     def test_mix_weights(self):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "wrk"))

@@ -9,22 +9,42 @@
 --                     thread k takes lines START+k, START+k+L, START+k+2L, ... so threads never ask
 --                     for the same URL either. With fewer threads than lanes some lines are skipped,
 --                     never repeated.
--- Past the end of the list a thread wraps around to line 0 and every request from then on counts as
--- a repeat (reported, so a too-short list shows instead of silently turning into a hot-set test).
+-- Past the end of the list a thread stops (wrk's thread:stop()), so a list shorter than the run
+-- ends the run early and its rate is that of the URLs walked, never of a hot set. wrk itself
+-- divides by the whole -d duration whenever its threads stopped, so each thread notes (monotonic
+-- clock, through LuaJIT's ffi) when it sent its first request and when it stopped; when every
+-- thread stopped at the end, the BENCH line's duration is from the first of those to the last. The
+-- request made when a thread stops is never counted (its event loop ends before the answer is
+-- read). CRAWL_WRAP=1 keeps the old walk: wrap around to line 0, every request from then on
+-- counted as a repeat.
 --
 -- done() prints report.lua's BENCH line (shared code: report.lua is loaded from this folder), then
---   BENCH_CRAWL sent=N max_thread_sent=N next=N repeats=N urls=N
--- next = START + L * max_thread_sent: where the next run against the same target should start.
+--   BENCH_CRAWL sent=N max_thread_sent=N next=N repeats=N urls=N ended=E
+-- next = START + L * max_thread_sent: where the next run against the same target should start;
+-- ended = the threads that reached the end of the list (and stopped there); when all did,
+-- BENCH_CRAWL also gives walked_us (the walk's time, the BENCH line's duration_us).
 -- WRK_HEADERS works as in report.lua.
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(here .. "report.lua")
 local report_done = done
 
+local ffi = require("ffi")
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } crawl_timespec;
+int clock_gettime(int clock, crawl_timespec *tp);
+]]
+local function now_us()  -- CLOCK_MONOTONIC, in microseconds
+  local ts = ffi.new("crawl_timespec")
+  ffi.C.clock_gettime(1, ts)
+  return tonumber(ts.tv_sec) * 1e6 + math.floor(tonumber(ts.tv_nsec) / 1e3)
+end
+
 local file = os.getenv("CRAWL_URLS")
 assert(file and file ~= "", "crawler.lua: set CRAWL_URLS to a file of request paths")
 local start = tonumber(os.getenv("CRAWL_START") or "0") or 0
 local lanes = tonumber(os.getenv("CRAWL_LANES") or "2") or 2
+local wrap = os.getenv("CRAWL_WRAP") == "1"
 
 local threads = {}
 local counter = 0
@@ -35,7 +55,7 @@ setup = function(thread)
   threads[#threads + 1] = thread
 end
 
-local paths, n, pos, sent, repeats
+local paths, n, pos, sent, repeats, ended
 
 init = function(args)
   paths = {}
@@ -46,11 +66,22 @@ init = function(args)
   assert(n > 0, "crawler.lua: no paths in " .. file)
   local lane = tonumber(wrk.thread:get("lane")) or 0
   pos = start + lane   -- 0-based index into the endless list; the line is pos % n
-  sent, repeats = 0, 0
+  sent, repeats, ended = 0, 0, false
 end
 
 request = function()
   local i = pos
+  if sent == 0 and not ended then wrk.thread:set("t0", now_us()) end
+  if i >= n and not wrap then
+    -- the end of the list: stop; this request (wrk needs one) is sent but its answer never read
+    if not ended then
+      ended = true
+      wrk.thread:set("ended", 1)
+      wrk.thread:set("t1", now_us())
+      wrk.thread:stop()
+    end
+    return wrk.format(nil, paths[n])
+  end
   pos = pos + lanes
   sent = sent + 1
   wrk.thread:set("sent", sent)
@@ -62,16 +93,25 @@ request = function()
 end
 
 done = function(summary, latency, requests)
-  report_done(summary, latency, requests)
-  local total, most, rep = 0, 0, 0
+  local total, most, rep, stopped, first, last = 0, 0, 0, 0, nil, nil
   for _, t in ipairs(threads) do
     local s = tonumber(t:get("sent")) or 0
     total = total + s
     if s > most then most = s end
     rep = rep + (tonumber(t:get("repeats")) or 0)
+    stopped = stopped + (tonumber(t:get("ended")) or 0)
+    local t0, t1 = tonumber(t:get("t0")), tonumber(t:get("t1"))
+    if t0 and (not first or t0 < first) then first = t0 end
+    if t1 and (not last or t1 > last) then last = t1 end
   end
+  local walked = ""
+  if stopped == #threads and first and last and last > first then
+    summary.duration = last - first
+    walked = string.format(" walked_us=%d", last - first)
+  end
+  report_done(summary, latency, requests)
   local urls = 0
   for line in io.lines(file) do if line ~= "" then urls = urls + 1 end end
-  io.write(string.format("BENCH_CRAWL sent=%d max_thread_sent=%d next=%d repeats=%d urls=%d\n",
-    total, most, start + lanes * most, rep, urls))
+  io.write(string.format("BENCH_CRAWL sent=%d max_thread_sent=%d next=%d repeats=%d urls=%d ended=%d%s\n",
+    total, most, start + lanes * most, rep, urls, stopped, walked))
 end
