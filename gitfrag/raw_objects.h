@@ -71,10 +71,7 @@ class BackendObject {
 // repository) makes it incomplete(): what its user found may differ from a whole history's.
 class RawObjects {
  public:
-  // Whether packed objects come from the render thread's pack reader (pack_reader.h) or, like
-  // every other object, from libgit2's backends.
-  enum class Packs { kOwnReader, kLibgit2 };
-  explicit RawObjects(git_repository* repo, Packs packs = Packs::kOwnReader);
+  explicit RawObjects(git_repository* repo);
 
   // The object `id` of `type` from the pack reader (pack_reader.h), else from the first backend
   // that has it, else through git_odb_read (which looks for new packs first); empty (and
@@ -93,7 +90,6 @@ class RawObjects {
 
  private:
   git_repository* repo_;
-  Packs packs_;
   OdbPtr odb_;
   bool incomplete_ = false;
 };
