@@ -40,10 +40,28 @@ inline constexpr size_t kPackCacheBytes = size_t{32} << 20;
 bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
                 std::string* error);
 
+// An object's bytes as the reader made them, shared with its cache: allocated in one piece with
+// their count of owners (make_shared_for_overwrite) and written once by the inflater or the delta,
+// never cleared first.
+class ObjectBytes {
+ public:
+  ObjectBytes() = default;
+  // `size` bytes, not initialised: the maker writes every one through data() before sharing them.
+  static ObjectBytes Make(size_t size);
+  char* data() { return data_.get(); }
+  std::string_view view() const { return {data_.get(), size_}; }
+  size_t size() const { return size_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  std::shared_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
 // A packed object: its type (commit, tree, blob or tag) and bytes (shared with the cache).
 struct PackedObject {
   git_object_t type = GIT_OBJECT_INVALID;
-  std::shared_ptr<const std::string> bytes;
+  ObjectBytes bytes;
 };
 
 // One thread's reader: the packs it has mapped (by folder, shared by every repository whose
@@ -86,10 +104,9 @@ PackReader& ThreadPackReader();
 // libgit2.
 void SetPackCacheBytes(size_t bytes);
 
-// Object `id` of `type` through this thread's reader, or null when the reader does not have it
-// (absent, failed or another type) or is off: the caller then reads it through libgit2, which
-// gives its own answer (and error) for it.
-std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oid& id,
-                                              git_object_t type);
+// Object `id` of `type` through this thread's reader, or none (false) when the reader does not
+// have it (absent, failed or another type) or is off: the caller then reads it through libgit2,
+// which gives its own answer (and error) for it.
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type);
 
 }  // namespace shellac::gitfrag

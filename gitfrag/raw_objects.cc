@@ -82,8 +82,7 @@ RawObjects::RawObjects(git_repository* repo) : repo_(repo) {
 }
 
 BackendObject RawObjects::Read(const git_oid& id, git_object_t type) {
-  if (std::shared_ptr<const std::string> packed = ReadPacked(repo_, id, type))
-    return BackendObject(std::move(packed));
+  if (ObjectBytes packed = ReadPacked(repo_, id, type)) return BackendObject(std::move(packed));
   if (!odb_) {
     incomplete_ = true;
     return BackendObject();

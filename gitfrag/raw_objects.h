@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "gitfrag/git.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 
@@ -38,8 +39,8 @@ uint32_t CanonicalMode(uint32_t mode);
 class BackendObject {
  public:
   BackendObject() = default;
-  explicit BackendObject(std::shared_ptr<const std::string> packed)
-      : packed_(std::move(packed)), data_(packed_->data()), size_(packed_->size()) {}
+  explicit BackendObject(ObjectBytes packed)
+      : packed_(std::move(packed)), data_(packed_.view().data()), size_(packed_.size()) {}
   BackendObject(git_odb_backend* backend, void* data, size_t size)
       : backend_(backend), data_(data), size_(size) {}
   BackendObject(BackendObject&& o) noexcept
@@ -61,7 +62,7 @@ class BackendObject {
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
 
  private:
-  std::shared_ptr<const std::string> packed_;
+  ObjectBytes packed_;
   git_odb_backend* backend_ = nullptr;
   const void* data_ = nullptr;
   size_t size_ = 0;
