@@ -33,7 +33,7 @@ DateWalk::DateWalk(git_repository* repo, const git_oid& start, const Set* only)
     : repo_(repo),
       graph_(HistoryGraph(repo, &indexed_)),
       only_(only),
-      objects_(repo, RawObjects::Packs::kLibgit2) {
+      objects_(repo) {
   Add(start);
 }
 
@@ -43,7 +43,7 @@ DateWalk::DateWalk(git_repository* repo, const std::vector<git_oid>& starts, con
       graph_(HistoryGraph(repo, &indexed_)),
       only_(only),
       path_(std::move(path)),
-      objects_(repo, RawObjects::Packs::kLibgit2) {
+      objects_(repo) {
   if (graph_ && !path_.empty()) keys_ = graph_->Keys(path_);
   for (const git_oid& start : starts) Add(start);
 }

@@ -98,10 +98,9 @@ class DateWalk {
   std::unordered_set<git_oid, OidHash, OidEqual> seen_;  // commits not in graph_
   std::vector<bool> seen_at_;  // commits of graph_ by position (a bit each; sized at first use)
   std::unordered_map<git_oid, Entry, OidHash, OidEqual> entries_;  // path entries by commit
-  // Path entries' trees, read raw through libgit2's backends, not the own pack reader: the rows'
-  // file lists read the same trees next through libgit2's tree diff, whose delta-base cache
-  // this warms (with the own reader a gen path log page was 1.03x the instructions:
-  // bench/results/packread-callgrind.md).
+  // Path entries' trees, read raw by the render thread's pack reader: the log rows' file lists
+  // (FileDiffPath::kOwnRaw) read the same trees next through it, and find the path's entries in
+  // TreeMemo.
   RawObjects objects_;
   Clock::time_point deadline_ = Clock::time_point::max();
   bool stopped_ = false;

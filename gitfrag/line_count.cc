@@ -275,8 +275,8 @@ std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid
       kLinesGenerationBytes);
   if (std::optional<std::shared_ptr<const BlobLines>> known = memo.Find(id)) return *known;
   std::shared_ptr<const BlobLines> lines;
-  if (const std::shared_ptr<const std::string> packed = ReadPacked(repo, id, GIT_OBJECT_BLOB)) {
-    lines = std::make_shared<const BlobLines>(HashLines(*packed));
+  if (const ObjectBytes packed = ReadPacked(repo, id, GIT_OBJECT_BLOB)) {
+    lines = std::make_shared<const BlobLines>(HashLines(packed.view()));
   } else {  // loose, or anything the pack reader leaves to libgit2
     git_blob* raw = nullptr;
     if (git_blob_lookup(&raw, repo, &id) != 0) return nullptr;

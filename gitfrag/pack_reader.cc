@@ -75,8 +75,20 @@ struct Folder {
 
 }  // namespace
 
-bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
-                std::string* error) {
+ObjectBytes ObjectBytes::Make(size_t size) {
+  ObjectBytes bytes;
+  bytes.data_ = std::make_shared_for_overwrite<char[]>(std::max<size_t>(size, 1));  // never null
+  bytes.size_ = size;
+  return bytes;
+}
+
+namespace {
+
+// ApplyDelta, writing the result where `make(size)` says once the target size is known and
+// checked (a char* to `size` bytes, written once each on success).
+template <typename Make>
+bool ApplyDeltaTo(std::string_view base, std::string_view delta, uint64_t max_size, Make make,
+                  std::string* error) {
   size_t pos = 0;
   uint64_t source = 0, target = 0;
   if (!DeltaSize(delta, &pos, &source) || !DeltaSize(delta, &pos, &target)) {
@@ -91,9 +103,7 @@ bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size
     *error = "delta: target size too large";
     return false;
   }
-  out->clear();
-  out->resize(static_cast<size_t>(target));
-  char* const dst = out->data();
+  char* const dst = make(static_cast<size_t>(target));
   size_t made = 0;
   const auto* d = reinterpret_cast<const unsigned char*>(delta.data());
   while (pos < delta.size()) {
@@ -143,6 +153,19 @@ bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size
   return true;
 }
 
+}  // namespace
+
+bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
+                std::string* error) {
+  return ApplyDeltaTo(
+      base, delta, max_size,
+      [out](size_t size) {
+        out->assign(size, '\0');
+        return out->data();
+      },
+      error);
+}
+
 struct PackReader::State {
   explicit State(size_t bytes) : cache_limit(bytes) {}
 
@@ -154,7 +177,9 @@ struct PackReader::State {
   uint64_t rescans = 0;
 
   base::Owned<libdeflate_free_decompressor> inflater{libdeflate_alloc_decompressor()};
-  std::string delta;  // a delta's inflated ops, reused
+  // A delta's inflated ops, reused (grown, never cleared).
+  std::unique_ptr<char[]> delta;
+  size_t delta_capacity = 0;
 
   // The base cache: most recently used first.
   struct Cached {
@@ -171,7 +196,10 @@ struct PackReader::State {
   // when it did.
   bool Refresh(Folder* folder);
   Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error);
-  bool Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out, std::string* error);
+  // Inflates the entry data at `at` into `out`, exactly `size` bytes (false with *error else).
+  bool Inflate(const Pack& pack, uint64_t at, uint64_t size, char* out, std::string* error);
+  // Whether `size` bytes of data at `at` could be there (checked before anything is allocated).
+  bool Fits(const Pack& pack, uint64_t at, uint64_t size, std::string* error) const;
   const PackedObject* Find(const CacheKey& key);
   void Keep(const CacheKey& key, const PackedObject& object);
   void Evict(size_t room);
@@ -247,7 +275,7 @@ const PackedObject* PackReader::State::Find(const CacheKey& key) {
 }
 
 void PackReader::State::Keep(const CacheKey& key, const PackedObject& object) {
-  const size_t size = object.bytes->size();
+  const size_t size = object.bytes.size();
   if (size > cache_limit / 4 || cache.contains(key)) return;
   Evict(size);
   lru.push_front(Cached{key, object});
@@ -257,28 +285,32 @@ void PackReader::State::Keep(const CacheKey& key, const PackedObject& object) {
 
 void PackReader::State::Evict(size_t room) {
   while (cache_bytes + room > cache_limit && !lru.empty()) {
-    cache_bytes -= lru.back().object.bytes->size();
+    cache_bytes -= lru.back().object.bytes.size();
     cache.erase(lru.back().key);
     lru.pop_back();
   }
 }
 
-bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out,
-                                std::string* error) {
-  const std::string_view bytes = pack.pack_file->bytes();
-  const uint64_t end = bytes.size() - kPackTrailer;
+bool PackReader::State::Fits(const Pack& pack, uint64_t at, uint64_t size,
+                             std::string* error) const {
+  const uint64_t end = pack.pack_file->bytes().size() - kPackTrailer;
   if (at >= end) {
     *error = "pack: entry data past the pack's end";
     return false;
   }
-  const uint64_t left = end - at;
-  if (size > kMaxPackedObject || size / kMaxInflateRatio > left) {
+  if (size > kMaxPackedObject || size / kMaxInflateRatio > end - at) {
     *error = "pack: entry size larger than its data could hold";
     return false;
   }
-  out->resize(static_cast<size_t>(size));
+  return true;
+}
+
+bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, char* out,
+                                std::string* error) {
+  const std::string_view bytes = pack.pack_file->bytes();
+  const uint64_t left = bytes.size() - kPackTrailer - at;  // Fits checked `at`
   if (libdeflate_zlib_decompress(inflater.get(), bytes.data() + at, static_cast<size_t>(left),
-                                 out->data(), out->size(), nullptr) != LIBDEFLATE_SUCCESS) {
+                                 out, static_cast<size_t>(size), nullptr) != LIBDEFLATE_SUCCESS) {
     *error = "pack: entry data corrupt or not its header's size";
     return false;
   }
@@ -319,8 +351,9 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
     }
     if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG) {
       base.type = static_cast<git_object_t>(entry.type);
-      auto whole = std::make_shared<std::string>();
-      if (!Inflate(pack, offset + entry.length, entry.size, whole.get(), error))
+      if (!Fits(pack, offset + entry.length, entry.size, error)) return Status::kFailed;
+      ObjectBytes whole = ObjectBytes::Make(static_cast<size_t>(entry.size));
+      if (!Inflate(pack, offset + entry.length, entry.size, whole.data(), error))
         return Status::kFailed;
       base.bytes = std::move(whole);
       Keep(CacheKey{pack.serial, offset}, base);
@@ -362,9 +395,20 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
   }
   // Apply the deltas from the base outwards; each result is the next one's base, kept.
   for (size_t i = chain.size(); i-- > 0;) {
-    if (!Inflate(pack, chain[i].data, chain[i].size, &delta, error)) return Status::kFailed;
-    auto result = std::make_shared<std::string>();
-    if (!ApplyDelta(*base.bytes, delta, kMaxPackedObject, result.get(), error))
+    if (!Fits(pack, chain[i].data, chain[i].size, error)) return Status::kFailed;
+    if (chain[i].size > delta_capacity) {
+      delta_capacity = static_cast<size_t>(chain[i].size);
+      delta = std::make_unique_for_overwrite<char[]>(delta_capacity);
+    }
+    if (!Inflate(pack, chain[i].data, chain[i].size, delta.get(), error)) return Status::kFailed;
+    ObjectBytes result;
+    const auto make = [&result](size_t size) {
+      result = ObjectBytes::Make(size);
+      return result.data();
+    };
+    if (!ApplyDeltaTo(base.bytes.view(),
+                      std::string_view(delta.get(), static_cast<size_t>(chain[i].size)),
+                      kMaxPackedObject, make, error))
       return Status::kFailed;
     base.bytes = std::move(result);
     Keep(CacheKey{pack.serial, chain[i].offset}, base);
@@ -429,14 +473,13 @@ PackReader& ThreadPackReader() {
   return reader;
 }
 
-std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oid& id,
-                                              git_object_t type) {
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type) {
   const size_t bytes = pack_cache_bytes.load(std::memory_order_relaxed);
-  if (bytes == 0) return nullptr;
+  if (bytes == 0) return {};
   PackReader& reader = ThreadPackReader();
   if (reader.cache_limit() != bytes) reader.set_cache_limit(bytes);
   const char* git_dir = git_repository_path(repo);
-  if (git_dir == nullptr) return nullptr;
+  if (git_dir == nullptr) return {};
   std::string objects(git_dir);
   if (!objects.ends_with('/')) objects.push_back('/');
   objects += "objects";
@@ -444,7 +487,7 @@ std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oi
   std::string error;
   if (reader.Read(objects, id, &object, &error) != PackReader::Status::kFound ||
       object.type != type)
-    return nullptr;
+    return {};
   return std::move(object.bytes);
 }
 

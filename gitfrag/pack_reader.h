@@ -5,8 +5,8 @@
 // bases in a cache that cannot be tuned (16 MiB a pack, emptied whole when full, nothing over
 // 1 MiB kept): on a log page inflating was half the instructions.
 //
-// Only what the hot readers want goes through it (a log's blob lines, blame's and the path log's
-// raw trees); anything it does not find or cannot read — a loose object, a pack that came after
+// Only what the hot readers want goes through it (a log's blob lines and its file lists' trees,
+// blame's and the path log's raw trees); anything it does not find or cannot read — a loose object, a pack that came after
 // its last look (it looks again once the pack folder changed), a REF_DELTA whose base is in
 // another pack, an object over kMaxPackedObject, a corrupt entry — is answered "not here" and the
 // caller reads the object through libgit2, so a page never fails where libgit2 would not.
@@ -40,10 +40,28 @@ inline constexpr size_t kPackCacheBytes = size_t{32} << 20;
 bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size, std::string* out,
                 std::string* error);
 
+// An object's bytes as the reader made them, shared with its cache: allocated in one piece with
+// their count of owners (make_shared_for_overwrite) and written once by the inflater or the delta,
+// never cleared first.
+class ObjectBytes {
+ public:
+  ObjectBytes() = default;
+  // `size` bytes, not initialised: the maker writes every one through data() before sharing them.
+  static ObjectBytes Make(size_t size);
+  char* data() { return data_.get(); }
+  std::string_view view() const { return {data_.get(), size_}; }
+  size_t size() const { return size_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  std::shared_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
 // A packed object: its type (commit, tree, blob or tag) and bytes (shared with the cache).
 struct PackedObject {
   git_object_t type = GIT_OBJECT_INVALID;
-  std::shared_ptr<const std::string> bytes;
+  ObjectBytes bytes;
 };
 
 // One thread's reader: the packs it has mapped (by folder, shared by every repository whose
@@ -86,10 +104,9 @@ PackReader& ThreadPackReader();
 // libgit2.
 void SetPackCacheBytes(size_t bytes);
 
-// Object `id` of `type` through this thread's reader, or null when the reader does not have it
-// (absent, failed or another type) or is off: the caller then reads it through libgit2, which
-// gives its own answer (and error) for it.
-std::shared_ptr<const std::string> ReadPacked(git_repository* repo, const git_oid& id,
-                                              git_object_t type);
+// Object `id` of `type` through this thread's reader, or none (false) when the reader does not
+// have it (absent, failed or another type) or is off: the caller then reads it through libgit2,
+// which gives its own answer (and error) for it.
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type);
 
 }  // namespace shellac::gitfrag

@@ -76,16 +76,13 @@ uint32_t CanonicalMode(uint32_t mode) {
   }
 }
 
-RawObjects::RawObjects(git_repository* repo, Packs packs) : repo_(repo), packs_(packs) {
+RawObjects::RawObjects(git_repository* repo) : repo_(repo) {
   git_odb* raw = nullptr;
   if (git_repository_odb(&raw, repo) == 0) odb_.reset(raw);
 }
 
 BackendObject RawObjects::Read(const git_oid& id, git_object_t type) {
-  if (packs_ == Packs::kOwnReader) {
-    if (std::shared_ptr<const std::string> packed = ReadPacked(repo_, id, type))
-      return BackendObject(std::move(packed));
-  }
+  if (ObjectBytes packed = ReadPacked(repo_, id, type)) return BackendObject(std::move(packed));
   if (!odb_) {
     incomplete_ = true;
     return BackendObject();

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "gitfrag/git.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 
@@ -38,8 +39,8 @@ uint32_t CanonicalMode(uint32_t mode);
 class BackendObject {
  public:
   BackendObject() = default;
-  explicit BackendObject(std::shared_ptr<const std::string> packed)
-      : packed_(std::move(packed)), data_(packed_->data()), size_(packed_->size()) {}
+  explicit BackendObject(ObjectBytes packed)
+      : packed_(std::move(packed)), data_(packed_.view().data()), size_(packed_.size()) {}
   BackendObject(git_odb_backend* backend, void* data, size_t size)
       : backend_(backend), data_(data), size_(size) {}
   BackendObject(BackendObject&& o) noexcept
@@ -61,7 +62,7 @@ class BackendObject {
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
 
  private:
-  std::shared_ptr<const std::string> packed_;
+  ObjectBytes packed_;
   git_odb_backend* backend_ = nullptr;
   const void* data_ = nullptr;
   size_t size_ = 0;
@@ -71,10 +72,7 @@ class BackendObject {
 // repository) makes it incomplete(): what its user found may differ from a whole history's.
 class RawObjects {
  public:
-  // Whether packed objects come from the render thread's pack reader (pack_reader.h) or, like
-  // every other object, from libgit2's backends.
-  enum class Packs { kOwnReader, kLibgit2 };
-  explicit RawObjects(git_repository* repo, Packs packs = Packs::kOwnReader);
+  explicit RawObjects(git_repository* repo);
 
   // The object `id` of `type` from the pack reader (pack_reader.h), else from the first backend
   // that has it, else through git_odb_read (which looks for new packs first); empty (and
@@ -93,7 +91,6 @@ class RawObjects {
 
  private:
   git_repository* repo_;
-  Packs packs_;
   OdbPtr odb_;
   bool incomplete_ = false;
 };

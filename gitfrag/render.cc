@@ -838,12 +838,91 @@ bool PathChanges(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
   return true;
 }
 
+// The own tree diff's `changes` with git's renames paired (for cgit's pages), as *out's files,
+// each with its patch when out->patches.
+bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
+                    const DiffOptions& options, DiffEngine engine, CommitFiles* out,
+                    std::string* reason) {
+  bool added = false, deleted = false;
+  for (const TreeChange& c : changes) {
+    added |= c.status == GIT_DELTA_ADDED;
+    deleted |= c.status == GIT_DELTA_DELETED;
+  }
+  // git looks for renames only with both deletions and additions, and patch and rawdiff (git's
+  // defaults) never.
+  if (added && deleted && engine == DiffEngine::kCgitPages &&
+      !DetectRenames(repo, &changes, options.rename_limit, reason))
+    return false;
+  const git_diff_options opts = EngineOptions(options, engine);
+  out->files.resize(changes.size());
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const TreeChange& c = changes[i];
+    git_diff_delta& d = out->files[i].delta;
+    d.status = c.status;
+    d.nfiles = static_cast<uint16_t>(
+        c.status == GIT_DELTA_ADDED || c.status == GIT_DELTA_DELETED ? 1 : 2);
+    const char* p = out->paths.emplace_back(c.path).c_str();
+    d.old_file.path = c.status == GIT_DELTA_RENAMED ? out->paths.emplace_back(c.old_path).c_str()
+                                                    : p;
+    d.new_file.path = p;
+    d.similarity = static_cast<uint16_t>(c.score * 100 / kMaxSimilarity);
+    d.old_file.mode = static_cast<uint16_t>(c.old_mode);
+    d.new_file.mode = static_cast<uint16_t>(c.new_mode);
+    git_oid_cpy(&d.old_file.id, &c.old_id);
+    git_oid_cpy(&d.new_file.id, &c.new_id);
+    if (out->patches)
+      out->files[i].patch = BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
+  }
+  return true;
+}
+
+// kOwnRaw's list: the trees read raw by their ids (the commit's, and its first parent's from
+// libgit2's commit, no tree parsed); false with *handled false when the path is one libgit2's
+// pathspec reads as a pattern (PlainPath) or a tree on the way to it cannot be read: kOwn then
+// gives libgit2's answer.
+bool RawTreeChanges(git_repository* repo, git_commit* commit, git_commit* other,
+                    std::string_view path, std::vector<TreeChange>* changes, bool* handled,
+                    std::string* reason) {
+  *handled = path.empty() || PlainPath(path);
+  if (!*handled) return false;
+  const git_oid* new_tree = git_commit_tree_id(commit);
+  const git_oid* old_tree = nullptr;
+  CommitPtr parent;
+  if (other == nullptr && git_commit_parentcount(commit) > 0) {
+    git_commit* raw_parent = nullptr;
+    if (git_commit_parent(&raw_parent, commit, 0) != 0) {
+      const git_error* e = git_error_last();
+      *reason = std::string("cannot read the parent: ") + (e ? e->message : "unknown error");
+      return false;
+    }
+    parent.reset(raw_parent);
+    other = raw_parent;
+  }
+  if (other != nullptr) old_tree = git_commit_tree_id(other);
+  RawObjects objects(repo);
+  if (path.empty()) return DiffTreeIds(repo, &objects, old_tree, new_tree, changes, reason);
+  if (DiffTreePath(repo, &objects, old_tree, new_tree, path, changes, reason)) return true;
+  *handled = !objects.incomplete();
+  changes->clear();
+  return false;
+}
+
 }  // namespace
 
 bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other,
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
                      std::string* reason, FileDiffPath how, bool* used_own, DiffEngine engine) {
   if (used_own != nullptr) *used_own = false;
+  if (how == FileDiffPath::kOwnRaw) {
+    std::vector<TreeChange> changes;
+    bool handled = false;
+    if (RawTreeChanges(repo, commit, other, path, &changes, &handled, reason)) {
+      if (used_own != nullptr) *used_own = path.empty();
+      return FilesOfChanges(repo, std::move(changes), options, engine, out, reason);
+    }
+    if (handled) return false;
+    how = FileDiffPath::kOwn;
+  }
   TreePtr old_tree, new_tree;
   if (!CommitTrees(repo, commit, other, &old_tree, &new_tree, reason)) return false;
   if (how == FileDiffPath::kOwn) {
@@ -852,39 +931,8 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
                      : !PathChanges(repo, old_tree.get(), new_tree.get(), options, path, &changes,
                                     reason))
       return false;
-    bool added = false, deleted = false;
-    for (const TreeChange& c : changes) {
-      added |= c.status == GIT_DELTA_ADDED;
-      deleted |= c.status == GIT_DELTA_DELETED;
-    }
-    // git looks for renames only with both deletions and additions, and patch and rawdiff (git's
-    // defaults) never.
-    if (added && deleted && engine == DiffEngine::kCgitPages &&
-        !DetectRenames(repo, &changes, options.rename_limit, reason))
-      return false;
-    const git_diff_options opts = EngineOptions(options, engine);
-    out->files.resize(changes.size());
-    for (size_t i = 0; i < changes.size(); ++i) {
-      const TreeChange& c = changes[i];
-      git_diff_delta& d = out->files[i].delta;
-      d.status = c.status;
-      d.nfiles = static_cast<uint16_t>(
-          c.status == GIT_DELTA_ADDED || c.status == GIT_DELTA_DELETED ? 1 : 2);
-      const char* p = out->paths.emplace_back(c.path).c_str();
-      d.old_file.path = c.status == GIT_DELTA_RENAMED ? out->paths.emplace_back(c.old_path).c_str()
-                                                      : p;
-      d.new_file.path = p;
-      d.similarity = static_cast<uint16_t>(c.score * 100 / kMaxSimilarity);
-      d.old_file.mode = static_cast<uint16_t>(c.old_mode);
-      d.new_file.mode = static_cast<uint16_t>(c.new_mode);
-      git_oid_cpy(&d.old_file.id, &c.old_id);
-      git_oid_cpy(&d.new_file.id, &c.new_id);
-      if (out->patches)
-        out->files[i].patch =
-            BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
-    }
     if (used_own != nullptr) *used_own = path.empty();
-    return true;
+    return FilesOfChanges(repo, std::move(changes), options, engine, out, reason);
   }
   out->diff =
       DiffOfTrees(repo, old_tree.get(), new_tree.get(), options, engine, reason, path, true);

@@ -145,9 +145,13 @@ struct CommitFiles {
 //  kOwn: DiffTrees (tree_diff.h), or libgit2's tree diff when a path limits it, then git's rename
 //        detection (renames.h) for cgit's pages, and each file's blobs diffed directly
 //        (git_patch_from_blobs).
+//  kOwnRaw: the same list with every tree read raw by its id (DiffTreeIds, DiffTreePath in
+//        tree_diff.h: the render thread's pack reader, no tree parsed or kept by libgit2), the
+//        first parent's tree id from its commit; a path libgit2 reads as a pattern (PlainPath)
+//        or one whose trees cannot be read goes the kOwn way. The log's Files/Lines counts.
 //  kLibgit2: libgit2's generic diff (git_diff_tree_to_tree, libgit2's rename detection) and
 //        git_patch_from_diff: the reference the tests compare the own way with.
-enum class FileDiffPath { kOwn, kLibgit2 };
+enum class FileDiffPath { kOwn, kOwnRaw, kLibgit2 };
 
 // The diff of `commit` against `other` (null: its first parent or the empty tree) as `engine`
 // computes it (kCgitPages: cgit's commit and diff pages and the log's counts, with git's rename

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "gitfrag/git.h"
-#include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
 namespace {
@@ -15,38 +14,86 @@ bool IsTree(uint32_t mode) {
   return (mode & kTypeMask) == kTree;
 }
 
-uint32_t ModeOf(const git_tree_entry* e) {
-  return CanonicalMode(git_tree_entry_filemode_raw(e));
+// A tree entry as the walk compares it.
+struct Entry {
+  uint32_t mode = 0;  // canonical (CanonicalMode)
+  std::string_view name;
+  const unsigned char* id = nullptr;  // GIT_OID_RAWSZ bytes
+};
+
+// One tree's entries in the object's order (git's), and what holds the bytes they point into.
+struct Tree {
+  std::vector<Entry> entries;
+  BackendObject raw;  // read raw
+  TreePtr parsed;     // or read through libgit2
+};
+
+void EntriesOf(const git_tree* tree, std::vector<Entry>* out) {
+  const size_t n = git_tree_entrycount(tree);
+  out->reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+    out->push_back(Entry{CanonicalMode(git_tree_entry_filemode_raw(e)), git_tree_entry_name(e),
+                         git_tree_entry_id(e)->id});
+  }
+}
+
+// A raw tree's entries ("MODE NAME\0" and the id's bytes each), where libgit2's parser
+// (git_tree__parse_raw) would read the same: false for anything else git does not write (a mode
+// of more than six octal digits or over 0xFFFF, no space after it, an empty or unterminated name
+// or one over 65,535 bytes, a short id), which is then left to that parser.
+bool ScanEntries(std::string_view raw, std::vector<Entry>* out) {
+  const char* p = raw.data();
+  const char* const end = p + raw.size();
+  while (p < end) {
+    uint32_t mode = 0;
+    const char* m = p;
+    while (m < end && m - p < 6 && *m >= '0' && *m <= '7') mode = mode * 8 + (*m++ - '0');
+    if (m == p || m == end || *m != ' ' || mode > 0xFFFF) return false;
+    const char* const name = m + 1;
+    const auto* nul = static_cast<const char*>(std::memchr(name, '\0', end - name));
+    if (nul == nullptr || nul == name || nul - name > 0xFFFF || end - nul - 1 < GIT_OID_RAWSZ)
+      return false;
+    out->push_back(Entry{CanonicalMode(mode), std::string_view(name, nul - name),
+                         reinterpret_cast<const unsigned char*>(nul + 1)});
+    p = nul + 1 + GIT_OID_RAWSZ;
+  }
+  return true;
 }
 
 // git's tree order: names compared bytewise, a folder's name as if it ended in '/'.
-int CompareEntries(const git_tree_entry* a, const git_tree_entry* b) {
-  const char* an = git_tree_entry_name(a);
-  const char* bn = git_tree_entry_name(b);
-  const size_t al = std::strlen(an), bl = std::strlen(bn);
-  const size_t common = al < bl ? al : bl;
-  if (const int c = std::memcmp(an, bn, common); c != 0) return c;
-  const unsigned char ac = common < al ? static_cast<unsigned char>(an[common])
-                                       : (IsTree(ModeOf(a)) ? '/' : '\0');
-  const unsigned char bc = common < bl ? static_cast<unsigned char>(bn[common])
-                                       : (IsTree(ModeOf(b)) ? '/' : '\0');
+int CompareEntries(const Entry& a, const Entry& b) {
+  const size_t common = std::min(a.name.size(), b.name.size());
+  if (const int c = std::memcmp(a.name.data(), b.name.data(), common); c != 0) return c;
+  const unsigned char ac = common < a.name.size() ? static_cast<unsigned char>(a.name[common])
+                                                  : (IsTree(a.mode) ? '/' : '\0');
+  const unsigned char bc = common < b.name.size() ? static_cast<unsigned char>(b.name[common])
+                                                  : (IsTree(b.mode) ? '/' : '\0');
   return ac < bc ? -1 : ac > bc ? 1 : 0;
+}
+
+git_oid IdOf(const Entry& e) {
+  git_oid id;
+  std::memcpy(id.id, e.id, GIT_OID_RAWSZ);
+  return id;
 }
 
 class Walker {
  public:
-  Walker(git_repository* repo, std::vector<TreeChange>* out, std::string* reason)
-      : repo_(repo), out_(out), reason_(reason) {}
+  // `objects` null: subtrees read through git_tree_lookup; else raw through it.
+  Walker(git_repository* repo, RawObjects* objects, std::vector<TreeChange>* out,
+         std::string* reason, std::string_view prefix = {})
+      : repo_(repo), objects_(objects), out_(out), reason_(reason), prefix_(prefix) {}
 
   // Both trees' entries in order; either tree may be null (no side).
-  bool Walk(const git_tree* a, const git_tree* b) {
-    const size_t na = a != nullptr ? git_tree_entrycount(a) : 0;
-    const size_t nb = b != nullptr ? git_tree_entrycount(b) : 0;
+  bool Walk(const Tree* a, const Tree* b) {
+    const size_t na = a != nullptr ? a->entries.size() : 0;
+    const size_t nb = b != nullptr ? b->entries.size() : 0;
     size_t i = 0, j = 0;
     while (i < na || j < nb) {
-      const git_tree_entry* ea = i < na ? git_tree_entry_byindex(a, i) : nullptr;
-      const git_tree_entry* eb = j < nb ? git_tree_entry_byindex(b, j) : nullptr;
-      const int c = ea == nullptr ? 1 : eb == nullptr ? -1 : CompareEntries(ea, eb);
+      const Entry* ea = i < na ? &a->entries[i] : nullptr;
+      const Entry* eb = j < nb ? &b->entries[j] : nullptr;
+      const int c = ea == nullptr ? 1 : eb == nullptr ? -1 : CompareEntries(*ea, *eb);
       if (c < 0) {
         if (!Whole(GIT_DELTA_DELETED, ea)) return false;
         ++i;
@@ -58,24 +105,43 @@ class Walker {
         continue;
       }
       ++i, ++j;
-      const uint32_t ma = ModeOf(ea), mb = ModeOf(eb);
-      if (ma == mb && git_oid_equal(git_tree_entry_id(ea), git_tree_entry_id(eb))) continue;
-      if (IsTree(ma)) {  // both folders (the order puts a folder and a file apart)
+      if (ea->mode == eb->mode && std::memcmp(ea->id, eb->id, GIT_OID_RAWSZ) == 0) continue;
+      if (IsTree(ea->mode)) {  // both folders (the order puts a folder and a file apart)
         if (!Descend(ea, eb)) return false;
       } else {
         // git's diff-tree pairs a file, symlink or submodule with whatever non-folder takes its
         // name: one change, 'T' when the kind differs.
-        Leaf((ma & kTypeMask) == (mb & kTypeMask) ? GIT_DELTA_MODIFIED : GIT_DELTA_TYPECHANGE, ea,
-             eb);
+        Leaf((ea->mode & kTypeMask) == (eb->mode & kTypeMask) ? GIT_DELTA_MODIFIED
+                                                              : GIT_DELTA_TYPECHANGE,
+             ea, eb);
       }
     }
     return true;
   }
 
+  // Tree `id` (named `name` under the prefix, for the reason) into *tree.
+  bool Load(const git_oid& id, std::string_view name, Tree* tree) {
+    if (objects_ != nullptr) {
+      tree->raw = objects_->Read(id, GIT_OBJECT_TREE);
+      if (tree->raw && ScanEntries(tree->raw.bytes(), &tree->entries)) return true;
+      tree->entries.clear();
+    }
+    git_tree* raw = nullptr;
+    if (git_tree_lookup(&raw, repo_, &id) != 0) {
+      const git_error* err = git_error_last();
+      *reason_ = "cannot read tree " + prefix_ + std::string(name) + ": " +
+                 (err != nullptr ? err->message : "unknown error");
+      return false;
+    }
+    tree->parsed.reset(raw);
+    EntriesOf(raw, &tree->entries);
+    return true;
+  }
+
  private:
   // An entry only one side has: a file, or every file under a folder.
-  bool Whole(git_delta_t status, const git_tree_entry* e) {
-    if (!IsTree(ModeOf(e))) {
+  bool Whole(git_delta_t status, const Entry* e) {
+    if (!IsTree(e->mode)) {
       if (status == GIT_DELTA_ADDED)
         Leaf(status, nullptr, e);
       else
@@ -85,45 +151,35 @@ class Walker {
     return status == GIT_DELTA_ADDED ? Descend(nullptr, e) : Descend(e, nullptr);
   }
 
-  bool Descend(const git_tree_entry* ea, const git_tree_entry* eb) {
-    TreePtr ta, tb;
-    if (ea != nullptr && !Lookup(ea, &ta)) return false;
-    if (eb != nullptr && !Lookup(eb, &tb)) return false;
+  bool Descend(const Entry* ea, const Entry* eb) {
+    Tree ta, tb;
+    const std::string_view name = (ea != nullptr ? ea : eb)->name;
+    if (ea != nullptr && !Load(IdOf(*ea), name, &ta)) return false;
+    if (eb != nullptr && !Load(IdOf(*eb), name, &tb)) return false;
     const size_t length = prefix_.size();
-    prefix_.append(git_tree_entry_name(ea != nullptr ? ea : eb)).push_back('/');
-    const bool ok = Walk(ta.get(), tb.get());
+    prefix_.append(name).push_back('/');
+    const bool ok = Walk(ea != nullptr ? &ta : nullptr, eb != nullptr ? &tb : nullptr);
     prefix_.resize(length);
     return ok;
   }
 
-  bool Lookup(const git_tree_entry* e, TreePtr* tree) {
-    git_tree* raw = nullptr;
-    if (git_tree_lookup(&raw, repo_, git_tree_entry_id(e)) != 0) {
-      const git_error* err = git_error_last();
-      *reason_ = "cannot read tree " + prefix_ + git_tree_entry_name(e) + ": " +
-                 (err != nullptr ? err->message : "unknown error");
-      return false;
-    }
-    tree->reset(raw);
-    return true;
-  }
-
-  void Leaf(git_delta_t status, const git_tree_entry* ea, const git_tree_entry* eb) {
+  void Leaf(git_delta_t status, const Entry* ea, const Entry* eb) {
     TreeChange& c = out_->emplace_back();
     c.status = status;
     c.path = prefix_;
-    c.path.append(git_tree_entry_name(ea != nullptr ? ea : eb));
+    c.path.append((ea != nullptr ? ea : eb)->name);
     if (ea != nullptr) {
-      c.old_mode = ModeOf(ea);
-      git_oid_cpy(&c.old_id, git_tree_entry_id(ea));
+      c.old_mode = ea->mode;
+      std::memcpy(c.old_id.id, ea->id, GIT_OID_RAWSZ);
     }
     if (eb != nullptr) {
-      c.new_mode = ModeOf(eb);
-      git_oid_cpy(&c.new_id, git_tree_entry_id(eb));
+      c.new_mode = eb->mode;
+      std::memcpy(c.new_id.id, eb->id, GIT_OID_RAWSZ);
     }
   }
 
   git_repository* repo_;
+  RawObjects* objects_;
   std::vector<TreeChange>* out_;
   std::string* reason_;
   std::string prefix_;
@@ -133,7 +189,57 @@ class Walker {
 
 bool DiffTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree,
                std::vector<TreeChange>* out, std::string* reason) {
-  return Walker(repo, out, reason).Walk(old_tree, new_tree);
+  Tree a, b;
+  if (old_tree != nullptr) EntriesOf(old_tree, &a.entries);
+  if (new_tree != nullptr) EntriesOf(new_tree, &b.entries);
+  return Walker(repo, nullptr, out, reason)
+      .Walk(old_tree != nullptr ? &a : nullptr, new_tree != nullptr ? &b : nullptr);
+}
+
+bool DiffTreeIds(git_repository* repo, RawObjects* objects, const git_oid* old_tree,
+                 const git_oid* new_tree, std::vector<TreeChange>* out, std::string* reason) {
+  Walker walker(repo, objects, out, reason);
+  Tree a, b;
+  if (old_tree != nullptr && !walker.Load(*old_tree, "(the old root)", &a)) return false;
+  if (new_tree != nullptr && !walker.Load(*new_tree, "(the new root)", &b)) return false;
+  return walker.Walk(old_tree != nullptr ? &a : nullptr, new_tree != nullptr ? &b : nullptr);
+}
+
+bool PlainPath(std::string_view path) {
+  if (path.empty() || path.front() == '/' || path.back() == '/' || path.front() == '!' ||
+      path.front() == '#' || path == "." || path.find("//") != std::string_view::npos)
+    return false;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == '\\' || c == '*' || c == '?' || c == '[') return false;
+  }
+  return true;
+}
+
+bool DiffTreePath(git_repository* repo, RawObjects* objects, const git_oid* old_tree,
+                  const git_oid* new_tree, std::string_view path, std::vector<TreeChange>* out,
+                  std::string* reason) {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  const std::string_view folder =
+      slash == std::string_view::npos ? std::string_view() : path.substr(0, slash + 1);
+  // Each side's entry at `path` (none when a folder on the way is missing or not a folder): the
+  // walk below lists what differs at it and under it, with `path`'s folder as the prefix.
+  const bool was_incomplete = objects->incomplete();
+  TreeEntry found[2];
+  Tree sides[2];
+  const git_oid* roots[2] = {old_tree, new_tree};
+  for (int i = 0; i < 2; ++i) {
+    if (roots[i] == nullptr) continue;
+    found[i] = objects->PathEntry(*roots[i], path);
+    if (found[i].present) sides[i].entries.push_back(Entry{CanonicalMode(found[i].mode), name,
+                                                           found[i].id.id});
+  }
+  if (objects->incomplete() && !was_incomplete) {
+    *reason = "cannot read a tree on the way to " + std::string(path);
+    return false;
+  }
+  return Walker(repo, objects, out, reason, folder).Walk(&sides[0], &sides[1]);
 }
 
 }  // namespace shellac::gitfrag

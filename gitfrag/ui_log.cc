@@ -173,7 +173,7 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   CommitFiles changed;
   changed.patches = lines && ctx.route.diff.ignorews;
   if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
-                       &reason, FileDiffPath::kOwn, nullptr))
+                       &reason, FileDiffPath::kOwnRaw, nullptr))
     return counts;
   counts.files = changed.files.size();
   if (!lines) return counts;

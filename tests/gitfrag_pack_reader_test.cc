@@ -101,7 +101,7 @@ class PackReaderTest : public ::testing::Test {
       ASSERT_EQ(git_odb_read(&raw_object, odb.get(), &id), 0);
       const OdbObjectPtr want(raw_object);
       EXPECT_EQ(got.type, git_odb_object_type(want.get()));
-      ASSERT_EQ(*got.bytes,
+      ASSERT_EQ(got.bytes.view(),
                 std::string_view(static_cast<const char*>(git_odb_object_data(want.get())),
                                  git_odb_object_size(want.get())))
           << git_oid_tostr_s(&id);
@@ -164,20 +164,20 @@ TEST_F(PackReaderTest, LooseObjectIsLeftToLibgit2AndANewPackIsFound) {
   git_oid loose;
   ASSERT_EQ(git_oid_fromstr(&loose, hex.c_str()), 0);
   EXPECT_EQ(reader.Read(Objects("ofs.git"), loose, &got, &error), PackReader::Status::kAbsent);
-  // ReadPacked answers null for it, and libgit2 reads it.
+  // ReadPacked answers none for it, and libgit2 reads it.
   git_repository* raw = nullptr;
   ASSERT_EQ(git_repository_open(&raw, repo.c_str()), 0);
   const RepositoryPtr git(raw);
-  EXPECT_EQ(ReadPacked(git.get(), loose, GIT_OBJECT_BLOB), nullptr);
-  // Another type than the object's: null too (the caller's libgit2 read gives its error).
-  EXPECT_EQ(ReadPacked(git.get(), ids[0], GIT_OBJECT_TAG), nullptr);
+  EXPECT_FALSE(ReadPacked(git.get(), loose, GIT_OBJECT_BLOB));
+  // Another type than the object's: none too (the caller's libgit2 read gives its error).
+  EXPECT_FALSE(ReadPacked(git.get(), ids[0], GIT_OBJECT_TAG));
 
   // Packed now (a new pack beside the old one; the loose file removed): found, after one look.
   test::Shell("cd " + test::ShellQuote(repo) + " && echo " + hex +
               " | git pack-objects -q objects/pack/pack >/dev/null && git prune-packed");
   ASSERT_EQ(reader.Read(Objects("ofs.git"), loose, &got, &error), PackReader::Status::kFound)
       << error;
-  EXPECT_EQ(*got.bytes, "only loose\n");
+  EXPECT_EQ(got.bytes.view(), "only loose\n");
   EXPECT_EQ(got.type, GIT_OBJECT_BLOB);
   EXPECT_GT(reader.rescans(), rescans);
   // An object in no pack costs a look at the folder, not a new listing while it has not changed.
@@ -217,7 +217,7 @@ TEST_F(PackReaderTest, TruncatedPackFailsOrReadsTrueBytes) {
     git_odb_object* raw_object = nullptr;
     ASSERT_EQ(git_odb_read(&raw_object, odb.get(), &id), 0);
     const OdbObjectPtr want(raw_object);
-    ASSERT_EQ(*got.bytes,
+    ASSERT_EQ(got.bytes.view(),
               std::string_view(static_cast<const char*>(git_odb_object_data(want.get())),
                                git_odb_object_size(want.get())));
   }
@@ -332,9 +332,9 @@ TEST(PackReaderDamage, LyingSizesCyclesAndBadOffsetsAreErrors) {
   PackedObject got;
   std::string error;
   ASSERT_EQ(reader.Read(objects, IdOf(0x01), &got, &error), PackReader::Status::kFound) << error;
-  EXPECT_EQ(*got.bytes, text);
+  EXPECT_EQ(got.bytes.view(), text);
   ASSERT_EQ(reader.Read(objects, IdOf(0x03), &got, &error), PackReader::Status::kFound) << error;
-  EXPECT_EQ(*got.bytes, text + "!");
+  EXPECT_EQ(got.bytes.view(), text + "!");
   for (const char bad : {0x02, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0a}) {
     error.clear();
     EXPECT_EQ(reader.Read(objects, IdOf(bad), &got, &error), PackReader::Status::kFailed)

@@ -291,6 +291,61 @@ TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {
   }
 }
 
+// The changed files as CommitFileDiffs lists them `how` (no patches): status, paths, modes, ids.
+std::string ListOf(git_repository* repo, git_commit* commit, git_commit* other,
+                   std::string_view path, FileDiffPath how) {
+  CommitFiles files;
+  files.patches = false;
+  std::string reason;
+  if (!CommitFileDiffs(repo, commit, other, DiffOptions{}, path, &files, &reason, how))
+    return "failed: " + reason;
+  std::string list;
+  for (const FileDiff& f : files.files)
+    list += Describe(f.delta.status, f.delta.new_file.path, f.delta.old_file.mode,
+                     f.delta.new_file.mode, f.delta.old_file.id, f.delta.new_file.id) +
+            f.delta.old_file.path + "\n";
+  return list;
+}
+
+// The log's way (kOwnRaw: trees read raw by id, a path's entries found from the roots) lists what
+// the commit page's way lists (libgit2's trees; libgit2's pathspec for a path): every commit
+// against its parent and against the second root, whole and limited to every file and folder the
+// fixture has, to names that are prefixes of others, to a file replaced by a folder, to paths
+// below a file or a submodule, and to paths libgit2 reads as patterns (left to it).
+TEST_F(TreeDiffFixture, RawListsEqualTheLibgit2Trees) {
+  const char* paths[] = {"",         "a",          "a/b",        "a/b/c",        "a/b/c/deep.txt",
+                         "a/b/c/deep", "a-b",      "a.c",        "a/x",          "top.txt",
+                         "top.txt/f", "sub",       "sub/x",      "link",         "doc.txt",
+                         "n1",        "n1/n2",     "n1/n2/n3/f", "nonexistent",  "renamed-a-b",
+                         "a/b/c/",    "a*",        "!a",         "#a",           "a ",
+                         "d",         "only.txt",  "run.sh",     "bin.dat",      "."};
+  git_commit* second_root = nullptr;
+  for (const auto& c : commits_)
+    if (Subject(c.get()) == "second root") second_root = c.get();
+  ASSERT_NE(second_root, nullptr);
+  size_t nonempty = 0;
+  for (const auto& commit : commits_) {
+    for (git_commit* other : {static_cast<git_commit*>(nullptr), second_root}) {
+      for (const char* path : paths) {
+        const std::string ours = ListOf(repo_.get(), commit.get(), other, path,
+                                        FileDiffPath::kOwnRaw);
+        EXPECT_EQ(ours, ListOf(repo_.get(), commit.get(), other, path, FileDiffPath::kOwn))
+            << Subject(commit.get()) << " path=" << path << (other ? " against the second root" : "");
+        nonempty += !ours.empty();
+      }
+    }
+  }
+  EXPECT_GT(nonempty, 100u);  // the comparison saw changes, not only empty lists
+}
+
+TEST(TreeDiffPlainPath, OnlyPathsLibgit2MatchesLiterally) {
+  for (const char* plain : {"a", "a/b.c", "dir/sub/file-1_2.txt", "caf\xc3\xa9", "a!", "x#y"})
+    EXPECT_TRUE(PlainPath(plain)) << plain;
+  for (const char* pattern : {"", "/a", "a/", "a//b", "!a", "#a", ".", "a b", "a\tb", "a*",
+                              "a?", "a[b]", "a\\b", " a", "a\rb"})
+    EXPECT_FALSE(PlainPath(pattern)) << pattern;
+}
+
 }  // namespace
 }  // namespace shellac::gitfrag
 
@@ -315,6 +370,26 @@ TEST(TreeDiffRealRepository, FragmentEqualsTheLibgit2Path) {
     ASSERT_EQ(git_commit_lookup(&c, repo.get(), &oid), 0);
     CommitPtr commit(c);
     ++commits;
+    // The log's raw way lists the same files, whole and limited to a changed file and its folder.
+    EXPECT_EQ(ListOf(repo.get(), commit.get(), nullptr, "", FileDiffPath::kOwnRaw),
+              ListOf(repo.get(), commit.get(), nullptr, "", FileDiffPath::kOwn))
+        << id;
+    {
+      CommitFiles files;
+      files.patches = false;
+      std::string reason;
+      ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, DiffOptions{}, "", &files,
+                                  &reason));
+      if (!files.files.empty()) {
+        const std::string file = files.files.front().delta.new_file.path;
+        const size_t slash = file.rfind('/');
+        for (const std::string& path :
+             {file, slash == std::string::npos ? file : file.substr(0, slash)})
+          EXPECT_EQ(ListOf(repo.get(), commit.get(), nullptr, path, FileDiffPath::kOwnRaw),
+                    ListOf(repo.get(), commit.get(), nullptr, path, FileDiffPath::kOwn))
+              << id << " path=" << path;
+      }
+    }
     for (int dt : {0, 1}) {
       DiffOptions options;
       options.dt = dt;
