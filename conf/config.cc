@@ -1206,6 +1206,8 @@ const std::vector<Key>& Keys() {
        "a blame page still being worked out after this stops (503)"},
       {"history-index-memory", "64M", kReload, kOne, Size(&Config::history_index_memory),
        "memory for history indexes of repositories without a commit-graph (0: none)"},
+      {"refs-check-interval", "1s", kReload, kOne, PositiveDuration(&Config::refs_check_interval),
+       "a repository's refs are looked at again once this has passed (a push shows after it)"},
       {"pack-cache-size", "32M", kReload, kOne, Size(&Config::pack_cache_size),
        "each render thread's cache of packed delta bases (0: packs read by libgit2 only)"},
       {"filter-timeout", "10s", kReload, kOne, PositiveDuration(&Config::filter_timeout),

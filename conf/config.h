@@ -139,6 +139,7 @@ struct Config {
   Millis blame_timeout{};                // a blame page's budget: past it the render stops, 503
   uint64_t history_index_memory = 0;     // bytes for in-memory history indexes of repositories
   uint64_t pack_cache_size = 0;          // each render thread's delta-base cache (0: no own pack reader)
+  Millis refs_check_interval{};          // a repository's refs looked at again after this (renders, page memo)
                                          // without a commit-graph (0: none built)
   Millis filter_timeout{};               // a cgitrc filter (about-, source-filter) is killed after this
   unsigned client_max_renders = 0;       // renders one client may have running at once (more wait); 0 = no cap

@@ -31,8 +31,11 @@ struct Registry::Entry {
   bool open() const { return leased > 0 || !idle.empty(); }
 };
 
-Registry::Registry(std::vector<conf::Config::Repository> repos, unsigned max_open)
-    : repos_(std::move(repos)), max_open_(std::max(1u, max_open)) {
+Registry::Registry(std::vector<conf::Config::Repository> repos, unsigned max_open,
+                   std::chrono::nanoseconds refs_interval)
+    : repos_(std::move(repos)),
+      max_open_(std::max(1u, max_open)),
+      refs_interval_(std::max(refs_interval, std::chrono::nanoseconds(1))) {
   EnsureLibgit2();
   for (size_t i = 0; i < repos_.size(); ++i) entries_.push_back(std::make_unique<Entry>());
 }
@@ -124,11 +127,12 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
     lease.repo_.reset(raw);
   }
 
-  // Ref index: rebuilt only when the refs on disk changed, looked at no more than once a second.
+  // Ref index: rebuilt only when the refs on disk changed, looked at no more than once an interval
+  // (refs-check-interval).
   {
     std::lock_guard lock(entry.refs_mu);
     const auto now = Clock::now();
-    if (!entry.refs || now - entry.checked >= std::chrono::seconds(1)) {
+    if (!entry.refs || now - entry.checked >= refs_interval_) {
       entry.checked = now;
       const std::string git_dir = git_repository_path(lease.repo_.get());
       std::string fingerprint = RefsFingerprint(git_dir);
@@ -182,7 +186,7 @@ uint64_t Registry::State(size_t index) const {
   const int64_t checked = entry.checked_ns.load(std::memory_order_acquire);
   const int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-  if (checked == 0 || now - checked >= 1'000'000'000) return 0;
+  if (checked == 0 || now - checked >= refs_interval_.count()) return 0;
   return entry.state.load(std::memory_order_acquire);
 }
 

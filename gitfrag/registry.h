@@ -21,7 +21,10 @@ namespace shellac::gitfrag {
 
 class Registry {
  public:
-  Registry(std::vector<conf::Config::Repository> repos, unsigned max_open);
+  // `refs_interval`: how long a ref index (and the abbreviation length) is used before the refs
+  // on disk are looked at again (refs-check-interval).
+  Registry(std::vector<conf::Config::Repository> repos, unsigned max_open,
+           std::chrono::nanoseconds refs_interval = std::chrono::seconds(1));
   ~Registry();
 
   // Exclusive use of one open handle of a repository, returned to the pool at destruction.
@@ -33,7 +36,7 @@ class Registry {
     ~Lease();
     git_repository* repo() const { return repo_.get(); }
     // The ref index current at acquisition (rebuilt when refs changed, checked at most once a
-    // second).
+    // refs-check-interval, 1 s by default).
     const RefIndex& refs() const { return *refs_; }
     // git's default abbreviation length for this repository (abbrev.h), from its packed object
     // count, recounted when objects/pack changes (checked with the refs).
@@ -64,7 +67,7 @@ class Registry {
   size_t open_count() const;  // repositories holding at least one handle (tests)
   // What a render of repository `index` would read its refs and abbreviation length from, as a
   // number that changes whenever either does (Lease::state), if a render looked at the files on
-  // disk less than a second ago (as a render that starts now would take them); else 0. Lock-free
+  // disk less than the refs interval ago (as a render that starts now would take them); else 0. Lock-free
   // and without I/O, for an event loop.
   uint64_t State(size_t index) const;
 
@@ -75,6 +78,7 @@ class Registry {
 
   const std::vector<conf::Config::Repository> repos_;
   const unsigned max_open_;
+  const std::chrono::nanoseconds refs_interval_;
   mutable std::mutex mu_;  // guards every Entry's handle lists and the LRU clock
   std::vector<std::unique_ptr<Entry>> entries_;
   uint64_t clock_ = 0;

@@ -204,7 +204,10 @@ Site::Site(const conf::Config& config)
       max_atom_items_(config.max_atom_items),
       blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout
                                                       : std::chrono::seconds(20)),
-      registry_(std::make_unique<Registry>(config.repositories, config.max_open_repos)) {
+      registry_(std::make_unique<Registry>(
+          config.repositories, config.max_open_repos,
+          config.refs_check_interval.count() > 0 ? config.refs_check_interval
+                                                 : std::chrono::milliseconds(1000))) {
   EnsureLibgit2();
   HistoryIndex::SetMemoryBudget(config.history_index_memory);
   SetPackCacheBytes(static_cast<size_t>(config.pack_cache_size));

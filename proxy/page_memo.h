@@ -10,8 +10,9 @@
 //     URL share a page), and whether the client takes gzip (the object's coding),
 //   - the state of its repository's refs and abbreviation length (gitfrag::Site::RepoState, which
 //     changes when a push moves, adds or removes a ref); a page is looked up only while that state
-//     is known to be current, that is, while a render looked at the refs within the last second,
-//     as a render starting now would. Otherwise the page is rendered, which looks again.
+//     is known to be current, that is, while a render looked at the refs within the last
+//     refs-check-interval (1 s by default), as a render starting now would. Otherwise the page is
+//     rendered, which looks again.
 // Nothing else a render reads comes from the request (cgit's pages read no cookie; the Host only
 // for the Atom feed's links, through the route's origin).
 // Time: a page that shows relative ages ("5 min.") is kept only until the first of them would read

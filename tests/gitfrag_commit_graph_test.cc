@@ -488,7 +488,12 @@ TEST_F(CommitGraphTest, ForksShareOneIndex) {
   HistoryIndex::SetMemoryBudget(uint64_t{64} << 20);
   const HistoryIndexMetrics before = HistoryIndexTotals();
   EXPECT_EQ(HistoryIndex::For(fork.get()), nullptr) << "queued, not built while asked";
-  EXPECT_EQ(HistoryIndex::For(repo_.get()), nullptr) << "the same store: no second build";
+  // The same store: no second build (counted below). With no delay the first build may already
+  // have finished on a loaded machine, so this one may find it: either answer is right.
+  const auto same_store = HistoryIndex::For(repo_.get());
+  if (same_store != nullptr) {
+    EXPECT_EQ(same_store->size(), commits_.size());
+  }
   ASSERT_TRUE(HistoryIndex::WaitIdle(std::chrono::seconds(120)));
   const auto index = HistoryIndex::For(fork.get());
   ASSERT_NE(index, nullptr);
