@@ -1,6 +1,7 @@
 #include "gitfrag/pack_reader.h"
 
 #include <dirent.h>
+#include <git2/sys/odb_backend.h>
 #include <libdeflate.h>
 #include <sys/stat.h>
 
@@ -473,22 +474,99 @@ PackReader& ThreadPackReader() {
   return reader;
 }
 
-ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type) {
+namespace {
+
+// The repository's objects folder, as the reader names it.
+bool ObjectsFolder(git_repository* repo, std::string* objects) {
+  const char* git_dir = git_repository_path(repo);
+  if (git_dir == nullptr) return false;
+  objects->assign(git_dir);
+  if (!objects->ends_with('/')) objects->push_back('/');
+  *objects += "objects";
+  return true;
+}
+
+// Object `id` through this thread's reader (its limit brought to pack-cache-size), or false when
+// the reader is off or does not have it.
+bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object) {
   const size_t bytes = pack_cache_bytes.load(std::memory_order_relaxed);
-  if (bytes == 0) return {};
+  if (bytes == 0) return false;
   PackReader& reader = ThreadPackReader();
   if (reader.cache_limit() != bytes) reader.set_cache_limit(bytes);
-  const char* git_dir = git_repository_path(repo);
-  if (git_dir == nullptr) return {};
-  std::string objects(git_dir);
-  if (!objects.ends_with('/')) objects.push_back('/');
-  objects += "objects";
-  PackedObject object;
   std::string error;
-  if (reader.Read(objects, id, &object, &error) != PackReader::Status::kFound ||
+  return reader.Read(objects, id, object, &error) == PackReader::Status::kFound;
+}
+
+thread_local int packed_reads_depth = 0;
+
+struct ReaderBackend {
+  git_odb_backend parent;  // first: libgit2 hands back this pointer
+  std::string objects;
+};
+
+int BackendRead(void** data, size_t* size, git_object_t* type, git_odb_backend* backend,
+                const git_oid* id) {
+  if (packed_reads_depth == 0) return GIT_PASSTHROUGH;
+  const auto* self = reinterpret_cast<const ReaderBackend*>(backend);
+  PackedObject object;
+  if (!ReadThroughThread(self->objects, *id, &object)) return GIT_PASSTHROUGH;
+  const std::string_view bytes = object.bytes.view();
+  // NUL-terminated, as libgit2's own backends hand objects over.
+  auto* buffer = static_cast<char*>(git_odb_backend_data_alloc(backend, bytes.size() + 1));
+  if (buffer == nullptr) return GIT_PASSTHROUGH;
+  std::memcpy(buffer, bytes.data(), bytes.size());
+  buffer[bytes.size()] = '\0';
+  *data = buffer;
+  *size = bytes.size();
+  *type = object.type;
+  return 0;
+}
+
+// git_odb_foreach calls every backend's foreach unchecked: this one lists nothing (the objects
+// are libgit2's packed backend's, which lists them).
+int BackendForeach(git_odb_backend*, git_odb_foreach_cb, void*) {
+  return 0;
+}
+
+void BackendFree(git_odb_backend* backend) {
+  delete reinterpret_cast<ReaderBackend*>(backend);
+}
+
+// Ahead of libgit2's loose (2) and packed (1) backends.
+constexpr int kReaderBackendPriority = 10;
+
+}  // namespace
+
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type) {
+  std::string objects;
+  PackedObject object;
+  if (!ObjectsFolder(repo, &objects) || !ReadThroughThread(objects, id, &object) ||
       object.type != type)
     return {};
   return std::move(object.bytes);
+}
+
+bool AddPackReaderBackend(git_repository* repo) {
+  auto backend = std::make_unique<ReaderBackend>();
+  git_odb* raw_odb = nullptr;
+  if (!ObjectsFolder(repo, &backend->objects) ||
+      git_odb_init_backend(&backend->parent, GIT_ODB_BACKEND_VERSION) != 0 ||
+      git_repository_odb(&raw_odb, repo) != 0)
+    return false;
+  const base::Owned<git_odb_free> odb(raw_odb);
+  backend->parent.read = BackendRead;
+  backend->parent.foreach = BackendForeach;
+  backend->parent.free = BackendFree;
+  if (git_odb_add_backend(odb.get(), &backend->parent, kReaderBackendPriority) != 0) return false;
+  backend.release();  // the database frees it
+  return true;
+}
+
+PackedReadsScope::PackedReadsScope() {
+  ++packed_reads_depth;
+}
+PackedReadsScope::~PackedReadsScope() {
+  --packed_reads_depth;
 }
 
 }  // namespace shellac::gitfrag

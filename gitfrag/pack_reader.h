@@ -6,7 +6,8 @@
 // 1 MiB kept): on a log page inflating was half the instructions.
 //
 // Only what the hot readers want goes through it (a log's blob lines and its file lists' trees,
-// blame's and the path log's raw trees); anything it does not find or cannot read — a loose object, a pack that came after
+// blame's and the path log's raw trees, the commit diff's trees and blobs: AddPackReaderBackend);
+// anything it does not find or cannot read — a loose object, a pack that came after
 // its last look (it looks again once the pack folder changed), a REF_DELTA whose base is in
 // another pack, an object over kMaxPackedObject, a corrupt entry — is answered "not here" and the
 // caller reads the object through libgit2, so a page never fails where libgit2 would not.
@@ -108,5 +109,23 @@ void SetPackCacheBytes(size_t bytes);
 // have it (absent, failed or another type) or is off: the caller then reads it through libgit2,
 // which gives its own answer (and error) for it.
 ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type);
+
+// Gives `repo`'s object database a backend (ahead of libgit2's own) that answers libgit2's reads
+// through this thread's PackReader, but only on a thread inside a PackedReadsScope: elsewhere, and
+// for whatever the reader does not have, it passes and libgit2's backends read as before. So a
+// caller of git_blob_lookup, git_tree_lookup or git_commit_tree gets the reader's inflating and
+// base cache without changing how it reads (the object is copied once into libgit2's buffer and
+// kept in libgit2's object cache as any other). False when the backend could not be added.
+bool AddPackReaderBackend(git_repository* repo);
+
+// While alive, libgit2's reads on this thread go through the reader (AddPackReaderBackend).
+// Nests.
+class PackedReadsScope {
+ public:
+  PackedReadsScope();
+  ~PackedReadsScope();
+  PackedReadsScope(const PackedReadsScope&) = delete;
+  PackedReadsScope& operator=(const PackedReadsScope&) = delete;
+};
 
 }  // namespace shellac::gitfrag

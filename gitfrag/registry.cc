@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "gitfrag/abbrev.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 
@@ -125,6 +126,8 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
       return lease;
     }
     lease.repo_.reset(raw);
+    // The commit diff's reads go through the own pack reader (without it, libgit2's as before).
+    AddPackReaderBackend(raw);
   }
 
   // Ref index: rebuilt only when the refs on disk changed, looked at no more than once an interval

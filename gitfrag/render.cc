@@ -12,6 +12,7 @@
 
 #include "base/text.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
 #include "gitfrag/renames.h"
 #include "gitfrag/tree_diff.h"
@@ -913,6 +914,8 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
                      const DiffOptions& options, std::string_view path, CommitFiles* out,
                      std::string* reason, FileDiffPath how, bool* used_own, DiffEngine engine) {
   if (used_own != nullptr) *used_own = false;
+  // The trees and blobs libgit2 reads come from the own pack reader: libdeflate, its base cache.
+  const PackedReadsScope packed_reads;
   if (how == FileDiffPath::kOwnRaw) {
     std::vector<TreeChange> changes;
     bool handled = false;

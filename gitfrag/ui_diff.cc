@@ -546,8 +546,9 @@ Page RenderFragment(const PageContext& ctx) {
   git_repository* repo = ctx.lease.repo();
   CommitPtr commit, other;
   if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
+  // The trees read raw by the pack reader (as the log's counts), the blobs through libgit2 from it.
   WriteDiffFragment(ctx.out, repo, commit.get(), other.get(), EffectiveDiffOptions(ctx),
-                    ctx.route.path);
+                    ctx.route.path, FileDiffPath::kOwnRaw);
   return Page{};
 }
 

@@ -3,13 +3,15 @@
 // two levels); a loose object is left to libgit2; a pack added after the reader looked is found;
 // the base cache stays within its bytes; and damaged data (a truncated pack, hand-made packs with
 // a lying size, a cycle of REF_DELTAs, a base offset outside the pack, malformed deltas) is an
-// error or "absent", never a crash, an overread or wrong bytes.
+// error or "absent", never a crash, an overread or wrong bytes. libgit2's reads through the
+// reader's backend give libgit2's own objects, and only inside a PackedReadsScope.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -187,6 +189,76 @@ TEST_F(PackReaderTest, LooseObjectIsLeftToLibgit2AndANewPackIsFound) {
   EXPECT_EQ(reader.Read(Objects("ofs.git"), absent, &got, &error), PackReader::Status::kAbsent);
   EXPECT_EQ(reader.Read(Objects("ofs.git"), absent, &got, &error), PackReader::Status::kAbsent);
   EXPECT_EQ(reader.rescans(), before);
+}
+
+TEST_F(PackReaderTest, Libgit2ReadsGoThroughTheReaderOnlyInsideAScope) {
+  const std::string repo = dir_.File("ofs.git");
+  const std::string hex = test::Trimmed(test::Shell(
+      "echo 'only loose' | git -C " + test::ShellQuote(repo) + " hash-object -w --stdin"));
+  git_oid loose;
+  ASSERT_EQ(git_oid_fromstr(&loose, hex.c_str()), 0);
+  std::vector<git_oid> ids = AllObjects(repo);
+  ASSERT_GT(ids.size(), 150u);
+  // Every object read through libgit2 with the backend: the reference's bytes and type, and the
+  // thread's reader cached what it read only when inside a scope. (Each repository is opened
+  // afresh: libgit2's object cache would answer a second read without any backend.)
+  auto read_all = [&](bool scoped) {
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, repo.c_str()), 0);
+    const RepositoryPtr git(raw);
+    ASSERT_TRUE(AddPackReaderBackend(git.get()));
+    git_repository* raw_reference = nullptr;
+    ASSERT_EQ(git_repository_open(&raw_reference, repo.c_str()), 0);
+    const RepositoryPtr reference(raw_reference);
+    const size_t cached = ThreadPackReader().cached_bytes();
+    std::optional<PackedReadsScope> scope;
+    if (scoped) scope.emplace();
+    for (const git_oid& id : ids) {
+      git_object* raw_got = nullptr;
+      git_object* raw_want = nullptr;
+      ASSERT_EQ(git_object_lookup(&raw_got, git.get(), &id, GIT_OBJECT_ANY), 0);
+      const ObjectPtr got(raw_got);
+      ASSERT_EQ(git_object_lookup(&raw_want, reference.get(), &id, GIT_OBJECT_ANY), 0);
+      const ObjectPtr want(raw_want);
+      ASSERT_EQ(git_object_type(got.get()), git_object_type(want.get()));
+      if (git_object_type(got.get()) != GIT_OBJECT_BLOB) continue;
+      const auto* a = reinterpret_cast<const git_blob*>(got.get());
+      const auto* b = reinterpret_cast<const git_blob*>(want.get());
+      ASSERT_EQ(std::string_view(static_cast<const char*>(git_blob_rawcontent(a)),
+                                 static_cast<size_t>(git_blob_rawsize(a))),
+                std::string_view(static_cast<const char*>(git_blob_rawcontent(b)),
+                                 static_cast<size_t>(git_blob_rawsize(b))))
+          << git_oid_tostr_s(&id);
+    }
+    if (scoped)
+      EXPECT_GT(ThreadPackReader().cached_bytes(), cached);
+    else
+      EXPECT_EQ(ThreadPackReader().cached_bytes(), cached);
+  };
+  ASSERT_NE(std::find_if(ids.begin(), ids.end(),
+                         [&](const git_oid& id) { return git_oid_equal(&id, &loose); }),
+            ids.end());  // the loose object is among them: libgit2's loose backend reads it
+  read_all(false);
+  read_all(true);
+
+  // Listing the objects (git_odb_foreach asks every backend) lists each once, as without it.
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, repo.c_str()), 0);
+  const RepositoryPtr git(raw);
+  ASSERT_TRUE(AddPackReaderBackend(git.get()));
+  git_odb* raw_odb = nullptr;
+  ASSERT_EQ(git_repository_odb(&raw_odb, git.get()), 0);
+  const OdbPtr odb(raw_odb);
+  size_t listed = 0;
+  ASSERT_EQ(git_odb_foreach(
+                odb.get(),
+                [](const git_oid*, void* payload) {
+                  ++*static_cast<size_t*>(payload);
+                  return 0;
+                },
+                &listed),
+            0);
+  EXPECT_EQ(listed, ids.size());
 }
 
 TEST_F(PackReaderTest, TruncatedPackFailsOrReadsTrueBytes) {
