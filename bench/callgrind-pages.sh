@@ -2,12 +2,13 @@
 # Instructions (callgrind) per cold page of any kind: shellac under valgrind --tool=callgrind with
 # one worker and one render thread, asked for the URLs of a list (one path a line, as
 # bench/wrk/pages_urls.py writes them: every URL distinct), through one keep-alive connection with
-# Accept-Encoding: gzip, the whole process counted. Two runs of the same binary: the first WARMUP
-# URLs only (start, every repository opened once, its ref index), then the same and N more; per
-# page = the difference / N. Every answer is checked: 200. Instruction counts do not depend on the
-# machine's load, so this measures on a shared machine.
+# Accept-Encoding: gzip (or none: ENCODING=identity), the whole process counted. Two runs of the
+# same binary: the first WARMUP URLs only (start, every repository opened once, its ref index),
+# then the same and N more; per page = the difference / N. Every answer is checked: 200.
+# Instruction counts do not depend on the machine's load, so this measures on a shared machine.
 #
-# Usage: [EXTRA_CONF=LINES] bench/callgrind-pages.sh BIN CGITRC URLS N [WARMUP]
+# Usage: [EXTRA_CONF=LINES] [ENCODING=identity] bench/callgrind-pages.sh BIN CGITRC URLS N [WARMUP]
+#   ENCODING: gzip (default: Accept-Encoding: gzip) or identity (no Accept-Encoding).
 #   EXTRA_CONF: shellac.conf lines added to the run's configuration (e.g. blame-timeout=600s: a
 #   blame runs ~50x slower under callgrind than its blame-timeout was chosen for).
 #   URLS: a list of paths; the first WARMUP (default 20) warm up, the next N are measured. Every
@@ -18,7 +19,8 @@
 # MAX_OPEN_REPOS sets max-open-repos (default: every repository of CGITRC stays open), to count
 # what reopening repositories costs when a forge has more forks than that.
 set -euo pipefail
-bin=$1 cgitrc=$2 urls=$3 n=$4 warmup=${5:-20}
+bin=$1 cgitrc=$2 urls=$3 n=$4 warmup=${5:-20} encoding=${ENCODING:-gzip}
+case $encoding in gzip | identity) ;; *) echo "ENCODING: gzip or identity" >&2; exit 2 ;; esac
 out=${OUT:-$(mktemp -d /tmp/shellac-callgrind.XXXXXX)}
 mkdir -p "$out"
 repos=$(grep -c '^repo.url=' "$cgitrc")
@@ -40,13 +42,14 @@ ${EXTRA_CONF:-}
 CONF
 
 ask() {  # LIST -> the bytes of the answers' bodies (as sent), on stdout
-  python3 - "$port" "$1" <<'PY'
+  python3 - "$port" "$1" "$encoding" <<'PY'
 import http.client, sys
-port, path = int(sys.argv[1]), sys.argv[2]
+port, path, encoding = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+headers = {"Accept-Encoding": "gzip"} if encoding == "gzip" else {}
 total = 0
 for url in open(path):
-    c.request("GET", url.strip(), headers={"Accept-Encoding": "gzip"})
+    c.request("GET", url.strip(), headers=headers)
     r = c.getresponse()
     total += len(r.read())
     if r.status != 200:
@@ -76,4 +79,4 @@ run() {  # NAME LISTS...  -> total Ir of a run asking for the pages of LISTS in 
 base=$(run warm "$out/warm.txt")
 all=$(run all "$out/warm.txt" "$out/pages.txt")
 bytes=$(cat "$out/bytes-all-pages")
-echo "$bin urls=$(basename "$urls") warmup=$warmup n=$n base_ir=$base all_ir=$all per_page=$(((all - base) / n)) bytes_per_page=$((bytes / n)) out=$out"
+echo "$bin urls=$(basename "$urls") encoding=$encoding warmup=$warmup n=$n base_ir=$base all_ir=$all per_page=$(((all - base) / n)) bytes_per_page=$((bytes / n)) out=$out"

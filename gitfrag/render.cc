@@ -317,14 +317,24 @@ std::string ExpandMacros(std::string_view text, const conf::Config::Repository& 
 void WriteUrlAttribute(Writer& out, std::string_view url) {
   static constexpr char kHex[] = "0123456789abcdef";
   static constexpr std::string_view kEscaped = "\"#%'<>\\^`{|}";
-  for (const unsigned char c : url) {
-    if (c <= 0x20 || c >= 0x7f || kEscaped.find(static_cast<char>(c)) != std::string_view::npos) {
+  // Of the bytes left as they are, only '&' needs an entity in an attribute (the others HTML
+  // escapes are percent-escaped above): runs of the rest go in one copy.
+  size_t start = 0;
+  for (size_t i = 0; i < url.size(); ++i) {
+    const auto c = static_cast<unsigned char>(url[i]);
+    const bool escaped =
+        c <= 0x20 || c >= 0x7f || kEscaped.find(static_cast<char>(c)) != std::string_view::npos;
+    if (!escaped && c != '&') continue;
+    out.Raw(url.substr(start, i - start));
+    if (escaped) {
       const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
       out.Raw(std::string_view(escape, 3));
     } else {
-      out.Text(std::string_view(reinterpret_cast<const char*>(&c), 1));
+      out.Raw("&amp;");
     }
+    start = i + 1;
   }
+  out.Raw(url.substr(start));
 }
 
 std::vector<std::string> CloneUrls(const PageContext& ctx) {

@@ -73,16 +73,18 @@ void AppendUrlEncoded(std::string* out, std::string_view s, bool keep_slash) {
 }
 
 Writer& Writer::UrlPart(std::string_view s, bool keep_slash) {
-  for (unsigned char c : s) {
-    if (UrlSafe(c, keep_slash)) {
-      Put(static_cast<char>(c));
-    } else {
-      Put('%');
-      Put(kHex[c >> 4]);
-      Put(kHex[c & 15]);
-    }
+  // Runs of bytes a URL keeps go in one copy (a tree page writes a few links per entry, each with
+  // its path); only the others are escaped one at a time.
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (UrlSafe(c, keep_slash)) continue;
+    Raw(s.substr(start, i - start));
+    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+    Raw(std::string_view(escape, 3));
+    start = i + 1;
   }
-  return *this;
+  return Raw(s.substr(start));
 }
 
 Writer& Writer::Number(uint64_t n) {

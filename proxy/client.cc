@@ -388,7 +388,7 @@ bool ClientConnection::Deliver(const cache::ObjectRef& object, std::string_view 
   }
   const bool keep_alive = request_.keep_alive && !close_after_response_ && !worker_.draining();
   const Delivered d = DeliverObject(output(), *object, request_, x_cache, NowSeconds(),
-                                    worker_.HttpDate(), keep_alive, Hsts());
+                                    worker_.HttpDate(), keep_alive, Hsts(), text.get());
   if (!d.ok) {
     worker_.shared().store->Purge(object->key());  // corrupt: never serve it again
     return false;

@@ -121,10 +121,12 @@ bool AcceptsGzip(const http::RequestHead& request) {
 
 Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
-                        bool keep_alive, std::string_view extra_headers) {
+                        bool keep_alive, std::string_view extra_headers,
+                        const std::string* identity) {
   Delivered result;
   const bool head_only = request.method == "HEAD";
   const uint64_t length = object.body_length();
+  if (identity != nullptr && identity->size() != length) identity = nullptr;  // not this body
   std::vector<cache::SegmentView> segments;
   for (const auto& segment : object.segments()) segments.push_back(segment);
 
@@ -178,25 +180,27 @@ Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::
   AppendHeader(&head, "Vary", "Accept-Encoding");
   if (status == 200 || status == 206 || status == 416) AppendHeader(&head, "Accept-Ranges", "bytes");
 
-  std::string identity;  // only for ranges, which need the identity bytes at hand
+  StringSink inflated;  // only for ranges, which need the identity bytes at hand
   uint64_t body_length = 0;
   if (status == 304) {
     body_length = 0;
   } else if (status == 416) {
     AppendHeader(&head, "Content-Range", "bytes */" + std::to_string(length));
   } else if (status == 206) {
-    StringSink sink;
-    if (!cache::Inflater().InflateAll(segments, sink).ok()) {
-      result.ok = false;
-      return result;
+    if (identity == nullptr) {
+      if (!cache::Inflater().InflateAll(segments, inflated).ok()) {
+        result.ok = false;
+        return result;
+      }
+      identity = &inflated.text;
     }
-    identity = std::move(sink.text);
     AppendHeader(&head, "Content-Range",
                  "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(length));
     body_length = last - first + 1;
   } else if (result.gzip) {
     AppendHeader(&head, "Content-Encoding", "gzip");
-    body_length = cache::GzipStitcher::kFramingBytes + object.deflate_bytes();
+    body_length = cache::GzipStitcher::kFramingBytes + object.deflate_bytes() -
+                  (object.final_block() ? cache::GzipStitcher::kFinalBlockBytes : 0);
   } else {
     body_length = length;
   }
@@ -214,11 +218,13 @@ Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::
   if (!head_only && status != 304 && status != 416) {
     EvbufferSink sink(body.get());
     if (status == 206) {
-      sink.Copy(std::string_view(identity).substr(first, body_length));
+      sink.Copy(std::string_view(*identity).substr(first, body_length));
     } else if (result.gzip) {
       cache::GzipStitcher stitcher(sink);
       for (const auto& segment : segments) stitcher.AddStored(segment);
       stitcher.Finish();
+    } else if (identity != nullptr) {
+      sink.Copy(*identity);
     } else if (!cache::Inflater().InflateAll(segments, sink).ok()) {
       result.ok = false;
       return result;

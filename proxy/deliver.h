@@ -25,9 +25,12 @@ struct Delivered {
   bool ok = true;     // false: the stored body failed its check (corrupt); nothing was written
 };
 
+// `identity`, when given, is the object's body as identity bytes (the page just rendered for this
+// request): an identity answer or a range is cut from it instead of inflating the object.
 Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::RequestHead& request,
                         std::string_view x_cache, std::chrono::sys_seconds now, std::string_view date,
-                        bool keep_alive, std::string_view extra_headers = {});
+                        bool keep_alive, std::string_view extra_headers = {},
+                        const std::string* identity = nullptr);
 
 // Varnish's default: only GET and HEAD without a body, credentials or cookies are looked up in the
 // store.

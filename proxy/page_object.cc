@@ -168,6 +168,19 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     }
     return CreateObject(key, spec, views, esi, status);
   }
+  if (spec.transient && spec.compress) {
+    // Any other page made for one request: compressed whole in one call, its segment ending with
+    // the final block (cache::WholeEncoder), since nothing is ever stitched after it.
+    // Object::Create copies the encoder's bytes.
+    thread_local cache::WholeEncoder whole;
+    cache::SegmentView view;
+    cache::Status s = whole.Encode(body, spec.level, &view);
+    if (!s.ok()) {
+      *status = s;
+      return {};
+    }
+    return CreateObject(key, spec, {&view, 1}, false, status);
+  }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
   options.size_hint = body.size();

@@ -6,7 +6,8 @@
 // own: a delivery then emits exactly the literal segments a request's plan names, skipping the
 // rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
 // Any other body is compressed as the store always does (sync flush, 64 KiB segments), but for a
-// page made for one request (PageSpec::transient).
+// page made for one request (PageSpec::transient): compressed whole in one call, one segment that
+// ends with the final block (cache::WholeEncoder), since nothing is stitched after it.
 #pragma once
 
 #include <chrono>
@@ -32,7 +33,8 @@ struct PageSpec {
   // A page made for one request (not stored). A frame (ESI template): its literal spans are cut
   // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
   // compressed once per thread and reused, the rest compressed small and fast. Any other page is
-  // compressed whole at `level`, or, when it names `shared` ranges, cut at them as a frame is. With `compress` false (an identity client, or a type compressed
+  // compressed whole at `level` in one call (libdeflate), or, when it names `shared` ranges, cut
+  // at them as a frame is. With `compress` false (an identity client, or a type compressed
   // already) nothing is compressed: stored blocks.
   bool transient = false;
   bool compress = true;

@@ -115,7 +115,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
       if (r.object && !reuse.empty()) (void)store.Insert(r.object);
       if (r.object && !memo_key.empty()) (void)memo->Insert(r.object);
     }
-    if (r.object && spec.transient && frame) {
+    if (r.object && spec.transient && (frame || !gzip)) {
       r.text = std::make_shared<const std::string>(std::move(page.body));
     }
     if (!r.object) {

@@ -27,8 +27,9 @@ struct Rendered {
   cache::ObjectRef object;  // status 200: the page (with its template when it is a frame)
   bool stored = false;      // the object is in the store under the fill key
   gitfrag::Refusal refusal = gitfrag::Refusal::kNone;  // why the queue refused it (status 503)
-  // A frame made for this request: its identity text, so that a client without gzip is answered
-  // from it rather than by inflating the object (which then holds stored, uncompressed segments).
+  // A page made for this request, a frame or any page for a client without gzip: its identity
+  // text, so that such a client is answered from it rather than by inflating the object (which
+  // then holds stored, uncompressed segments).
   std::shared_ptr<const std::string> text;
   // A page whose body is made piece by piece (a snapshot): its headers (Content-Type first) and
   // the stream, for a StreamResponse; `object` is then null. Never stored.

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -188,6 +189,60 @@ TEST(Resident, TreePagesShareTheStoredBlobPart) {
   EXPECT_NE(climbing.body.find("bad path"), std::string::npos) << climbing.body;
   EXPECT_EQ(HttpGet(proxy.Port(), "/base/plain/nope").status, 404);
   EXPECT_EQ(origin.RequestCount(), 0u) << "tree and plain pages never reach the backend";
+}
+
+// Pages made for one request that are not frames (tag, tree, plain, log, refs, summary): a gzip
+// client gets the page compressed whole in one call (its deflate ends with its own final block),
+// an identity client the rendered text as it is; both are gitfrag's page, rendered afresh (no
+// page memo) or kept whole and asked again, whole, as a range, or as a HEAD.
+TEST(Resident, PagesMadeForOneRequestAreTheRenderedBytes) {
+  Repos repos;
+  for (const bool memo : {false, true}) {
+    ShellacProcess proxy;
+    std::string config = repos.Config();
+    if (!memo) config += "page-memo-size=0\n";
+    ASSERT_TRUE(proxy.Start(config));
+    for (const std::string& target : std::vector<std::string>{
+             "/base/tag/?h=v1.0", "/base/tree/", "/base/plain/numbers", "/base/log/", "/base/refs/",
+          "/pub/forks/fork/", "/base/tree/?id=" + repos.second()}) {
+      SCOPED_TRACE(target + (memo ? " (page memo)" : " (no page memo)"));
+      const std::string want = Assembled(proxy, target);
+      ASSERT_GT(want.size(), 100u);
+      for (int round = 0; round < 2; ++round) {
+        Response gz = HttpGet(proxy.Port(), target, "Accept-Encoding: gzip\r\n");
+        ASSERT_EQ(gz.status, 200) << gz.Describe();
+        EXPECT_EQ(gz.Header("content-encoding"), "gzip");
+        EXPECT_EQ(gz.Header("content-length"), std::to_string(gz.body.size()));
+        EXPECT_EQ(Gunzip(gz.body), want);
+        EXPECT_EQ(gz.Header("x-cache"), memo && round == 1 ? "hit" : "pass");
+        Response identity = HttpGet(proxy.Port(), target);
+        ASSERT_EQ(identity.status, 200) << identity.Describe();
+        EXPECT_FALSE(identity.Header("content-encoding"));
+        EXPECT_EQ(identity.body, want);
+        EXPECT_EQ(identity.Header("content-length"), std::to_string(want.size()));
+        EXPECT_EQ(identity.Header("etag")->find("-gz"), std::string::npos);
+        Response range = HttpGet(proxy.Port(), target, "Range: bytes=10-29\r\n");
+        EXPECT_EQ(range.status, 206) << range.Describe();
+        EXPECT_EQ(range.body, want.substr(10, 20));
+        Response gz_range =
+            HttpGet(proxy.Port(), target, "Accept-Encoding: gzip\r\nRange: bytes=-7\r\n");
+        EXPECT_EQ(gz_range.status, 206) << gz_range.Describe();
+        EXPECT_EQ(gz_range.body, want.substr(want.size() - 7));
+      }
+      RawClient client;
+      ASSERT_TRUE(client.Connect(proxy.Port()));
+      ReadOptions head_only;
+      head_only.head_request = true;
+      Response head = client.RoundTrip(
+          "HEAD " + target + " HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n", head_only);
+      EXPECT_EQ(head.status, 200) << head.Describe();
+      Response after =
+          client.RoundTrip("GET " + target + " HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+      EXPECT_EQ(after.status, 200) << after.Describe();
+      EXPECT_EQ(head.Header("content-length"), after.Header("content-length"));
+      EXPECT_EQ(Gunzip(after.body), want);
+    }
+  }
 }
 
 TEST(Resident, PatchesAreStoredBySha) {
