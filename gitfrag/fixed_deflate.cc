@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 namespace shellac::gitfrag {
 
@@ -105,26 +106,45 @@ uint64_t Load64(const unsigned char* p) {
 constexpr uint32_t kHashBits = 11;
 constexpr size_t kMaxDistance = 32768, kMaxLength = 258, kMinLength = 4;
 
+// A thread's match finder, kept from run to run so that a run clears nothing: a slot holds
+// `base` + a position + 1 of the run that wrote it, and a run's base is past every earlier run's
+// entries, so theirs read as empty.
+struct Finder {
+  uint32_t slots[1u << kHashBits] = {};
+  uint32_t base = 0;
+  std::unique_ptr<char[]> out;  // the bits, before they are appended (a grown string is zeroed)
+  size_t out_size = 0;
+};
+thread_local Finder finder;
+
 }  // namespace
 
 void DeflateFixed(std::string_view in, bool final, std::string* out) {
-  // At most 9 bits a byte, the block's header and end, an empty stored block, and the writer's
-  // last 4-byte store.
-  const size_t start = out->size();
-  out->resize(start + in.size() + in.size() / 8 + 16);
-  BitWriter bits(out->data() + start);
+  Finder& f = finder;
+  const size_t n = in.size();
+  // At most 9 bits a byte, the block's header and end, an empty stored block.
+  const size_t bound = n + n / 8 + 16;
+  if (f.out_size < bound) {
+    f.out_size = std::max(bound, size_t{64} << 10);
+    f.out = std::make_unique_for_overwrite<char[]>(f.out_size);
+  }
+  if (n >= UINT32_MAX - 1 - f.base) {  // positions would wrap: start the slots afresh
+    std::fill(std::begin(f.slots), std::end(f.slots), 0);
+    f.base = 0;
+  }
+  const uint32_t base = f.base;
+  f.base = base + static_cast<uint32_t>(n) + 1;
+  BitWriter bits(f.out.get());
   bits.Put({final ? 3u : 2u, 3});  // BFINAL, BTYPE 01: fixed codes
   const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  const size_t n = in.size();
-  uint32_t table[1u << kHashBits] = {};  // a position + 1 whose 4 bytes hash there; 0: none
   size_t i = 0;
   while (i + kMinLength <= n) {
     const uint32_t v = Load32(p + i);
     const uint32_t h = (v * 2654435761u) >> (32 - kHashBits);
-    const size_t candidate = table[h];
-    table[h] = static_cast<uint32_t>(i + 1);
-    if (candidate != 0 && i - (candidate - 1) <= kMaxDistance && Load32(p + candidate - 1) == v) {
-      const size_t from = candidate - 1;
+    const uint32_t entry = f.slots[h];
+    f.slots[h] = base + static_cast<uint32_t>(i) + 1;
+    const size_t from = entry > base ? entry - base - 1 : i;
+    if (from < i && i - from <= kMaxDistance && Load32(p + from) == v) {
       const size_t max = std::min(kMaxLength, n - i);
       size_t len = kMinLength;
       for (;;) {
@@ -156,7 +176,7 @@ void DeflateFixed(std::string_view in, bool final, std::string* out) {
     std::memcpy(end, "\x00\x00\xff\xff", 4);  // ... LEN 0, NLEN
     end += 4;
   }
-  out->resize(static_cast<size_t>(end - out->data()));
+  out->append(f.out.get(), static_cast<size_t>(end - f.out.get()));
 }
 
 }  // namespace shellac::gitfrag
