@@ -2,6 +2,8 @@
 #include "gitfrag/archive.h"
 
 #include <bzlib.h>
+#include <isa-l/crc.h>
+#include <isa-l/igzip_lib.h>
 #include <lzma.h>
 #include <zlib.h>
 
@@ -15,6 +17,8 @@
 
 #include "base/owned.h"
 #include "gitfrag/blob_stream.h"
+#include "gitfrag/fixed_deflate.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
 
 namespace shellac::gitfrag {
@@ -460,8 +464,12 @@ class ZipWriter {
 // --- blobs compressed once ---
 
 constexpr size_t kChunk = BodyStream::kPieceBytes;  // a blob's bytes per piece, at most
-constexpr int kKeptLevel = 6;    // a piece made to keep: made once, read by every later archive
-constexpr int kPassingLevel = 1;  // a piece made for one archive (no store, or a blob too large)
+// igzip's levels (0-3). A piece made to keep is made once and read by every later archive: its
+// highest, 4.4 times as fast as zlib's level 6 over the bench corpus's blobs for 7 % more bytes
+// (bench/results/snapwall-callgrind.md). A piece made for one archive (no store, or a blob too
+// large): its level 1.
+constexpr uint32_t kKeptLevel = 3;
+constexpr uint32_t kPassingLevel = 1;
 
 std::mutex piece_store_mu;
 std::shared_ptr<ArchivePieceStore> piece_store;  // under piece_store_mu
@@ -471,58 +479,70 @@ std::shared_ptr<ArchivePieceStore> PieceStore() {
   return piece_store;
 }
 
-// The store's key of a blob's pieces: what makes them (level, piece size) is in it.
-std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/deflate6-256k/" + Hex(oid); }
+// The store's key of a blob's pieces: what makes them (compressor, level, piece size) is in it.
+std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/igzip3-256k/" + Hex(oid); }
 
-// A raw deflate stream (no header, no final block until Finish) that owns its zlib state.
-class RawDeflater {
+// zlib's crc32 (gzip's), by ISA-L (folding with carry-less multiplies: five times zlib's speed).
+uint32_t Crc32(uint32_t crc, std::string_view bytes) {
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+
+// A raw deflate stream by ISA-L's igzip (no header, never a final block), its state allocated at
+// the first Reset (a stream that finds every blob kept never needs one).
+class PieceDeflater {
  public:
-  RawDeflater(int level, int mem_level, int strategy = Z_DEFAULT_STRATEGY)
-      : level_(level), mem_level_(mem_level), strategy_(strategy) {}
-  ~RawDeflater() {
-    if (ok_) deflateEnd(&z_);
-  }
-  RawDeflater(const RawDeflater&) = delete;
-  RawDeflater& operator=(const RawDeflater&) = delete;
+  explicit PieceDeflater(uint32_t level) : level_(level) {}
 
   // Forgets everything before: what follows refers to nothing before it.
-  bool Reset() {
-    if (!ok_) {
-      ok_ = deflateInit2(&z_, level_, Z_DEFLATED, -MAX_WBITS, mem_level_, strategy_) == Z_OK;
-      return ok_;
+  void Reset() {
+    if (!z_) {
+      z_ = std::make_unique<isal_zstream>();
+      buffer_ = std::make_unique_for_overwrite<uint8_t[]>(kLevelBuffer);  // igzip sets it up
+      isal_deflate_init(z_.get());
+      // What any piece can become: stored blocks bound deflate's output (5 bytes per 64 KiB),
+      // then the flush's.
+      out_ = std::make_unique_for_overwrite<uint8_t[]>(kOutBytes);
+    } else {
+      isal_deflate_reset(z_.get());
     }
-    return deflateReset(&z_) == Z_OK;
+    z_->level = level_;
+    z_->level_buf = buffer_.get();
+    z_->level_buf_size = kLevelBuffer;
+    z_->flush = SYNC_FLUSH;
+    z_->end_of_stream = 0;
   }
-  // Compresses `in` onto *out, then flushes with `flush` (Z_SYNC_FLUSH, Z_FULL_FLUSH: the output
-  // ends on a byte boundary, no final block; Z_FINISH: a final block).
-  bool Feed(std::string_view in, int flush, std::string* out) {
-    if (!ok_) return false;
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z_.avail_in = static_cast<uInt>(in.size());
-    const size_t start = out->size();
-    size_t room = in.size() / 2 + 64;
+  // Compresses `in` (at most kChunk bytes) onto *out and ends with a sync flush (on a byte
+  // boundary, no final block). Through a buffer of its own: a string grown to take it would be
+  // zero-filled first.
+  bool Feed(std::string_view in, std::string* out) {
+    if (!z_ || in.size() > kChunk) return false;
+    z_->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(in.data()));
+    z_->avail_in = static_cast<uint32_t>(in.size());
     for (;;) {
-      out->resize(out->size() + room);
-      const size_t used = out->size() - room;
-      z_.next_out = reinterpret_cast<Bytef*>(out->data() + used);
-      z_.avail_out = static_cast<uInt>(room);
-      const int rc = deflate(&z_, flush);
-      out->resize(used + room - z_.avail_out);
-      if (rc == Z_STREAM_ERROR) return false;
-      if (flush == Z_FINISH ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out != 0)) break;
-      room = std::max<size_t>(room, out->size() - start);
+      z_->next_out = out_.get();
+      z_->avail_out = static_cast<uint32_t>(kOutBytes);
+      const int rc = isal_deflate(z_.get());
+      if (rc != COMP_OK) return false;
+      out->append(reinterpret_cast<const char*>(out_.get()), kOutBytes - z_->avail_out);
+      // All of it in, and room left: the flush is out (igzip's rule).
+      if (z_->avail_in == 0 && z_->avail_out != 0) return true;
     }
-    return true;
   }
 
  private:
-  int level_, mem_level_, strategy_;
-  z_stream z_{};
-  bool ok_ = false;
+  static constexpr uint32_t kLevelBuffer = ISAL_DEF_LVL3_DEFAULT;  // enough for every level
+  static constexpr size_t kOutBytes = kChunk + kChunk / 1024 + 64;
+  uint32_t level_;
+  std::unique_ptr<isal_zstream> z_;
+  std::unique_ptr<uint8_t[]> buffer_;
+  std::unique_ptr<uint8_t[]> out_;
 };
 
 // A blob's bytes a chunk at a time: inflated piece by piece from its loose file or whole pack
-// entry (blob_stream.h) when it is larger than a chunk, else (or when it is a delta) read whole.
+// entry (blob_stream.h) when it is larger than a chunk, else (or when it is a delta) read whole,
+// by the render thread's pack reader (pack_reader.h: libdeflate and its delta-base cache, which
+// the blobs of a commit far from the last one archived need: each is a delta chain) or, for what
+// that does not have, by libgit2.
 class BlobReader {
  public:
   // Its size from the object's header; false with *error when it cannot be read.
@@ -535,6 +555,7 @@ class BlobReader {
     }
     size_ = size;
     oid_ = oid;
+    repo_ = repo;
     odb_ = odb;
     if (size_ > kChunk) {
       std::string why;
@@ -557,28 +578,33 @@ class BlobReader {
       *chunk = buffer_;
       return true;
     }
-    if (!whole_) {
+    if (!whole_ && !packed_) {
+      packed_ = ReadPacked(repo_, oid_, GIT_OBJECT_BLOB);
       git_odb_object* raw = nullptr;
-      if (git_odb_read(&raw, odb_, &oid_) != 0) {
+      if (!packed_ && git_odb_read(&raw, odb_, &oid_) != 0) {
         *error = "cannot read blob " + Hex(oid_);
         return false;
       }
       whole_.reset(raw);
     }
-    const std::string_view all(static_cast<const char*>(git_odb_object_data(whole_.get())),
-                               git_odb_object_size(whole_.get()));
+    const std::string_view all =
+        packed_ ? std::string_view(*packed_)
+                : std::string_view(static_cast<const char*>(git_odb_object_data(whole_.get())),
+                                   git_odb_object_size(whole_.get()));
     *chunk = all.substr(std::min(at_, all.size()), kChunk);
     at_ += chunk->size();
     return true;
   }
 
  private:
+  git_repository* repo_ = nullptr;
   git_odb* odb_ = nullptr;
   git_oid oid_{};
   uint64_t size_ = 0;
   std::unique_ptr<InflatingBlob> stream_;
   std::string buffer_;
   bool done_ = false;
+  std::shared_ptr<const std::string> packed_;  // or whole_
   OdbObjectPtr whole_;
   size_t at_ = 0;
 };
@@ -631,24 +657,14 @@ class BlobPieces {
 
   enum class Step { kPiece, kEnd, kFailed };
   // The next piece into *out (valid until the next call); kFailed with *error.
-  Step Next(RawDeflater* kept_deflater, RawDeflater* passing_deflater, Piece* out,
+  Step Next(PieceDeflater* kept_deflater, PieceDeflater* passing_deflater, Piece* out,
             std::string* error) {
     if (from_store_) {
       if (next_ == kept_.pieces.size()) return Step::kEnd;
       *out = kept_.pieces[next_++];
       return Step::kPiece;
     }
-    if (made_ >= size_ && (made_ > 0 || size_ == 0)) {
-      if (keep_ && !kept_done_) {
-        kept_done_ = true;
-        std::vector<Piece> views;
-        for (size_t i = 0; i < own_.size(); ++i) views.push_back({own_[i], crcs_[i], lengths_[i]});
-        char meta[32];
-        snprintf(meta, sizeof meta, "%s %x", binary_ ? "binary" : "text", last_op_);
-        store_->Keep(PieceKey(oid_), views, meta);
-      }
-      return Step::kEnd;
-    }
+    if (made_ >= size_ && (made_ > 0 || size_ == 0)) return Step::kEnd;
     std::string_view chunk;
     if (!reader_.Read(&chunk, error)) return Step::kFailed;
     if (chunk.empty()) {
@@ -656,15 +672,16 @@ class BlobPieces {
       return Step::kFailed;
     }
     if (made_ == 0) binary_ = LooksBinary(chunk);
-    RawDeflater* deflater = keep_ ? kept_deflater : passing_deflater;
+    PieceDeflater* deflater = keep_ ? kept_deflater : passing_deflater;
+    if (made_ == 0) deflater->Reset();
     std::string bytes;
-    if ((made_ == 0 && !deflater->Reset()) || !deflater->Feed(chunk, Z_SYNC_FLUSH, &bytes)) {
-      *error = "zlib failed";
+    if (!deflater->Feed(chunk, &bytes)) {
+      *error = "igzip failed";
       return Step::kFailed;
     }
     made_ += chunk.size();
     const uint32_t crc = static_cast<uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size())));
+        Crc32(0, chunk));
     const auto length = static_cast<uint32_t>(chunk.size());
     if (length != kChunk) last_op_ = CombineOp(length);
     if (keep_) {
@@ -672,6 +689,14 @@ class BlobPieces {
       crcs_.push_back(crc);
       lengths_.push_back(length);
       *out = {own_.back(), crc, length};
+      // Kept with its last piece, before that piece is written: an archive made meanwhile finds it.
+      if (made_ >= size_) {
+        std::vector<Piece> views;
+        for (size_t i = 0; i < own_.size(); ++i) views.push_back({own_[i], crcs_[i], lengths_[i]});
+        char meta[32];
+        snprintf(meta, sizeof meta, "%s %x", binary_ ? "binary" : "text", last_op_);
+        store_->Keep(PieceKey(oid_), views, meta);
+      }
     } else {
       scratch_ = std::move(bytes);
       *out = {scratch_, crc, length};
@@ -689,7 +714,7 @@ class BlobPieces {
   ArchivePieceStore::Kept kept_;
   size_t next_ = 0;
   BlobReader reader_;
-  bool keep_ = false, kept_done_ = false;
+  bool keep_ = false;
   uint64_t made_ = 0;
   std::deque<std::string> own_;  // the pieces made to keep (a deque: views into them stay put)
   std::vector<uint32_t> crcs_, lengths_;
@@ -773,10 +798,10 @@ class ArchiveStream : public BodyStream {
 };
 
 // tar.gz stitched: one gzip member whose deflate data is, in the tar's order, the tar's own
-// records (headers, padding, trailer) compressed as they come, each run ended by a full flush so
-// that it refers to nothing before it, and every file's pieces (BlobPieces) as found or made. The
-// final block closes the trailer's run; the gzip trailer's crc32 is combined from the runs' and
-// the pieces' (crc32_combine), nothing inflated.
+// records (headers, padding, trailer) compressed as they come, each run on its own (DeflateFixed:
+// it refers to nothing before it and ends on a byte boundary), and every file's pieces
+// (BlobPieces) as found or made. The trailer's run is the final block; the gzip trailer's crc32
+// is combined from the runs' and the pieces' (crc32_combine), nothing inflated.
 class StitchedTarGz : public BodyStream {
  public:
   explicit StitchedTarGz(ArchiveSource source) : src_(std::move(source)), tar_(src_.mtime) {}
@@ -786,10 +811,12 @@ class StitchedTarGz : public BodyStream {
       started_ = true;
       // gzip -n's header: no name, no time, XFL 0 (GNU gzip's at its default level), Unix.
       out->append("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
-      if (!headers_.Reset()) return Failed("zlib failed", error);
       tar_.GlobalHeader(&records_, src_.commit);
     }
     const size_t start = out->size();
+    // What the loop appends stays under two pieces' worth (it stops past one, and a blob's
+    // piece or a run is at most about one): one allocation, no copy as it grows.
+    out->reserve(start + 2 * kPieceBytes + 4096);
     while (out->size() - start < kPieceBytes) {
       if (blob_) {
         ArchivePieceStore::Piece piece;
@@ -807,7 +834,7 @@ class StitchedTarGz : public BodyStream {
       }
       if (next_ == src_.entries.size()) {
         tar_.Trailer(&records_);
-        if (!Records(Z_FINISH, out)) return Failed("zlib failed", error);
+        Records(/*final=*/true, out);
         Le(out, crc_, 4);
         Le(out, length_, 4);
         return Result::kDone;
@@ -819,7 +846,7 @@ class StitchedTarGz : public BodyStream {
           return Result::kFailed;
         tar_.Header(&records_, e, blob->size(), {});
         if (blob->size() > 0) {
-          if (!Records(Z_FULL_FLUSH, out)) return Failed("zlib failed", error);
+          Records(/*final=*/false, out);
           blob_ = std::move(blob);
         }
       } else {
@@ -827,40 +854,32 @@ class StitchedTarGz : public BodyStream {
         std::string_view target;
         if (IsLink(e.mode) && !src_.Target(e, &link, &target, error)) return Result::kFailed;
         tar_.Header(&records_, e, 0, target);
-        if (records_.size() >= kPieceBytes && !Records(Z_FULL_FLUSH, out))
-          return Failed("zlib failed", error);
+        if (records_.size() >= kPieceBytes) Records(/*final=*/false, out);
       }
     }
     return Result::kMore;
   }
 
  private:
-  static Result Failed(const char* why, std::string* error) {
-    *error = why;
-    return Result::kFailed;
-  }
-  // The tar records gathered since the last run, compressed onto *out.
-  bool Records(int flush, std::string* out) {
-    crc_ = static_cast<uint32_t>(crc32(crc_, reinterpret_cast<const Bytef*>(records_.data()),
-                                       static_cast<uInt>(records_.size())));
+  // The tar records gathered since the last run, compressed onto *out as one run (`final`: the
+  // stream's last block).
+  void Records(bool final, std::string* out) {
+    crc_ = Crc32(crc_, records_);
     length_ += records_.size();
-    const bool ok = headers_.Feed(records_, flush, out);
+    DeflateFixed(records_, final, out);
     records_.clear();
-    return ok;
   }
 
   ArchiveSource src_;
   TarWriter tar_;
   size_t next_ = 0;
   bool started_ = false;
-  std::string records_;  // tar records not yet compressed
-  // The runs of records: a hash table of 2^9 entries, which a full flush clears after each run
-  // (a run is a header or two and some zeros; zlib's default table is 128 times as large), level
-  // 1 with fixed codes, which builds no Huffman tree per run: for the bench corpus's 726 runs
-  // 82 KB, 74 KB at level 6 (dynamic or fixed), 602 KB stored (bench/results/snapshot-callgrind.md).
-  RawDeflater headers_{kPassingLevel, 2, Z_FIXED};
-  RawDeflater kept_deflater_{kKeptLevel, 8};
-  RawDeflater passing_deflater_{kPassingLevel, 8};
+  // Tar records not yet compressed. Their runs (a header or two and some zeros each) by
+  // DeflateFixed: for the bench corpus's 726 runs 82.7 KB, zlib's level 1 with fixed codes 82.1 KB
+  // at 15 times the time, its level 6 74 KB, stored 602 KB (bench/results/snapwall-callgrind.md).
+  std::string records_;
+  PieceDeflater kept_deflater_{kKeptLevel};
+  PieceDeflater passing_deflater_{kPassingLevel};
   std::unique_ptr<BlobPieces> blob_;  // the file whose pieces are being written
   uint32_t crc_ = 0;
   uint64_t length_ = 0;  // of the tar (the gzip trailer keeps it mod 2^32)
@@ -948,8 +967,8 @@ class StitchedZip : public BodyStream {
   ArchiveSource src_;
   ZipWriter zip_;
   size_t next_ = 0;
-  RawDeflater kept_deflater_{kKeptLevel, 8};
-  RawDeflater passing_deflater_{kPassingLevel, 8};
+  PieceDeflater kept_deflater_{kKeptLevel};
+  PieceDeflater passing_deflater_{kPassingLevel};
   std::unique_ptr<BlobReader> reader_;  // a stored file's bytes being written
 };
 

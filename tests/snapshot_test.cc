@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "conf/config.h"
+#include "gitfrag/fixed_deflate.h"
 #include "gitfrag/gitfrag.h"
 #include "tests/harness.h"
 
@@ -467,6 +470,70 @@ TEST_F(SnapshotFixture, BadRequestsAreCgits) {
   auto [head, cgit] = Cgit("fix/snapshot/v1.0.tar", "", "zip");
   EXPECT_NE(head.find("Status: 400"), std::string::npos) << head;
   EXPECT_EQ(zip_only.Render(*zip_only.Match("/fix/snapshot/v1.0.zip", "")).status, 200);
+}
+
+// A tar.gz's record runs (DeflateFixed) decode to their bytes wherever they sit in a stream: after
+// other runs and after another compressor's pieces, whose bytes they must not refer to, and a
+// match never reaches further back than deflate allows (32 KiB) or runs past the run's end.
+TEST(FixedDeflate, RunsDecodeAnywhereInAStream) {
+  std::string random(33000, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : random) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  std::string header(512, '\0');  // a tar header's shape: names, octal fields, runs of zeros
+  std::memcpy(header.data(), "src/a/b/file.c", 14);
+  std::memcpy(header.data() + 100, "0000664\0" "0000000\0" "0000000\0" "00000012345\0", 36);
+  std::memcpy(header.data() + 257, "ustar\0" "00" "root", 12);
+  std::memcpy(header.data() + 297, "root", 4);
+  const std::vector<std::string> runs = {
+      "", "a", std::string(1, '\0'), std::string(3, '\0'), std::string(259, '\0'),
+      std::string(511, '\0') + header, header + header + std::string(10240, '\0'),
+      random + random.substr(0, 600),  // a repeat 33000 bytes back: too far, literals
+      random.substr(0, 20000) + random.substr(0, 20000),  // 20000 back: a match
+      std::string(100000, 'z') + "abc"};
+  std::string stream, expected;
+  z_stream other{};
+  ASSERT_EQ(deflateInit2(&other, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(i);
+    DeflateFixed(runs[i], /*final=*/false, &stream);
+    expected += runs[i];
+    // Another compressor's piece between runs, made from the run before (a fresh stream each:
+    // what a blob's first piece is), so a run that referred back would decode other bytes.
+    const std::string piece = runs[i] + "piece";
+    std::string made(piece.size() * 2 + 64, '\0');
+    ASSERT_EQ(deflateReset(&other), Z_OK);
+    other.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(piece.data()));
+    other.avail_in = static_cast<uInt>(piece.size());
+    other.next_out = reinterpret_cast<Bytef*>(made.data());
+    other.avail_out = static_cast<uInt>(made.size());
+    ASSERT_EQ(deflate(&other, Z_SYNC_FLUSH), Z_OK);
+    made.resize(made.size() - other.avail_out);
+    stream += made;
+    expected += piece;
+  }
+  deflateEnd(&other);
+  DeflateFixed(header, /*final=*/true, &stream);
+  expected += header;
+
+  z_stream in{};
+  ASSERT_EQ(inflateInit2(&in, -MAX_WBITS), Z_OK);
+  std::string out(expected.size() + 1, '\0');
+  in.next_in = reinterpret_cast<Bytef*>(stream.data());
+  in.avail_in = static_cast<uInt>(stream.size());
+  in.next_out = reinterpret_cast<Bytef*>(out.data());
+  in.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&in, Z_FINISH), Z_STREAM_END) << (in.msg ? in.msg : "");
+  EXPECT_EQ(in.avail_in, 0u) << "the final block ends the stream";
+  out.resize(out.size() - in.avail_out);
+  inflateEnd(&in);
+  EXPECT_TRUE(out == expected) << out.size() << " bytes, expected " << expected.size();
+  // A run of zeros costs little: the trailer's 10 KiB, a match per 258 bytes (under 128 bytes).
+  std::string trailer;
+  DeflateFixed(std::string(10240, '\0'), /*final=*/false, &trailer);
+  EXPECT_LT(trailer.size(), 128u);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ LIBRARIES = {
     'event2/': {'proxy'},
     'openssl/': {'proxy'},
     'libmemcached': {'cache'},
+    'isa-l/': {'gitfrag'},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
