@@ -91,9 +91,9 @@ bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size
     *error = "delta: target size too large";
     return false;
   }
+  // Appended op by op into reserved room: a resize would first zero the whole target.
   out->clear();
-  out->resize(static_cast<size_t>(target));
-  char* const dst = out->data();
+  out->reserve(static_cast<size_t>(target));
   size_t made = 0;
   const auto* d = reinterpret_cast<const unsigned char*>(delta.data());
   while (pos < delta.size()) {
@@ -121,14 +121,14 @@ bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size
         *error = "delta: copy outside the base or the target";
         return false;
       }
-      std::memcpy(dst + made, base.data() + offset, static_cast<size_t>(size));
+      out->append(base.data() + offset, static_cast<size_t>(size));
       made += static_cast<size_t>(size);
     } else if (cmd != 0) {  // insert the next cmd bytes
       if (cmd > delta.size() - pos || cmd > target - made) {
         *error = "delta: insert outside the delta or the target";
         return false;
       }
-      std::memcpy(dst + made, delta.data() + pos, cmd);
+      out->append(delta.data() + pos, cmd);
       pos += cmd;
       made += cmd;
     } else {
@@ -171,7 +171,11 @@ struct PackReader::State {
   // when it did.
   bool Refresh(Folder* folder);
   Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error);
-  bool Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out, std::string* error);
+  // Inflates the entry data at `at`, exactly `size` bytes, into *out: made that long, or with
+  // `scratch` (a buffer reused for deltas) at least that long, the bytes at its start (resizing
+  // zeroes what it adds, so a scratch buffer only grows).
+  bool Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out, bool scratch,
+               std::string* error);
   const PackedObject* Find(const CacheKey& key);
   void Keep(const CacheKey& key, const PackedObject& object);
   void Evict(size_t room);
@@ -264,7 +268,7 @@ void PackReader::State::Evict(size_t room) {
 }
 
 bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, std::string* out,
-                                std::string* error) {
+                                bool scratch, std::string* error) {
   const std::string_view bytes = pack.pack_file->bytes();
   const uint64_t end = bytes.size() - kPackTrailer;
   if (at >= end) {
@@ -276,9 +280,10 @@ bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, st
     *error = "pack: entry size larger than its data could hold";
     return false;
   }
-  out->resize(static_cast<size_t>(size));
+  if (!scratch || out->size() < size) out->resize(static_cast<size_t>(size));
   if (libdeflate_zlib_decompress(inflater.get(), bytes.data() + at, static_cast<size_t>(left),
-                                 out->data(), out->size(), nullptr) != LIBDEFLATE_SUCCESS) {
+                                 out->data(), static_cast<size_t>(size),
+                                 nullptr) != LIBDEFLATE_SUCCESS) {
     *error = "pack: entry data corrupt or not its header's size";
     return false;
   }
@@ -320,7 +325,7 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
     if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG) {
       base.type = static_cast<git_object_t>(entry.type);
       auto whole = std::make_shared<std::string>();
-      if (!Inflate(pack, offset + entry.length, entry.size, whole.get(), error))
+      if (!Inflate(pack, offset + entry.length, entry.size, whole.get(), false, error))
         return Status::kFailed;
       base.bytes = std::move(whole);
       Keep(CacheKey{pack.serial, offset}, base);
@@ -362,9 +367,10 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
   }
   // Apply the deltas from the base outwards; each result is the next one's base, kept.
   for (size_t i = chain.size(); i-- > 0;) {
-    if (!Inflate(pack, chain[i].data, chain[i].size, &delta, error)) return Status::kFailed;
+    if (!Inflate(pack, chain[i].data, chain[i].size, &delta, true, error)) return Status::kFailed;
     auto result = std::make_shared<std::string>();
-    if (!ApplyDelta(*base.bytes, delta, kMaxPackedObject, result.get(), error))
+    if (!ApplyDelta(*base.bytes, std::string_view(delta.data(), chain[i].size), kMaxPackedObject,
+                    result.get(), error))
       return Status::kFailed;
     base.bytes = std::move(result);
     Keep(CacheKey{pack.serial, chain[i].offset}, base);
