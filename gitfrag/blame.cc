@@ -4,9 +4,10 @@
 // per line exactly as git's blame_chunk decides them, so the order in which entries are split
 // does not matter; the final entries are coalesced as blame_coalesce does.
 //
-// Commits and trees are read raw from the object database (raw_objects.h) and scanned: a
-// blame visits tens of thousands of commits on a large repository and needs of each only its
-// parents, date and tree, and of each tree the one entry on the path; libgit2's parsed objects
+// Commits, trees and blobs are read raw from the object database (raw_objects.h: the render
+// thread's pack reader first) and scanned: a blame visits tens of thousands of commits on a large
+// repository and needs of each only its parents, date and tree, and of each tree the one entry on
+// the path; libgit2's parsed objects
 // cost most of the time before. What an object id fixes (a commit's links, a tree's entry for a
 // name) is remembered process-wide (memo.h), and so are finished blames (Blame's BlameMemo).
 #include "gitfrag/blame.h"
