@@ -588,7 +588,7 @@ class BlobReader {
       whole_.reset(raw);
     }
     const std::string_view all =
-        packed_ ? std::string_view(*packed_)
+        packed_ ? packed_.view()
                 : std::string_view(static_cast<const char*>(git_odb_object_data(whole_.get())),
                                    git_odb_object_size(whole_.get()));
     *chunk = all.substr(std::min(at_, all.size()), kChunk);
@@ -604,7 +604,7 @@ class BlobReader {
   std::unique_ptr<InflatingBlob> stream_;
   std::string buffer_;
   bool done_ = false;
-  std::shared_ptr<const std::string> packed_;  // or whole_
+  ObjectBytes packed_;  // or whole_
   OdbObjectPtr whole_;
   size_t at_ = 0;
 };

@@ -4,9 +4,10 @@
 // per line exactly as git's blame_chunk decides them, so the order in which entries are split
 // does not matter; the final entries are coalesced as blame_coalesce does.
 //
-// Commits and trees are read raw from the object database (raw_objects.h) and scanned: a
-// blame visits tens of thousands of commits on a large repository and needs of each only its
-// parents, date and tree, and of each tree the one entry on the path; libgit2's parsed objects
+// Commits, trees and blobs are read raw from the object database (raw_objects.h: the render
+// thread's pack reader first) and scanned: a blame visits tens of thousands of commits on a large
+// repository and needs of each only its parents, date and tree, and of each tree the one entry on
+// the path; libgit2's parsed objects
 // cost most of the time before. What an object id fixes (a commit's links, a tree's entry for a
 // name) is remembered process-wide (memo.h), and so are finished blames (Blame's BlameMemo).
 #include "gitfrag/blame.h"
@@ -27,6 +28,7 @@
 #include "gitfrag/memo.h"
 #include "gitfrag/raw_objects.h"
 #include "gitfrag/renames.h"
+#include "gitfrag/tree_diff.h"
 
 namespace shellac::gitfrag {
 
@@ -54,7 +56,7 @@ struct Origin {
   git_oid blob{};
   uint32_t mode = 0;
   std::vector<Entry> suspects;  // sorted by s_lno
-  BlobPtr content;              // loaded for a diff, dropped once the origin is done
+  BackendObject content;        // loaded for a diff, dropped once the origin is done
   std::unique_ptr<LineIndex> lines;  // content's lines, made for its first diff, dropped with it
 };
 
@@ -167,6 +169,10 @@ class Objects {
     return true;
   }
 
+  // A blob's bytes, as Read gives them (the render thread's pack reader, else a backend): not
+  // parsed into libgit2's object cache, and inflated by libdeflate with the reader's delta bases.
+  BackendObject Blob(const git_oid& id) { return raw_.Read(id, GIT_OBJECT_BLOB); }
+
   // An object could not be read (a shallow or broken repository): this repository's blame may
   // differ from another's with the whole history, so it is not remembered.
   bool incomplete() const { return raw_.incomplete(); }
@@ -246,11 +252,6 @@ class ResultMemo {
 ResultMemo& Results() {
   static ResultMemo memo;
   return memo;
-}
-
-std::string_view Bytes(git_blob* blob) {
-  return {static_cast<const char*>(git_blob_rawcontent(blob)),
-          static_cast<size_t>(git_blob_rawsize(blob))};
 }
 
 class Scoreboard {
@@ -412,7 +413,7 @@ class Scoreboard {
 
   static void Drop(Origin* origin) {
     origin->lines.reset();
-    origin->content.reset();
+    origin->content = BackendObject();
   }
 
   // The origin's blob split in lines, once for all the diffs it takes part in.
@@ -427,11 +428,10 @@ class Scoreboard {
 
   bool Load(Origin* origin, std::string_view* bytes) {
     if (!origin->content) {
-      git_blob* raw = nullptr;
-      if (git_blob_lookup(&raw, repo_, &origin->blob) != 0) return false;
-      origin->content.reset(raw);
+      origin->content = objects_.Blob(origin->blob);
+      if (!origin->content) return false;
     }
-    *bytes = Bytes(origin->content.get());
+    *bytes = origin->content.bytes();
     return true;
   }
 
@@ -471,14 +471,15 @@ class Scoreboard {
       return nullptr;
     }
     const TreePtr new_tree(raw_new);
-    git_diff_options options = GIT_DIFF_OPTIONS_INIT;
-    options.flags = GIT_DIFF_INCLUDE_TYPECHANGE;
-    git_diff* raw_diff = nullptr;
-    if (git_diff_tree_to_tree(&raw_diff, repo_, old_tree.get(), new_tree.get(), &options) != 0) {
+    // The own tree diff (tree_diff.h): the changes libgit2's tree-to-tree diff gives, with the
+    // folders both commits share unread.
+    std::vector<TreeChange>& changes = changes_;
+    changes.clear();
+    std::string reason;
+    if (!DiffTrees(repo_, old_tree.get(), new_tree.get(), &changes, &reason)) {
       objects_.set_incomplete();
       return nullptr;
     }
-    const DiffPtr diff(raw_diff);
     struct Source {
       std::string path;
       git_oid id;
@@ -487,13 +488,12 @@ class Scoreboard {
     std::vector<Source> sources;
     bool added = false;
     uint32_t dst_mode = 0;
-    for (size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
-      const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
-      if (d->status == GIT_DELTA_ADDED && origin->path == d->new_file.path) {
+    for (TreeChange& c : changes) {
+      if (c.status == GIT_DELTA_ADDED && origin->path == c.path) {
         added = true;
-        dst_mode = d->new_file.mode;
-      } else if (d->status == GIT_DELTA_DELETED) {
-        sources.push_back(Source{d->old_file.path, d->old_file.id, d->old_file.mode});
+        dst_mode = c.new_mode;
+      } else if (c.status == GIT_DELTA_DELETED) {
+        sources.push_back(Source{std::move(c.path), c.old_id, c.old_mode});
       }
     }
     if (!added || sources.empty()) return nullptr;
@@ -529,13 +529,9 @@ class Scoreboard {
     }
     auto similarity = [&](const Source& s) -> int {
       if ((s.mode & kTypeMask) != kRegular) return 0;
-      git_blob* raw = nullptr;
-      if (git_blob_lookup(&raw, repo_, &s.id) != 0) {
-        objects_.set_incomplete();
-        return 0;
-      }
-      const BlobPtr blob(raw);
-      return Similarity(Bytes(blob.get()), dst, kMinRenameScore);
+      const BackendObject blob = objects_.Blob(s.id);
+      if (!blob) return 0;  // Read made the blame incomplete
+      return Similarity(blob.bytes(), dst, kMinRenameScore);
     };
     // A unique basename on both sides.
     const Source* same_base = nullptr;
@@ -747,6 +743,7 @@ class Scoreboard {
   Objects objects_;
   LineDiffer differ_;
   std::vector<LineHunk> hunks_;
+  std::vector<TreeChange> changes_;  // FindRename's scratch
   Clock::time_point deadline_;
   const bool use_memo_;
   std::unordered_map<git_oid, std::vector<std::unique_ptr<Origin>>, OidHash, OidEqual> origins_;

@@ -5,12 +5,15 @@
 // blame-timeout.
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gitfrag/abbrev.h"
 #include "gitfrag/blame.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 #include "gitfrag/raw_objects.h"
 
@@ -18,12 +21,21 @@ namespace shellac::gitfrag {
 
 namespace {
 
-// cgit's title for a hunk's commit link: author and committer with their dates, then the subject.
-struct CommitInfo {
+// What a hunk's commit link shows of its commit: cgit's title (author and committer with their
+// dates, then the subject) and the first parent (the "^" link). A commit's id fixes both, and a
+// crawler blames file after file of one history, whose hunks name the same commits: they are
+// remembered process-wide (memo.h), two generations of kTitles commits (~300 bytes each).
+struct CommitTitle {
   std::string title;
-  std::string abbrev;
-  std::string previous;  // the parent whose tree has the path ("" for none)
+  std::string previous;  // the first parent's id ("" for a root commit)
 };
+using TitlePtr = std::shared_ptr<const CommitTitle>;
+constexpr size_t kTitles = 20000;
+
+SharedMemo<git_oid, TitlePtr, OidHash, OidEqual>& Titles() {
+  static SharedMemo<git_oid, TitlePtr, OidHash, OidEqual> memo(kTitles);
+  return memo;
+}
 
 std::string Signature(const char* role, const git_signature* sig, const char* encoding) {
   std::string out = role;
@@ -52,25 +64,23 @@ Page RenderBlame(const PageContext& page_ctx) {
   CommitPtr commit = ResolveCommit(repo, r.id, r.head, &status, &reason);
   if (!commit) return ErrorPage(status, reason);
   if (r.path.empty()) return ErrorPage(404, "Blame is not available for folders.");
-  git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, commit.get()) != 0)
-    return ErrorPage(404, "the commit's tree cannot be read");
-  const TreePtr root(raw_tree);
-  git_tree_entry* raw_entry = nullptr;
-  if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0)
+  // The path's entry and its blob read raw, as the blame reads its objects (raw_objects.h: the
+  // trees' entries remembered process-wide, the blob from the pack reader, whose cache then has
+  // it for the blame), not parsed into libgit2's object cache.
+  RawObjects objects(repo);
+  const TreeEntry entry = objects.PathEntry(*git_commit_tree_id(commit.get()), r.path);
+  if (!entry.present) {
+    if (objects.incomplete()) return ErrorPage(404, "the commit's tree cannot be read");
     return ErrorPage(404, "Not found: no such path in this revision: " + r.path);
-  const base::Owned<git_tree_entry_free> entry(raw_entry);
-  const uint32_t mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
+  }
+  const uint32_t mode = CanonicalMode(entry.mode);
   if ((mode & 0170000) == 0040000) return ErrorPage(404, "Blame is not available for folders.");
   // cgit blames regular files only: a symlink or a submodule is "Not found".
   if ((mode & 0170000) != 0100000) return ErrorPage(404, "Not found: not a regular file: " + r.path);
-  const git_oid blob_id = *git_tree_entry_id(entry.get());
-  git_blob* raw_blob = nullptr;
-  if (git_blob_lookup(&raw_blob, repo, &blob_id) != 0)
-    return ErrorPage(404, "object missing from the repository: " + OidHex(blob_id));
-  const BlobPtr blob(raw_blob);
-  const std::string_view bytes(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                               static_cast<size_t>(git_blob_rawsize(blob.get())));
+  const git_oid blob_id = entry.id;
+  const BackendObject blob = objects.Read(blob_id, GIT_OBJECT_BLOB);
+  if (!blob) return ErrorPage(404, "object missing from the repository: " + OidHex(blob_id));
+  const std::string_view bytes = blob.bytes();
 
   Writer& out = ctx.out;
   std::string title;
@@ -132,41 +142,52 @@ Page RenderBlame(const PageContext& page_ctx) {
   if (git_repository_odb(&raw_odb, repo) != 0) return ErrorPage(500, "no object database");
   const OdbPtr odb(raw_odb);
   const int abbrev_len = EffectiveDiffOptions(ctx).abbrev;
-  std::map<std::pair<std::string, std::string>, CommitInfo> infos;  // (id, path)
+  struct CommitInfo {
+    TitlePtr title;
+    std::string abbrev;  // unique in this repository: not remembered beyond the page
+  };
+  std::unordered_map<git_oid, CommitInfo, OidHash, OidEqual> infos;
   auto info_of = [&](const BlameEntry& h) -> const CommitInfo& {
-    auto key = std::make_pair(OidHex(h.commit), h.path);
-    auto it = infos.find(key);
+    auto it = infos.find(h.commit);
     if (it != infos.end()) return it->second;
     CommitInfo info;
     info.abbrev = UniqueAbbrev(odb.get(), h.commit, abbrev_len);
-    git_commit* raw = nullptr;
-    if (git_commit_lookup(&raw, repo, &h.commit) == 0) {
-      const CommitPtr c(raw);
-      const char* encoding = git_commit_message_encoding(c.get());
-      std::string_view subject, body;
-      const char* message = git_commit_message(c.get());
-      SplitMessage(message != nullptr ? message : "", &subject, &body);
-      info.title = Signature("author", git_commit_author(c.get()), encoding) + "\n" +
-                   Signature("committer", git_commit_committer(c.get()), encoding) + "\n\n" +
-                   ToUtf8(subject.substr(0, subject.find('\n')), encoding);
-      // cgit's "^" link: the blame of the same path at the first parent, whether or not the
-      // parent has that path.
-      if (git_commit_parentcount(c.get()) > 0)
-        info.previous = OidHex(*git_commit_parent_id(c.get(), 0));
+    if (std::optional<TitlePtr> known = Titles().Find(h.commit)) {
+      info.title = std::move(*known);
+    } else {
+      auto made = std::make_shared<CommitTitle>();
+      git_commit* raw = nullptr;
+      if (git_commit_lookup(&raw, repo, &h.commit) == 0) {
+        const CommitPtr c(raw);
+        const char* encoding = git_commit_message_encoding(c.get());
+        std::string_view subject, body;
+        const char* message = git_commit_message(c.get());
+        SplitMessage(message != nullptr ? message : "", &subject, &body);
+        made->title = Signature("author", git_commit_author(c.get()), encoding) + "\n" +
+                       Signature("committer", git_commit_committer(c.get()), encoding) + "\n\n" +
+                       ToUtf8(subject.substr(0, subject.find('\n')), encoding);
+        // cgit's "^" link: the blame of the same path at the first parent, whether or not the
+        // parent has that path.
+        if (git_commit_parentcount(c.get()) > 0)
+          made->previous = OidHex(*git_commit_parent_id(c.get(), 0));
+        Titles().Add(h.commit, made);  // (a commit that cannot be read is not remembered)
+      }
+      info.title = std::move(made);
     }
-    return infos.emplace(std::move(key), std::move(info)).first->second;
+    return infos.emplace(h.commit, std::move(info)).first->second;
   };
 
   page_head();
   out.Raw("<table class='blame blob'>\n<tr>\n<td class='hashes'>");
   for (const BlameEntry& h : hunks) {
     const CommitInfo& info = info_of(h);
-    out.Raw("<div class='alt'><pre><span class='oid'><a title='").Text(info.title).Raw("' href='");
+    const CommitTitle& shown = *info.title;
+    out.Raw("<div class='alt'><pre><span class='oid'><a title='").Text(shown.title).Raw("' href='");
     RepoUrl(ctx, "commit", h.path, {{"h", r.head}, {"id", OidHex(h.commit)}});
     out.Raw("'>").Raw(info.abbrev).Raw("</a></span>");
-    if (!info.previous.empty()) {
+    if (!shown.previous.empty()) {
       out.Raw(" <a title='Blame the previous revision' href='");
-      RepoUrl(ctx, "blame", h.path, {{"h", r.head}, {"id", info.previous}});
+      RepoUrl(ctx, "blame", h.path, {{"h", r.head}, {"id", shown.previous}});
       out.Raw("'>^</a>");
     }
     for (size_t i = 0; i < h.num_lines; ++i) out.Raw("\n");
