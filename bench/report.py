@@ -87,6 +87,12 @@ class Run:
             for k in ("p50_us", "p95_us", "p99_us", "max_us", "requests", "errors", "bytes_per_resp"):
                 p[k] = int(num(p[k]))
             self.points.append(p)
+        # Points whose walk reached the end of its URL list (crawler.lua stops there): their rate is
+        # over a part of the point's time, maybe a few requests; they are listed, never a peak.
+        ran_out = {(r[0], r[1]) for r in read_tsv(os.path.join(raw, "crawl.tsv"))
+                   if len(r) >= 6 and r[2] == "measured" and r[5] not in ("", "0")}
+        for p in self.points:
+            p["ran_out"] = (p["target"], str(p["conns"])) in ran_out
 
     def m(self, key, default=""):
         d = self.meta
@@ -119,11 +125,19 @@ class Run:
     def rows(self, t):
         return [p for p in self.points if p["target"] == t]
 
+    def full_rows(self, t):
+        """TARGET's points that walked their whole time (not those that ran out of URLs)."""
+        return [p for p in self.rows(t) if not p.get("ran_out")]
+
     def row(self, t, c):
         for p in self.points:
             if p["target"] == t and p["conns"] == c:
                 return p
         return None
+
+    def full_row(self, t, c):
+        p = self.row(t, c)
+        return p if p and not p.get("ran_out") else None
 
     def levels(self):
         return sorted({p["conns"] for p in self.points})
@@ -131,7 +145,7 @@ class Run:
     def peak(self, t):
         """(rps, conns) of TARGET's row with the highest req/s (the first of equal ones), or None."""
         best = None
-        for p in self.rows(t):
+        for p in self.full_rows(t):
             if p["rps"] > 0 and (best is None or p["rps"] > best["rps"]):
                 best = p
         return (best["rps"], best["conns"]) if best else None
@@ -141,8 +155,8 @@ class Run:
         bp, tp = self.peak(base), self.peak(t)
         pr = tp[0] / bp[0] if bp and tp else 0.0
         low = None
-        for p in self.rows(t):
-            b = self.row(base, p["conns"])
+        for p in self.full_rows(t):
+            b = self.full_row(base, p["conns"])
             if b and b["rps"] > 0:
                 r = p["rps"] / b["rps"]
                 if low is None or r < low[0]:
@@ -151,8 +165,8 @@ class Run:
 
     def ratio_range(self, base, t):
         lo = hi = None
-        for p in sorted(self.rows(t), key=lambda p: p["conns"]):
-            b = self.row(base, p["conns"])
+        for p in sorted(self.full_rows(t), key=lambda p: p["conns"]):
+            b = self.full_row(base, p["conns"])
             if b and b["rps"] > 0:
                 r = p["rps"] / b["rps"]
                 if lo is None or r < lo[0]:
@@ -167,7 +181,7 @@ class Run:
         """The lowest level where p99 grows faster than the load: p99(c)/p99(prev) > c/prev.
         -> (c, prev_c, prev_p99_us, p99_us) or None."""
         prev = None
-        for p in sorted(self.rows(t), key=lambda p: p["conns"]):
+        for p in sorted(self.full_rows(t), key=lambda p: p["conns"]):
             if prev and prev["p99_us"] > 0 and p["p99_us"] / prev["p99_us"] > p["conns"] / prev["conns"]:
                 return (p["conns"], prev["conns"], prev["p99_us"], p["p99_us"])
             prev = p
@@ -278,6 +292,8 @@ def table_vs(run, ref, targets):
             err = "0" if p["errors"] == 0 else "%d (%s)" % (p["errors"], p["err_detail"])
             if t == ref:
                 ratio = "-"
+            elif p.get("ran_out") or (r and r.get("ran_out")):
+                ratio = "n/a (ran out)"
             elif p["rps"] > 0 and r:
                 ratio = "**%.2fx**" % (r["rps"] / p["rps"])
             else:
@@ -287,8 +303,8 @@ def table_vs(run, ref, targets):
                 origin = "-"
             else:
                 origin = "%.0f%%" % (num(o) / p["requests"] * 100) if p["requests"] > 0 else o
-            out.append("| %d | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |" % (
-                c, run.label(t), p["rps"], ms(p["p50_us"]), ms(p["p95_us"]), ms(p["p99_us"]), err, origin, ratio,
+            out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                c, run.label(t), "%.0f%s" % (p["rps"], " (ran out)" if p.get("ran_out") else ""), ms(p["p50_us"]), ms(p["p95_us"]), ms(p["p99_us"]), err, origin, ratio,
                 cpu_text(p["cpu"])))
     return out
 
@@ -484,7 +500,8 @@ def repeats_note(run):
                 "target starts a level at the same line)" % (urls, nxt))
     if ran_out:
         note += ("; **the list ran out** (a thread stops at its end, and the point's rate is over the URLs walked "
-                 "until then, bench/wrk/crawler.lua): %s; use more --forks or --sample, or a shorter --duration"
+                 "until then, bench/wrk/crawler.lua; such points are listed but never taken for a peak, a knee or a "
+                 "ratio): %s; use more --forks or --sample, or a shorter --duration"
                  % ", ".join(ran_out))
     if wtotal > 0:
         note += "; warm-ups (a list of their own, %d URLs) repeated %d" % (wurls, wtotal)
