@@ -173,6 +173,14 @@ class Objects {
   // parsed into libgit2's object cache, and inflated by libdeflate with the reader's delta bases.
   BackendObject Blob(const git_oid& id) { return raw_.Read(id, GIT_OBJECT_BLOB); }
 
+  // What differs between two root trees (tree_diff.h's DiffTreeIds: trees read raw, as the rest
+  // of the blame reads them, the folders both share unread); false when a tree cannot be read.
+  bool DiffRoots(const git_oid& old_root, const git_oid& new_root,
+                 std::vector<TreeChange>* changes) {
+    std::string reason;
+    return DiffTreeIds(raw_.repo(), &raw_, &old_root, &new_root, changes, &reason);
+  }
+
   // An object could not be read (a shallow or broken repository): this repository's blame may
   // differ from another's with the whole history, so it is not remembered.
   bool incomplete() const { return raw_.incomplete(); }
@@ -257,7 +265,7 @@ ResultMemo& Results() {
 class Scoreboard {
  public:
   Scoreboard(git_repository* repo, Clock::time_point deadline, BlameMemo memo)
-      : repo_(repo), objects_(repo), deadline_(deadline), use_memo_(memo == BlameMemo::kUse) {}
+      : objects_(repo), deadline_(deadline), use_memo_(memo == BlameMemo::kUse) {}
 
   BlameResult Run(const git_oid& commit, const std::string& path, const git_oid& blob) {
     BlameResult result;
@@ -460,23 +468,11 @@ class Scoreboard {
     const CommitLinks* pdata = objects_.Commit(parent);
     const CommitLinks* cdata = objects_.Commit(origin->commit);
     if (pdata == nullptr || cdata == nullptr) return nullptr;
-    git_tree *raw_old = nullptr, *raw_new = nullptr;
-    if (git_tree_lookup(&raw_old, repo_, &pdata->tree) != 0) {
-      objects_.set_incomplete();
-      return nullptr;
-    }
-    const TreePtr old_tree(raw_old);
-    if (git_tree_lookup(&raw_new, repo_, &cdata->tree) != 0) {
-      objects_.set_incomplete();
-      return nullptr;
-    }
-    const TreePtr new_tree(raw_new);
     // The own tree diff (tree_diff.h): the changes libgit2's tree-to-tree diff gives, with the
     // folders both commits share unread.
     std::vector<TreeChange>& changes = changes_;
     changes.clear();
-    std::string reason;
-    if (!DiffTrees(repo_, old_tree.get(), new_tree.get(), &changes, &reason)) {
+    if (!objects_.DiffRoots(pdata->tree, cdata->tree, &changes)) {
       objects_.set_incomplete();
       return nullptr;
     }
@@ -739,7 +735,6 @@ class Scoreboard {
     return true;
   }
 
-  git_repository* repo_;
   Objects objects_;
   LineDiffer differ_;
   std::vector<LineHunk> hunks_;

@@ -73,6 +73,7 @@ class BackendObject {
 class RawObjects {
  public:
   explicit RawObjects(git_repository* repo);
+  git_repository* repo() const { return repo_; }
 
   // The object `id` of `type` from the pack reader (pack_reader.h), else from the first backend
   // that has it, else through git_odb_read (which looks for new packs first); empty (and
