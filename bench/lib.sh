@@ -768,6 +768,12 @@ render_lines() {  # -> RENDER_LINES (config lines of the renderer, or none)
   bench_meta render_lines "${RENDER_LINES[*]}"
 }
 
+render_shellac_start() {  # [KEY=VALUE...]  shellac rendering (render_lines, an admin port), SHELLAC_CONF's lines and these
+  local extra=()
+  [ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
+  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}" "$@"
+}
+
 plan_line() {  # PHASE TARGET PATH FACTS  a line of bench/wrk/render.py's plan; FACTS: a commit_facts line
   local sha lines files subj
   IFS=$'\t' read -r sha lines files subj <<<"$4"

@@ -1547,9 +1547,83 @@ def pages_report(run):
     return lines, None
 
 
+def history_report(run):
+    """history.out (BENCH_HISTORY kind= target= ...) and history-samples.tsv (KIND SHA PATH URL, then the
+    us of git-nograph, git, cgit, shellac and shellac's render us)."""
+    rows = kv_lines(run.text("history.out"), "BENCH_HISTORY")
+    # a failed check's reason has spaces: it is the rest of the line after " why="
+    bads = [dict(kv_lines(l.split(" why=", 1)[0], "BENCH_HISTORY_BAD")[0], why=l.split(" why=", 1)[1])
+            for l in run.text("history.out").splitlines() if l.startswith("BENCH_HISTORY_BAD ") and " why=" in l]
+    samples = read_tsv(run.file("history-samples.tsv"))
+    graph = {"changed-paths": "a commit-graph with changed-path Bloom filters (`git commit-graph write "
+                              "--reachable --changed-paths`)",
+             "plain": "a commit-graph without changed-path filters",
+             "none": "no commit-graph"}.get(run.m("graph"), run.m("graph"))
+    lines = head(run, "history: blame and path-log pages, one at a time, against git's own command", [
+        "Issue 14's history table. Blame and path-limited log pages at commits a crawler asks for",
+        "(bench/wrk/pages_urls.py's blame and log-path lists: a file the commit touched, at that commit; the",
+        "first %s distinct pages of each), one request at a time (bench/wrk/history.py), each page measured" % run.m(
+            "pages"),
+        "four ways in turn: git's own command without the commit-graph (`git -c core.commitGraph=false`),",
+        "the same command with the repository's graph, cgit 1.2.3 (CGI under lighttpd) and shellac (its",
+        "resident renderer; store empty at the start). git's commands: `git blame --porcelain SHA -- PATH`",
+        "and `git log -50 --format=%H SHA -- PATH` (cgit's path log shows 50 rows), timed from start to",
+        "exit; a page from request to the whole answer (gzip). Target (issue 14): each page no slower",
+        "through shellac than git's own command with a commit-graph."])
+    lines.append("- repository graph: the base has %s" % graph)
+    if run.m("log_counts").strip():
+        lines.append("- the cgitrc sets `%s`: cgit's and shellac's path logs count every row's changed files and lines "
+                     "(a diff per row), which git's command does not" % run.m("log_counts").strip())
+    lines += run_health(run)
+
+    def cell(kind, target, key):
+        for d in rows:
+            if d.get("kind") == kind and d.get("target") == target:
+                return d.get(key, "")
+        return ""
+    names = {"git-nograph": "git, no graph", "git": "git, graph", "cgit": "cgit", "shellac": "shellac"}
+    lines += ["", "## Per kind (ms)", "",
+              "| kind | measured by | pages | p50 | p90 | p99 | max | mean | sum | failed |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    kinds = list(dict.fromkeys(d.get("kind") for d in rows))
+    for kind in kinds:
+        for t in ("git-nograph", "git", "cgit", "shellac"):
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                kind, names[t], cell(kind, t, "n"), ms(num(cell(kind, t, "p50_us"))), ms(num(cell(kind, t, "p90_us"))),
+                ms(num(cell(kind, t, "p99_us"))), ms(num(cell(kind, t, "max_us"))), ms(num(cell(kind, t, "mean_us"))),
+                ms(num(cell(kind, t, "sum_us"))), cell(kind, t, "bad")))
+    lines += ["", "## Summary", ""]
+    for kind in kinds:
+        pairs = [(num(r[7]), num(r[5]), r[3]) for r in samples if r[0] == kind and len(r) >= 8 and r[5] and r[7]]
+        slower = sorted(((s / g, url) for s, g, url in pairs if s > g), reverse=True)
+        s_sum, g_sum, c_sum = (num(cell(kind, t, "sum_us")) for t in ("shellac", "git", "cgit"))
+        lines.append("- %s: shellac %s (sum) vs git with the graph %s (%.2fx) and cgit %s (%.1fx faster than cgit); "
+                     "%d of %d pages no slower than git with the graph: %s" % (
+                         kind, ms(s_sum), ms(g_sum), s_sum / g_sum if g_sum else 0, ms(c_sum),
+                         c_sum / s_sum if s_sum else 0, len(pairs) - len(slower), len(pairs),
+                         met(not slower and len(pairs) > 0)))
+        for r, url in slower[:5]:
+            lines.append("  - slower than git: `%s` (%.2fx git's time)" % (url, r))
+    for d in bads:
+        lines.append("- **failed check** (%s, %s): `%s`: %s" % (d.get("kind"), d.get("target"), d.get("url"),
+                                                                 d.get("why")))
+    lines += ["", "Per page (ms; `history-samples.tsv` in the raw folder):", "",
+              "| kind | path | commit | git, no graph | git, graph | cgit | shellac | shellac render |",
+              "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in samples:
+        if len(r) < 8:
+            continue
+        lines.append("| %s | `%s` | %s | %s | %s | %s | %s | %s |" % (
+            r[0], r[2], r[1][:12], *(ms(num(x)) if x else "failed" for x in r[4:8]),
+            ms(num(r[8])) if len(r) > 8 and r[8] else "-"))
+    lines += stderr_tail(run)
+    return lines, None
+
+
 REPORTS = {"cluster": cluster_report, "crawler": forge_report, "cold": forge_report, "crawler-mix": forge_report, "hot": forge_report, "fork-spread": forge_report,
            "burst": burst_report, "passthrough": passthrough_report, "cached": cached_report, "esi": esi_report,
-           "tls": tls_report, "render": render_report, "flood": flood_report, "pages": pages_report}
+           "tls": tls_report, "render": render_report, "flood": flood_report, "pages": pages_report,
+           "history": history_report}
 
 
 def make_report(raw, out_dir, with_plot=True):

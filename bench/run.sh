@@ -3,7 +3,7 @@
 #
 # Usage: bench/run.sh SCENARIO [options]
 #   SCENARIO   crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages
-#              | crawler-mix | all | corpus
+#              | crawler-mix | history | all | corpus
 #
 # run.sh parses the options and runs bench/scenarios/SCENARIO.sh, which measures, checks, writes the
 # raw results to OUT/raw/NAME/ (meta.json: command, date, machine, versions, options, checks; TSV
@@ -37,7 +37,9 @@
 # a crawler walks, a list of unique URLs per kind (bench/wrk/pages_urls.py), cgit direct vs shellac
 # rendering vs Varnish -> cgit at one level (--sweep C, default 8; 3 s a point), then the kinds mixed. crawler-mix:
 # those kinds (and blame, path logs) weighted as crawlers walk a forge, every URL once, shellac's store
-# empty at the start, over the concurrency sweep (as cold), with shellac's renders by kind. all runs every scenario,
+# empty at the start, over the concurrency sweep (as cold), with shellac's renders by kind. history: blame and path-log
+# pages one at a time (bench/wrk/history.py), each by git's own command without and with the commit-graph, by cgit
+# and by shellac (HISTORY_PAGES of each kind, default 25). all runs every scenario,
 # one after the other (each in its own process). Results: bench/results/SCENARIO.md (+ SCENARIO.png) and
 # bench/results/raw/SCENARIO/, bench/results/all.md for `all`.
 #
@@ -70,7 +72,7 @@
 #   --retries N       measure a disturbed level again at most N times (default 1 with --wait-quiet, else 0)
 #   --out DIR         where the reports go (default bench/results; bench/tmp with --small)
 #   --keep-tmp        keep the temp dir (configs, logs, raw wrk output)
-#   --report NAME     render, cold, crawler-mix, flood: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
+#   --report NAME     render, cold, crawler-mix, flood, history: write the report to OUT/NAME.md instead of OUT/SCENARIO.md
 #                     (e.g. render-git, cold-git for a run --from a clone of git/git)
 #   --note TEXT       a line for the report's head (e.g. "the machine was shared with ..."); kept in
 #                     meta.json, so it can also be added there later and the report made again
@@ -92,7 +94,8 @@ case $1 in -h | --help) usage 0 ;; esac
 SCENARIO=$1
 shift
 case $SCENARIO in
-  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | crawler-mix | all \
+  crawler | cold | hot | fork-spread | burst | passthrough | cached | esi | render | tls | flood | cluster | pages | crawler-mix | history \
+    | all \
     | corpus) ;;
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac

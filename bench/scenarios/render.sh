@@ -18,9 +18,7 @@ shellac_binary
 peer_cgit_start "$CGITRC"
 SHELLAC_RENDER=1
 render_lines
-extra=()
-[ -z "${SHELLAC_CONF:-}" ] || read -r -a extra <<<"$SHELLAC_CONF"
-PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+render_shellac_start
 declare -gA TARGET_URL=([cgit]="http://127.0.0.1:$CGIT_PORT" [shellac]="http://127.0.0.1:$SHELLAC_PORT")
 SHELLAC_DIED=""
 facts=$BENCH_TMP/facts.tsv bigfacts=$RAW/big-facts.tsv plan=$BENCH_TMP/render-plan.tsv
@@ -87,7 +85,7 @@ for ((attempt = 0; ; attempt++)); do
   bench_log "render: disturbed by other processes (other $(bench_other_cpu render 1)% of a core); measuring again with a new shellac"
   REMEASURED+="${REMEASURED:+, }the whole run (other $(bench_other_cpu render 1)% of a core)"
   bench_stop "$SHELLAC_PID" 35
-  PEER_SHELLAC_ADMIN=1 peer_shellac_start "$SHELLAC" "$CGIT_PORT" "${RENDER_LINES[@]}" "${extra[@]}"
+  render_shellac_start
   TARGET_URL[shellac]="http://127.0.0.1:$SHELLAC_PORT"
   check_target shellac "/$base/commit/?id=$head"
 done

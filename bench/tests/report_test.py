@@ -142,6 +142,39 @@ class ReportTest(unittest.TestCase):
         self.assertIn("- at or above 20x cgit: tree-dir 30.0x", text)
         self.assertIn("- **below 20x cgit**: summary 14.0x", text)
 
+    def test_history(self):
+        raw = os.path.join(self.dir, "raw", "history")
+        os.makedirs(raw)
+        meta = dict(META, scenario="history", report="history", graph="changed-paths", pages="2",
+                    log_counts="enable-log-filecount=1 ")
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(meta, f)
+        with open(os.path.join(raw, "history.out"), "w") as f:
+            for kind, sums in (("blame", (900, 300, 800, 30)), ("log-path", (4000, 40, 500, 60))):
+                for t, total in zip(("git-nograph", "git", "cgit", "shellac"), sums):
+                    f.write("BENCH_HISTORY kind=%s target=%s n=2 bad=0 p50_us=%d p90_us=%d p99_us=%d max_us=%d "
+                            "mean_us=%d sum_us=%d\n" % (kind, t, total * 500, total * 500, total * 500, total * 500,
+                                                        total * 500, total * 1000))
+            f.write("BENCH_HISTORY_BAD kind=log-path target=cgit url=/r/log/x?id=1 why=status 500\n")
+        with open(os.path.join(raw, "history-samples.tsv"), "w") as f:
+            # blame: shellac faster than git (graph) on both pages; log-path: the second page 2x git's time
+            f.write("blame\taaaa\ta.c\t/r/blame/a.c?id=aaaa\t450000\t150000\t400000\t15000\t14000\n"
+                    "blame\tbbbb\tb.c\t/r/blame/b.c?id=bbbb\t450000\t150000\t400000\t15000\t\n"
+                    "log-path\tcccc\tc.c\t/r/log/c.c?id=cccc\t2000000\t30000\t250000\t20000\t19000\n"
+                    "log-path\tdddd\td.c\t/r/log/d.c?id=dddd\t2000000\t10000\t\t20000\t19000\n")
+        md = report.make_report(raw, self.dir, with_plot=False)
+        with open(md) as f:
+            text = f.read()
+        self.assertIn("| blame | git, graph | 2 | 150.0 | 150.0 | 150.0 | 150.0 | 150.0 | 300.0 | 0 |", text)
+        self.assertIn("- blame: shellac 30.0 (sum) vs git with the graph 300.0 (0.10x) and cgit 800.0 (26.7x faster "
+                      "than cgit); 2 of 2 pages no slower than git with the graph: **met**", text)
+        self.assertIn("2 pages no slower than git with the graph: **not met**", text)
+        self.assertIn("1 of 2 pages no slower", text)
+        self.assertIn("  - slower than git: `/r/log/d.c?id=dddd` (2.00x git's time)", text)
+        self.assertIn("- **failed check** (log-path, cgit): `/r/log/x?id=1`: status 500", text)
+        self.assertIn("| log-path | `d.c` | dddd | 2000.0 | 10.0 | failed | 20.0 | 19.0 |", text)
+        self.assertIn("`enable-log-filecount=1`", text)
+
     def test_crawler_mix(self):
         raw = os.path.join(self.dir, "raw", "crawler-mix")
         os.makedirs(raw)
