@@ -16,9 +16,10 @@
 // - No segment contains a final block; GzipStitcher appends the one final (empty) block. The one
 //   exception is a body compressed whole in one call (WholeEncoder): its only segment ends with the
 //   stream's final block (`final`), so nothing may follow it. Such a body is made for one request
-//   (or kept whole for the same request: the page memo), never included in another page and never
-//   written to the wire (wire.h); GzipStitcher then adds no final block of its own, the Inflater
-//   takes the stream's end, and an ESI page that met one would inflate it and compress it anew.
+//   (or kept whole for the same request: the page memo) and never written to the wire (wire.h);
+//   GzipStitcher then adds no final block of its own and the Inflater takes the stream's end. It
+//   is never stitched into another page: an ESI page that includes one (a frame's fragment with
+//   cache=off, rendered for that request alone) inflates it and compresses its text anew.
 //
 // Threads: every class here is a single-threaded value; use one per request or per worker.
 // Allocation: none per byte. Buffers grow geometrically and are reused (LiteralEncoder, Inflater).

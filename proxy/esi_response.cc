@@ -394,9 +394,9 @@ bool EsiResponse::Emit(const esi::Piece& piece) {
       stitcher_->AddStored(segment);
       continue;
     }
-    // A segment that ends with the stream's final block (a page compressed whole for one
-    // request, deflate.h) is never stitched into a page: a gzip client gets its text compressed
-    // anew, which only a page built to include one would pay.
+    // A segment that ends with the stream's final block (a part compressed whole for one
+    // request, deflate.h: a frame's fragment with cache=off) is never stitched into a page: a
+    // gzip client gets its text compressed anew.
     std::string text;
     inflater_.Feed(segment);
     while (!inflater_.NeedsInput()) {

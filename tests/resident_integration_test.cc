@@ -125,6 +125,33 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   EXPECT_EQ(missing.status, 404) << missing.Describe();
 }
 
+// With cache=off nothing is stored: a commit frame's fragment is rendered for the one request, and
+// compressed whole for it (its deflate ends with its own final block, cache/deflate.h), so the page
+// around it takes its text and compresses it again. Both clients get gitfrag's page, every time.
+TEST(Resident, WithoutTheStoreAFrameIncludesAFragmentMadeForItsRequest) {
+  Repos repos;
+  ShellacProcess proxy;
+  std::string config = repos.Config();
+  const size_t on = config.rfind("cache=on\n");
+  ASSERT_NE(on, std::string::npos);
+  config.replace(on, 9, "cache=off\n");
+  ASSERT_TRUE(proxy.Start(config));
+  const std::string target = "/base/commit/?id=" + repos.second();
+  const std::string want = Assembled(proxy, target);
+  ASSERT_NE(want.find("five"), std::string::npos) << "the diff is in the assembled page";
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    Response gz = HttpGet(proxy.Port(), target, "Accept-Encoding: gzip\r\n");
+    ASSERT_EQ(gz.status, 200) << gz.Describe();
+    EXPECT_EQ(gz.Header("content-encoding"), "gzip");
+    EXPECT_EQ(Gunzip(gz.body), want);
+    Response identity = HttpGet(proxy.Port(), target);
+    ASSERT_EQ(identity.status, 200) << identity.Describe();
+    EXPECT_EQ(identity.body, want);
+  }
+  EXPECT_EQ(Renders(proxy, "diff-fragment", 4), 4) << "no store: the fragment is rendered each time";
+}
+
 // fragment-ttl: a repository-neutral part is kept that long, then rendered again on the next
 // request. (Store times are whole seconds, so a part may go up to 1 s early: 3 s means 2-3 s.)
 TEST(Resident, FragmentTtlBoundsHowLongAPartIsKept) {
