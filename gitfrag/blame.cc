@@ -424,12 +424,15 @@ class Scoreboard {
     origin->content = BackendObject();
   }
 
-  // The origin's blob split in lines, once for all the diffs it takes part in.
-  const LineIndex* Lines(Origin* origin) {
+  // The origin's blob split in lines, once for all the diffs it takes part in; with `like` (the
+  // lines of the blob it is diffed with, mostly the same text), the lines both share at the start
+  // and the end are taken from there.
+  const LineIndex* Lines(Origin* origin, const LineIndex* like = nullptr) {
     if (!origin->lines) {
       std::string_view bytes;
       if (!Load(origin, &bytes)) return nullptr;
-      origin->lines = std::make_unique<LineIndex>(IndexLines(bytes));
+      origin->lines = std::make_unique<LineIndex>(like != nullptr ? IndexLinesLike(bytes, *like)
+                                                                  : IndexLines(bytes));
     }
     return origin->lines.get();
   }
@@ -589,8 +592,8 @@ class Scoreboard {
   // hunks before (git's blame_chunk, which an entry of no lines follows too).
   bool PassToParent(Origin* target, Origin* parent) {
     if (target->suspects.empty()) return true;
-    const LineIndex* a = Lines(parent);
-    const LineIndex* b = a != nullptr ? Lines(target) : nullptr;
+    const LineIndex* b = Lines(target);
+    const LineIndex* a = b != nullptr ? Lines(parent, b) : nullptr;
     if (a == nullptr || b == nullptr) {
       failed_ = true;
       error_ = "a blob cannot be read";

@@ -71,6 +71,75 @@ size_t LinesWithin(const LineIndex& x, size_t size) {
   return static_cast<size_t>(std::upper_bound(x.ends.begin(), x.ends.end(), size) - x.ends.begin());
 }
 
+// Splits bytes [pos, limit) of `out.bytes` in lines (the last one ends at `limit`) and hashes them.
+void AppendLines(size_t pos, size_t limit, LineIndex* out) {
+  const char* p = out->bytes.data();
+  while (pos < limit) {
+    const void* nl = std::memchr(p + pos, '\n', limit - pos);
+    const size_t end =
+        nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : limit;
+    out->ends.push_back(end);
+    out->hashes.push_back(HashBytes(p + pos, end - pos));
+    pos = end;
+  }
+}
+
+// How many bytes `a` and `b` share at their start (of the first `n`).
+size_t CommonPrefix(const char* a, const char* b, size_t n) {
+  constexpr size_t kBlock = 256;
+  size_t i = 0;
+  while (i + kBlock <= n && std::memcmp(a + i, b + i, kBlock) == 0) i += kBlock;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// How many bytes the `n` before `a_end` and before `b_end` share at their end.
+size_t CommonSuffix(const char* a_end, const char* b_end, size_t n) {
+  constexpr size_t kBlock = 256;
+  size_t i = 0;
+  while (i + kBlock <= n && std::memcmp(a_end - i - kBlock, b_end - i - kBlock, kBlock) == 0)
+    i += kBlock;
+  while (i < n && a_end[-1 - static_cast<std::ptrdiff_t>(i)] == b_end[-1 - static_cast<std::ptrdiff_t>(i)])
+    ++i;
+  return i;
+}
+
+// How many of the first `na` lines of `a` and `nb` of `b` are equal at their start: the bytes are
+// compared, and the lines within the bytes both share counted (a last line without a newline is
+// one only if it ends both).
+size_t SharedHead(const LineIndex& a, size_t na, const LineIndex& b, size_t nb) {
+  const size_t a_end = na > 0 ? a.ends[na - 1] : 0, b_end = nb > 0 ? b.ends[nb - 1] : 0;
+  const size_t common = CommonPrefix(a.bytes.data(), b.bytes.data(), std::min(a_end, b_end));
+  const auto first = a.ends.begin();
+  size_t pre = static_cast<size_t>(
+      std::upper_bound(first, first + static_cast<std::ptrdiff_t>(na), common) - first);
+  if (pre > 0 && (pre > nb || b.ends[pre - 1] != a.ends[pre - 1])) --pre;
+  return pre;
+}
+
+// How many of the lines after the first `pre` are equal at the end of both (the first `na` lines
+// of `a` and `nb` of `b`): the lines within the bytes both share at their end that begin a line in
+// both.
+size_t SharedTail(const LineIndex& a, size_t na, const LineIndex& b, size_t nb, size_t pre) {
+  const size_t a_end = na > 0 ? a.ends[na - 1] : 0, b_end = nb > 0 ? b.ends[nb - 1] : 0;
+  const size_t head = pre > 0 ? a.ends[pre - 1] : 0;  // the same in both
+  const size_t shared = CommonSuffix(a.bytes.data() + a_end, b.bytes.data() + b_end,
+                                     std::min(a_end, b_end) - head);
+  if (shared == 0) return 0;
+  const size_t from = a_end - shared;
+  // The first line of `a` after the head that begins at or after `from`.
+  const auto first = a.ends.begin();
+  size_t tail = static_cast<size_t>(
+      std::lower_bound(first + static_cast<std::ptrdiff_t>(pre),
+                       first + static_cast<std::ptrdiff_t>(na), from) - first);
+  if (from > head) ++tail;  // the line ending at or across `from` is not within
+  if (tail < na && a.begin(tail) == from) {
+    const size_t at = b_end - shared;
+    if (at != head && b.bytes[at - 1] != '\n') ++tail;
+  }
+  return na - tail;
+}
+
 }  // namespace
 
 LineIndex IndexLines(std::string_view bytes) {
@@ -78,15 +147,47 @@ LineIndex IndexLines(std::string_view bytes) {
   out.bytes = bytes;
   out.ends.reserve(bytes.size() / 32 + 1);
   out.hashes.reserve(bytes.size() / 32 + 1);
-  const char* p = bytes.data();
-  size_t pos = 0;
-  while (pos < bytes.size()) {
-    const void* nl = std::memchr(p + pos, '\n', bytes.size() - pos);
-    const size_t end = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1
-                                     : bytes.size();
-    out.ends.push_back(end);
-    out.hashes.push_back(HashBytes(p + pos, end - pos));
-    pos = end;
+  AppendLines(0, bytes.size(), &out);
+  return out;
+}
+
+LineIndex IndexLinesLike(std::string_view bytes, const LineIndex& known) {
+  LineIndex out;
+  out.bytes = bytes;
+  out.ends.reserve(bytes.size() / 32 + 1);
+  out.hashes.reserve(bytes.size() / 32 + 1);
+  const std::string_view k = known.bytes;
+  // The start: known's lines within the bytes both share that end in a newline (a last line
+  // without one may go on in `bytes`).
+  const size_t common = CommonPrefix(bytes.data(), k.data(), std::min(bytes.size(), k.size()));
+  size_t head = static_cast<size_t>(
+      std::upper_bound(known.ends.begin(), known.ends.end(), common) - known.ends.begin());
+  if (head > 0 && k[known.ends[head - 1] - 1] != '\n') --head;
+  const size_t head_end = head > 0 ? known.ends[head - 1] : 0;
+  out.ends.assign(known.ends.begin(), known.ends.begin() + static_cast<std::ptrdiff_t>(head));
+  out.hashes.assign(known.hashes.begin(), known.hashes.begin() + static_cast<std::ptrdiff_t>(head));
+  // The end: known's lines within the bytes both share after the start that begin a line in
+  // `bytes` too (every line inside the shared bytes does; the first one only if a newline or the
+  // start's end is before it there).
+  const size_t shared = CommonSuffix(bytes.data() + bytes.size(), k.data() + k.size(),
+                                     std::min(bytes.size(), k.size()) - head_end);
+  const size_t from = k.size() - shared;  // in known
+  size_t tail = known.size();             // known's first line of the end
+  if (shared > 0) {
+    tail = static_cast<size_t>(
+        std::lower_bound(known.ends.begin(), known.ends.end(), from) - known.ends.begin());
+    if (from > 0) ++tail;  // the line ending at or across `from` is not within
+    if (tail < known.size() && known.begin(tail) == from) {
+      const size_t at = bytes.size() - shared;
+      if (at != head_end && bytes[at - 1] != '\n') ++tail;
+    }
+  }
+  const size_t mid_end = tail < known.size() ? bytes.size() - (k.size() - known.begin(tail))
+                                             : bytes.size();
+  AppendLines(head_end, mid_end, &out);
+  for (size_t j = tail; j < known.size(); ++j) {
+    out.ends.push_back(known.ends[j] - k.size() + bytes.size());
+    out.hashes.push_back(known.hashes[j]);
   }
   return out;
 }
@@ -110,15 +211,9 @@ void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t 
   lines_[1] = &b;
   n_[0] = static_cast<int64_t>(na);
   n_[1] = static_cast<int64_t>(nb);
-  auto same = [&](size_t i, size_t j) {
-    return a.hashes[i] == b.hashes[j] && a.line(i) == b.line(j);
-  };
   // 1. The ends.
-  const size_t both = std::min(na, nb);
-  size_t pre = 0;
-  while (pre < both && same(pre, pre)) ++pre;
-  size_t suf = 0;
-  while (suf < both - pre && same(na - 1 - suf, nb - 1 - suf)) ++suf;
+  const size_t pre = SharedHead(a, na, b, nb);
+  const size_t suf = SharedTail(a, na, b, nb, pre);
   changed_[0].assign(na + 2, 0);
   changed_[1].assign(nb + 2, 0);
   // 2. Classes, and the lines kept for the search.

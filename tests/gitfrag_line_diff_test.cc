@@ -238,6 +238,28 @@ TEST(LineDiff, IndexLines) {
   EXPECT_EQ(IndexLines("b\n").hashes[0], x.hashes[1]);
 }
 
+// Indexing a blob like another one gives the index made from scratch, whatever the two share:
+// edges where a shared run ends inside a line, a last line without a newline on either side,
+// one text inside the other, empty texts, and the generated pairs both ways.
+TEST(LineDiff, IndexLinesLikeEqualsIndexLines) {
+  auto expect_same = [](const std::string& bytes, const std::string& known_bytes) {
+    const LineIndex known = IndexLines(known_bytes);
+    const LineIndex like = IndexLinesLike(bytes, known), scratch = IndexLines(bytes);
+    EXPECT_EQ(like.ends, scratch.ends) << bytes << " like " << known_bytes;
+    EXPECT_EQ(like.hashes, scratch.hashes) << bytes << " like " << known_bytes;
+  };
+  const std::vector<std::string> texts = {
+      "", "\n", "a", "a\n", "ab\n", "a\nb", "a\nb\n", "a\nxb\n", "a\nbx\n", "ab\ncd\n",
+      "ab\nxcd\n", "ab\ncdx", "x\nab\ncd\n", "ab\ncd\nx", "ab\ncd", "ab\n\ncd\n", "cd\n",
+      "ab\ncd\nab\ncd\n", "a\nb\nc\nd\ne\n", "a\nb\nX\nd\ne\n", "a\nb\nd\ne\n"};
+  for (const std::string& x : texts)
+    for (const std::string& y : texts) expect_same(x, y);
+  for (const auto& [a, b] : Pairs(20261203, 500)) {
+    expect_same(a, b);
+    expect_same(b, a);
+  }
+}
+
 // The hunks equal libgit2's xdiff's on every pair.
 TEST(LineDiff, EqualsLibgit2OnGeneratedPairs) {
   EnsureLibgit2();
