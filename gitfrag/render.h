@@ -227,6 +227,7 @@ struct Readme {
   std::string ref;   // "" for a file outside the repository
   std::string file;  // that file's path
   bool in_repo = false;
+  std::optional<git_oid> blob;  // in_repo: the file's blob, when known (else ref:file is read)
 };
 std::optional<Readme> ChooseReadme(const PageContext& ctx);
 
