@@ -248,6 +248,17 @@ bool HasRef(const RefIndex& refs, std::string_view name) {
 
 }  // namespace
 
+std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name) {
+  const RefIndex& refs = ctx.lease.refs();
+  if (name.empty() || IsFullSha(name)) return std::nullopt;
+  std::optional<git_oid> tip = refs.Branch(name);
+  // git's order for a name: $GIT_DIR/NAME, refs/NAME, refs/tags/NAME, then refs/heads/NAME.
+  if (!tip || HasRef(refs, "refs/" + name) || HasRef(refs, "refs/tags/" + name) ||
+      ::access((std::string(git_repository_path(ctx.lease.repo())) + name).c_str(), F_OK) == 0)
+    return std::nullopt;
+  return tip;
+}
+
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {
   for (const std::string& entry : ctx.repo.readme) {
     const size_t colon = entry.find(':');
@@ -277,8 +288,7 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
     const std::optional<git_oid> tip = ctx.lease.refs().Branch(readme.ref);
     // The page reads the file by the blob found here, unless `ref:file` could name another
     // revision (git prefers refs/NAME and a tag of the branch's name to the branch).
-    const bool blob_is_read = tip && !HasRef(ctx.lease.refs(), "refs/" + readme.ref) &&
-                              !HasRef(ctx.lease.refs(), "refs/tags/" + readme.ref);
+    const bool blob_is_read = tip && BranchTip(ctx, readme.ref);
     if (tip) {
       if (const auto known = ReadmeMemo().Find(ReadmeKey(*tip, readme.file))) {
         if (!*known) continue;

@@ -106,7 +106,13 @@ Page RenderAtom(const PageContext& ctx) {
   const std::string& tip = r.head.empty() ? ctx.lease.refs().head_branch() : r.head;
   int status = 200;
   std::string reason;
-  CommitPtr start = ResolveCommit(ctx.lease.repo(), "", tip.empty() ? "HEAD" : tip, &status, &reason);
+  CommitPtr start;
+  if (const std::optional<git_oid> branch = BranchTip(ctx, tip)) {  // the ref index's, no ref files
+    const PackedReadsScope packed_reads;
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, ctx.lease.repo(), &*branch) == 0) start.reset(raw);
+  }
+  if (!start) start = ResolveCommit(ctx.lease.repo(), "", tip.empty() ? "HEAD" : tip, &status, &reason);
   if (!start) return ErrorPage(status, reason);
   Page page;
   page.content_type = "text/xml; charset=utf-8";
