@@ -563,11 +563,17 @@ ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t typ
   return std::move(object.bytes);
 }
 
+PackedLookup::PackedLookup(git_repository* repo) {
+  if (pack_cache_bytes.load(std::memory_order_relaxed) == 0 || !ObjectsFolder(repo, &objects_))
+    objects_.clear();
+}
+
+bool PackedLookup::Has(const git_oid& id) {
+  return !objects_.empty() && ThreadPackReader().Contains(objects_, id);
+}
+
 bool PackedHas(git_repository* repo, const git_oid& id) {
-  std::string objects;
-  if (pack_cache_bytes.load(std::memory_order_relaxed) == 0 || !ObjectsFolder(repo, &objects))
-    return false;
-  return ThreadPackReader().Contains(objects, id);
+  return PackedLookup(repo).Has(id);
 }
 
 bool AddPackReaderBackend(git_repository* repo) {

@@ -118,6 +118,15 @@ ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t typ
 // indexes. False when it is not or the reader is off: the caller asks libgit2 (git_odb_exists),
 // which also knows loose objects.
 bool PackedHas(git_repository* repo, const git_oid& id);
+// The same for many ids of one repository: its objects folder named once.
+class PackedLookup {
+ public:
+  explicit PackedLookup(git_repository* repo);
+  bool Has(const git_oid& id);
+
+ private:
+  std::string objects_;  // "" when the reader is off or the repository has no folder
+};
 
 // Gives `repo`'s object database a backend (ahead of libgit2's own) that answers libgit2's reads
 // through this thread's PackReader, but only on a thread inside a PackedReadsScope: elsewhere, and

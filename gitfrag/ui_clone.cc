@@ -128,16 +128,22 @@ std::string MakeInfoRefs(git_repository* repo, git_odb* odb, const RefIndex& ref
     bytes += (ref.peeled ? 2 : 1) * (GIT_OID_HEXSZ + ref.name.size() + 2) + (ref.peeled ? 3 : 0);
   out.reserve(bytes);
   auto line = [&out](const git_oid& id, std::string_view name, std::string_view suffix) {
-    char hex[GIT_OID_HEXSZ];
-    git_oid_fmt(hex, &id);
-    out.append(hex, sizeof hex).append(1, '\t').append(name).append(suffix).append(1, '\n');
+    static constexpr char kDigits[] = "0123456789abcdef";
+    char hex[GIT_OID_HEXSZ + 1];
+    for (size_t i = 0; i < GIT_OID_RAWSZ; ++i) {
+      hex[2 * i] = kDigits[id.id[i] >> 4];
+      hex[2 * i + 1] = kDigits[id.id[i] & 15];
+    }
+    hex[GIT_OID_HEXSZ] = '\t';
+    out.append(hex, sizeof hex).append(name).append(suffix).push_back('\n');
   };
+  PackedLookup packed(repo);
   // The ref index has every ref in name order, and packed-refs' peeled lines: a packed ref needs
   // no object read beyond knowing it exists (cgit leaves out a ref whose object it cannot read):
   // the pack reader's indexes say so for a packed object, libgit2 for a loose one.
   for (const RefIndex::Ref& ref : refs.refs()) {
     if (ref.peel_known) {
-      if (!PackedHas(repo, ref.id) && !git_odb_exists(odb, &ref.id)) continue;
+      if (!packed.Has(ref.id) && !git_odb_exists(odb, &ref.id)) continue;
       line(ref.id, ref.name, "");
       if (ref.peeled) line(*ref.peeled, ref.name, "^{}");
       continue;
