@@ -2046,6 +2046,7 @@ TEST_F(GitfragTree, AtomAndAboutTakeTheTagOfABranchsName) {
         bare + " tag twin master");
   conf::Config c = fx.Config();
   c.repositories[0].readme = {":dir/deep/a.txt"};
+  c.repositories[0].desc = "[no description]";  // cgit's default, as the cgitrc parser sets it
   Site site(c);
   const std::string rc = "virtual-root=/\nmax-blob-size=50\nreadme=:dir/deep/a.txt\nrepo.url=fix\nrepo.path=" +
                          fx.bare() + "\n";
