@@ -461,6 +461,23 @@ PackReader::Status PackReader::Read(const std::string& objects, const git_oid& i
   return Status::kAbsent;
 }
 
+bool PackReader::Contains(const std::string& objects, const git_oid& id) {
+  State& s = *state_;
+  const std::vector<Folder*>& chain = s.Chain(objects);
+  for (int look = 0; look < 2; ++look) {
+    for (Folder* folder : chain) {
+      if (!folder->listed) s.Refresh(folder);
+      for (const std::unique_ptr<Pack>& pack : folder->packs) {
+        if (pack->index->Find(id)) return true;
+      }
+    }
+    bool changed = false;  // as Read: the folders that changed are listed again, once
+    for (Folder* folder : chain) changed |= s.Refresh(folder);
+    if (!changed) break;
+  }
+  return false;
+}
+
 namespace {
 std::atomic<size_t> pack_cache_bytes{kPackCacheBytes};
 }  // namespace
@@ -544,6 +561,19 @@ ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t typ
       object.type != type)
     return {};
   return std::move(object.bytes);
+}
+
+PackedLookup::PackedLookup(git_repository* repo) {
+  if (pack_cache_bytes.load(std::memory_order_relaxed) == 0 || !ObjectsFolder(repo, &objects_))
+    objects_.clear();
+}
+
+bool PackedLookup::Has(const git_oid& id) {
+  return !objects_.empty() && ThreadPackReader().Contains(objects_, id);
+}
+
+bool PackedHas(git_repository* repo, const git_oid& id) {
+  return PackedLookup(repo).Has(id);
 }
 
 bool AddPackReaderBackend(git_repository* repo) {

@@ -84,6 +84,10 @@ class PackReader {
   // alternates', as git looks).
   Status Read(const std::string& objects, const git_oid& id, PackedObject* out, std::string* error);
 
+  // Whether object `id` is in a pack of `objects` or its alternates (an index lookup: nothing is
+  // read). False also for a loose object.
+  bool Contains(const std::string& objects, const git_oid& id);
+
   // Bounds the cache to `bytes` (what is over is dropped, least recently used first).
   void set_cache_limit(size_t bytes);
   size_t cache_limit() const;
@@ -109,6 +113,20 @@ void SetPackCacheBytes(size_t bytes);
 // have it (absent, failed or another type) or is off: the caller then reads it through libgit2,
 // which gives its own answer (and error) for it.
 ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type);
+
+// Whether object `id` is in one of `repo`'s packs (or its alternates'), by this thread's reader's
+// indexes. False when it is not or the reader is off: the caller asks libgit2 (git_odb_exists),
+// which also knows loose objects.
+bool PackedHas(git_repository* repo, const git_oid& id);
+// The same for many ids of one repository: its objects folder named once.
+class PackedLookup {
+ public:
+  explicit PackedLookup(git_repository* repo);
+  bool Has(const git_oid& id);
+
+ private:
+  std::string objects_;  // "" when the reader is off or the repository has no folder
+};
 
 // Gives `repo`'s object database a backend (ahead of libgit2's own) that answers libgit2's reads
 // through this thread's PackReader, but only on a thread inside a PackedReadsScope: elsewhere, and

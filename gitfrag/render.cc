@@ -210,26 +210,27 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
 
 namespace {
 
-// Whether `object` is a commit (as cgit asks: an annotated tag is not) whose tree has a blob at
-// `path`.
-bool CommitHasBlob(git_object* object, const std::string& path) {
-  if (git_object_type(object) != GIT_OBJECT_COMMIT) return false;
+// The blob at `path` in `object`'s tree, when `object` is a commit (as cgit asks: an annotated
+// tag is not) whose tree has a blob there.
+std::optional<git_oid> CommitBlob(git_object* object, const std::string& path) {
+  if (git_object_type(object) != GIT_OBJECT_COMMIT) return std::nullopt;
   git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, reinterpret_cast<git_commit*>(object)) != 0) return false;
+  if (git_commit_tree(&raw_tree, reinterpret_cast<git_commit*>(object)) != 0) return std::nullopt;
   const TreePtr tree(raw_tree);
   git_tree_entry* raw_entry = nullptr;
-  if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return false;
+  if (git_tree_entry_bypath(&raw_entry, tree.get(), path.c_str()) != 0) return std::nullopt;
   const base::Owned<git_tree_entry_free> entry(raw_entry);
-  return git_tree_entry_type(entry.get()) == GIT_OBJECT_BLOB;
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) return std::nullopt;
+  return *git_tree_entry_id(entry.get());
 }
 
-// CommitHasBlob's answers for branch tips: a commit id fixes its tree, so an answer holds in
-// every repository (every fork) and needs no invalidation (a branch that moves asks for its new
-// tip). Keyed by the tip's raw id and the path.
+// CommitBlob's answers for branch tips: a commit id fixes its tree, so an answer holds in every
+// repository (every fork) and needs no invalidation (a branch that moves asks for its new tip).
+// Keyed by the tip's raw id and the path.
 constexpr size_t kReadmeGeneration = 4096;
 
-SharedMemo<std::string, bool>& ReadmeMemo() {
-  static SharedMemo<std::string, bool> memo(kReadmeGeneration);
+SharedMemo<std::string, std::optional<git_oid>>& ReadmeMemo() {
+  static SharedMemo<std::string, std::optional<git_oid>> memo(kReadmeGeneration);
   return memo;
 }
 
@@ -237,7 +238,26 @@ std::string ReadmeKey(const git_oid& commit, const std::string& path) {
   return std::string(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ) + path;
 }
 
+// Whether `refs` has a ref of this full name.
+bool HasRef(const RefIndex& refs, std::string_view name) {
+  const std::vector<RefIndex::Ref>& all = refs.refs();
+  const auto it = std::lower_bound(all.begin(), all.end(), name,
+                                   [](const RefIndex::Ref& ref, std::string_view n) { return ref.name < n; });
+  return it != all.end() && it->name == name;
+}
+
 }  // namespace
+
+std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name) {
+  const RefIndex& refs = ctx.lease.refs();
+  if (name.empty() || IsFullSha(name)) return std::nullopt;
+  std::optional<git_oid> tip = refs.Branch(name);
+  // git's order for a name: $GIT_DIR/NAME, refs/NAME, refs/tags/NAME, then refs/heads/NAME.
+  if (!tip || HasRef(refs, "refs/" + name) || HasRef(refs, "refs/tags/" + name) ||
+      ::access((std::string(git_repository_path(ctx.lease.repo())) + name).c_str(), F_OK) == 0)
+    return std::nullopt;
+  return tip;
+}
 
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {
   for (const std::string& entry : ctx.repo.readme) {
@@ -266,20 +286,27 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
     // the ref index, without the file lookups of git_revparse_single, and the answer for its tip
     // is remembered (below).
     const std::optional<git_oid> tip = ctx.lease.refs().Branch(readme.ref);
+    // The page reads the file by the blob found here, unless `ref:file` could name another
+    // revision (git prefers refs/NAME and a tag of the branch's name to the branch).
+    const bool blob_is_read = tip && BranchTip(ctx, readme.ref);
     if (tip) {
-      if (const std::optional<bool> known = ReadmeMemo().Find(ReadmeKey(*tip, readme.file))) {
-        if (*known) return readme;
-        continue;
+      if (const auto known = ReadmeMemo().Find(ReadmeKey(*tip, readme.file))) {
+        if (!*known) continue;
+        if (blob_is_read) readme.blob = **known;
+        return readme;
       }
     }
+    const PackedReadsScope packed_reads;  // the commit and its trees inflated by the pack reader
     git_object* raw = nullptr;
     if (tip ? git_object_lookup(&raw, ctx.lease.repo(), &*tip, GIT_OBJECT_ANY) != 0
             : git_revparse_single(&raw, ctx.lease.repo(), readme.ref.c_str()) != 0)
       continue;
     const ObjectPtr object(raw);
-    const bool found = CommitHasBlob(raw, readme.file);
-    if (tip) ReadmeMemo().Add(ReadmeKey(*tip, readme.file), found);
-    if (found) return readme;
+    const std::optional<git_oid> blob = CommitBlob(raw, readme.file);
+    if (tip) ReadmeMemo().Add(ReadmeKey(*tip, readme.file), blob);
+    if (!blob) continue;
+    if (blob_is_read) readme.blob = *blob;
+    return readme;
   }
   return std::nullopt;
 }

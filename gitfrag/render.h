@@ -71,6 +71,12 @@ const char* ModeString(uint32_t mode);
 CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_view head,
                         int* status, std::string* reason);
 
+// The commit branch `name` (a short name) points at, when git would resolve `name` to that branch:
+// it is in the ref index, is not a full id, and no $GIT_DIR/NAME, refs/NAME or refs/tags/NAME
+// comes first in git's order. Else none: resolve it as a revision (ResolveCommit), which costs
+// libgit2's lookups of the ref files.
+std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name);
+
 // The object a user-given id names (full or short SHA, ref name; revision syntax refused). Null
 // with *status (404, 400 ambiguous) and *reason on failure.
 ObjectPtr ResolveObject(git_repository* repo, const std::string& spec, int* status,
@@ -227,6 +233,7 @@ struct Readme {
   std::string ref;   // "" for a file outside the repository
   std::string file;  // that file's path
   bool in_repo = false;
+  std::optional<git_oid> blob;  // in_repo: the file's blob, when known (else ref:file is read)
 };
 std::optional<Readme> ChooseReadme(const PageContext& ctx);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gitfrag/filter.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -28,8 +29,11 @@ bool ReadReadme(const PageContext& ctx, const Readme& readme, std::string* bytes
     return true;
   }
   const std::string spec = readme.ref + ":" + readme.file;
+  const PackedReadsScope packed_reads;  // inflated by the pack reader
   git_object* raw = nullptr;
-  if (git_revparse_single(&raw, ctx.lease.repo(), spec.c_str()) != 0 ||
+  // The blob ChooseReadme found, else the revision's (its lookups of refs and trees again).
+  if ((readme.blob ? git_object_lookup(&raw, ctx.lease.repo(), &*readme.blob, GIT_OBJECT_BLOB)
+                   : git_revparse_single(&raw, ctx.lease.repo(), spec.c_str())) != 0 ||
       git_object_type(raw) != GIT_OBJECT_BLOB) {
     if (raw != nullptr) git_object_free(raw);
     *reason = "cannot read the readme " + spec;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/owned.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -122,14 +123,27 @@ Page SendFile(const std::string& git_dir, const std::string& root, const std::st
 // resolved; a ref whose object cannot be read is left out).
 std::string MakeInfoRefs(git_repository* repo, git_odb* odb, const RefIndex& refs) {
   std::string out;
+  size_t bytes = 0;
+  for (const RefIndex::Ref& ref : refs.refs())
+    bytes += (ref.peeled ? 2 : 1) * (GIT_OID_HEXSZ + ref.name.size() + 2) + (ref.peeled ? 3 : 0);
+  out.reserve(bytes);
   auto line = [&out](const git_oid& id, std::string_view name, std::string_view suffix) {
-    out.append(OidHex(id)).append("\t").append(name).append(suffix).append("\n");
+    static constexpr char kDigits[] = "0123456789abcdef";
+    char hex[GIT_OID_HEXSZ + 1];
+    for (size_t i = 0; i < GIT_OID_RAWSZ; ++i) {
+      hex[2 * i] = kDigits[id.id[i] >> 4];
+      hex[2 * i + 1] = kDigits[id.id[i] & 15];
+    }
+    hex[GIT_OID_HEXSZ] = '\t';
+    out.append(hex, sizeof hex).append(name).append(suffix).push_back('\n');
   };
+  PackedLookup packed(repo);
   // The ref index has every ref in name order, and packed-refs' peeled lines: a packed ref needs
-  // no object read beyond knowing it exists (cgit leaves out a ref whose object it cannot read).
+  // no object read beyond knowing it exists (cgit leaves out a ref whose object it cannot read):
+  // the pack reader's indexes say so for a packed object, libgit2 for a loose one.
   for (const RefIndex::Ref& ref : refs.refs()) {
     if (ref.peel_known) {
-      if (!git_odb_exists(odb, &ref.id)) continue;
+      if (!packed.Has(ref.id) && !git_odb_exists(odb, &ref.id)) continue;
       line(ref.id, ref.name, "");
       if (ref.peeled) line(*ref.peeled, ref.name, "^{}");
       continue;

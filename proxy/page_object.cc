@@ -88,13 +88,15 @@ cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool 
     }
     return false;
   };
+  auto starts_literal = [&literals](uint64_t at) {
+    return std::any_of(literals.begin(), literals.end(), [at](const auto& l) { return l.first == at; });
+  };
   cache::Status s;
   for (size_t i = 0; i + 1 < cuts.size() && s.ok(); ++i) {
     const uint64_t begin = cuts[i], end = cuts[i + 1];
     const std::string_view text = body.substr(begin, end - begin);
     const bool sent = spec.compress && inside(literals, begin, end);
-    if (sent && std::any_of(literals.begin(), literals.end(),
-                            [begin](const auto& l) { return l.first == begin; })) {
+    if (sent && starts_literal(begin)) {
       s = chain.Begin();
       if (!s.ok()) return s;
     }
@@ -103,7 +105,11 @@ cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool 
       if (segment == nullptr) segment = memo.Add(text, &s);
       if (segment == nullptr) return s;
       views->push_back(segment->view());  // Object::Create copies it
-      s = chain.Known(text);
+      // The chain learns the piece's text only when more of its literal span follows (info/refs
+      // ends with its shared tags: 32 KiB of dictionary a page for nothing).
+      const bool chain_goes_on = i + 2 < cuts.size() && !starts_literal(end) &&
+                                 inside(literals, end, cuts[i + 2]);
+      if (chain_goes_on) s = chain.Known(text);
       continue;
     }
     cache::Segment& segment = owned->emplace_back();

@@ -150,6 +150,9 @@ TEST_F(PackReaderTest, ObjectsOfAlternatesAreFound) {
               " && echo ../../fork1.git/objects > fork2.git/objects/info/alternates");
   PackReader reader;
   ExpectAllEqualLibgit2(&reader, "fork2.git", Objects("fork2.git"));
+  // Contains asks the same chain of indexes (info/refs asks it whether a ref's object exists).
+  for (const git_oid& id : AllObjects(dir_.File("ofs.git")))
+    EXPECT_TRUE(reader.Contains(Objects("fork2.git"), id));
 }
 
 TEST_F(PackReaderTest, LooseObjectIsLeftToLibgit2AndANewPackIsFound) {
@@ -166,6 +169,8 @@ TEST_F(PackReaderTest, LooseObjectIsLeftToLibgit2AndANewPackIsFound) {
   git_oid loose;
   ASSERT_EQ(git_oid_fromstr(&loose, hex.c_str()), 0);
   EXPECT_EQ(reader.Read(Objects("ofs.git"), loose, &got, &error), PackReader::Status::kAbsent);
+  EXPECT_FALSE(reader.Contains(Objects("ofs.git"), loose));  // a loose object is libgit2's to find
+  EXPECT_TRUE(reader.Contains(Objects("ofs.git"), ids[0]));
   // ReadPacked answers none for it, and libgit2 reads it.
   git_repository* raw = nullptr;
   ASSERT_EQ(git_repository_open(&raw, repo.c_str()), 0);
@@ -182,12 +187,16 @@ TEST_F(PackReaderTest, LooseObjectIsLeftToLibgit2AndANewPackIsFound) {
   EXPECT_EQ(got.bytes.view(), "only loose\n");
   EXPECT_EQ(got.type, GIT_OBJECT_BLOB);
   EXPECT_GT(reader.rescans(), rescans);
+  EXPECT_TRUE(reader.Contains(Objects("ofs.git"), loose));
+  EXPECT_TRUE(PackedHas(git.get(), loose));
   // An object in no pack costs a look at the folder, not a new listing while it has not changed.
   git_oid absent;
   std::memset(absent.id, 0x42, sizeof absent.id);
   const uint64_t before = reader.rescans();
   EXPECT_EQ(reader.Read(Objects("ofs.git"), absent, &got, &error), PackReader::Status::kAbsent);
   EXPECT_EQ(reader.Read(Objects("ofs.git"), absent, &got, &error), PackReader::Status::kAbsent);
+  EXPECT_FALSE(reader.Contains(Objects("ofs.git"), absent));
+  EXPECT_FALSE(PackedHas(git.get(), absent));
   EXPECT_EQ(reader.rescans(), before);
 }
 

@@ -2034,6 +2034,38 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
   EXPECT_FALSE(Site(c).Match("/fix/about/", ""));
 }
 
+// A name that is both a branch and a tag is the tag, as git resolves it (refs/tags/ before
+// refs/heads/): the feed and the about page, which take a plain branch from the ref index, ask
+// git's order for this one; the same entries (kept by commit id) then serve a plain branch.
+TEST_F(GitfragTree, AtomAndAboutTakeTheTagOfABranchsName) {
+  const std::string bare = ShellQuote(fx.bare());
+  const std::string work = ShellQuote(fx.DirPath() + "/twin-work");
+  Shell("git clone -q " + bare + " " + work + " && cd " + work +
+        " && git checkout -q -b twin origin/side && echo twin > dir/deep/a.txt && git -c user.name=T"
+        " -c user.email=t@example.org commit -q -am twin && git push -q origin twin && git -C " +
+        bare + " tag twin master");
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":dir/deep/a.txt"};
+  c.repositories[0].desc = "[no description]";  // cgit's default, as the cgitrc parser sets it
+  Site site(c);
+  const std::string rc = "virtual-root=/\nmax-blob-size=50\nreadme=:dir/deep/a.txt\nrepo.url=fix\nrepo.path=" +
+                         fx.bare() + "\n";
+  for (const std::string query : {"h=twin", "h=side", "h=twin", ""}) {
+    SCOPED_TRACE(query);
+    const Page atom = site.Render(MustMatch(site, "/fix/atom/", query));
+    ASSERT_EQ(atom.status, 200) << atom.reason;
+    const std::string theirs = CgiBody(fx.Cgit("/fix/atom/", query));
+    EXPECT_EQ(atom.body, theirs) << FirstDifference(atom.body, theirs);
+    const Page about = site.RenderAssembled(MustMatch(site, "/fix/about/", query));
+    ASSERT_EQ(about.status, 200) << about.reason;
+    ExpectSameTextAndLinks(about.body, CgiBody(fx.CgitWith(rc, "/fix/about/", query)), "about");
+    if (query == "h=twin") {  // the tag's commit (master's), not the branch's
+      EXPECT_EQ(atom.body.find("<title>twin</title>"), std::string::npos);
+      EXPECT_NE(about.body.find("<div id='summary'>hi\n</div>"), std::string::npos);
+    }
+  }
+}
+
 // A SharedMemo keeps two generations: what is found in the older one moves to the newer one, and
 // the older one is dropped when the newer one fills up, so the entries used lately stay.
 TEST(SharedMemo, KeepsWhatWasUsedLately) {
