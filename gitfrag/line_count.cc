@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -71,8 +72,9 @@ Interned Intern(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, 
                 size_t a_end, size_t b_end) {
   size_t capacity = 16;
   while (capacity < 2 * ((a_end - head) + (b_end - head))) capacity <<= 1;
-  std::vector<uint64_t> keys(capacity);
-  std::vector<uint32_t> slots(capacity, UINT32_MAX);  // ids; UINT32_MAX: an empty slot
+  const auto keys =
+      std::make_unique_for_overwrite<uint64_t[]>(capacity);  // read in used slots only
+  std::vector<uint32_t> slots(capacity, UINT32_MAX);         // ids; UINT32_MAX: an empty slot
   Interned out;
   out.a.reserve(a_end - head);
   out.b.reserve(b_end - head);
@@ -136,7 +138,12 @@ std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::ve
   const ptrdiff_t n = static_cast<ptrdiff_t>(a.size()), m = static_cast<ptrdiff_t>(b.size());
   const ptrdiff_t max = n + m;
   if (n == 0 || m == 0) return static_cast<size_t>(max);
-  std::vector<ptrdiff_t> v(static_cast<size_t>(2 * max + 3), -1);
+  // v is not cleared first: iteration d reads diagonals -d - 1 .. d + 1 only, and those its
+  // predecessors did not write are set to -1 as it starts (a file of many lines searched briefly
+  // pays for what it reads, not for 2 (|a| + |b|) cells).
+  const auto v_cells =
+      std::make_unique_for_overwrite<ptrdiff_t[]>(static_cast<size_t>(2 * max + 3));
+  ptrdiff_t* const v = v_cells.get();
   const ptrdiff_t off = max + 1;
   ptrdiff_t start = 0;  // d = 0: the common head
   while (start < n && start < m && a[static_cast<size_t>(start)] == b[static_cast<size_t>(start)])
@@ -144,9 +151,12 @@ std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::ve
   if (start >= n && start >= m) return 0;
   v[off] = start;
   size_t steps = static_cast<size_t>(start);
+  v[off - 1] = v[off + 1] = -1;
   for (ptrdiff_t d = 1; d <= max; ++d) {
-    for (ptrdiff_t k = std::max(-d, -m); k <= std::min(d, n); ++k) {
-      if (((k + d) & 1) != 0) continue;  // diagonals of d's parity only
+    v[off - d - 1] = v[off + d + 1] = -1;
+    ptrdiff_t low = std::max(-d, -m);
+    low += (low + d) & 1;  // diagonals of d's parity only
+    for (ptrdiff_t k = low; k <= std::min(d, n); k += 2) {
       ptrdiff_t x = -1;
       const ptrdiff_t down = v[off + k + 1], right = v[off + k - 1];
       if (down >= 0 && down - k <= m) x = down;
@@ -165,10 +175,6 @@ std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::ve
   return static_cast<size_t>(max);
 }
 
-// The bit-parallel search's table, at most this many 64-bit words (8 MiB, for the moment of one
-// file's search).
-constexpr size_t kMaxBitWords = size_t{1} << 20;
-
 // Rows of the bit-parallel search's table for `a`: row[id] is the row of a line id of `a`, 0 for
 // an id `a` lacks (whose row would be all clear); returns the number of rows, 1 + distinct ids.
 uint32_t MaskRows(const std::vector<uint32_t>& a, std::vector<uint32_t>* row) {
@@ -178,34 +184,82 @@ uint32_t MaskRows(const std::vector<uint32_t>& a, std::vector<uint32_t>* row) {
   return rows;
 }
 
-// LcsBits with the rows already made.
-size_t LcsBitsWithRows(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
-                       const std::vector<uint32_t>& row, uint32_t rows) {
-  const size_t words = (a.size() + 63) / 64;
+// The bit-parallel search's table kept sparse: row r's nonzero words only, as (word index, bits)
+// pairs in ascending order at [first[r], first[r + 1]). At most one pair per line of `a`, so the
+// table is O(|a|) whatever the lines are.
+struct SparseMasks {
+  std::vector<uint32_t> first;  // rows + 1 entries
+  std::vector<uint32_t> word;
+  std::vector<uint64_t> bits;
+};
+
+SparseMasks MakeMasks(const std::vector<uint32_t>& a, const std::vector<uint32_t>& row,
+                      uint32_t rows) {
+  SparseMasks t;
+  t.first.assign(static_cast<size_t>(rows) + 1, 0);
+  std::vector<uint32_t> last(rows, UINT32_MAX);  // each row's last word counted
+  for (size_t i = 0; i < a.size(); ++i) {
+    const uint32_t r = row[a[i]], w = static_cast<uint32_t>(i / 64);
+    if (last[r] != w) last[r] = w, ++t.first[r + 1];
+  }
+  for (uint32_t r = 0; r < rows; ++r) t.first[r + 1] += t.first[r];
+  t.word.resize(t.first[rows]);
+  t.bits.assign(t.first[rows], 0);
+  std::vector<uint32_t> next(t.first.begin(), t.first.end() - 1);  // each row's pair being filled
+  std::fill(last.begin(), last.end(), UINT32_MAX);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const uint32_t r = row[a[i]], w = static_cast<uint32_t>(i / 64);
+    if (last[r] != w) last[r] = w, t.word[next[r]++] = w;
+    t.bits[next[r] - 1] |= uint64_t{1} << (i % 64);
+  }
+  return t;
+}
+
+// LcsBits with the table made. The recurrence's step on a word whose mask is clear, with no carry
+// coming in, leaves it as it is; with a carry it leaves an all-set word as it is (the carry goes
+// on) and otherwise sets its lowest clear bit (the carry stops). So each line of `b` costs the
+// words where its row has bits plus the carries' walks, not every word: words past `top` (past
+// every word a mask has touched) are all set, so a carry that reaches `top` changes nothing more.
+size_t LcsBitsWithMasks(size_t a_size, const std::vector<uint32_t>& b,
+                        const std::vector<uint32_t>& row, const SparseMasks& t) {
+  const size_t words = (a_size + 63) / 64;
   if (words == 0 || b.empty()) return 0;
-  std::vector<uint64_t> masks(static_cast<size_t>(rows) * words, 0);
-  for (size_t i = 0; i < a.size(); ++i)
-    masks[row[a[i]] * words + i / 64] |= uint64_t{1} << (i % 64);
   std::vector<uint64_t> v(words, ~uint64_t{0});
+  size_t top = 0;
+  // A carry into word x and on: the first word not all set takes it.
+  const auto carry_into = [&](size_t x, size_t end) {
+    while (x < end && v[x] == ~uint64_t{0}) ++x;
+    if (x < end) {
+      v[x] |= v[x] + 1;
+      return false;
+    }
+    return true;  // still carried at `end`
+  };
   for (const uint32_t id : b) {
     const uint32_t r = row[id];
     if (r == 0) continue;  // M = 0 leaves V as it is
-    const uint64_t* m = &masks[r * words];
     uint64_t carry = 0;
-    for (size_t w = 0; w < words; ++w) {
-      const uint64_t u = v[w] & m[w];
+    size_t next = 0;  // the word after the last one stepped
+    for (uint32_t k = t.first[r]; k < t.first[r + 1]; ++k) {
+      const size_t w = t.word[k];
+      if (carry != 0 && !carry_into(next, w)) carry = 0;
+      const uint64_t m = t.bits[k];
+      const uint64_t u = v[w] & m;
       const uint64_t s1 = v[w] + u;
       const uint64_t s2 = s1 + carry;
       carry = static_cast<uint64_t>(s1 < u) | static_cast<uint64_t>(s2 < s1);
-      v[w] = s2 | (v[w] & ~m[w]);
+      v[w] = s2 | (v[w] & ~m);
+      next = w + 1;
     }
+    top = std::max(top, next);
+    if (carry != 0) carry_into(next, top);
   }
   size_t set = 0;
   for (size_t w = 0; w + 1 < words; ++w) set += static_cast<size_t>(__builtin_popcountll(v[w]));
-  const size_t tail = a.size() - (words - 1) * 64;  // valid bits of the last word, 1..64
+  const size_t tail = a_size - (words - 1) * 64;  // valid bits of the last word, 1..64
   const uint64_t last = tail == 64 ? v[words - 1] : v[words - 1] & ((uint64_t{1} << tail) - 1);
   set += static_cast<size_t>(__builtin_popcountll(last));
-  return a.size() - set;
+  return a_size - set;
 }
 
 }  // namespace
@@ -218,27 +272,51 @@ size_t LcsMyers(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) 
 // The length of a longest common subsequence by the bit-vector recurrence of Crochemore,
 // Iliopoulos, Pinzon and Reid (2001): V holds a bit per line of `a`, all set at first; for each
 // line of `b`, with M the lines of `a` equal to it, V = (V + (V & M)) | (V & ~M) (the sum carried
-// across words); the LCS is the number of cleared bits. O(|a| |b| / 64), no search.
+// across words); the LCS is the number of cleared bits. No search: at most |a| |b| / 64 word
+// steps, and far fewer when lines seldom repeat (LcsBitsWithMasks steps only the words where a
+// line of `b` has equal lines in `a`).
 size_t LcsBits(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids) {
   std::vector<uint32_t> row(ids, 0);
   const uint32_t rows = MaskRows(a, &row);
-  return LcsBitsWithRows(a, b, row, rows);
+  return LcsBitsWithMasks(a.size(), b, row, MakeMasks(a, row, rows));
 }
 
-size_t LcsLength(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids) {
-  // Myers' search costs about (|a| + |b|) + D^2 steps for D differing lines, the bit-vectors
-  // |b| |a| / 64 word steps whatever D is: Myers first, until it has spent what the bit-vectors
-  // would; then them (when their table, a row per distinct line of `a`, is small enough; else
-  // Myers to the end).
-  if (a.empty() || b.empty()) return 0;
+size_t LcsLength(const std::vector<uint32_t>& a_in, const std::vector<uint32_t>& b_in, size_t ids) {
+  // A line of either side with no equal line in the other is in no common subsequence: left out
+  // (xdiff's setting aside counted matches over the whole files, so such lines remain when their
+  // only equals are in the common head or tail).
   std::vector<uint32_t> row(ids, 0);
+  for (const uint32_t id : b_in) row[id] = 1;
+  std::vector<uint32_t> a, b;
+  a.reserve(a_in.size());
+  for (const uint32_t id : a_in)
+    if (row[id] != 0) a.push_back(id), row[id] = 2;
+  b.reserve(b_in.size());
+  for (const uint32_t id : b_in)
+    if (row[id] == 2) b.push_back(id);
+  if (a.empty() || b.empty()) return 0;
+  // Myers' search costs about (|a| + |b|) + D^2 steps for D differing lines. It goes first, and
+  // gives up once it has spent what the bit-vectors would without their sparse table (|a| / 64
+  // words for each line of `b`): on git/git's log pages, a quarter of that budget took 20 % more
+  // instructions a page (logcost2-callgrind.md), so the files Myers finishes within it are
+  // cheaper with Myers than with the sparse table (their kept lines repeat, and carries walk
+  // far); the sparse table bounds what the others cost (no table of |a| / 64 words a row, no
+  // cap on its size). Myers is not tried
+  // when D is sure to be too large: a line that occurs k times in `a` and l times in `b` leaves
+  // |k - l| of them out of any common subsequence.
+  for (const uint32_t id : a) row[id] = 0;
   const uint32_t rows = MaskRows(a, &row);
-  const size_t words = (a.size() + 63) / 64;
-  const bool bits_fit = words * rows <= kMaxBitWords;
-  const size_t budget = bits_fit ? b.size() * words + a.size() + b.size() : SIZE_MAX;
-  if (const std::optional<size_t> d = EditDistance(a, b, budget))
-    return (a.size() + b.size() - *d) / 2;
-  return LcsBitsWithRows(a, b, row, rows);
+  const size_t budget = b.size() * ((a.size() + 63) / 64) + a.size() + b.size();
+  std::vector<int64_t> surplus(rows, 0);  // per row: occurrences in `a` minus those in `b`
+  for (const uint32_t id : a) ++surplus[row[id]];
+  for (const uint32_t id : b) --surplus[row[id]];
+  size_t unpaired = 0;  // a lower bound of D
+  for (const int64_t x : surplus) unpaired += static_cast<size_t>(x < 0 ? -x : x);
+  if (unpaired * unpaired <= budget) {
+    if (const std::optional<size_t> d = EditDistance(a, b, budget))
+      return (a.size() + b.size() - *d) / 2;
+  }
+  return LcsBitsWithMasks(a.size(), b, row, MakeMasks(a, row, rows));
 }
 
 BlobLines HashLines(std::string_view data) {

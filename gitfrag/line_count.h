@@ -40,9 +40,11 @@ LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uin
 
 // The length of a longest common subsequence of two lines of ids below `ids` (MinimalLineDelta's
 // search on the lines xdiff keeps). LcsLength takes Myers' greedy search (LcsMyers: quick when
-// few lines differ) until it has spent what the bit-vector recurrence (LcsBits: |a| |b| / 64 word
-// steps, quick when many differ or lines repeat) costs, then the latter: the same number either
-// way (the tests check each against the other).
+// few lines differ) until it has spent what the dense bit-vector recurrence would (|a| |b| / 64
+// word steps), then the bit-vector recurrence over a sparse table (LcsBits: a line of `b` steps
+// only the words of `a` that hold its equals, quick when many lines differ and seldom repeat, as
+// in a rewritten translation): the same number either way (the tests check each against the
+// other).
 size_t LcsLength(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids);
 size_t LcsMyers(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
 size_t LcsBits(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, size_t ids);

@@ -4,6 +4,7 @@
 // named, on every changed file of a real repository's commits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 #include <string>
@@ -171,6 +172,49 @@ TEST(LineCount, BitParallelLcsEqualsMyers) {
       else
         b.insert(b.begin() + static_cast<ptrdiff_t>(at), static_cast<uint32_t>(rng() % ids));
     }
+    const size_t want = LcsMyers(a, b);
+    EXPECT_EQ(LcsBits(a, b, ids), want) << "round " << round;
+    EXPECT_EQ(LcsBits(b, a, ids), want) << "round " << round;
+    EXPECT_EQ(LcsLength(a, b, ids), want) << "round " << round;
+    if (HasFailure()) return;
+  }
+}
+
+// The same on long files of lines that seldom repeat (a rewritten translation), where the
+// bit-vectors step only the words a line's equals are in: runs of a hundred and more lines
+// deleted, inserted and moved, so that carries cross words of unmatched (all set) lines, and a few
+// lines repeated everywhere, whose rows have bits in every word.
+TEST(LineCount, SparseBitsOnLongFilesEqualMyers) {
+  std::mt19937 rng(4242);
+  for (int round = 0; round < 60; ++round) {
+    const size_t n = 500 + rng() % 4000;
+    uint32_t next_id = 0;
+    const auto line = [&] {  // mostly a new line; now and then one of 4 common ones
+      return rng() % 8 == 0 ? static_cast<uint32_t>(rng() % 4) : 4 + next_id++;
+    };
+    std::vector<uint32_t> a(n);
+    for (auto& x : a) x = line();
+    std::vector<uint32_t> b;
+    for (size_t i = 0; i < a.size();) {
+      const size_t run = 1 + rng() % 300;
+      switch (rng() % 5) {
+        case 0:  // deleted
+          i += run;
+          break;
+        case 1:  // new lines
+          for (size_t k = 0; k < run; ++k) b.push_back(line());
+          break;
+        case 2:  // every other line rewritten
+          for (size_t k = 0; k < run && i < a.size(); ++k, ++i) b.push_back(k % 2 ? line() : a[i]);
+          break;
+        default:  // kept
+          for (size_t k = 0; k < run && i < a.size(); ++k, ++i) b.push_back(a[i]);
+      }
+    }
+    if (round % 3 == 0 && b.size() > 400) {  // a block moved from the end to the start
+      std::rotate(b.begin(), b.end() - 200, b.end());
+    }
+    const size_t ids = 4 + next_id;
     const size_t want = LcsMyers(a, b);
     EXPECT_EQ(LcsBits(a, b, ids), want) << "round " << round;
     EXPECT_EQ(LcsBits(b, a, ids), want) << "round " << round;
