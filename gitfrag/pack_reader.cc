@@ -334,8 +334,8 @@ bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, ch
 }
 
 bool PackReader::State::EntryAt(const Pack& pack, uint64_t offset, size_t depth,
-                               PackEntryHeader* entry, std::string_view* rest,
-                               std::string* error) const {
+                                PackEntryHeader* entry, std::string_view* rest,
+                                std::string* error) const {
   if (depth > kMaxChain) {
     *error = "pack: delta chain too long (a cycle?)";
     return false;
@@ -537,8 +537,7 @@ PackReader::Status PackReader::ReadHeader(const std::string& objects, const git_
 }
 
 template <class At>
-PackReader::Status PackReader::State::Locate(const std::string& objects, const git_oid& id,
-                                             At at) {
+PackReader::Status PackReader::State::Locate(const std::string& objects, const git_oid& id, At at) {
   const std::vector<Folder*>& folders_read = Chain(objects);
   for (int look = 0; look < 2; ++look) {
     for (Folder* folder : folders_read) {

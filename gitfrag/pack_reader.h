@@ -7,10 +7,11 @@
 //
 // Only what the hot readers want goes through it (a log's blob lines and its file lists' trees,
 // blame's commits, trees and blobs, the path log's raw trees, the commit diff's trees and blobs,
-// the tree and plain pages' commits, trees, blobs and listed sizes: AddPackReaderBackend); anything it does not find or cannot read — a loose object, a pack that came after
-// its last look (it looks again once the pack folder changed), a REF_DELTA whose base is in
-// another pack, an object over kMaxPackedObject, a corrupt entry — is answered "not here" and the
-// caller reads the object through libgit2, so a page never fails where libgit2 would not.
+// the tree and plain pages' commits, trees, blobs and listed sizes: AddPackReaderBackend); anything
+// it does not find or cannot read — a loose object, a pack that came after its last look (it looks
+// again once the pack folder changed), a REF_DELTA whose base is in another pack, an object over
+// kMaxPackedObject, a corrupt entry — is answered "not here" and the caller reads the object
+// through libgit2, so a page never fails where libgit2 would not.
 //
 // Nothing read from the files is trusted: indexes are checked when mapped (PackIndex), every
 // offset and length is bounds-checked against the mapping, a delta's sizes and copy/insert ops

@@ -162,28 +162,43 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     out->tree.reset(raw_sub);
     return true;
   }
-  git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, commit.get()) != 0) {
-    *error = ErrorPage(404, "the commit's tree cannot be read");
-    return false;
-  }
-  TreePtr root(raw_tree);
-  out->mode = 0040000;
-  out->oid = *git_tree_id(root.get());
-  if (r.path.empty()) {
-    out->type = GIT_OBJECT_TREE;
-    out->tree = std::move(root);
-    return true;
-  }
   auto remember = [&] { PathMemo().Add(key, PathEntry{out->mode, out->oid, out->type, out->size}); };
-  git_tree_entry* raw_entry = nullptr;
-  if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0) {
-    *error = ErrorPage(404, "no such path in this revision: " + r.path);
-    return false;
+  // The path's entry from raw trees (the pack reader's, each tree's entry for a name remembered
+  // by RawObjects): no tree parsed on the way. A tree it cannot read leaves the walk to libgit2,
+  // which gives its own answer (and error).
+  const git_oid root_id = *git_commit_tree_id(commit.get());
+  RawObjects objects(repo);
+  const TreeEntry raw_entry = r.path.empty() ? TreeEntry{} : objects.PathEntry(root_id, r.path);
+  if (!r.path.empty() && !objects.incomplete()) {
+    if (!raw_entry.present) {
+      *error = ErrorPage(404, "no such path in this revision: " + r.path);
+      return false;
+    }
+    out->mode = CanonicalMode(raw_entry.mode);
+    out->oid = raw_entry.id;
+  } else {
+    git_tree* raw_tree = nullptr;
+    if (git_commit_tree(&raw_tree, commit.get()) != 0) {
+      *error = ErrorPage(404, "the commit's tree cannot be read");
+      return false;
+    }
+    TreePtr root(raw_tree);
+    out->mode = 0040000;
+    out->oid = *git_tree_id(root.get());
+    if (r.path.empty()) {
+      out->type = GIT_OBJECT_TREE;
+      out->tree = std::move(root);
+      return true;
+    }
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, root.get(), r.path.c_str()) != 0) {
+      *error = ErrorPage(404, "no such path in this revision: " + r.path);
+      return false;
+    }
+    const base::Owned<git_tree_entry_free> entry(raw);
+    out->mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
+    out->oid = *git_tree_entry_id(entry.get());
   }
-  const base::Owned<git_tree_entry_free> entry(raw_entry);
-  out->mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
-  out->oid = *git_tree_entry_id(entry.get());
   if ((out->mode & 0170000) == 0160000) {  // a submodule: no object here
     remember();
     return true;
