@@ -197,6 +197,21 @@ struct PackReader::State {
   // when it did.
   bool Refresh(Folder* folder);
   Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error);
+  // The type and size of the object at `offset`: a delta's from its base's entry header and the
+  // result size its own ops begin with (only the delta's ops inflated, no base read).
+  Status HeaderAt(const Pack& pack, uint64_t offset, git_object_t* type, uint64_t* size,
+                  std::string* error);
+  // The entry header at `offset`, the `depth`th of a delta chain (`rest`: the pack from the entry
+  // on): false with *error for a chain too long, an offset outside the pack or a bad header.
+  bool EntryAt(const Pack& pack, uint64_t offset, size_t depth, PackEntryHeader* entry,
+               std::string_view* rest, std::string* error) const;
+  // The base of the delta entry at `offset` (`rest`: the pack from the entry on; *pos past its
+  // header, moved past the base's name): kAbsent for a REF_DELTA whose base is in another pack.
+  Status DeltaBase(const Pack& pack, uint64_t offset, std::string_view rest, int type, size_t* pos,
+                   uint64_t* base_offset, std::string* error) const;
+  // Calls `at(pack, offset)` for the pack entry of `id` in the objects folder's chain.
+  template <class At>
+  Status Locate(const std::string& objects, const git_oid& id, At at);
   // Inflates the entry data at `at` into `out`, exactly `size` bytes (false with *error else).
   bool Inflate(const Pack& pack, uint64_t at, uint64_t size, char* out, std::string* error);
   // Whether `size` bytes of data at `at` could be there (checked before anything is allocated).
@@ -318,6 +333,107 @@ bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, ch
   return true;
 }
 
+bool PackReader::State::EntryAt(const Pack& pack, uint64_t offset, size_t depth,
+                                PackEntryHeader* entry, std::string_view* rest,
+                                std::string* error) const {
+  if (depth > kMaxChain) {
+    *error = "pack: delta chain too long (a cycle?)";
+    return false;
+  }
+  const std::string_view bytes = pack.pack_file->bytes();
+  const uint64_t end = bytes.size() - kPackTrailer;
+  if (offset < kPackHeader || offset >= end) {
+    *error = "pack: offset outside the pack";
+    return false;
+  }
+  *rest = bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(end - offset));
+  if (!ParsePackEntryHeader(rest->substr(0, std::min<size_t>(rest->size(), 16)), entry)) {
+    *error = "pack: entry header not valid";
+    return false;
+  }
+  return true;
+}
+
+PackReader::Status PackReader::State::DeltaBase(const Pack& pack, uint64_t offset,
+                                                std::string_view rest, int type, size_t* pos,
+                                                uint64_t* base_offset, std::string* error) const {
+  if (type == GIT_OBJECT_OFS_DELTA) {
+    // The distance back to the base: big-endian groups of 7 bits, each continuation adding 1.
+    uint64_t distance = 0;
+    for (size_t n = 0;; ++n) {
+      if (*pos >= rest.size() || n >= 9) {
+        *error = "pack: offset delta's base distance not valid";
+        return Status::kFailed;
+      }
+      const auto c = static_cast<unsigned char>(rest[(*pos)++]);
+      distance = (n == 0 ? 0 : (distance + 1) << 7) | (c & 0x7f);
+      if ((c & 0x80) == 0) break;
+    }
+    if (distance == 0 || distance > offset) {
+      *error = "pack: offset delta's base outside the pack";
+      return Status::kFailed;
+    }
+    *base_offset = offset - distance;
+    return Status::kFound;
+  }
+  // GIT_OBJECT_REF_DELTA
+  if (rest.size() - *pos < GIT_OID_RAWSZ) {
+    *error = "pack: reference delta truncated";
+    return Status::kFailed;
+  }
+  git_oid base_id;
+  std::memcpy(base_id.id, rest.data() + *pos, GIT_OID_RAWSZ);
+  *pos += GIT_OID_RAWSZ;
+  const std::optional<uint64_t> found = pack.index->Find(base_id);
+  if (!found) return Status::kAbsent;  // a base in another pack: libgit2 looks further
+  *base_offset = *found;
+  return Status::kFound;
+}
+
+PackReader::Status PackReader::State::HeaderAt(const Pack& pack, uint64_t offset,
+                                               git_object_t* type, uint64_t* size,
+                                               std::string* error) {
+  std::optional<uint64_t> result_size;  // the outermost delta's result
+  for (size_t n = 0;; ++n) {
+    if (const PackedObject* cached = Find(CacheKey{pack.serial, offset})) {
+      *type = cached->type;
+      *size = result_size.value_or(cached->bytes.size());
+      return Status::kFound;
+    }
+    PackEntryHeader entry;
+    std::string_view rest;
+    if (!EntryAt(pack, offset, n, &entry, &rest, error)) return Status::kFailed;
+    if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG) {
+      *type = static_cast<git_object_t>(entry.type);
+      *size = result_size.value_or(entry.size);
+      return Status::kFound;
+    }
+    size_t pos = entry.length;
+    uint64_t base_offset = 0;
+    if (const Status status = DeltaBase(pack, offset, rest, entry.type, &pos, &base_offset, error);
+        status != Status::kFound)
+      return status;
+    if (!result_size) {
+      // The delta's ops begin with its base's size and its result's.
+      if (!Fits(pack, offset + pos, entry.size, error)) return Status::kFailed;
+      if (entry.size > delta_capacity) {
+        delta_capacity = static_cast<size_t>(entry.size);
+        delta = std::make_unique_for_overwrite<char[]>(delta_capacity);
+      }
+      if (!Inflate(pack, offset + pos, entry.size, delta.get(), error)) return Status::kFailed;
+      const std::string_view ops(delta.get(), static_cast<size_t>(entry.size));
+      size_t at = 0;
+      uint64_t base_size = 0, target = 0;
+      if (!DeltaSize(ops, &at, &base_size) || !DeltaSize(ops, &at, &target)) {
+        *error = "pack: delta's sizes not valid";
+        return Status::kFailed;
+      }
+      result_size = target;
+    }
+    offset = base_offset;
+  }
+}
+
 PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset, PackedObject* out,
                                              std::string* error) {
   struct Delta {
@@ -327,29 +443,15 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
   };
   std::vector<Delta> chain;
   const Pack& pack = start;  // a REF_DELTA's base is looked up in the same pack only
-  const std::string_view bytes = pack.pack_file->bytes();
-  const uint64_t end = bytes.size() - kPackTrailer;
   PackedObject base;
   for (;;) {
     if (const PackedObject* cached = Find(CacheKey{pack.serial, offset})) {
       base = *cached;
       break;
     }
-    if (chain.size() > kMaxChain) {
-      *error = "pack: delta chain too long (a cycle?)";
-      return Status::kFailed;
-    }
-    if (offset < kPackHeader || offset >= end) {
-      *error = "pack: offset outside the pack";
-      return Status::kFailed;
-    }
     PackEntryHeader entry;
-    const std::string_view rest =
-        bytes.substr(static_cast<size_t>(offset), static_cast<size_t>(end - offset));
-    if (!ParsePackEntryHeader(rest.substr(0, std::min<size_t>(rest.size(), 16)), &entry)) {
-      *error = "pack: entry header not valid";
-      return Status::kFailed;
-    }
+    std::string_view rest;
+    if (!EntryAt(pack, offset, chain.size(), &entry, &rest, error)) return Status::kFailed;
     if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG) {
       base.type = static_cast<git_object_t>(entry.type);
       if (!Fits(pack, offset + entry.length, entry.size, error)) return Status::kFailed;
@@ -362,35 +464,9 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
     }
     size_t pos = entry.length;
     uint64_t base_offset = 0;
-    if (entry.type == GIT_OBJECT_OFS_DELTA) {
-      // The distance back to the base: big-endian groups of 7 bits, each continuation adding 1.
-      uint64_t distance = 0;
-      for (size_t n = 0;; ++n) {
-        if (pos >= rest.size() || n >= 9) {
-          *error = "pack: offset delta's base distance not valid";
-          return Status::kFailed;
-        }
-        const auto c = static_cast<unsigned char>(rest[pos++]);
-        distance = (n == 0 ? 0 : (distance + 1) << 7) | (c & 0x7f);
-        if ((c & 0x80) == 0) break;
-      }
-      if (distance == 0 || distance > offset) {
-        *error = "pack: offset delta's base outside the pack";
-        return Status::kFailed;
-      }
-      base_offset = offset - distance;
-    } else {  // GIT_OBJECT_REF_DELTA
-      if (rest.size() - pos < GIT_OID_RAWSZ) {
-        *error = "pack: reference delta truncated";
-        return Status::kFailed;
-      }
-      git_oid base_id;
-      std::memcpy(base_id.id, rest.data() + pos, GIT_OID_RAWSZ);
-      pos += GIT_OID_RAWSZ;
-      const std::optional<uint64_t> found = pack.index->Find(base_id);
-      if (!found) return Status::kAbsent;  // a base in another pack: libgit2 looks further
-      base_offset = *found;
-    }
+    if (const Status status = DeltaBase(pack, offset, rest, entry.type, &pos, &base_offset, error);
+        status != Status::kFound)
+      return status;
     chain.push_back(Delta{offset, offset + pos, entry.size});
     offset = base_offset;
   }
@@ -443,19 +519,37 @@ PackReader::Status PackReader::Read(const std::string& objects, const git_oid& i
     *error = "libdeflate: no decompressor";
     return Status::kFailed;
   }
-  const std::vector<Folder*>& chain = s.Chain(objects);
+  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+    return s.ReadAt(pack, offset, out, error);
+  });
+}
+
+PackReader::Status PackReader::ReadHeader(const std::string& objects, const git_oid& id,
+                                          git_object_t* type, uint64_t* size, std::string* error) {
+  State& s = *state_;
+  if (!s.inflater) {
+    *error = "libdeflate: no decompressor";
+    return Status::kFailed;
+  }
+  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+    return s.HeaderAt(pack, offset, type, size, error);
+  });
+}
+
+template <class At>
+PackReader::Status PackReader::State::Locate(const std::string& objects, const git_oid& id, At at) {
+  const std::vector<Folder*>& folders_read = Chain(objects);
   for (int look = 0; look < 2; ++look) {
-    for (Folder* folder : chain) {
-      if (!folder->listed) s.Refresh(folder);
+    for (Folder* folder : folders_read) {
+      if (!folder->listed) Refresh(folder);
       for (const std::unique_ptr<Pack>& pack : folder->packs) {
-        if (const std::optional<uint64_t> offset = pack->index->Find(id))
-          return s.ReadAt(*pack, *offset, out, error);
+        if (const std::optional<uint64_t> offset = pack->index->Find(id)) return at(*pack, *offset);
       }
     }
     // Not in the packs as last listed: look again at the folders that changed (a push, a
     // repack), once; a loose object costs a stat of each pack folder.
     bool changed = false;
-    for (Folder* folder : chain) changed |= s.Refresh(folder);
+    for (Folder* folder : folders_read) changed |= Refresh(folder);
     if (!changed) break;
   }
   return Status::kAbsent;
@@ -503,15 +597,21 @@ bool ObjectsFolder(git_repository* repo, std::string* objects) {
   return true;
 }
 
-// Object `id` through this thread's reader (its limit brought to pack-cache-size), or false when
-// the reader is off or does not have it.
-bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object) {
+// This thread's reader, its limit brought to pack-cache-size; null when the reader is off.
+PackReader* ThreadReaderIfOn() {
   const size_t bytes = pack_cache_bytes.load(std::memory_order_relaxed);
-  if (bytes == 0) return false;
+  if (bytes == 0) return nullptr;
   PackReader& reader = ThreadPackReader();
   if (reader.cache_limit() != bytes) reader.set_cache_limit(bytes);
+  return &reader;
+}
+
+// Object `id` through this thread's reader, or false when the reader is off or does not have it.
+bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object) {
+  PackReader* reader = ThreadReaderIfOn();
   std::string error;
-  return reader.Read(objects, id, object, &error) == PackReader::Status::kFound;
+  return reader != nullptr &&
+         reader->Read(objects, id, object, &error) == PackReader::Status::kFound;
 }
 
 thread_local int packed_reads_depth = 0;
@@ -536,6 +636,21 @@ int BackendRead(void** data, size_t* size, git_object_t* type, git_odb_backend* 
   *data = buffer;
   *size = bytes.size();
   *type = object.type;
+  return 0;
+}
+
+// git_odb_read_header's answer through the reader: the object's type and size without reading
+// its base (a file listing's sizes, a blob's before it is shown).
+int BackendReadHeader(size_t* size, git_object_t* type, git_odb_backend* backend,
+                      const git_oid* id) {
+  PackReader* reader = packed_reads_depth == 0 ? nullptr : ThreadReaderIfOn();
+  if (reader == nullptr) return GIT_PASSTHROUGH;
+  const auto* self = reinterpret_cast<const ReaderBackend*>(backend);
+  uint64_t found = 0;
+  std::string error;
+  if (reader->ReadHeader(self->objects, *id, type, &found, &error) != PackReader::Status::kFound)
+    return GIT_PASSTHROUGH;
+  *size = static_cast<size_t>(found);
   return 0;
 }
 
@@ -585,6 +700,7 @@ bool AddPackReaderBackend(git_repository* repo) {
     return false;
   const base::Owned<git_odb_free> odb(raw_odb);
   backend->parent.read = BackendRead;
+  backend->parent.read_header = BackendReadHeader;
   backend->parent.foreach = BackendForeach;
   backend->parent.free = BackendFree;
   if (git_odb_add_backend(odb.get(), &backend->parent, kReaderBackendPriority) != 0) return false;

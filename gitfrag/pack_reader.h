@@ -6,11 +6,12 @@
 // 1 MiB kept): on a log page inflating was half the instructions.
 //
 // Only what the hot readers want goes through it (a log's blob lines and its file lists' trees,
-// blame's commits, trees and blobs, the path log's raw trees, the commit diff's trees and blobs:
-// AddPackReaderBackend); anything it does not find or cannot read — a loose object, a pack that came after
-// its last look (it looks again once the pack folder changed), a REF_DELTA whose base is in
-// another pack, an object over kMaxPackedObject, a corrupt entry — is answered "not here" and the
-// caller reads the object through libgit2, so a page never fails where libgit2 would not.
+// blame's commits, trees and blobs, the path log's raw trees, the commit diff's trees and blobs,
+// the tree and plain pages' commits, trees, blobs and listed sizes: AddPackReaderBackend); anything
+// it does not find or cannot read — a loose object, a pack that came after its last look (it looks
+// again once the pack folder changed), a REF_DELTA whose base is in another pack, an object over
+// kMaxPackedObject, a corrupt entry — is answered "not here" and the caller reads the object
+// through libgit2, so a page never fails where libgit2 would not.
 //
 // Nothing read from the files is trusted: indexes are checked when mapped (PackIndex), every
 // offset and length is bounds-checked against the mapping, a delta's sizes and copy/insert ops
@@ -83,6 +84,10 @@ class PackReader {
   // Object `id` of the repository whose objects folder is `objects` (its packs, then its
   // alternates', as git looks).
   Status Read(const std::string& objects, const git_oid& id, PackedObject* out, std::string* error);
+  // The type and size of object `id` as Read would give them, from entry headers (and a delta's
+  // first ops) alone: a cached object's without a look at the pack.
+  Status ReadHeader(const std::string& objects, const git_oid& id, git_object_t* type,
+                    uint64_t* size, std::string* error);
 
   // Whether object `id` is in a pack of `objects` or its alternates (an index lookup: nothing is
   // read). False also for a loose object.

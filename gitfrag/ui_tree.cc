@@ -10,6 +10,7 @@
 #include "gitfrag/blob_stream.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 #include "gitfrag/raw_objects.h"
 
@@ -161,28 +162,43 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     out->tree.reset(raw_sub);
     return true;
   }
-  git_tree* raw_tree = nullptr;
-  if (git_commit_tree(&raw_tree, commit.get()) != 0) {
-    *error = ErrorPage(404, "the commit's tree cannot be read");
-    return false;
-  }
-  TreePtr root(raw_tree);
-  out->mode = 0040000;
-  out->oid = *git_tree_id(root.get());
-  if (r.path.empty()) {
-    out->type = GIT_OBJECT_TREE;
-    out->tree = std::move(root);
-    return true;
-  }
   auto remember = [&] { PathMemo().Add(key, PathEntry{out->mode, out->oid, out->type, out->size}); };
-  git_tree_entry* raw_entry = nullptr;
-  if (git_tree_entry_bypath(&raw_entry, root.get(), r.path.c_str()) != 0) {
-    *error = ErrorPage(404, "no such path in this revision: " + r.path);
-    return false;
+  // The path's entry from raw trees (the pack reader's, each tree's entry for a name remembered
+  // by RawObjects): no tree parsed on the way. A tree it cannot read leaves the walk to libgit2,
+  // which gives its own answer (and error).
+  const git_oid root_id = *git_commit_tree_id(commit.get());
+  RawObjects objects(repo);
+  const TreeEntry raw_entry = r.path.empty() ? TreeEntry{} : objects.PathEntry(root_id, r.path);
+  if (!r.path.empty() && !objects.incomplete()) {
+    if (!raw_entry.present) {
+      *error = ErrorPage(404, "no such path in this revision: " + r.path);
+      return false;
+    }
+    out->mode = CanonicalMode(raw_entry.mode);
+    out->oid = raw_entry.id;
+  } else {
+    git_tree* raw_tree = nullptr;
+    if (git_commit_tree(&raw_tree, commit.get()) != 0) {
+      *error = ErrorPage(404, "the commit's tree cannot be read");
+      return false;
+    }
+    TreePtr root(raw_tree);
+    out->mode = 0040000;
+    out->oid = *git_tree_id(root.get());
+    if (r.path.empty()) {
+      out->type = GIT_OBJECT_TREE;
+      out->tree = std::move(root);
+      return true;
+    }
+    git_tree_entry* raw = nullptr;
+    if (git_tree_entry_bypath(&raw, root.get(), r.path.c_str()) != 0) {
+      *error = ErrorPage(404, "no such path in this revision: " + r.path);
+      return false;
+    }
+    const base::Owned<git_tree_entry_free> entry(raw);
+    out->mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
+    out->oid = *git_tree_entry_id(entry.get());
   }
-  const base::Owned<git_tree_entry_free> entry(raw_entry);
-  out->mode = CanonicalMode(git_tree_entry_filemode_raw(entry.get()));
-  out->oid = *git_tree_entry_id(entry.get());
   if ((out->mode & 0170000) == 0160000) {  // a submodule: no object here
     remember();
     return true;
@@ -239,14 +255,48 @@ std::vector<std::string> FoldedNames(git_repository* repo, git_oid folder) {
   return names;
 }
 
+// A listing writes four or five links per entry that differ only in their page and path:
+// RepoUrl's start (virtual root, repository) and its queries are made once a page, each entry's
+// path escaped once (AppendUrlEncoded: what Writer::UrlPart writes, a URL-escaped path having
+// nothing HTML would escape).
+struct ListingLinks {
+  std::string start;       // virtual root and repository, "/"
+  std::string query;       // h= and id=
+  std::string head_query;  // h= alone (stats)
+};
+
+ListingLinks MakeListingLinks(const PageContext& ctx) {
+  ListingLinks links;
+  {
+    Writer w(&links.start);
+    w.Text(ctx.chrome.virtual_root).UrlPart(ctx.repo.url, /*keep_slash=*/true).Raw("/");
+  }
+  {
+    Writer w(&links.query);
+    QueryArgs(w, {{"h", ctx.route.head}, {"id", ctx.route.id}});
+  }
+  {
+    Writer w(&links.head_query);
+    QueryArgs(w, {{"h", ctx.route.head}});
+  }
+  return links;
+}
+
+// RepoUrl(ctx, page, path, query) of the parts made once; `escaped_path` as UrlPart writes it.
+void WriteLink(Writer& out, const ListingLinks& links, std::string_view page,
+               std::string_view escaped_path, std::string_view query) {
+  out.Raw(links.start).Raw(page).Raw("/").Raw(escaped_path).Raw(query);
+}
+
 // After a folder's link: the folded folders, " / " and a link to each ("t4256 / 1"); the row's
-// buttons stay the first folder's.
-void WriteFoldedFolders(const PageContext& ctx, git_oid folder, std::string path) {
+// buttons stay the first folder's. `escaped_path` is the folder's, escaped.
+void WriteFoldedFolders(const PageContext& ctx, const ListingLinks& links, git_oid folder,
+                        std::string escaped_path) {
   for (const std::string& name : FoldedNames(ctx.lease.repo(), folder)) {
-    path += '/';
-    path += name;
+    escaped_path += '/';
+    AppendUrlEncoded(&escaped_path, name, /*keep_slash=*/true);
     ctx.out.Raw(" / <a class='ls-dir' href='");
-    RepoUrl(ctx, "tree", path, {{"h", ctx.route.head}, {"id", ctx.route.id}});
+    WriteLink(ctx.out, links, "tree", escaped_path, links.query);
     ctx.out.Raw("'>").Text(name).Raw("</a>");
   }
 }
@@ -254,19 +304,24 @@ void WriteFoldedFolders(const PageContext& ctx, git_oid folder, std::string path
 void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
   Writer& out = ctx.out;
   const Route& r = ctx.route;
-  const std::string prefix = r.path.empty() ? std::string() : r.path + "/";
+  const ListingLinks links = MakeListingLinks(ctx);
+  std::string prefix;  // the folder's path, escaped, and "/"
+  if (!r.path.empty()) {
+    AppendUrlEncoded(&prefix, r.path, /*keep_slash=*/true);
+    prefix += '/';
+  }
   out.Raw(
       "<table summary='tree listing' class='list'>\n<tr class='nohover'><th class='left'>Mode</th>"
       "<th class='left'>Name</th><th class='right'>Size</th><th/></tr>\n");
   const size_t count = git_tree_entrycount(tree);
-  std::string full;
+  std::string full;  // the entry's path, escaped
   for (size_t i = 0; i < count; ++i) {
     const git_tree_entry* entry = git_tree_entry_byindex(tree, i);
     const std::string_view name = git_tree_entry_name(entry);
     const uint32_t mode = CanonicalMode(git_tree_entry_filemode_raw(entry));
     const git_oid& oid = *git_tree_entry_id(entry);
     full = prefix;
-    full += name;
+    AppendUrlEncoded(&full, name, /*keep_slash=*/true);
     out.Raw("<tr><td class='ls-mode'>").Raw(TreeMode(mode)).Raw("</td><td>");
     const uint32_t type = mode & 0170000;
     size_t size = 0;
@@ -284,9 +339,9 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
         if (dot != std::string_view::npos) out.Raw(" ").Text(name.substr(dot + 1));
         out.Raw("' href='");
       }
-      RepoUrl(ctx, "tree", full, {{"h", r.head}, {"id", r.id}});
+      WriteLink(out, links, "tree", full, links.query);
       out.Raw("'>").Text(name).Raw("</a>");
-      if (type == 0040000) WriteFoldedFolders(ctx, oid, full);
+      if (type == 0040000) WriteFoldedFolders(ctx, links, oid, full);
       if (type == 0120000) {
         git_blob* raw_blob = nullptr;
         if (git_blob_lookup(&raw_blob, ctx.lease.repo(), &oid) == 0) {
@@ -300,24 +355,24 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
       }
     }
     out.Raw("</td><td class='ls-size'>").Number(size).Raw("</td><td><a class='button' href='");
-    RepoUrl(ctx, "log", full, {{"h", r.head}, {"id", r.id}});
+    WriteLink(out, links, "log", full, links.query);
     out.Raw("'>log</a>");
     // max-stats: a stats button (the path's commits per author; no id, as cgit's).
     if (ctx.repo.max_stats > 0) {
       out.Raw("<a class='button' href='");
-      RepoUrl(ctx, "stats", full, {{"h", r.head}});
+      WriteLink(out, links, "stats", full, links.head_query);
       out.Raw("'>stats</a>");
     }
     if (type != 0160000) {
       out.Raw("<a class='button' href='");
-      RepoUrl(ctx, "plain", full, {{"h", r.head}, {"id", r.id}});
+      WriteLink(out, links, "plain", full, links.query);
       out.Raw("'>plain</a>");
     }
     // enable-blame: a blame button for everything but folders (cgit's listing gives a symlink
     // and a submodule one too; their blame pages are 404s).
     if (ctx.repo.enable_blame && type != 0040000) {
       out.Raw("<a class='button' href='");
-      RepoUrl(ctx, "blame", full, {{"h", r.head}, {"id", r.id}});
+      WriteLink(out, links, "blame", full, links.query);
       out.Raw("'>blame</a>");
     }
     out.Raw("</td></tr>\n");
@@ -395,6 +450,9 @@ void FilteredLines(const PageContext& ctx, std::string_view bytes, Page* page) {
 }  // namespace
 
 Page RenderTree(const PageContext& page_ctx) {
+  // The commit, the trees on the path and the listed folder come from the own pack reader
+  // (libdeflate, its base cache) rather than libgit2's zlib reads.
+  const PackedReadsScope packed_reads;
   const Route link_route = LinkRoute(page_ctx);
   const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
                         page_ctx.out};
@@ -450,6 +508,7 @@ Page RenderBlob(const PageContext& ctx) {
   git_oid oid;
   if (!IsFullSha(ctx.route.id) || git_oid_fromstr(&oid, ctx.route.id.c_str()) != 0)
     return ErrorPage(404, "the blob part takes a full object id");
+  const PackedReadsScope packed_reads;  // as the tree page's reads
   git_blob* raw_blob = nullptr;
   if (git_blob_lookup(&raw_blob, ctx.lease.repo(), &oid) != 0)
     return ErrorPage(404, "no such blob: " + ctx.route.id);
@@ -508,6 +567,7 @@ Page RenderBlob(const PageContext& ctx) {
 }
 
 Page RenderPlain(const PageContext& page_ctx) {
+  const PackedReadsScope packed_reads;  // as the tree page's reads
   const Route link_route = LinkRoute(page_ctx);
   const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
                         page_ctx.out};

@@ -94,7 +94,23 @@ class PackReaderTest : public ::testing::Test {
     const OdbPtr odb(raw_odb);
     const std::vector<git_oid> ids = AllObjects(dir_.File(repo));
     ASSERT_GT(ids.size(), 150u);
+    // A header read by `reader` (its cache, or the entry headers and a delta's first ops) and by
+    // a reader that read nothing before: libgit2's type and size.
+    auto expect_header = [&](PackReader* by, const git_oid& id) {
+      git_object_t type = GIT_OBJECT_INVALID;
+      uint64_t size = 0;
+      std::string error;
+      ASSERT_EQ(by->ReadHeader(objects, id, &type, &size, &error), PackReader::Status::kFound)
+          << git_oid_tostr_s(&id) << ": " << error;
+      size_t want_size = 0;
+      git_object_t want_type = GIT_OBJECT_INVALID;
+      ASSERT_EQ(git_odb_read_header(&want_size, &want_type, odb.get(), &id), 0);
+      EXPECT_EQ(type, want_type) << git_oid_tostr_s(&id);
+      EXPECT_EQ(size, want_size) << git_oid_tostr_s(&id);
+    };
     for (const git_oid& id : ids) {
+      PackReader fresh;
+      expect_header(&fresh, id);
       PackedObject got;
       std::string error;
       ASSERT_EQ(reader->Read(objects, id, &got, &error), PackReader::Status::kFound)
@@ -107,6 +123,7 @@ class PackReaderTest : public ::testing::Test {
                 std::string_view(static_cast<const char*>(git_odb_object_data(want.get())),
                                  git_odb_object_size(want.get())))
           << git_oid_tostr_s(&id);
+      expect_header(reader, id);
     }
   }
 
@@ -222,7 +239,20 @@ TEST_F(PackReaderTest, Libgit2ReadsGoThroughTheReaderOnlyInsideAScope) {
     const size_t cached = ThreadPackReader().cached_bytes();
     std::optional<PackedReadsScope> scope;
     if (scoped) scope.emplace();
+    git_odb* raw_odb = nullptr;
+    ASSERT_EQ(git_repository_odb(&raw_odb, git.get()), 0);
+    const OdbPtr odb(raw_odb);
+    git_odb* raw_reference_odb = nullptr;
+    ASSERT_EQ(git_repository_odb(&raw_reference_odb, reference.get()), 0);
+    const OdbPtr reference_odb(raw_reference_odb);
     for (const git_oid& id : ids) {
+      // A header (the reader's backend answers it inside a scope): libgit2's own.
+      size_t got_size = 0, want_size = 0;
+      git_object_t got_type = GIT_OBJECT_INVALID, want_type = GIT_OBJECT_INVALID;
+      ASSERT_EQ(git_odb_read_header(&got_size, &got_type, odb.get(), &id), 0);
+      ASSERT_EQ(git_odb_read_header(&want_size, &want_type, reference_odb.get(), &id), 0);
+      EXPECT_EQ(got_type, want_type) << git_oid_tostr_s(&id);
+      EXPECT_EQ(got_size, want_size) << git_oid_tostr_s(&id);
       git_object* raw_got = nullptr;
       git_object* raw_want = nullptr;
       ASSERT_EQ(git_object_lookup(&raw_got, git.get(), &id, GIT_OBJECT_ANY), 0);
