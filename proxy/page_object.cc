@@ -186,7 +186,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     // segments ending on a sync flush, as the store and the wire need, by igzip
     // (cache::FlushEncoder), for a third of zlib's instructions.
     thread_local cache::FlushEncoder flush;
-    thread_local std::vector<cache::Segment> segments;
+    std::vector<cache::Segment> segments;  // not kept: a large part's bytes would stay behind
     cache::Status s = flush.Encode(body, cache::SegmentEncoder::Options{}.segment_size, &segments);
     if (!s.ok()) {
       *status = s;
