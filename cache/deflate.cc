@@ -1,5 +1,6 @@
 #include "cache/deflate.h"
 
+#include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <zlib.h>
 
@@ -255,6 +256,66 @@ Status WholeEncoder::Encode(std::string_view text, int level, SegmentView* out) 
                      Crc32(0, text),
                      static_cast<uint32_t>(text.size()),
                      true};
+  return Status::Ok();
+}
+
+// ---- FlushEncoder ------------------------------------------------------------------------------
+
+struct FlushEncoder::State {
+  static constexpr uint32_t kLevelBuffer = ISAL_DEF_LVL1_DEFAULT;
+  static constexpr size_t kOut = 64 << 10;  // igzip writes through this; any size works
+  isal_zstream z{};
+  std::unique_ptr<uint8_t[]> level_buffer = std::make_unique_for_overwrite<uint8_t[]>(kLevelBuffer);
+  std::unique_ptr<uint8_t[]> out = std::make_unique_for_overwrite<uint8_t[]>(kOut);
+  bool started = false;
+};
+
+FlushEncoder::FlushEncoder() = default;
+FlushEncoder::FlushEncoder(FlushEncoder&&) noexcept = default;
+FlushEncoder& FlushEncoder::operator=(FlushEncoder&&) noexcept = default;
+FlushEncoder::~FlushEncoder() = default;
+
+Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
+                            std::vector<Segment>* out) {
+  out->clear();
+  if (text.empty()) return Status::Ok();
+  if (!state_) state_ = std::make_unique<State>();
+  isal_zstream& z = state_->z;
+  // A new stream: nothing before this body is referred to.
+  if (!state_->started) {
+    isal_deflate_init(&z);
+    state_->started = true;
+  } else {
+    isal_deflate_reset(&z);
+  }
+  z.level = 1;
+  z.level_buf = state_->level_buffer.get();
+  z.level_buf_size = State::kLevelBuffer;
+  z.flush = SYNC_FLUSH;
+  z.end_of_stream = 0;
+  const size_t step = segment_size == 0 ? kMaxSegmentLength : std::min(segment_size, kMaxSegmentLength);
+  for (size_t at = 0; at < text.size(); at += step) {
+    const std::string_view piece = text.substr(at, step);
+    Segment& segment = out->emplace_back();
+    z.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(piece.data()));
+    z.avail_in = static_cast<uint32_t>(piece.size());
+    for (;;) {
+      z.next_out = state_->out.get();
+      z.avail_out = static_cast<uint32_t>(State::kOut);
+      if (isal_deflate(&z) != COMP_OK) {
+        // A failed stream is started afresh by the next call.
+        state_->started = false;
+        out->clear();
+        return Status::Error("igzip: deflate failed");
+      }
+      segment.deflate.append(reinterpret_cast<const char*>(state_->out.get()),
+                             State::kOut - z.avail_out);
+      // All of it in, and room left: the flush is out (igzip's rule).
+      if (z.avail_in == 0 && z.avail_out != 0) break;
+    }
+    segment.crc = Crc32(0, piece);
+    segment.length = static_cast<uint32_t>(piece.size());
+  }
   return Status::Ok();
 }
 

@@ -156,6 +156,27 @@ class WholeEncoder {
   size_t capacity_ = 0;
 };
 
+// Compresses a whole body into segments that end on a sync flush (never a final block), so they
+// may be stored, sent over the wire and stitched like SegmentEncoder's, for about a third of zlib's
+// instructions on a page of a few KiB (ISA-L's igzip at its level 1: zlib sets up, clears and
+// flushes a stream per body). A segment is cut every `segment_size` uncompressed bytes (0: one
+// segment); the window carries across them. Keeps its igzip state between calls: keep one per
+// thread.
+class FlushEncoder {
+ public:
+  FlushEncoder();
+  FlushEncoder(FlushEncoder&&) noexcept;
+  FlushEncoder& operator=(FlushEncoder&&) noexcept;
+  ~FlushEncoder();
+
+  // Replaces *out with `text`'s segments (none for empty text).
+  Status Encode(std::string_view text, size_t segment_size, std::vector<Segment>* out);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // Compresses per-request text (ESI frame literals) into one-segment bodies at a fast level.
 // Keeps its zlib stream and output buffer between calls: keep one per worker thread.
 class LiteralEncoder {

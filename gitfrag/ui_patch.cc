@@ -378,8 +378,8 @@ bool IsAscii(std::string_view s) {
 bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
                 std::string* out, std::string* reason) {
   CommitFiles files;
-  if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason, FileDiffPath::kOwn,
-                       nullptr, DiffEngine::kGitDefaults))
+  if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason,
+                       FileDiffPath::kOwnRaw, nullptr, DiffEngine::kGitDefaults))
     return false;
   // A file whose patch could not be made is left out, as the commit page leaves it out.
   std::erase_if(files.files, [](const FileDiff& f) { return !f.patch; });
@@ -477,26 +477,30 @@ Page RenderPatch(const PageContext& ctx) {
 
   // The range PARENT..COMMIT, oldest first, merges left out (a merge's patch is the series of
   // commits it brings in).
-  git_revwalk* raw_walk = nullptr;
-  if (git_revwalk_new(&raw_walk, repo) != 0) return ErrorPage(500, "cannot walk history");
-  RevwalkPtr walk(raw_walk);
-  git_revwalk_push(raw_walk, git_commit_id(commit.get()));
-  if (git_commit_parentcount(commit.get()) > 0) {
-    const git_oid* parent = git_commit_parent_id(commit.get(), 0);
-    git_revwalk_hide(raw_walk, parent);
-    filename = OidHex(*parent) + ".." + filename;
-  }
+  if (git_commit_parentcount(commit.get()) > 0)
+    filename = OidHex(*git_commit_parent_id(commit.get(), 0)) + ".." + filename;
   page.headers.emplace_back("Content-Disposition", "inline; filename=\"" + filename + "\"");
   std::string text;
-  git_oid oid;
-  // The range's commits (libgit2's revwalk finds the set), then listed oldest first in git's
-  // order: the reverse of the date-ordered walk.
-  DateWalk::Set range;
-  while (git_revwalk_next(&oid, raw_walk) == 0) range.insert(DateWalk::Key(oid));
   std::vector<CommitPtr> series;
-  DateWalk order(repo, *git_commit_id(commit.get()), &range);
-  while (CommitPtr c = order.Next()) {
-    if (git_commit_parentcount(c.get()) <= 1) series.push_back(std::move(c));
+  if (git_commit_parentcount(commit.get()) <= 1) {
+    // A commit with one parent or none is the whole range: nothing else is reachable from it
+    // but from its parent. No walk, no commit read again.
+    series.push_back(std::move(commit));
+  } else {
+    // The range's commits (libgit2's revwalk finds the set), then listed oldest first in git's
+    // order: the reverse of the date-ordered walk.
+    git_revwalk* raw_walk = nullptr;
+    if (git_revwalk_new(&raw_walk, repo) != 0) return ErrorPage(500, "cannot walk history");
+    RevwalkPtr walk(raw_walk);
+    git_revwalk_push(raw_walk, git_commit_id(commit.get()));
+    git_revwalk_hide(raw_walk, git_commit_parent_id(commit.get(), 0));
+    git_oid oid;
+    DateWalk::Set range;
+    while (git_revwalk_next(&oid, raw_walk) == 0) range.insert(DateWalk::Key(oid));
+    DateWalk order(repo, *git_commit_id(commit.get()), &range);
+    while (CommitPtr c = order.Next()) {
+      if (git_commit_parentcount(c.get()) <= 1) series.push_back(std::move(c));
+    }
   }
   // Each mail ends with a signature; mails are separated by a blank line (format-patch --stdout).
   size_t mails = 0;
@@ -523,7 +527,7 @@ Page RenderRawDiff(const PageContext& ctx) {
   // git's defaults, as cgit's rawdiff: the page's diff options do not apply (and are not part of
   // its cache key).
   if (!AppendDiffText(repo, commit.get(), other.get(), EffectiveDiffOptions(ctx).abbrev, &text,
-                      &reason))
+                      &reason, FileDiffPath::kOwnRaw))
     return ErrorPage(500, reason);
   ctx.out.Raw(text);
   Page page;

@@ -187,6 +187,22 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     }
     return CreateObject(key, spec, {&view, 1}, false, status);
   }
+  if (!esi && spec.level == 1) {
+    // A stored page at the fast level (resident parts: a diff fragment, a patch, a file view):
+    // segments ending on a sync flush, as the store and the wire need, by igzip
+    // (cache::FlushEncoder), for a third of zlib's instructions.
+    thread_local cache::FlushEncoder flush;
+    std::vector<cache::Segment> segments;  // not kept: a large part's bytes would stay behind
+    cache::Status s = flush.Encode(body, cache::SegmentEncoder::Options{}.segment_size, &segments);
+    if (!s.ok()) {
+      *status = s;
+      return {};
+    }
+    std::vector<cache::SegmentView> views;
+    views.reserve(segments.size());
+    for (const auto& segment : segments) views.push_back(segment.view());
+    return CreateObject(key, spec, views, false, status);
+  }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
   options.size_hint = body.size();

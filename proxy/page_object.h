@@ -5,9 +5,10 @@
 // full-flushed segment (cache::FlushMode::kFull), and the markup between them in segments of their
 // own: a delivery then emits exactly the literal segments a request's plan names, skipping the
 // rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
-// Any other body is compressed as the store always does (sync flush, 64 KiB segments), but for a
-// page made for one request (PageSpec::transient): compressed whole in one call, one segment that
-// ends with the final block (cache::WholeEncoder), since nothing is stitched after it.
+// Any other body is compressed as the store always does (sync flush, 64 KiB segments; at level 1,
+// a resident part's, by igzip: cache::FlushEncoder), but for a page made for one request
+// (PageSpec::transient): compressed whole in one call, one segment that ends with the final block
+// (cache::WholeEncoder), since nothing is stitched after it.
 #pragma once
 
 #include <chrono>

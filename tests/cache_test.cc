@@ -560,6 +560,53 @@ TEST(Deflate, WholeBodyIsOneFinalSegment) {
   EXPECT_TRUE(refused(no_end));
 }
 
+// A stored part compressed by igzip (FlushEncoder) is cut every segment_size bytes, each segment
+// ending on a sync flush (never final) with its own crc and length; stitched alone, after another
+// body's segments, or inflated by the Inflater, the text comes back. Each call starts a new stream
+// (nothing refers to an earlier body), and empty text gives no segment.
+TEST(Deflate, FlushEncoderSegmentsEndOnASyncFlush) {
+  std::mt19937_64 rng(12);
+  FlushEncoder flush;
+  std::vector<Segment> first;
+  const std::string first_text = Document(rng, 9'000);
+  ASSERT_TRUE(flush.Encode(first_text, 0, &first).ok());
+  ASSERT_EQ(first.size(), 1u);
+  for (const size_t size : {size_t{1}, size_t{300}, size_t{7'000}, size_t{70'000}, size_t{300'000}}) {
+    for (const size_t segment_size : {size_t{0}, size_t{4'096}, size_t{64} << 10}) {
+      for (const bool binary : {false, true}) {
+        const std::string text = binary ? RandomBinary(rng, size) : Document(rng, size);
+        std::vector<Segment> segments;
+        ASSERT_TRUE(flush.Encode(text, segment_size, &segments).ok());
+        const size_t step = segment_size == 0 ? text.size() : segment_size;
+        ASSERT_EQ(segments.size(), (text.size() + step - 1) / step);
+        for (size_t i = 0; i < segments.size(); ++i) {
+          const std::string_view piece = std::string_view(text).substr(i * step, step);
+          EXPECT_FALSE(segments[i].final);
+          EXPECT_EQ(segments[i].length, piece.size());
+          EXPECT_EQ(segments[i].crc, Crc(piece));
+          EXPECT_TRUE(segments[i].deflate.ends_with(std::string_view("\0\0\xff\xff", 4)));
+        }
+        StringSink sink;
+        GzipStitcher stitcher(sink);
+        for (const Segment& s : first) stitcher.AddStored(s.view());
+        for (const Segment& s : segments) stitcher.AddStored(s.view());
+        stitcher.Finish();
+        EXPECT_EQ(Gunzip(sink.out), first_text + text) << size << " bytes by " << segment_size;
+        if (size == 7'000 && !binary) {
+          EXPECT_TRUE(GzipTestPasses(sink.out));
+        }
+        Inflater inflater;
+        StringSink inflated;
+        ASSERT_TRUE(inflater.InflateAll(Views(segments), inflated).ok());
+        EXPECT_EQ(inflated.out, text);
+      }
+    }
+  }
+  std::vector<Segment> none{Segment{}};
+  ASSERT_TRUE(flush.Encode("", 0, &none).ok());
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(Deflate, LevelsAndBadLevel) {
   SegmentEncoder bad({.level = 12});
   EXPECT_FALSE(bad.Write("x").ok());

@@ -30,7 +30,7 @@ LIBRARIES = {
     'event2/': {'proxy'},
     'openssl/': {'proxy'},
     'libmemcached': {'cache'},
-    'isa-l/': {'gitfrag'},
+    'isa-l/': {'gitfrag', 'cache'},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
