@@ -106,8 +106,8 @@ def touched(repo, shas):
         parts = line.split("\t")
         if sha and len(parts) == 2 and parts[0] in ("A", "M") and sha not in out:
             path = parts[1]
-            if any(c in path for c in "\"\\?#%&") or not path.isprintable():
-                continue  # keep the lists free of names that need escaping
+            if any(c in path for c in "\"\\?#%& ") or not (path.isascii() and path.isprintable()):
+                continue  # keep the lists free of names that need escaping (wrk sends a path as it is)
             out[sha] = (path, path.rsplit("/", 1)[0] if "/" in path else "")
     return out
 
