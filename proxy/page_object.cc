@@ -137,6 +137,16 @@ cache::ObjectRef CreateObject(std::string_view key, const PageSpec& spec,
   return cache::Object::Create(key, object, status);
 }
 
+// CreateObject over owned segments (Object::Create copies their bytes).
+cache::ObjectRef ObjectOfSegments(std::string_view key, const PageSpec& spec,
+                                  const std::vector<cache::Segment>& segments, bool esi,
+                                  cache::Status* status) {
+  std::vector<cache::SegmentView> views;
+  views.reserve(segments.size());
+  for (const auto& segment : segments) views.push_back(segment.view());
+  return CreateObject(key, spec, views, esi, status);
+}
+
 }  // namespace
 
 bool Compressible(std::string_view content_type) {
@@ -198,10 +208,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
       *status = s;
       return {};
     }
-    std::vector<cache::SegmentView> views;
-    views.reserve(segments.size());
-    for (const auto& segment : segments) views.push_back(segment.view());
-    return CreateObject(key, spec, views, false, status);
+    return ObjectOfSegments(key, spec, segments, false, status);
   }
   cache::SegmentEncoder::Options options;
   options.level = spec.level;
@@ -231,11 +238,7 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     *status = s;
     return {};
   }
-  const std::vector<cache::Segment> segments = encoder.TakeSegments();
-  std::vector<cache::SegmentView> views;
-  views.reserve(segments.size());
-  for (const auto& segment : segments) views.push_back(segment.view());
-  return CreateObject(key, spec, views, esi, status);
+  return ObjectOfSegments(key, spec, encoder.TakeSegments(), esi, status);
 }
 
 bool DecodeContent(std::string_view coding, size_t limit, std::string* body, std::string* why) {
