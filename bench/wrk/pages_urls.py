@@ -25,7 +25,9 @@ and /REPO/?h=BRANCH); about (?h=BRANCH); atom (?h=BRANCH); stats (?period=w|m|q&
 
 --mix FILE also writes one list of the kinds a crawler walks, interleaved by MIX_WEIGHTS (of every
 100 URLs, 15 commit pages, 12 folders, 12 files, 10 blames...: the crawler-mix scenario), each URL
-still unique; it ends when a kind's list runs out, so the proportions hold over every prefix.
+still unique; it ends when a kind's list runs out, so the proportions hold over every prefix. With
+--mix the commits are sliced by those weights instead of equally (a commit kind outside the mix, refs,
+gets none), so the commit kinds run out together and the mix is as long as the commits allow.
 
 Deterministic: the order comes from bench/corpus/py/prng.py (splitmix64), never from `random`.
 """
@@ -133,12 +135,17 @@ def main():
             skip = {l.strip()[:40] for l in f if l.strip()}
     commits = [c for c in git(a.repo, "rev-list", "--no-merges", a.branch).split() if c not in skip]
     commits = shuffle(rng, commits)
-    per = len(commits) // len(COMMIT_KINDS)
-    if per < 10:
+    # each kind's slice of the commits: equal slices, or with --mix slices as large as the kind's weight
+    # (the mix's kinds then run out together, so its list is as long as the commits allow)
+    weight = {k: MIX_WEIGHTS.get(k, 0) if a.mix else 1 for k in COMMIT_KINDS}
+    unit = len(commits) // sum(weight.values())
+    if unit * min(w for w in weight.values() if w) < 10:
         sys.exit("pages_urls.py: %d commits are too few for %d kinds" % (len(commits), len(COMMIT_KINDS)))
     lists = {}
-    for n, kind in enumerate(COMMIT_KINDS):
-        mine = commits[n * per:(n + 1) * per]
+    start = 0
+    for kind in COMMIT_KINDS:
+        mine = commits[start:start + unit * weight[kind]]
+        start += len(mine)
         # each commit in up to 3 repositories: a crawler meets the same commit through several forks
         urls = []
         if kind in ("tree-dir", "tree-file", "plain", "blame", "log-path"):
