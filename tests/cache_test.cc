@@ -468,9 +468,10 @@ TEST(Deflate, FixedChainRefersBackOnlyWithinItsRun) {
   chain.Begin();
   chain.Add(text, &alone);
   EXPECT_GT(alone.size(), text.size() / 2);
+  chain.Begin();
   chain.Known(text);
   chain.Add(text, &again);
-  EXPECT_LT(again.size(), 40u) << "matches into the run's earlier texts";
+  EXPECT_LT(again.size(), 40u) << "matches into the text the chain was told";
   chain.Begin();
   chain.Add(text, &after_begin);
   EXPECT_EQ(after_begin, alone) << "nothing of an earlier run is referred to";
