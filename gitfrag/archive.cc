@@ -17,7 +17,7 @@
 
 #include "base/owned.h"
 #include "gitfrag/blob_stream.h"
-#include "gitfrag/fixed_deflate.h"
+#include "base/fixed_deflate.h"
 #include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
 
@@ -866,7 +866,7 @@ class StitchedTarGz : public BodyStream {
   void Records(bool final, std::string* out) {
     crc_ = Crc32(crc_, records_);
     length_ += records_.size();
-    DeflateFixed(records_, final, out);
+    base::DeflateFixed(records_, final, out);
     records_.clear();
   }
 

@@ -124,12 +124,12 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
       RenderResident(page_.worker(), page_.runtime(), *resident_, std::move(fill_key), alive_,
                      AdmissionFor(config, *resident_,
                                   ClientKey(config, page_.peer_ip(), page_.request())),
-                     /*gzip=*/true,
+                     page_.gzip(),
                      [this](Rendered r) {
                        if (r.refusal != gitfrag::Refusal::kNone) {
                          Refused(r.reason);
                        } else {
-                         Done(std::move(r.object), r.reason);
+                         Done(std::move(r.object), r.reason, std::move(r.text));
                        }
                      });
       return;
@@ -174,11 +174,12 @@ class IncludeFetch : public ExchangeClient, private LookupClient {
   }
 
   // Reports once. The exchange may be on the stack: it is kept until this fetch is destroyed.
-  void Done(cache::ObjectRef object, const std::string& failure) {
+  void Done(cache::ObjectRef object, const std::string& failure,
+            std::shared_ptr<const std::string> text = {}) {
     if (done_) return;
     done_ = true;
     if (exchange_) retired_ = std::move(exchange_);
-    page_.OnInclude(fetch_, std::move(object), failure);
+    page_.OnInclude(fetch_, std::move(object), failure, std::move(text));
   }
 
   EsiResponse& page_;
@@ -214,14 +215,14 @@ EsiResponse::EsiResponse(StreamingClient& client, std::shared_ptr<const Runtime>
       keep_alive_(keep_alive),
       pending_(evbuffer_new()),
       sink_(std::make_unique<Sink>(pending_.get())) {
-  AddBody(std::move(page));
-  if (text && text->size() == bodies_[0].object->body_length()) bodies_[0].text = std::move(text);
+  AddBody(std::move(page), std::move(text));
 }
 
 EsiResponse::~EsiResponse() = default;
 
-uintptr_t EsiResponse::AddBody(cache::ObjectRef object) {
+uintptr_t EsiResponse::AddBody(cache::ObjectRef object, std::shared_ptr<const std::string> text) {
   Body& body = bodies_.emplace_back();
+  if (text && text->size() == object->body_length()) body.text = std::move(text);
   body.segments.reserve(object->segments().size());
   body.starts.reserve(object->segments().size());
   uint64_t at = 0;
@@ -292,10 +293,10 @@ void EsiResponse::Start() {
 }
 
 void EsiResponse::OnInclude(const esi::Fetch& fetch, cache::ObjectRef object,
-                            const std::string& failure) {
+                            const std::string& failure, std::shared_ptr<const std::string> text) {
   if (ended_) return;
   if (object && object->status() < 400) {
-    const uintptr_t body = AddBody(std::move(object));
+    const uintptr_t body = AddBody(std::move(object), std::move(text));
     assembly_->Succeed(fetch.id, PlanFor(body, fetch.location));
   } else {
     WorkerMetrics::Add(client_.worker().metrics().esi_include_failures);

@@ -64,7 +64,12 @@ class EsiResponse {
   const std::string& peer_ip() const { return client_.peer_ip(); }
   bool secure() const { return client_.secure(); }
   // Include `fetch` ended: with a response (any status), or without one and `failure` set.
-  void OnInclude(const esi::Fetch& fetch, cache::ObjectRef object, const std::string& failure);
+  // `text`, when given, is the response's identity body (a part rendered for this request): an
+  // identity client gets it instead of the object's segments inflated.
+  void OnInclude(const esi::Fetch& fetch, cache::ObjectRef object, const std::string& failure,
+                 std::shared_ptr<const std::string> text = {});
+  // Whether the client accepts gzip (set by Start).
+  bool gzip() const { return gzip_; }
 
  private:
   struct Body {
@@ -75,7 +80,8 @@ class EsiResponse {
   };
   class Sink;
 
-  uintptr_t AddBody(cache::ObjectRef object);
+  // `text`: the object's identity body, when known (kept only when its length matches).
+  uintptr_t AddBody(cache::ObjectRef object, std::shared_ptr<const std::string> text = {});
   esi::Plan PlanFor(uintptr_t body, const esi::Location& base) const;
   void Pump();
   // Writes one piece to pending_; false when a stored body failed its check.

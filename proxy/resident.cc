@@ -115,7 +115,10 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
       if (r.object && !reuse.empty()) (void)store.Insert(r.object);
       if (r.object && !memo_key.empty()) (void)memo->Insert(r.object);
     }
-    if (r.object && spec.transient && (frame || !gzip)) {
+    // The identity bytes go with the object to the requester: a frame's literal spans are cut
+    // from them, and an identity client (or one whose include this render is) is answered from
+    // them instead of inflating what was just compressed, stored or not.
+    if (r.object && ((spec.transient && frame) || !gzip)) {
       r.text = std::make_shared<const std::string>(std::move(page.body));
     }
     if (!r.object) {

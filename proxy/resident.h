@@ -27,9 +27,10 @@ struct Rendered {
   cache::ObjectRef object;  // status 200: the page (with its template when it is a frame)
   bool stored = false;      // the object is in the store under the fill key
   gitfrag::Refusal refusal = gitfrag::Refusal::kNone;  // why the queue refused it (status 503)
-  // A page made for this request, a frame or any page for a client without gzip: its identity
-  // text, so that such a client is answered from it rather than by inflating the object (which
-  // then holds stored, uncompressed segments).
+  // A frame made for this request, or any page (stored or not) for a client without gzip: its
+  // identity text, so that such a client is answered from it rather than by inflating the object
+  // (a page made for this request then holds stored, uncompressed segments; a stored part was
+  // compressed for the store, and the include of an identity client's frame takes its text).
   std::shared_ptr<const std::string> text;
   // A page whose body is made piece by piece (a snapshot): its headers (Content-Type first) and
   // the stream, for a StreamResponse; `object` is then null. Never stored.
@@ -43,7 +44,7 @@ struct Rendered {
 // they are told the leader is gone, so each tries for itself). `admission` places the render in
 // the render queue (AdmissionFor). When the queue refuses it at once, `done` runs before this
 // returns, with status 503. `gzip`: whether the client accepts gzip (a page made for one request
-// that does not is not compressed). A non-empty `memo_base` (PageMemoBase, for a page made for this
+// that does not is not compressed, and a page for it comes with its text). A non-empty `memo_base` (PageMemoBase, for a page made for this
 // request) keeps the page in the page memo, when it may be kept (page_memo.h).
 //
 // Pre-rendering at the lowest priority (an admin endpoint, `shellac warm`): with a route whose

@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -22,6 +23,7 @@
 
 #include "tests/harness.h"
 
+#include "base/fixed_deflate.h"
 #include "cache/deflate.h"
 #include "cache/freshness.h"
 #include "cache/ghost.h"
@@ -349,21 +351,26 @@ TEST(Deflate, StitchingProperty) {
   EXPECT_EQ(gzip_checked, 30);
 }
 
+// A chain's three calls, for the frame check below: zlib's ChainEncoder, or base::FixedChain.
+struct ChainCalls {
+  std::function<void()> begin;
+  std::function<void(std::string_view, Segment*)> add;
+  std::function<void(std::string_view)> known;
+};
+
 // A frame as page_object makes it: pieces known from elsewhere (compressed alone, level 6), pieces
 // of a chain that refers back across them, stored blocks; stitched with foreign segments between
-// chains, it decodes (zlib, gzip -t and the Inflater) to exactly the text. With zlib's default
-// hash table and with the small one frames use, turn about.
-TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
-  std::mt19937_64 rng(77);
-  ChainEncoder chains[] = {ChainEncoder(1), ChainEncoder(1, ChainEncoder::kShortTextMemLevel)};
+// chains, it decodes (zlib, gzip -t and the Inflater) to exactly the text.
+void CheckFramesOfChain(const std::function<ChainCalls(int iteration)>& chain_for, uint64_t seed) {
+  std::mt19937_64 rng(seed);
   Inflater inflater;
   for (int iteration = 0; iteration < 100; ++iteration) {
-    ChainEncoder& chain = chains[iteration % 2];
+    const ChainCalls chain = chain_for(iteration);
     std::string want;
     std::vector<Segment> parts;
     const int runs = 1 + static_cast<int>(rng() % 3);
     for (int run = 0; run < runs; ++run) {
-      ASSERT_TRUE(chain.Begin().ok());
+      chain.begin();
       const int pieces = 1 + static_cast<int>(rng() % 6);
       for (int p = 0; p < pieces; ++p) {
         const std::string text = DiffLikeText(rng, 1 + rng() % 5000);
@@ -373,12 +380,12 @@ TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
             std::vector<Segment> alone = Encode(text, {.level = 6, .segment_size = 0});
             ASSERT_EQ(alone.size(), 1u);
             parts.push_back(alone[0]);
-            ASSERT_TRUE(chain.Known(text).ok());
+            chain.known(text);
             break;
           }
           case 1: {
             Segment segment;
-            ASSERT_TRUE(chain.Add(text, &segment).ok());
+            chain.add(text, &segment);
             parts.push_back(std::move(segment));
             break;
           }
@@ -389,7 +396,7 @@ TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
             Segment segment;
             ASSERT_TRUE(EncodeStored(big, &segment).ok());
             parts.push_back(std::move(segment));
-            ASSERT_TRUE(chain.Known(big).ok());
+            chain.known(big);
             break;
           }
         }
@@ -414,6 +421,74 @@ TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
     ASSERT_TRUE(inflater.InflateAll(views, identity).ok());
     ASSERT_EQ(identity.out, want);
   }
+}
+
+// zlib's chain, with its default hash table and with the small one, turn about.
+TEST(Deflate, ChainsAcrossKnownSegmentsAndStoredBlocks) {
+  ChainEncoder chains[] = {ChainEncoder(1), ChainEncoder(1, ChainEncoder::kShortTextMemLevel)};
+  CheckFramesOfChain(
+      [&chains](int iteration) {
+        ChainEncoder* chain = &chains[iteration % 2];
+        return ChainCalls{[chain] { ASSERT_TRUE(chain->Begin().ok()); },
+                          [chain](std::string_view text, Segment* out) {
+                            ASSERT_TRUE(chain->Add(text, out).ok());
+                          },
+                          [chain](std::string_view text) { ASSERT_TRUE(chain->Known(text).ok()); }};
+      },
+      77);
+}
+
+// Fixed codes (the transient frames' chain, proxy/page_object.cc): one chain for every frame, its
+// runs growing past the 256 KiB where it trims its text (the 70,000-byte stored pieces).
+TEST(Deflate, FixedChainsAcrossKnownSegmentsAndStoredBlocks) {
+  base::FixedChain chain;
+  CheckFramesOfChain(
+      [&chain](int) {
+        return ChainCalls{[&chain] { chain.Begin(); },
+                          [&chain](std::string_view text, Segment* out) {
+                            chain.Add(text, &out->deflate);
+                            out->crc = Crc(text);
+                            out->length = static_cast<uint32_t>(text.size());
+                          },
+                          [&chain](std::string_view text) { chain.Known(text); }};
+      },
+      78);
+}
+
+// A fixed chain's text refers back to what it was told (a frame's own piece to the chrome before
+// it, 2 KiB apart): a piece repeating a known one costs a few bytes, and one repeating a text of
+// an earlier run (after Begin) costs as much as on its own. Trimming past 256 KiB keeps the last
+// 32 KiB within reach.
+TEST(Deflate, FixedChainRefersBackOnlyWithinItsRun) {
+  std::mt19937_64 rng(5);
+  std::string text(2000, '\0');
+  for (char& c : text) c = static_cast<char>('a' + rng() % 26);
+  base::FixedChain chain;
+  std::string alone, again, after_begin, after_trim;
+  chain.Begin();
+  chain.Add(text, &alone);
+  EXPECT_GT(alone.size(), text.size() / 2);
+  chain.Begin();
+  chain.Known(text);
+  chain.Add(text, &again);
+  EXPECT_LT(again.size(), 40u) << "matches into the text the chain was told";
+  chain.Begin();
+  chain.Add(text, &after_begin);
+  EXPECT_EQ(after_begin, alone) << "nothing of an earlier run is referred to";
+  chain.Known(std::string(300'000, 'q'));
+  chain.Known(text);
+  chain.Add(text, &after_trim);
+  EXPECT_LT(after_trim.size(), 40u);
+  z_stream in{};
+  ASSERT_EQ(inflateInit2(&in, -MAX_WBITS), Z_OK);
+  std::string out(1 << 20, '\0');
+  in.next_in = reinterpret_cast<Bytef*>(alone.data());
+  in.avail_in = static_cast<uInt>(alone.size());
+  in.next_out = reinterpret_cast<Bytef*>(out.data());
+  in.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&in, Z_SYNC_FLUSH), Z_OK);
+  EXPECT_EQ(std::string_view(out).substr(0, out.size() - in.avail_out), text);
+  inflateEnd(&in);
 }
 
 TEST(Deflate, StoredBytesAreBorrowedNotCopied) {

@@ -90,6 +90,21 @@ double Renders(const ShellacProcess& proxy, const std::string& kind, double expe
       "shellac_renders_total", {{"kind", kind}});
 }
 
+// Asks for `target` with gzip or without and expects the answer to be `want` in that coding.
+void ExpectServed(const ShellacProcess& proxy, const std::string& target, bool gzip,
+                  const std::string& want) {
+  SCOPED_TRACE(gzip ? "gzip" : "identity");
+  Response r = HttpGet(proxy.Port(), target, gzip ? "Accept-Encoding: gzip\r\n" : "");
+  ASSERT_EQ(r.status, 200) << r.Describe();
+  if (gzip) {
+    EXPECT_EQ(r.Header("content-encoding"), "gzip");
+    EXPECT_EQ(Gunzip(r.body), want);
+  } else {
+    EXPECT_FALSE(r.Header("content-encoding"));
+    EXPECT_EQ(r.body, want);
+  }
+}
+
 TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   Repos repos;
   ShellacProcess proxy;
@@ -141,15 +156,35 @@ TEST(Resident, WithoutTheStoreAFrameIncludesAFragmentMadeForItsRequest) {
   ASSERT_NE(want.find("five"), std::string::npos) << "the diff is in the assembled page";
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE(round);
-    Response gz = HttpGet(proxy.Port(), target, "Accept-Encoding: gzip\r\n");
-    ASSERT_EQ(gz.status, 200) << gz.Describe();
-    EXPECT_EQ(gz.Header("content-encoding"), "gzip");
-    EXPECT_EQ(Gunzip(gz.body), want);
-    Response identity = HttpGet(proxy.Port(), target);
-    ASSERT_EQ(identity.status, 200) << identity.Describe();
-    EXPECT_EQ(identity.body, want);
+    ExpectServed(proxy, target, /*gzip=*/true, want);
+    ExpectServed(proxy, target, /*gzip=*/false, want);
   }
   EXPECT_EQ(Renders(proxy, "diff-fragment", 4), 4) << "no store: the fragment is rendered each time";
+}
+
+// A frame asked for first by a client without gzip: its part is rendered for that request and
+// the client gets the part's rendered text (not its stored segments inflated); the next client of
+// either kind takes the part from the store. With cache=off the part is made for each request, not
+// compressed for an identity client. Every answer is gitfrag's page.
+TEST(Resident, AnIdentityClientGetsAFramesPartAsRendered) {
+  for (const bool cache : {true, false}) {
+    SCOPED_TRACE(cache ? "cache=on" : "cache=off");
+    Repos repos;
+    ShellacProcess proxy;
+    std::string config = repos.Config();
+    if (!cache) config.replace(config.rfind("cache=on\n"), 9, "cache=off\n");
+    ASSERT_TRUE(proxy.Start(config));
+    for (const std::string& target :
+         {"/base/commit/?id=" + repos.second(), "/base/tree/numbers?id=" + repos.second(),
+          "/base/tree/?id=" + repos.second()}) {
+      SCOPED_TRACE(target);
+      const std::string want = Assembled(proxy, target);
+      ASSERT_EQ(want.find("<esi:"), std::string::npos);
+      ExpectServed(proxy, target, /*gzip=*/false, want);  // cold: the part as rendered
+      ExpectServed(proxy, target, /*gzip=*/true, want);
+      ExpectServed(proxy, target, /*gzip=*/false, want);  // the part from the store
+    }
+  }
 }
 
 // fragment-ttl: a repository-neutral part is kept that long, then rendered again on the next

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "conf/config.h"
-#include "gitfrag/fixed_deflate.h"
+#include "base/fixed_deflate.h"
 #include "gitfrag/gitfrag.h"
 #include "tests/harness.h"
 
@@ -498,7 +498,7 @@ TEST(FixedDeflate, RunsDecodeAnywhereInAStream) {
   ASSERT_EQ(deflateInit2(&other, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
   for (size_t i = 0; i < runs.size(); ++i) {
     SCOPED_TRACE(i);
-    DeflateFixed(runs[i], /*final=*/false, &stream);
+    base::DeflateFixed(runs[i], /*final=*/false, &stream);
     expected += runs[i];
     // Another compressor's piece between runs, made from the run before (a fresh stream each:
     // what a blob's first piece is), so a run that referred back would decode other bytes.
@@ -515,7 +515,7 @@ TEST(FixedDeflate, RunsDecodeAnywhereInAStream) {
     expected += piece;
   }
   deflateEnd(&other);
-  DeflateFixed(header, /*final=*/true, &stream);
+  base::DeflateFixed(header, /*final=*/true, &stream);
   expected += header;
 
   z_stream in{};
@@ -532,7 +532,7 @@ TEST(FixedDeflate, RunsDecodeAnywhereInAStream) {
   EXPECT_TRUE(out == expected) << out.size() << " bytes, expected " << expected.size();
   // A run of zeros costs little: the trailer's 10 KiB, a match per 258 bytes (under 128 bytes).
   std::string trailer;
-  DeflateFixed(std::string(10240, '\0'), /*final=*/false, &trailer);
+  base::DeflateFixed(std::string(10240, '\0'), /*final=*/false, &trailer);
   EXPECT_LT(trailer.size(), 128u);
 }
 

@@ -1,4 +1,4 @@
-#include "gitfrag/fixed_deflate.h"
+#include "base/fixed_deflate.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-namespace shellac::gitfrag {
+namespace shellac::base {
 
 namespace {
 
@@ -105,44 +105,52 @@ uint64_t Load64(const unsigned char* p) {
 
 constexpr uint32_t kHashBits = 11;
 constexpr size_t kMaxDistance = 32768, kMaxLength = 258, kMinLength = 4;
+// FixedChain keeps at least this much of a run's text, and trims it once it passes kRunLimit.
+constexpr size_t kRunLimit = 256 << 10;
 
-// A thread's match finder, kept from run to run so that a run clears nothing: a slot holds
-// `base` + a position + 1 of the run that wrote it, and a run's base is past every earlier run's
-// entries, so theirs read as empty.
-struct Finder {
+uint32_t HashOf(uint32_t v) { return (v * 2654435761u) >> (32 - kHashBits); }
+
+}  // namespace
+
+// A match finder kept from run to run so that a run clears nothing: a slot holds `base` + a
+// position + 1 of the run that wrote it, and a run's base is past every earlier run's entries, so
+// theirs read as empty.
+struct FixedChain::Finder {
   uint32_t slots[1u << kHashBits] = {};
   uint32_t base = 0;
   std::unique_ptr<char[]> out;  // the bits, before they are appended (a grown string is zeroed)
   size_t out_size = 0;
+
+  // Room for `n` more positions in this run (`used` so far): the slots start afresh when the
+  // positions would wrap.
+  void Reserve(size_t used, size_t n) {
+    if (used + n < UINT32_MAX - 1 - base) return;
+    std::fill(std::begin(slots), std::end(slots), 0);
+    base = 0;
+  }
+  void Enter(const unsigned char* p, size_t at) { slots[HashOf(Load32(p + at))] = base + static_cast<uint32_t>(at) + 1; }
+
+  // Appends p[begin, n) as one fixed-code block (then an empty stored block unless `final`),
+  // its matches reaching back to any position of p entered in this run (and before `begin`).
+  void Encode(const unsigned char* p, size_t begin, size_t n, bool final, std::string* sink);
 };
-thread_local Finder finder;
 
-}  // namespace
-
-void DeflateFixed(std::string_view in, bool final, std::string* out) {
-  Finder& f = finder;
-  const size_t n = in.size();
+void FixedChain::Finder::Encode(const unsigned char* p, size_t begin, size_t n, bool final,
+                                std::string* sink) {
   // At most 9 bits a byte, the block's header and end, an empty stored block.
-  const size_t bound = n + n / 8 + 16;
-  if (f.out_size < bound) {
-    f.out_size = std::max(bound, size_t{64} << 10);
-    f.out = std::make_unique_for_overwrite<char[]>(f.out_size);
+  const size_t bound = (n - begin) + (n - begin) / 8 + 16;
+  if (out_size < bound) {
+    out_size = std::max(bound, size_t{64} << 10);
+    out = std::make_unique_for_overwrite<char[]>(out_size);
   }
-  if (n >= UINT32_MAX - 1 - f.base) {  // positions would wrap: start the slots afresh
-    std::fill(std::begin(f.slots), std::end(f.slots), 0);
-    f.base = 0;
-  }
-  const uint32_t base = f.base;
-  f.base = base + static_cast<uint32_t>(n) + 1;
-  BitWriter bits(f.out.get());
+  BitWriter bits(out.get());
   bits.Put({final ? 3u : 2u, 3});  // BFINAL, BTYPE 01: fixed codes
-  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  size_t i = 0;
+  size_t i = begin;
   while (i + kMinLength <= n) {
     const uint32_t v = Load32(p + i);
-    const uint32_t h = (v * 2654435761u) >> (32 - kHashBits);
-    const uint32_t entry = f.slots[h];
-    f.slots[h] = base + static_cast<uint32_t>(i) + 1;
+    const uint32_t h = HashOf(v);
+    const uint32_t entry = slots[h];
+    slots[h] = base + static_cast<uint32_t>(i) + 1;
     const size_t from = entry > base ? entry - base - 1 : i;
     if (from < i && i - from <= kMaxDistance && Load32(p + from) == v) {
       const size_t max = std::min(kMaxLength, n - i);
@@ -176,7 +184,57 @@ void DeflateFixed(std::string_view in, bool final, std::string* out) {
     std::memcpy(end, "\x00\x00\xff\xff", 4);  // ... LEN 0, NLEN
     end += 4;
   }
-  out->append(f.out.get(), static_cast<size_t>(end - f.out.get()));
+  sink->append(out.get(), static_cast<size_t>(end - out.get()));
 }
 
-}  // namespace shellac::gitfrag
+namespace {
+thread_local FixedChain::Finder finder;
+}  // namespace
+
+void DeflateFixed(std::string_view in, bool final, std::string* out) {
+  FixedChain::Finder& f = finder;
+  f.Reserve(0, in.size());
+  f.Encode(reinterpret_cast<const unsigned char*>(in.data()), 0, in.size(), final, out);
+  f.base += static_cast<uint32_t>(in.size()) + 1;  // the next run's entries start past these
+}
+
+FixedChain::FixedChain() : finder_(std::make_unique<Finder>()) {}
+FixedChain::~FixedChain() = default;
+
+void FixedChain::Begin() {
+  finder_->base += static_cast<uint32_t>(run_.size()) + 1;
+  run_.clear();
+  hashed_ = 0;
+}
+
+void FixedChain::Hash(size_t end) {
+  const size_t stop = std::min(end, run_.size() >= kMinLength ? run_.size() - kMinLength + 1 : 0);
+  const auto* p = reinterpret_cast<const unsigned char*>(run_.data());
+  for (; hashed_ < stop; ++hashed_) finder_->Enter(p, hashed_);
+}
+
+void FixedChain::Add(std::string_view text, std::string* out) {
+  Known(text);
+  const size_t begin = run_.size() - text.size();
+  Hash(begin);  // the run's positions before `text`, entered only now that a text may use them
+  const auto* p = reinterpret_cast<const unsigned char*>(run_.data());
+  finder_->Encode(p, begin, run_.size(), /*final=*/false, out);
+  // Encode entered (or matched over) every position of `text` that has 4 bytes after it.
+  hashed_ = std::max(hashed_, run_.size() >= kMinLength ? run_.size() - kMinLength + 1 : 0);
+}
+
+void FixedChain::Known(std::string_view text) {
+  if (run_.size() + text.size() > kRunLimit) {
+    // Keep the last 32 KiB: positions move down by `drop`, and so does the base, so the entries
+    // of kept positions stay right and those of dropped ones read as empty.
+    const size_t drop = run_.size() > kMaxDistance ? run_.size() - kMaxDistance : 0;
+    run_.erase(0, drop);
+    finder_->base += static_cast<uint32_t>(drop);
+    hashed_ = hashed_ > drop ? hashed_ - drop : 0;
+  }
+  finder_->Reserve(run_.size(), text.size());
+  run_.append(text);
+  // Entered by the next Add, and only the last 32 KiB: no text may refer further back.
+  if (run_.size() > kMaxDistance) hashed_ = std::max(hashed_, run_.size() - kMaxDistance);
+}
+}  // namespace shellac::base
