@@ -562,17 +562,38 @@ Page RenderBlob(const PageContext& ctx) {
     return page;
   }
   out.Raw("<table summary='blob content' class='blob'>\n<tr><td class='linenumbers'><pre>");
-  // One number per line; a last newline starts no line of its own.
+  // One number per line; a last newline starts no line of its own. The number is kept in decimal
+  // and counted up in place, and each line's anchor is written in one copy.
   if (!bytes.empty()) {
-    uint64_t line = 0;
+    char digits[24];
+    size_t start = sizeof digits - 1;
+    digits[start] = '0';
     auto number = [&] {
-      ++line;
-      out.Raw("<a id='n").Number(line).Raw("' href='#n").Number(line).Raw("'>");
-      out.Number(line).Raw("</a>\n");
+      size_t i = sizeof digits - 1;
+      while (digits[i] == '9') {
+        digits[i] = '0';
+        if (i == start) digits[--start] = '0';
+        --i;
+      }
+      ++digits[i];
+      const std::string_view n(digits + start, sizeof digits - start);
+      char anchor[128];
+      size_t used = 0;
+      for (const std::string_view part : {std::string_view("<a id='n"), n,
+                                          std::string_view("' href='#n"), n,
+                                          std::string_view("'>"), n, std::string_view("</a>\n")}) {
+        std::memcpy(anchor + used, part.data(), part.size());
+        used += part.size();
+      }
+      out.Raw(std::string_view(anchor, used));
     };
     number();
-    for (size_t i = 0; i + 1 < bytes.size(); ++i)
-      if (bytes[i] == '\n') number();
+    const char* const last = bytes.data() + bytes.size() - 1;
+    for (const char* p = bytes.data();
+         (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(last - p)))) !=
+         nullptr;
+         ++p)
+      number();
   }
   out.Raw("</pre></td>\n");
   if (!ctx.repo.source_filter.empty()) {
