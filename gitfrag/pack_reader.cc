@@ -4,6 +4,7 @@
 #include <git2/sys/odb_backend.h>
 #include <libdeflate.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +31,8 @@ constexpr size_t kMaxChain = 10000;
 // DEFLATE makes at most ~1032 bytes of one: a header that promises more than that of the bytes
 // left in the pack lies, and is refused before anything is allocated for it.
 constexpr uint64_t kMaxInflateRatio = 1032;
+// A delta begins with two sizes of at most ten bytes each (64 bits, seven a byte).
+constexpr size_t kDeltaSizesBytes = 20;
 
 // A delta's size (little-endian groups of 7 bits): false past the delta's end or 64 bits.
 bool DeltaSize(std::string_view delta, size_t* pos, uint64_t* size) {
@@ -181,6 +184,17 @@ struct PackReader::State {
   // A delta's inflated ops, reused (grown, never cleared).
   std::unique_ptr<char[]> delta;
   size_t delta_capacity = 0;
+  // The stream that inflates the first bytes of a delta (HeaderAt), reset for each.
+  struct PrefixStream {
+    z_stream z{};
+    bool ready = false;
+    PrefixStream() = default;
+    PrefixStream(const PrefixStream&) = delete;
+    PrefixStream& operator=(const PrefixStream&) = delete;
+    ~PrefixStream() {
+      if (ready) inflateEnd(&z);
+    }
+  } prefix;
 
   // The base cache: most recently used first.
   struct Cached {
@@ -201,6 +215,10 @@ struct PackReader::State {
   // result size its own ops begin with (only the delta's ops inflated, no base read).
   Status HeaderAt(const Pack& pack, uint64_t offset, git_object_t* type, uint64_t* size,
                   std::string* error);
+  // Inflates the first `want` bytes of the zlib stream at `at` into `out`; *got: how many there
+  // were (fewer when the stream is shorter). False with *error when the stream is corrupt there.
+  bool InflatePrefix(const Pack& pack, uint64_t at, size_t want, char* out, size_t* got,
+                     std::string* error);
   // The entry header at `offset`, the `depth`th of a delta chain (`rest`: the pack from the entry
   // on): false with *error for a chain too long, an offset outside the pack or a bad header.
   bool EntryAt(const Pack& pack, uint64_t offset, size_t depth, PackEntryHeader* entry,
@@ -333,6 +351,34 @@ bool PackReader::State::Inflate(const Pack& pack, uint64_t at, uint64_t size, ch
   return true;
 }
 
+bool PackReader::State::InflatePrefix(const Pack& pack, uint64_t at, size_t want, char* out,
+                                      size_t* got, std::string* error) {
+  const std::string_view bytes = pack.pack_file->bytes();
+  const uint64_t left = bytes.size() - kPackTrailer - at;  // Fits checked `at`
+  z_stream& z = prefix.z;
+  if (!prefix.ready) {
+    if (inflateInit(&z) != Z_OK) {
+      *error = "zlib: cannot start an inflate";
+      return false;
+    }
+    prefix.ready = true;
+  } else if (inflateReset(&z) != Z_OK) {
+    *error = "zlib: cannot reset an inflate";
+    return false;
+  }
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + at));
+  z.avail_in = static_cast<uInt>(std::min<uint64_t>(left, UINT_MAX));
+  z.next_out = reinterpret_cast<Bytef*>(out);
+  z.avail_out = static_cast<uInt>(want);
+  const int rc = inflate(&z, Z_SYNC_FLUSH);
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+    *error = "pack: entry data corrupt";
+    return false;
+  }
+  *got = want - z.avail_out;
+  return true;
+}
+
 bool PackReader::State::EntryAt(const Pack& pack, uint64_t offset, size_t depth,
                                 PackEntryHeader* entry, std::string_view* rest,
                                 std::string* error) const {
@@ -414,14 +460,16 @@ PackReader::Status PackReader::State::HeaderAt(const Pack& pack, uint64_t offset
         status != Status::kFound)
       return status;
     if (!result_size) {
-      // The delta's ops begin with its base's size and its result's.
+      // The delta's ops begin with its base's size and its result's: only their bytes are
+      // inflated (as git's get_size_from_delta), not the whole delta.
       if (!Fits(pack, offset + pos, entry.size, error)) return Status::kFailed;
-      if (entry.size > delta_capacity) {
-        delta_capacity = static_cast<size_t>(entry.size);
-        delta = std::make_unique_for_overwrite<char[]>(delta_capacity);
-      }
-      if (!Inflate(pack, offset + pos, entry.size, delta.get(), error)) return Status::kFailed;
-      const std::string_view ops(delta.get(), static_cast<size_t>(entry.size));
+      char head[kDeltaSizesBytes];
+      size_t got = 0;
+      if (!InflatePrefix(pack, offset + pos,
+                         static_cast<size_t>(std::min<uint64_t>(entry.size, sizeof head)), head,
+                         &got, error))
+        return Status::kFailed;
+      const std::string_view ops(head, got);
       size_t at = 0;
       uint64_t base_size = 0, target = 0;
       if (!DeltaSize(ops, &at, &base_size) || !DeltaSize(ops, &at, &target)) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/text.h"
+#include "gitfrag/commit_graph.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
@@ -224,6 +225,23 @@ std::optional<git_oid> CommitBlob(git_object* object, const std::string& path) {
   return *git_tree_entry_id(entry.get());
 }
 
+// CommitBlob's answer for the commit `tip` without libgit2's parse of the commit or its root
+// tree: the tree's id from the commit-graph (GraphTree), the path's entry from raw trees
+// (RawObjects). None when the graph does not give the tree or a tree cannot be read: the caller
+// asks libgit2.
+std::optional<std::optional<git_oid>> GraphCommitBlob(git_repository* repo, const git_oid& tip,
+                                                      const std::string& path) {
+  const std::optional<git_oid> root = GraphTree(repo, tip);
+  if (!root) return std::nullopt;
+  RawObjects objects(repo);
+  const TreeEntry entry = objects.PathEntry(*root, path);
+  if (objects.incomplete()) return std::nullopt;
+  // A blob as git_tree_entry_type tells it: neither a folder nor a submodule.
+  const uint32_t kind = entry.mode & 0170000;
+  if (!entry.present || kind == 0040000 || kind == 0160000) return std::optional<git_oid>();
+  return std::optional<git_oid>(entry.id);
+}
+
 // CommitBlob's answers for branch tips: a commit id fixes its tree, so an answer holds in every
 // repository (every fork) and needs no invalidation (a branch that moves asks for its new tip).
 // Keyed by the tip's raw id and the path.
@@ -247,6 +265,18 @@ bool HasRef(const RefIndex& refs, std::string_view name) {
 }
 
 }  // namespace
+
+std::optional<git_oid> GraphTree(git_repository* repo, const git_oid& commit) {
+  const std::shared_ptr<const CommitGraph> graph = CommitGraph::ForRepository(repo);
+  if (!graph) return std::nullopt;
+  const uint32_t pos = graph->Find(commit);
+  git_odb* raw_odb = nullptr;
+  if (pos == CommitGraph::kNoPosition || git_repository_odb(&raw_odb, repo) != 0)
+    return std::nullopt;
+  const OdbPtr odb(raw_odb);
+  if (!git_odb_exists(odb.get(), &commit)) return std::nullopt;
+  return graph->Tree(pos);
+}
 
 std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name) {
   const RefIndex& refs = ctx.lease.refs();
@@ -293,6 +323,15 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx) {
       if (const auto known = ReadmeMemo().Find(ReadmeKey(*tip, readme.file))) {
         if (!*known) continue;
         if (blob_is_read) readme.blob = **known;
+        return readme;
+      }
+    }
+    if (tip) {
+      if (const std::optional<std::optional<git_oid>> found =
+              GraphCommitBlob(ctx.lease.repo(), *tip, readme.file)) {
+        ReadmeMemo().Add(ReadmeKey(*tip, readme.file), *found);
+        if (!*found) continue;
+        if (blob_is_read) readme.blob = **found;
         return readme;
       }
     }

@@ -77,6 +77,11 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
 // libgit2's lookups of the ref files.
 std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name);
 
+// The root tree of the commit `commit` from the repository's commit-graph, with no commit read;
+// none when the graph does not list it or the object database lacks it (a graph can outlive a
+// pruned commit).
+std::optional<git_oid> GraphTree(git_repository* repo, const git_oid& commit);
+
 // The object a user-given id names (full or short SHA, ref name; revision syntax refused). Null
 // with *status (404, 400 ambiguous) and *reason on failure.
 ObjectPtr ResolveObject(git_repository* repo, const std::string& spec, int* status,

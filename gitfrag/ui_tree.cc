@@ -129,6 +129,32 @@ size_t ObjectSize(git_odb* odb, const git_oid& oid) {
   return size;
 }
 
+// The commit the route names and its root tree: a full id's tree from the commit-graph
+// (GraphTree), with no commit read; anything else resolved as a revision. False with *error when
+// it does not resolve.
+bool CommitAndTree(const PageContext& ctx, git_oid* commit, git_oid* tree, Page* error) {
+  const Route& r = ctx.route;
+  git_repository* repo = ctx.lease.repo();
+  git_oid id;
+  if (IsFullSha(r.id) && git_oid_fromstrn(&id, r.id.data(), r.id.size()) == 0) {
+    if (const std::optional<git_oid> root = GraphTree(repo, id)) {
+      *commit = id;
+      *tree = *root;
+      return true;
+    }
+  }
+  int status = 200;
+  std::string reason;
+  const CommitPtr resolved = ResolveCommit(repo, r.id, r.head, &status, &reason);
+  if (!resolved) {
+    *error = ErrorPage(status, reason);
+    return false;
+  }
+  *commit = *git_commit_id(resolved.get());
+  *tree = *git_commit_tree_id(resolved.get());
+  return true;
+}
+
 // False with *error set when the commit or path does not resolve.
 bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   const Route& r = ctx.route;
@@ -137,14 +163,9 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     *error = ErrorPage(404, "bad path: it climbs out of the tree or has an empty segment");
     return false;
   }
-  int status = 200;
-  std::string reason;
-  const CommitPtr commit = ResolveCommit(repo, r.id, r.head, &status, &reason);
-  if (!commit) {
-    *error = ErrorPage(status, reason);
-    return false;
-  }
-  std::string key(reinterpret_cast<const char*>(git_commit_id(commit.get())->id), GIT_OID_RAWSZ);
+  git_oid commit_id, root_id;
+  if (!CommitAndTree(ctx, &commit_id, &root_id, error)) return false;
+  std::string key(reinterpret_cast<const char*>(commit_id.id), GIT_OID_RAWSZ);
   key += r.path;
   // Remembered: the commit is in this repository (resolved above), so its tree and what the path
   // names are too.
@@ -166,7 +187,6 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
   // The path's entry from raw trees (the pack reader's, each tree's entry for a name remembered
   // by RawObjects): no tree parsed on the way. A tree it cannot read leaves the walk to libgit2,
   // which gives its own answer (and error).
-  const git_oid root_id = *git_commit_tree_id(commit.get());
   RawObjects objects(repo);
   const TreeEntry raw_entry = r.path.empty() ? TreeEntry{} : objects.PathEntry(root_id, r.path);
   if (!r.path.empty() && !objects.incomplete()) {
@@ -178,7 +198,7 @@ bool ResolvePath(const PageContext& ctx, Resolved* out, Page* error) {
     out->oid = raw_entry.id;
   } else {
     git_tree* raw_tree = nullptr;
-    if (git_commit_tree(&raw_tree, commit.get()) != 0) {
+    if (git_tree_lookup(&raw_tree, repo, &root_id) != 0) {
       *error = ErrorPage(404, "the commit's tree cannot be read");
       return false;
     }
@@ -542,17 +562,38 @@ Page RenderBlob(const PageContext& ctx) {
     return page;
   }
   out.Raw("<table summary='blob content' class='blob'>\n<tr><td class='linenumbers'><pre>");
-  // One number per line; a last newline starts no line of its own.
+  // One number per line; a last newline starts no line of its own. The number is kept in decimal
+  // and counted up in place, and each line's anchor is written in one copy.
   if (!bytes.empty()) {
-    uint64_t line = 0;
+    char digits[24];
+    size_t start = sizeof digits - 1;
+    digits[start] = '0';
     auto number = [&] {
-      ++line;
-      out.Raw("<a id='n").Number(line).Raw("' href='#n").Number(line).Raw("'>");
-      out.Number(line).Raw("</a>\n");
+      size_t i = sizeof digits - 1;
+      while (digits[i] == '9') {
+        digits[i] = '0';
+        if (i == start) digits[--start] = '0';
+        --i;
+      }
+      ++digits[i];
+      const std::string_view n(digits + start, sizeof digits - start);
+      char anchor[128];
+      size_t used = 0;
+      for (const std::string_view part : {std::string_view("<a id='n"), n,
+                                          std::string_view("' href='#n"), n,
+                                          std::string_view("'>"), n, std::string_view("</a>\n")}) {
+        std::memcpy(anchor + used, part.data(), part.size());
+        used += part.size();
+      }
+      out.Raw(std::string_view(anchor, used));
     };
     number();
-    for (size_t i = 0; i + 1 < bytes.size(); ++i)
-      if (bytes[i] == '\n') number();
+    const char* const last = bytes.data() + bytes.size() - 1;
+    for (const char* p = bytes.data();
+         (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(last - p)))) !=
+         nullptr;
+         ++p)
+      number();
   }
   out.Raw("</pre></td>\n");
   if (!ctx.repo.source_filter.empty()) {

@@ -1086,12 +1086,14 @@ git tag -a v1 -m v1 HEAD~3
     return c;
   }
   // cgit's body for PATH_INFO (decoded) + QUERY_STRING, with max-commit-count=4.
-  std::string Cgit(const std::string& path_info, const std::string& query,
-                   bool counts = false) const {
+  // `repo_lines`: more of the repository's cgitrc lines.
+  std::string Cgit(const std::string& path_info, const std::string& query, bool counts = false,
+                   const std::string& repo_lines = "") const {
     const std::string rc = dir_.File("cgitrc");
     std::ofstream(rc) << "virtual-root=/\nmax-commit-count=4\n"
                       << (counts ? "enable-log-filecount=1\nenable-log-linecount=1\n" : "")
-                      << "repo.url=fix\nrepo.path=" << bare_ << "\n";
+                      << "repo.url=fix\nrepo.path=" << bare_ << "\n"
+                      << repo_lines;
     return CgiBody(RunCgit(rc, path_info, query));
   }
 
@@ -1277,6 +1279,54 @@ TEST(DateWalkPath, NestedPathsEqualGitLog) {
       const bool never = std::string(path) == "no/such/path" || std::string(path) == "a/b/c/f/x";
       EXPECT_NE(never, !want.empty()) << "the fixture has the path";
     }
+  }
+}
+
+// Tree and plain pages named by a full commit id take its root tree from the commit-graph when
+// there is one, and the readme (the about page, every page's about tab) is found from the branch
+// tip's: the same pages as cgit's with a graph, a split chain or none. An annotated tag's id and a
+// branch name are resolved as revisions, as before.
+TEST_P(GitfragHistory, TreePlainAndAboutEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  conf::Config config = fx.Config();
+  config.repositories[0].readme = {":keep"};
+  Site site(config);
+  const std::string readme = "repo.readme=:keep\n";
+  for (const std::string& id : {fx.Rev("master"), fx.Rev("side"), fx.Rev("master~7"),
+                                fx.Rev("v1"), std::string("side")}) {
+    for (const auto& [ours, theirs] :
+         {std::pair<std::string, std::string>{"/fix/tree/", "/fix/tree/"},
+          {"/fix/tree/%3Ci%3Ed", "/fix/tree/<i>d"},
+          {"/fix/tree/keep", "/fix/tree/keep"},
+          {"/fix/plain/keep", "/fix/plain/keep"}}) {
+      const std::string query = "id=" + id;
+      SCOPED_TRACE(ours + "?" + query);
+      const Page page = site.RenderAssembled(MustMatch(site, ours, query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      const std::string theirs_html = fx.Cgit(theirs, query, false, readme);
+      if (ours.starts_with("/fix/plain/")) {
+        EXPECT_EQ(page.body, theirs_html);
+        continue;
+      }
+      const std::string ours_text = VisibleText(page.body);
+      const std::string theirs_text = VisibleText(theirs_html);
+      EXPECT_EQ(ours_text, theirs_text) << FirstDifference(ours_text, theirs_text);
+      ExpectSameLinks(LinksAndClasses(page.body, ours), LinksAndClasses(theirs_html, ours), ours,
+                      query);
+    }
+  }
+  for (const std::string query : {"", "h=side", "h=master"}) {
+    SCOPED_TRACE("/fix/about/?" + query);
+    const Page page = site.RenderAssembled(MustMatch(site, "/fix/about/", query));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    const std::string theirs_html = fx.Cgit("/fix/about/", query, false, readme);
+    const std::string ours_text = VisibleText(page.body);
+    const std::string theirs_text = VisibleText(theirs_html);
+    EXPECT_EQ(ours_text, theirs_text) << FirstDifference(ours_text, theirs_text);
+    // The branch's own readme: side's `keep` is "a b", master's ends in "b c".
+    EXPECT_NE(page.body.find(query == "h=side" ? "<div id='summary'>a\nb\n</div>"
+                                               : "<div id='summary'>z\na\nb\nc\n</div>"),
+              std::string::npos);
   }
 }
 
