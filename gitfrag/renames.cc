@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "gitfrag/git.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 
@@ -105,11 +106,17 @@ bool Matcher::Size(Side& s, size_t* size) {
 
 bool Matcher::Hashes(Side& s, const std::vector<std::pair<uint32_t, uint32_t>>** hashes) {
   if (!s.hashes) {
-    git_blob* raw = nullptr;
-    if (git_blob_lookup(&raw, repo_, &s.id) != 0) return false;
-    const BlobPtr blob(raw);
-    s.hashes = SpanHashes(std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
-                                           static_cast<size_t>(git_blob_rawsize(raw))));
+    // Through the thread's pack reader, its bytes as they are (libgit2's blob would copy them);
+    // what it does not have through libgit2.
+    if (const ObjectBytes packed = ReadPacked(repo_, s.id, GIT_OBJECT_BLOB)) {
+      s.hashes = SpanHashes(packed.view());
+    } else {
+      git_blob* raw = nullptr;
+      if (git_blob_lookup(&raw, repo_, &s.id) != 0) return false;
+      const BlobPtr blob(raw);
+      s.hashes = SpanHashes(std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
+                                             static_cast<size_t>(git_blob_rawsize(raw))));
+    }
   }
   *hashes = &*s.hashes;
   return true;
@@ -302,7 +309,10 @@ std::string_view Basename(std::string_view path) {
 std::vector<std::pair<uint32_t, uint32_t>> SpanHashes(std::string_view bytes) {
   constexpr uint32_t kHashBase = 107927;
   const bool text = !LooksBinary(bytes);
-  std::unordered_map<uint32_t, uint32_t> counts;
+  // Every chunk's (hash, bytes), then sorted and each hash's bytes summed: a blob has a chunk a
+  // line, and sorting them costs a fraction of a hash table's node per chunk.
+  std::vector<std::pair<uint32_t, uint32_t>> spans;
+  spans.reserve(bytes.size() / 32 + 1);
   uint32_t accum1 = 0, accum2 = 0, n = 0;
   for (size_t i = 0; i < bytes.size(); ++i) {
     const uint32_t c = static_cast<unsigned char>(bytes[i]);
@@ -312,13 +322,20 @@ std::vector<std::pair<uint32_t, uint32_t>> SpanHashes(std::string_view bytes) {
     accum2 = (accum2 << 7) ^ (old1 >> 25);
     accum1 += c;
     if (++n < 64 && c != '\n') continue;
-    counts[(accum1 + accum2 * 0x61) % kHashBase] += n;
+    spans.emplace_back((accum1 + accum2 * 0x61) % kHashBase, n);
     n = 0;
     accum1 = accum2 = 0;
   }
-  std::vector<std::pair<uint32_t, uint32_t>> sorted(counts.begin(), counts.end());
-  std::sort(sorted.begin(), sorted.end());
-  return sorted;
+  std::sort(spans.begin(), spans.end());
+  size_t kept = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (kept > 0 && spans[kept - 1].first == spans[i].first)
+      spans[kept - 1].second += spans[i].second;
+    else
+      spans[kept++] = spans[i];
+  }
+  spans.resize(kept);
+  return spans;
 }
 
 bool SizesCanReach(size_t src_size, size_t dst_size, int minimum) {

@@ -1,5 +1,7 @@
 #include "gitfrag/tree_diff.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "gitfrag/git.h"
@@ -38,25 +40,110 @@ void EntriesOf(const git_tree* tree, std::vector<Entry>* out) {
   }
 }
 
-// A raw tree's entries ("MODE NAME\0" and the id's bytes each), where libgit2's parser
-// (git_tree__parse_raw) would read the same: false for anything else git does not write (a mode
-// of more than six octal digits or over 0xFFFF, no space after it, an empty or unterminated name
-// or one over 65,535 bytes, a short id), which is then left to that parser.
+// The raw tree entry at `p` ("MODE NAME\0" and the id's bytes) into *e and the byte after it, where
+// libgit2's parser (git_tree__parse_raw) would read the same: null for anything else git does not
+// write (a mode of more than six octal digits or over 0xFFFF, no space after it, an empty or
+// unterminated name or one over 65,535 bytes, a short id), which is then left to that parser.
+const char* NextEntry(const char* p, const char* end, Entry* e) {
+  uint32_t mode = 0;
+  const char* m = p;
+  while (m < end && m - p < 6 && *m >= '0' && *m <= '7') mode = mode * 8 + (*m++ - '0');
+  if (m == p || m == end || *m != ' ' || mode > 0xFFFF) return nullptr;
+  const char* const name = m + 1;
+  const auto* nul = static_cast<const char*>(std::memchr(name, '\0', end - name));
+  if (nul == nullptr || nul == name || nul - name > 0xFFFF || end - nul - 1 < GIT_OID_RAWSZ)
+    return nullptr;
+  *e = Entry{CanonicalMode(mode), std::string_view(name, nul - name),
+             reinterpret_cast<const unsigned char*>(nul + 1)};
+  return nul + 1 + GIT_OID_RAWSZ;
+}
+
+// A raw tree's entries (NextEntry each): false when one is not what git writes.
 bool ScanEntries(std::string_view raw, std::vector<Entry>* out) {
   const char* p = raw.data();
   const char* const end = p + raw.size();
   while (p < end) {
-    uint32_t mode = 0;
-    const char* m = p;
-    while (m < end && m - p < 6 && *m >= '0' && *m <= '7') mode = mode * 8 + (*m++ - '0');
-    if (m == p || m == end || *m != ' ' || mode > 0xFFFF) return false;
-    const char* const name = m + 1;
-    const auto* nul = static_cast<const char*>(std::memchr(name, '\0', end - name));
-    if (nul == nullptr || nul == name || nul - name > 0xFFFF || end - nul - 1 < GIT_OID_RAWSZ)
-      return false;
-    out->push_back(Entry{CanonicalMode(mode), std::string_view(name, nul - name),
-                         reinterpret_cast<const unsigned char*>(nul + 1)});
-    p = nul + 1 + GIT_OID_RAWSZ;
+    Entry e;
+    p = NextEntry(p, end, &e);
+    if (p == nullptr) return false;
+    out->push_back(e);
+  }
+  return true;
+}
+
+// How many bytes `a` and `b` begin with alike, compared a word at a time.
+size_t CommonHead(std::string_view a, std::string_view b) {
+  const size_t shorter = std::min(a.size(), b.size());
+  size_t n = 0;
+  for (; n + 8 <= shorter; n += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + n, 8);
+    std::memcpy(&y, b.data() + n, 8);
+    if (x != y) break;
+  }
+  while (n < shorter && a[n] == b[n]) ++n;
+  return n;
+}
+
+// How many bytes `a` and `b` end with alike.
+size_t CommonTail(std::string_view a, std::string_view b) {
+  const size_t shorter = std::min(a.size(), b.size());
+  const char* const a_end = a.data() + a.size();
+  const char* const b_end = b.data() + b.size();
+  size_t n = 0;
+  for (; n + 8 <= shorter; n += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a_end - n - 8, 8);
+    std::memcpy(&y, b_end - n - 8, 8);
+    if (x != y) break;
+  }
+  while (n < shorter && a_end[-1 - static_cast<std::ptrdiff_t>(n)] ==
+                            b_end[-1 - static_cast<std::ptrdiff_t>(n)])
+    ++n;
+  return n;
+}
+
+// Two raw trees' entries where their bytes differ: the entries both begin with (byte-identical,
+// so equal) and both end with are left out, as the walk would pass over them as unchanged.
+// Trees that change one file in a folder of hundreds differ in one entry, and only the bytes
+// between the common head and tail are split into entries on both sides; the rest of `a` is
+// still scanned (no entries kept) so that a tree ScanEntries refuses is refused here too (false:
+// the caller scans both whole). In git's order (a tree out of order, which git never writes,
+// may pair differently from the whole lists).
+bool ScanDiffering(std::string_view a, std::string_view b, std::vector<Entry>* ea,
+                   std::vector<Entry>* eb) {
+  const size_t head = CommonHead(a, b), tail = CommonTail(a, b);
+  const char* const a_end = a.data() + a.size();
+  const char* const b_end = b.data() + b.size();
+  // The entries that end within the common head: the same on both sides.
+  const char* i = a.data();
+  Entry e;
+  while (i < a_end) {
+    const char* next = NextEntry(i, a_end, &e);
+    if (next == nullptr) return false;
+    if (static_cast<size_t>(next - a.data()) > head) break;
+    i = next;
+  }
+  const char* j = b.data() + (i - a.data());
+  // Each side split in turn, the one with more bytes left first, until both are at an entry's
+  // start with as many bytes left, and those bytes are within the common tail.
+  while (true) {
+    const size_t left_a = static_cast<size_t>(a_end - i), left_b = static_cast<size_t>(b_end - j);
+    if (left_a == left_b && left_a <= tail) break;
+    if (left_a >= left_b) {
+      i = NextEntry(i, a_end, &e);
+      if (i == nullptr) return false;
+      ea->push_back(e);
+    }
+    if (left_b >= left_a) {
+      j = NextEntry(j, b_end, &e);
+      if (j == nullptr) return false;
+      eb->push_back(e);
+    }
+  }
+  while (i < a_end) {
+    i = NextEntry(i, a_end, &e);
+    if (i == nullptr) return false;
   }
   return true;
 }
@@ -119,6 +206,22 @@ class Walker {
     return true;
   }
 
+  // Trees `a` and `b` into *ta and *tb: read raw, only the entries where their bytes differ
+  // (ScanDiffering); else each whole (Load, named `name_a` and `name_b`).
+  bool LoadPair(const git_oid& a, const git_oid& b, std::string_view name_a,
+                std::string_view name_b, Tree* ta, Tree* tb) {
+    if (objects_ != nullptr) {
+      ta->raw = objects_->Read(a, GIT_OBJECT_TREE);
+      tb->raw = ta->raw ? objects_->Read(b, GIT_OBJECT_TREE) : BackendObject();
+      if (ta->raw && tb->raw &&
+          ScanDiffering(ta->raw.bytes(), tb->raw.bytes(), &ta->entries, &tb->entries))
+        return true;
+      ta->entries.clear();
+      tb->entries.clear();
+    }
+    return Load(a, name_a, ta) && Load(b, name_b, tb);
+  }
+
   // Tree `id` (named `name` under the prefix, for the reason) into *tree.
   bool Load(const git_oid& id, std::string_view name, Tree* tree) {
     if (objects_ != nullptr) {
@@ -154,8 +257,11 @@ class Walker {
   bool Descend(const Entry* ea, const Entry* eb) {
     Tree ta, tb;
     const std::string_view name = (ea != nullptr ? ea : eb)->name;
-    if (ea != nullptr && !Load(IdOf(*ea), name, &ta)) return false;
-    if (eb != nullptr && !Load(IdOf(*eb), name, &tb)) return false;
+    if (ea != nullptr && eb != nullptr) {
+      if (!LoadPair(IdOf(*ea), IdOf(*eb), name, name, &ta, &tb)) return false;
+    } else if (ea != nullptr ? !Load(IdOf(*ea), name, &ta) : !Load(IdOf(*eb), name, &tb)) {
+      return false;
+    }
     const size_t length = prefix_.size();
     prefix_.append(name).push_back('/');
     const bool ok = Walk(ea != nullptr ? &ta : nullptr, eb != nullptr ? &tb : nullptr);
@@ -200,8 +306,12 @@ bool DiffTreeIds(git_repository* repo, RawObjects* objects, const git_oid* old_t
                  const git_oid* new_tree, std::vector<TreeChange>* out, std::string* reason) {
   Walker walker(repo, objects, out, reason);
   Tree a, b;
-  if (old_tree != nullptr && !walker.Load(*old_tree, "(the old root)", &a)) return false;
-  if (new_tree != nullptr && !walker.Load(*new_tree, "(the new root)", &b)) return false;
+  if (old_tree != nullptr && new_tree != nullptr) {
+    if (!walker.LoadPair(*old_tree, *new_tree, "(the old root)", "(the new root)", &a, &b)) return false;
+  } else {
+    if (old_tree != nullptr && !walker.Load(*old_tree, "(the old root)", &a)) return false;
+    if (new_tree != nullptr && !walker.Load(*new_tree, "(the new root)", &b)) return false;
+  }
   return walker.Walk(old_tree != nullptr ? &a : nullptr, new_tree != nullptr ? &b : nullptr);
 }
 

@@ -79,6 +79,24 @@ echo lonely > only.txt && git add only.txt && git commit -q -m 'second root'
 git checkout -q master
 )SH";
 
+// The commits `git rev-list REVS` lists in the repository at `git_dir`, newest first.
+std::vector<CommitPtr> RevList(git_repository* repo, const std::string& git_dir,
+                               const std::string& revs) {
+  std::vector<CommitPtr> commits;
+  std::istringstream ids(Shell("git -C " + ShellQuote(git_dir) + " rev-list " + revs));
+  for (std::string id; std::getline(ids, id);) {
+    if (id.empty()) continue;
+    git_oid oid;
+    git_commit* c = nullptr;
+    if (git_oid_fromstr(&oid, id.c_str()) != 0 || git_commit_lookup(&c, repo, &oid) != 0) {
+      ADD_FAILURE() << "cannot read commit " << id;
+      continue;
+    }
+    commits.emplace_back(c);
+  }
+  return commits;
+}
+
 class TreeDiffFixture : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -88,15 +106,7 @@ class TreeDiffFixture : public ::testing::Test {
     git_repository* raw = nullptr;
     ASSERT_EQ(git_repository_open(&raw, bare_.c_str()), 0);
     repo_.reset(raw);
-    std::istringstream ids(Shell("git -C " + ShellQuote(bare_) + " rev-list --all"));
-    for (std::string id; std::getline(ids, id);) {
-      if (id.empty()) continue;
-      git_oid oid;
-      ASSERT_EQ(git_oid_fromstr(&oid, id.c_str()), 0);
-      git_commit* c = nullptr;
-      ASSERT_EQ(git_commit_lookup(&c, repo_.get(), &oid), 0);
-      commits_.emplace_back(c);
-    }
+    commits_ = RevList(repo_.get(), bare_, "--all");
     ASSERT_EQ(commits_.size(), 30u);
   }
 
@@ -336,6 +346,59 @@ TEST_F(TreeDiffFixture, RawListsEqualTheLibgit2Trees) {
     }
   }
   EXPECT_GT(nonempty, 100u);  // the comparison saw changes, not only empty lists
+}
+
+// Folders of many entries whose trees differ in a few: the raw way splits only the bytes between
+// the two trees' common head and tail into entries (tree_diff.cc, ScanDiffering), so its lists
+// must not depend on where those bytes fall. Names that are prefixes of others (f1, f10, f100, a
+// folder f1x and a file f1x.c), the same blob under many names (identical id bytes, so a common
+// tail that starts inside an entry), entries added, removed and changed at the start, the middle
+// and the end, a folder turned file, and every commit against every other.
+constexpr const char* kLongFolders = R"SH(
+set -e
+git init -q -b master work
+cd work
+mkdir -p d/f1x
+for i in $(seq 1 150); do echo same > d/f$i; echo "$i" > t$i; done
+echo x > d/f1x/in && echo y > d/f1x.c
+git add -A && git commit -q -m 'root: 300 entries'
+echo first > d/0 && git add -A && git commit -q -m 'add at the start'
+echo changed > d/f75 && git commit -q -am 'change in the middle'
+echo last > d/zz && git add -A && git commit -q -m 'add at the end'
+git rm -q d/f1 d/f150 && git commit -q -m 'remove first and last of the same blobs'
+echo same > d/f1 && echo same > d/f76a && git add -A && git commit -q -m 'same blob back and a new name'
+git rm -q -r d/f1x && echo now-a-file > d/f1x && git add -A && git commit -q -m 'folder becomes a file'
+echo 75 > t75 && echo other > t76 && echo other > t1 && git commit -q -am 'two ids swapped places'
+git rm -q t10 && echo 10 > t10a && git add -A && git commit -q -m 'a name one byte longer, same blob'
+echo same > d/f7 && echo changed > d/f8 && git commit -q -am 'one blob takes the next one'\''s'
+)SH";
+
+TEST(TreeDiffLongFolders, RawListsEqualTheLibgit2Trees) {
+  EnsureLibgit2();
+  TempDir dir;
+  MakeFixture(dir, kLongFolders, kDated);
+  const std::string bare = dir.File("work/.git");
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, bare.c_str()), 0);
+  RepositoryPtr repo(raw);
+  const std::vector<CommitPtr> commits = RevList(repo.get(), bare, "master");
+  ASSERT_EQ(commits.size(), 10u);
+  size_t nonempty = 0;
+  for (const auto& a : commits) {
+    for (const auto& b : commits) {
+      for (const char* path : {"", "d"}) {
+        const std::string ours = ListOf(repo.get(), a.get(), b.get(), path, FileDiffPath::kOwnRaw);
+        EXPECT_EQ(ours, ListOf(repo.get(), a.get(), b.get(), path, FileDiffPath::kOwn))
+            << git_commit_summary(a.get()) << " against " << git_commit_summary(b.get())
+            << " path=" << path;
+        nonempty += !ours.empty();
+      }
+    }
+    const std::string ours = ListOf(repo.get(), a.get(), nullptr, "", FileDiffPath::kOwnRaw);
+    EXPECT_EQ(ours, ListOf(repo.get(), a.get(), nullptr, "", FileDiffPath::kOwn))
+        << git_commit_summary(a.get());
+  }
+  EXPECT_GT(nonempty, 150u);
 }
 
 TEST(TreeDiffPlainPath, OnlyPathsLibgit2MatchesLiterally) {
