@@ -13,6 +13,7 @@
 #include "gitfrag/line_diff.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 
@@ -216,12 +217,21 @@ void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t 
   const size_t suf = SharedTail(a, na, b, nb, pre);
   changed_[0].assign(na + 2, 0);
   changed_[1].assign(nb + 2, 0);
-  // 2. Classes, and the lines kept for the search.
-  Classify(pre, suf);
-  Cleanup(0, pre);
-  Cleanup(1, pre);
-  // 3. The search.
-  Compare();
+  const size_t m0 = na - pre - suf, m1 = nb - pre - suf;
+  if (m0 == 0 || m1 == 0) {
+    // Lines only added or only removed: xdiff's search over an empty side marks every line of
+    // the other side's middle changed (xdl_recs_cmp), kept for the search or not, so their
+    // classes and counts (a probe of every line at the ends) would change nothing.
+    std::fill_n(changed_[0].begin() + 1 + static_cast<std::ptrdiff_t>(pre), m0, 1);
+    std::fill_n(changed_[1].begin() + 1 + static_cast<std::ptrdiff_t>(pre), m1, 1);
+  } else {
+    // 2. Classes, and the lines kept for the search.
+    Classify(pre, suf);
+    Cleanup(0, pre);
+    Cleanup(1, pre);
+    // 3. The search.
+    Compare();
+  }
   // 4. Sliding.
   Compact(0);
   Compact(1);

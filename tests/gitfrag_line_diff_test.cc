@@ -274,6 +274,24 @@ TEST(LineDiff, EqualsLibgit2OnGeneratedPairs) {
   EXPECT_GT(heuristic, 20u) << "long edit scripts (the cost limits) are among the pairs";
 }
 
+// Lines only added or only removed (one side's middle empty: the diff takes no classes, every
+// line between the equal ends is changed, then slid as xdiff slides): a block put into or taken
+// out of texts of few distinct lines, where the sliding decides where the block ends up.
+TEST(LineDiff, OnlyAddedOrOnlyRemovedLinesEqualLibgit2) {
+  EnsureLibgit2();
+  Texts t(20261204);
+  for (int i = 0; i < 600; ++i) {
+    const size_t vocabulary = 1 + t.Pick(i % 3 == 0 ? 3 : 40);
+    const std::vector<std::string> a = t.Lines(t.Pick(300), vocabulary);
+    const std::vector<std::string> block = t.Lines(1 + t.Pick(i % 4 == 0 ? 200 : 6), vocabulary);
+    std::vector<std::string> b = a;
+    b.insert(b.begin() + static_cast<long>(t.Pick(a.size() + 1)), block.begin(), block.end());
+    const std::string sa = t.Join(a), sb = t.Join(b);
+    ASSERT_EQ(Show(OwnHunks(sa, sb, false)), Show(Libgit2Hunks(sa, sb))) << sa << "\n---\n" << sb;
+    ASSERT_EQ(Show(OwnHunks(sb, sa, false)), Show(Libgit2Hunks(sb, sa))) << sb << "\n---\n" << sa;
+  }
+}
+
 // The project's own sources, each edited at random, against libgit2's xdiff.
 TEST(LineDiff, EqualsLibgit2OnEditedSources) {
   const char* source = std::getenv("SHELLAC_SOURCE");
