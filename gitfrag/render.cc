@@ -853,6 +853,15 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
     if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return PatchPtr();
     new_blob.reset(raw_blob);
   }
+  // libgit2 looks the diff attribute of each side's path up (some 30 K instructions a lookup:
+  // every attribute file's stamp, the path's folders; no path is "file" to it), and for an empty
+  // path takes the auto driver, a NUL in a side's first 8000 bytes making it binary: the blobs'
+  // diff below gets empty paths (the patch's own are never read). cgit's pages read no attribute
+  // (binary is forced here); git's defaults read it once for the file here and force what it
+  // says (diff set: text; unset, as `binary` does: binary); a driver's name (diff=NAME) goes to
+  // libgit2 with the paths.
+  const char* old_path = "";
+  const char* new_path = "";
   if (engine == DiffEngine::kCgitPages) {
     auto binary = [](const BlobPtr& blob) {
       return blob != nullptr &&
@@ -860,6 +869,26 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
                                           static_cast<size_t>(git_blob_rawsize(blob.get()))));
     };
     opts.flags |= binary(old_blob) || binary(new_blob) ? GIT_DIFF_FORCE_BINARY : GIT_DIFF_FORCE_TEXT;
+  } else {
+    const char* path = d.new_file.path != nullptr ? d.new_file.path : d.old_file.path;
+    const char* value = nullptr;
+    if (path != nullptr &&
+        git_attr_get(&value, repo, GIT_ATTR_CHECK_FILE_THEN_INDEX, path, "diff") != 0)
+      return PatchPtr();
+    switch (git_attr_value(value)) {
+      case GIT_ATTR_VALUE_UNSPECIFIED:
+        break;
+      case GIT_ATTR_VALUE_TRUE:
+        opts.flags |= GIT_DIFF_FORCE_TEXT;
+        break;
+      case GIT_ATTR_VALUE_FALSE:
+        opts.flags |= GIT_DIFF_FORCE_BINARY;
+        break;
+      case GIT_ATTR_VALUE_STRING:
+        old_path = d.old_file.path;
+        new_path = d.new_file.path;
+        break;
+    }
   }
   if (old_link || new_link) {
     // A submodule on either side (a kind change has one): each side's text on its own.
@@ -876,8 +905,8 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
                                d.old_file.path, new_side ? new_text.data() : nullptr,
                                new_text.size(), d.new_file.path, &opts) != 0)
       return PatchPtr();
-  } else if (git_patch_from_blobs(&raw, old_blob.get(), d.old_file.path, new_blob.get(),
-                                  d.new_file.path, &opts) != 0) {
+  } else if (git_patch_from_blobs(&raw, old_blob.get(), old_path, new_blob.get(), new_path,
+                                  &opts) != 0) {
     return PatchPtr();
   }
   *old_blob_out = std::move(old_blob);

@@ -5,11 +5,13 @@
 // the diff without rename detection. rawdiff is the bare diff against the first parent.
 #include <cctype>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gitfrag/abbrev.h"
 #include "gitfrag/history.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -374,17 +376,38 @@ bool IsAscii(std::string_view s) {
   return true;
 }
 
-// One mail of the series. False when the commit has no changes (format-patch skips it).
-bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
-                std::string* out, std::string* reason) {
+// What patch and rawdiff print of a commit's diff against its first parent (git's defaults): the
+// files' text, and the patch's --stat rows and --summary lines of the same files. Both pages of a
+// commit make the same per-file diffs, so it is made once and kept (CommitDiffTextOf).
+struct CommitDiffText {
+  std::vector<StatLine> stats;  // empty: no file with a patch (format-patch skips the commit)
+  std::string summary;
+  std::string text;
+};
+
+struct CommitDiffTextWeight {
+  size_t operator()(const std::shared_ptr<const CommitDiffText>& t) const {
+    size_t bytes = sizeof(CommitDiffText) + t->summary.size() + t->text.size();
+    for (const StatLine& s : t->stats) bytes += sizeof(StatLine) + s.name.size();
+    return bytes;
+  }
+};
+
+// The memo holds at most two generations of this many bytes; a commit whose text weighs more
+// than a sixteenth of that is made again each time rather than kept (a huge diff would otherwise
+// push out everything else).
+constexpr size_t kDiffTextGenerationBytes = size_t{8} << 20;
+
+std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, git_odb* odb,
+                                                         int abbrev, git_commit* commit,
+                                                         std::string* reason) {
   CommitFiles files;
   if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason,
                        FileDiffPath::kOwnRaw, nullptr, DiffEngine::kGitDefaults))
-    return false;
+    return nullptr;
   // A file whose patch could not be made is left out, as the commit page leaves it out.
   std::erase_if(files.files, [](const FileDiff& f) { return !f.patch; });
-  if (files.files.empty()) return false;
-  std::vector<StatLine> stats;
+  auto out = std::make_shared<CommitDiffText>();
   for (const FileDiff& f : files.files) {
     const git_diff_delta* d = &f.delta;
     StatLine s;
@@ -404,8 +427,48 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
       s.added = add;
       s.deleted = del;
     }
-    stats.push_back(std::move(s));
+    out->stats.push_back(std::move(s));
   }
+  WriteSummary(&out->summary, files.files);
+  for (const FileDiff& f : files.files) AppendChangeText(repo, odb, abbrev, f, &out->text);
+  return out;
+}
+
+// `commit`'s diff text against its first parent with ids abbreviated to `abbrev` digits or more,
+// from the memo or made; null with *reason when the trees cannot be read or diffed. Keyed by the
+// commit and `abbrev` alone, as the stored patch and rawdiff parts are (site.cc's cache keys):
+// the text is the same in every fork.
+std::shared_ptr<const CommitDiffText> CommitDiffTextOf(git_repository* repo, git_odb* odb,
+                                                       int abbrev, git_commit* commit,
+                                                       std::string* reason) {
+  struct Key {
+    git_oid id;
+    int abbrev;
+    bool operator==(const Key& o) const { return OidEqual()(id, o.id) && abbrev == o.abbrev; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return OidHash()(k.id) ^ static_cast<size_t>(k.abbrev);
+    }
+  };
+  static SharedMemo<Key, std::shared_ptr<const CommitDiffText>, KeyHash, std::equal_to<Key>,
+                    CommitDiffTextWeight>
+      memo(kDiffTextGenerationBytes);
+  const Key key{*git_commit_id(commit), abbrev};
+  if (std::optional<std::shared_ptr<const CommitDiffText>> known = memo.Find(key)) return *known;
+  std::shared_ptr<const CommitDiffText> made =
+      MakeCommitDiffText(repo, odb, abbrev, commit, reason);
+  if (made != nullptr && CommitDiffTextWeight()(made) <= kDiffTextGenerationBytes / 16)
+    memo.Add(key, made);
+  return made;
+}
+
+// One mail of the series. False when the commit has no changes (format-patch skips it).
+bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
+                std::string* out, std::string* reason) {
+  const std::shared_ptr<const CommitDiffText> diff =
+      CommitDiffTextOf(repo, odb, abbrev, commit, reason);
+  if (diff == nullptr || diff->stats.empty()) return false;
 
   const char* encoding = git_commit_message_encoding(commit);
   const git_signature* author = git_commit_author(commit);
@@ -441,10 +504,10 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
   *out += rest;
   if (!rest.empty() && !rest.ends_with('\n')) *out += '\n';
   *out += "---\n";
-  WriteStat(out, stats);
-  WriteSummary(out, files.files);
+  WriteStat(out, diff->stats);
+  *out += diff->summary;
   *out += "\n";
-  for (const FileDiff& f : files.files) AppendChangeText(repo, odb, abbrev, f, out);
+  *out += diff->text;
   return true;
 }
 
@@ -523,13 +586,25 @@ Page RenderRawDiff(const PageContext& ctx) {
   git_repository* repo = ctx.lease.repo();
   CommitPtr commit, other;
   if (Page error; !ResolveCommits(repo, ctx.route, &commit, &other, &error)) return error;
-  std::string reason, text;
+  std::string reason;
   // git's defaults, as cgit's rawdiff: the page's diff options do not apply (and are not part of
   // its cache key).
-  if (!AppendDiffText(repo, commit.get(), other.get(), EffectiveDiffOptions(ctx).abbrev, &text,
-                      &reason, FileDiffPath::kOwnRaw))
-    return ErrorPage(500, reason);
-  ctx.out.Raw(text);
+  const int abbrev = EffectiveDiffOptions(ctx).abbrev;
+  if (other == nullptr) {
+    // Against the first parent: the text the commit's patch prints after its stat (memoised).
+    git_odb* raw_odb = nullptr;
+    const OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
+    const std::shared_ptr<const CommitDiffText> diff =
+        CommitDiffTextOf(repo, odb.get(), abbrev, commit.get(), &reason);
+    if (diff == nullptr) return ErrorPage(500, reason);
+    ctx.out.Raw(diff->text);
+  } else {
+    std::string text;
+    if (!AppendDiffText(repo, commit.get(), other.get(), abbrev, &text, &reason,
+                        FileDiffPath::kOwnRaw))
+      return ErrorPage(500, reason);
+    ctx.out.Raw(text);
+  }
   Page page;
   page.content_type = "text/plain; charset=UTF-8";
   return page;

@@ -572,18 +572,20 @@ git update-ref refs/heads/master $P
 // not), and only where git's diff machinery runs: patch and rawdiff show a file `-diff` or `binary`
 // there as binary and one `diff` there as text though it holds a NUL. The commit and diff pages
 // (cgit's own xdiff call), the log's counts, the file view and plain read no attributes: a NUL in
-// the first 8000 bytes alone makes a file binary. The commit's own .gitattributes (`-diff`,
-// `binary`) changes nothing anywhere.
+// the first 8000 bytes alone makes a file binary. A driver's name with no diff.NAME in the config
+// (`diff=none`) leaves git's own test: a NUL makes u.drv binary, none keeps t.drv text. The
+// commit's own .gitattributes (`-diff`, `binary`) changes nothing anywhere.
 TEST(GitfragParity, GitattributesAsCgitReadsThem) {
   ASSERT_TRUE(CgitInstalled());
   TempDir dir;
   const std::string bare = MakeBareFixture(dir, R"(
 printf 'a\nb\n' > x.dat; printf 'a\nb\n' > y.bin; printf 'a\nb\n' > w.txt; printf 'a\000\nb\n' > n.raw
-printf 'a\nb\n' > v.txt; c root
+printf 'a\nb\n' > v.txt; printf 'a\000\nb\n' > u.drv; printf 'a\nb\n' > t.drv; c root
 printf '*.dat -diff\n*.txt binary\n' > .gitattributes
-for f in x.dat y.bin w.txt v.txt; do printf 'a\nc\n' > $f; done; printf 'a\000\nc\n' > n.raw; c 'attributes'
+for f in x.dat y.bin w.txt v.txt t.drv; do printf 'a\nc\n' > $f; done; printf 'a\000\nc\n' > n.raw
+printf 'a\000\nc\n' > u.drv; c 'attributes'
 )");
-  WriteFile(bare + "/info/attributes", "*.bin -diff\n*.raw diff\nv.txt binary\n");
+  WriteFile(bare + "/info/attributes", "*.bin -diff\n*.raw diff\nv.txt binary\n*.drv diff=none\n");
   auto git = [&](const std::string& args) { return GitIn(bare, args); };
   // What git itself does in the bare repository: info/attributes counts, the tree's file not.
   const std::string patch = git("diff master~ master");
@@ -592,11 +594,13 @@ for f in x.dat y.bin w.txt v.txt; do printf 'a\nc\n' > $f; done; printf 'a\000\n
   ASSERT_NE(patch.find("+c"), std::string::npos);
   ASSERT_EQ(patch.find("Binary files a/x.dat"), std::string::npos);
   ASSERT_EQ(patch.find("Binary files a/n.raw"), std::string::npos);
+  ASSERT_NE(patch.find("Binary files a/u.drv and b/u.drv differ"), std::string::npos);
+  ASSERT_EQ(patch.find("Binary files a/t.drv"), std::string::npos);
   TempDir rc;
   Peers peers(bare, rc.path(), false, 0, 0, /*log_counts=*/true);
   PageList pages = PagesOfMaster(bare, {"dt=1"});
   for (const std::string& id : Lines(git("rev-list master"))) {
-    for (const char* file : {"x.dat", "y.bin", "n.raw", "v.txt"}) {
+    for (const char* file : {"x.dat", "y.bin", "n.raw", "v.txt", "u.drv"}) {
       pages.push_back({std::string("/repo/tree/") + file, "id=" + id});
       pages.push_back({std::string("/repo/plain/") + file, "id=" + id});
     }
