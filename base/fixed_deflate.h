@@ -9,7 +9,9 @@
 // - FixedChain: the texts of one run of segments (a frame's literal span, proxy/page_object.cc),
 //   each its own block ending on a byte boundary, whose matches may reach back into every text
 //   given before it in the run, compressed here or not (Known: a segment made elsewhere that a
-//   decoder gets between them).
+//   decoder gets between them). A text of 1 KiB or more is coded with the block's own Huffman
+//   codes (built from the same greedy matches) when they take fewer bits than the fixed ones,
+//   header included: a commit's message and diffstat are where fixed codes cost most.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ class FixedChain {
   // Starts a run that refers to nothing before it.
   void Begin();
   // Appends `text` to *out as one non-final block; its matches may refer back into the run's
-  // texts so far (up to 32 KiB back), which a decoder of the run's segments in order has.
+  // texts so far (up to 32 KiB back), which a decoder of the run's segments in order has. Fixed
+  // codes, or from 1 KiB on the block's own codes where those are smaller.
   void Add(std::string_view text, std::string* out);
   // The decoder gets `text` from another segment here: later texts may refer back into it.
   void Known(std::string_view text);

@@ -135,6 +135,8 @@ Status EncodeStored(std::string_view text, Segment* out);
 // instructions of zlib at the same level, which spends as much setting up and flushing a stream as
 // compressing, and a few percent smaller. libdeflate cannot end on a flush, so the segment it gives
 // is `final` (the rules at the top). Keeps its compressor between calls: keep one per thread.
+// proxy/page_object compressed pages made for one request with it until igzip (FlushEncoder)
+// proved cheaper there (bench/results/framezip2-callgrind.md); nothing else in shellac calls it.
 class WholeEncoder {
  public:
   WholeEncoder();

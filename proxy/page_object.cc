@@ -16,8 +16,8 @@
 namespace shellac::proxy {
 namespace {
 
-// Segments of text that many frames repeat, compressed once (level 6) and kept per render thread,
-// keyed by the text itself. Bounded: cleared when it passes kMaxEntries or kMaxBytes.
+// Segments of text that many frames repeat, compressed once and kept per render thread, keyed by
+// the text itself. Bounded: cleared when it passes kMaxEntries or kMaxBytes.
 class SegmentMemo {
  public:
   const cache::Segment* Find(std::string_view text) {
@@ -25,13 +25,18 @@ class SegmentMemo {
     return it == memo_.end() ? nullptr : &it->second;
   }
   const cache::Segment* Add(std::string_view text, cache::Status* status) {
-    // One level-6 stream kept for the thread and reset per piece (a fresh stream would allocate
-    // and clear zlib's state each time: every fork's first frame has pieces of its own). The
-    // pieces are a few KiB, so the small hash table of a short text's chain does as well.
-    cache::Segment segment;
-    *status = encoder_.Begin();
-    if (status->ok()) *status = encoder_.Add(text, &segment);
+    // igzip at level 1, its state kept for the thread (cache::FlushEncoder): a piece is a fork's
+    // head or branch list (~600 bytes) as often as the footer every page shares, and a thread meets
+    // every fork's pieces once. zlib's level 6 took ~113 K instructions a piece (a stream reset and a
+    // tree per piece), igzip ~54 K for 2 % more bytes; fixed codes ~13 K for 25 % more, on every
+    // page that repeats the piece (bench/results/framezip2-callgrind.md).
+    *status = encoder_.Encode(text, 0, &pieces_);
     if (!status->ok()) return nullptr;
+    if (pieces_.size() != 1) {
+      *status = cache::Status::Error("a shared piece is not one segment");
+      return nullptr;
+    }
+    cache::Segment segment = std::move(pieces_[0]);
     if (memo_.size() >= kMaxEntries || bytes_ >= kMaxBytes) {
       memo_.clear();
       bytes_ = 0;
@@ -49,7 +54,8 @@ class SegmentMemo {
   };
   std::unordered_map<std::string, cache::Segment, Hash, std::equal_to<>> memo_;
   size_t bytes_ = 0;
-  cache::ChainEncoder encoder_{6, cache::ChainEncoder::kShortTextMemLevel};
+  cache::FlushEncoder encoder_;
+  std::vector<cache::Segment> pieces_;  // the encoder's output, one segment
 };
 
 // A transient page: each literal span cut at the shared ranges (a page without ESI is one
@@ -62,6 +68,9 @@ class SegmentMemo {
 // few hundred bytes each (a title, a path, the tabs' links), and zlib's level 1 built a Huffman
 // tree and flushed a block for each, ~90 instructions a byte; fixed codes take an eighth of that,
 // for a gzip page 0.5 % (a file view) to 3.5 % (a commit) larger (bench/results/pagezip-callgrind.md).
+// A piece of 1 KiB or more (a commit's message and diffstat) takes the block's own codes where
+// they are smaller: a commit page 2.5 % smaller for 1.4 % more instructions
+// (bench/results/framezip2-callgrind.md).
 cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool esi,
                               std::vector<cache::Segment>* owned,
                               std::vector<cache::SegmentView>* views) {
@@ -194,23 +203,14 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     }
     return CreateObject(key, spec, views, esi, status);
   }
-  if (spec.transient && spec.compress) {
-    // Any other page made for one request: compressed whole in one call, its segment ending with
-    // the final block (cache::WholeEncoder), since nothing is ever stitched after it.
-    // Object::Create copies the encoder's bytes.
-    thread_local cache::WholeEncoder whole;
-    cache::SegmentView view;
-    cache::Status s = whole.Encode(body, spec.level, &view);
-    if (!s.ok()) {
-      *status = s;
-      return {};
-    }
-    return CreateObject(key, spec, {&view, 1}, false, status);
-  }
-  if (!esi && spec.level == 1) {
-    // A stored page at the fast level (resident parts: a diff fragment, a patch, a file view):
-    // segments ending on a sync flush, as the store and the wire need, by igzip
-    // (cache::FlushEncoder), for a third of zlib's instructions.
+  if ((spec.transient && spec.compress) || (!esi && spec.level == 1)) {
+    // Any other page made for one request (a folder's listing, a plain file, a feed), and a
+    // stored page at the fast level (resident parts: a diff fragment, a patch, a file view): igzip
+    // at level 1 (cache::FlushEncoder), segments ending on a sync flush as the store and the wire
+    // need. A third of zlib's instructions on a page of a few KiB; on a folder's listing of ~21 KB
+    // 0.46x those of libdeflate's level 1 (which compressed pages made for one request before)
+    // for 6 % more bytes, and on a file view's part less than a cheaper igzip level or the fixed
+    // chain at a size fit for a part every fork shares (bench/results/framezip2-callgrind.md).
     thread_local cache::FlushEncoder flush;
     std::vector<cache::Segment> segments;  // not kept: a large part's bytes would stay behind
     cache::Status s = flush.Encode(body, cache::SegmentEncoder::Options{}.segment_size, &segments);

@@ -491,6 +491,104 @@ TEST(Deflate, FixedChainRefersBackOnlyWithinItsRun) {
   inflateEnd(&in);
 }
 
+// The raw deflate `deflate` (a run's blocks, no final one) inflated by zlib.
+std::string InflateRaw(std::string_view deflate, size_t limit) {
+  z_stream in{};
+  EXPECT_EQ(inflateInit2(&in, -MAX_WBITS), Z_OK);
+  std::string out(limit, '\0');
+  in.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(deflate.data()));
+  in.avail_in = static_cast<uInt>(deflate.size());
+  in.next_out = reinterpret_cast<Bytef*>(out.data());
+  in.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&in, Z_SYNC_FLUSH), Z_OK);
+  EXPECT_EQ(in.avail_in, 0u);
+  out.resize(out.size() - in.avail_out);
+  inflateEnd(&in);
+  return out;
+}
+
+// A block's type, from its first byte (BTYPE: 1 fixed codes, 2 the block's own).
+int BlockType(std::string_view deflate) { return (static_cast<unsigned char>(deflate[0]) >> 1) & 3; }
+
+// A chain's text of 1 KiB or more takes the block's own codes where they are smaller (a diff's
+// text: over 5 % fewer bytes than fixed codes), and keeps fixed ones where a tree's header would
+// cost more than it saves or the text is short.
+TEST(Deflate, FixedChainTakesItsOwnCodesWhereTheyAreSmaller) {
+  std::mt19937_64 rng(11);
+  const std::string text = DiffLikeText(rng, 6000);
+  std::string fixed;
+  base::DeflateFixed(text, /*final=*/false, &fixed);
+  ASSERT_EQ(BlockType(fixed), 1);
+  base::FixedChain chain;
+  std::string own;
+  chain.Begin();
+  chain.Add(text, &own);
+  EXPECT_EQ(BlockType(own), 2);
+  EXPECT_LT(own.size(), fixed.size() * 95 / 100) << own.size() << " vs " << fixed.size();
+  EXPECT_EQ(InflateRaw(own, 1 << 20), text);
+
+  // Bytes 0-143 twice as likely as 144-255, each: what fixed codes are made for (8 and 9 bits),
+  // so a tree saves nothing and its header is a loss.
+  std::string fixed_law(1100, '\0');
+  for (char& c : fixed_law) c = static_cast<char>(rng() % 400 < 288 ? rng() % 144 : 144 + rng() % 112);
+  std::string law, law_fixed, repeats, repeats_fixed, short_text;
+  chain.Begin();
+  chain.Add(fixed_law, &law);
+  EXPECT_EQ(BlockType(law), 1);
+  base::DeflateFixed(fixed_law, /*final=*/false, &law_fixed);
+  EXPECT_EQ(law, law_fixed);
+  // Long repeats: a tree of three symbols and its header still beat 13 bits a match.
+  chain.Begin();
+  chain.Add(std::string(5000, 'a'), &repeats);
+  base::DeflateFixed(std::string(5000, 'a'), /*final=*/false, &repeats_fixed);
+  EXPECT_LE(repeats.size(), repeats_fixed.size());
+  chain.Begin();
+  chain.Add(text.substr(0, 1000), &short_text);
+  EXPECT_EQ(BlockType(short_text), 1);
+  EXPECT_EQ(InflateRaw(law + repeats + short_text, 1 << 20),
+            fixed_law + std::string(5000, 'a') + text.substr(0, 1000));
+}
+
+// Texts whose bytes follow skewed laws (geometric: a tree deeper than deflate's 15 bits unless
+// limited; a few symbols; every byte value), 1 KiB to 64 KiB, in chains of several texts with
+// known ones between: each block decodes (zlib) to its text, with its own codes or fixed ones.
+TEST(Deflate, FixedChainOwnCodesDecodeForSkewedTexts) {
+  std::mt19937_64 rng(12);
+  base::FixedChain chain;
+  int own = 0;
+  for (int iteration = 0; iteration < 60; ++iteration) {
+    chain.Begin();
+    std::string want, deflate;
+    for (int piece = 0; piece < 3; ++piece) {
+      const size_t n = 1024 + rng() % (63 << 10);
+      std::string text(n, '\0');
+      const int law = static_cast<int>(rng() % 3);
+      std::geometric_distribution<int> geometric(0.3 + 0.08 * static_cast<double>(rng() % 4));
+      for (char& c : text) {
+        switch (law) {
+          case 0: c = static_cast<char>(std::min(geometric(rng), 255)); break;
+          case 1: c = static_cast<char>("ab\n"[rng() % 3]); break;
+          default: c = static_cast<char>(rng()); break;
+        }
+      }
+      want += text;
+      if (piece == 1 && rng() % 2 == 0) {
+        // Known: stored elsewhere; here, as a stored block, as a frame's memo piece would be.
+        Segment stored;
+        ASSERT_TRUE(EncodeStored(text, &stored).ok());
+        deflate += stored.deflate;
+        chain.Known(text);
+        continue;
+      }
+      const size_t at = deflate.size();
+      chain.Add(text, &deflate);
+      own += BlockType(std::string_view(deflate).substr(at)) == 2;
+    }
+    ASSERT_EQ(InflateRaw(deflate, want.size() + 1), want) << "iteration " << iteration;
+  }
+  EXPECT_GT(own, 60);
+}
+
 TEST(Deflate, StoredBytesAreBorrowedNotCopied) {
   std::vector<Segment> segments = Encode(std::string(200'000, 'x'), {.segment_size = 50'000});
   StringSink sink;

@@ -141,7 +141,7 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
 }
 
 // With cache=off nothing is stored: a commit frame's fragment is rendered for the one request, and
-// compressed whole for it (its deflate ends with its own final block, cache/deflate.h), so the page
+// compressed for it as any page made for one request (igzip, proxy/page_object.h), so the page
 // around it takes its text and compresses it again. Both clients get gitfrag's page, every time.
 TEST(Resident, WithoutTheStoreAFrameIncludesAFragmentMadeForItsRequest) {
   Repos repos;
@@ -254,7 +254,7 @@ TEST(Resident, TreePagesShareTheStoredBlobPart) {
 }
 
 // Pages made for one request that are not frames (tag, tree, plain, log, refs, summary): a gzip
-// client gets the page compressed whole in one call (its deflate ends with its own final block),
+// client gets the page compressed whole in one call (igzip, segments ending on a sync flush),
 // an identity client the rendered text as it is; both are gitfrag's page, rendered afresh (no
 // page memo) or kept whole and asked again, whole, as a range, or as a HEAD.
 TEST(Resident, PagesMadeForOneRequestAreTheRenderedBytes) {

@@ -1,0 +1,109 @@
+// bench/zip_compare.cc: compresses each FILE on its own with one of the encoders shellac's page
+// objects may use, for instruction counts under callgrind and the bytes they give (a sibling of
+// deflate_compare.c, which compares whole-buffer zlib and libdeflate):
+//   zlib6, zlib1   zlib's raw deflate at level 6 or 1 with memLevel 5 and a sync flush, one stream
+//                  reset per file (the chrome memo's cache::ChainEncoder)
+//   igzip0, igzip1 ISA-L's igzip at level 0 or 1, a sync flush (cache::FlushEncoder)
+//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (cache::WholeEncoder)
+//   chain          base::FixedChain, one run per file cut every 64 KiB (fixed codes, or the
+//                  block's own codes from 1 KiB on where smaller)
+//   fixed          base::DeflateFixed (fixed codes only)
+//   none           reads the files only (subtract it)
+// Every encoder is made once and kept, as a render thread keeps its own.
+//
+//   g++ -O2 -std=c++20 -I. -o /tmp/zip_compare bench/zip_compare.cc base/fixed_deflate.cc -lz -ldeflate -lisal
+//   valgrind --tool=callgrind /tmp/zip_compare MODE FILE...
+// Prints the mode, the files, the bytes in and out.
+#include <isa-l/igzip_lib.h>
+#include <libdeflate.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/fixed_deflate.h"
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODE FILE...\n", argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  std::vector<std::string> files;
+  for (int i = 2; i < argc; ++i) {
+    std::ifstream in(argv[i], std::ios::binary);
+    files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  size_t in_total = 0, out_total = 0;
+  std::vector<unsigned char> out(1 << 20);
+  z_stream z{};
+  bool z_started = false;
+  isal_zstream iz{};
+  std::vector<uint8_t> level_buf(ISAL_DEF_LVL1_DEFAULT);
+  bool iz_started = false;
+  libdeflate_compressor* ld = nullptr;
+  shellac::base::FixedChain chain;
+  for (const std::string& text : files) {
+    in_total += text.size();
+    if (text.size() + 1024 > out.size() / 2) out.resize(text.size() * 2 + 1024);
+    size_t got = 0;
+    if (mode == "zlib6" || mode == "zlib1") {
+      if (!z_started) {
+        deflateInit2(&z, mode == "zlib6" ? 6 : 1, Z_DEFLATED, -15, 5, Z_DEFAULT_STRATEGY);
+        z_started = true;
+      } else {
+        deflateReset(&z);
+      }
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+      z.avail_in = static_cast<uInt>(text.size());
+      z.next_out = out.data();
+      z.avail_out = static_cast<uInt>(out.size());
+      deflate(&z, Z_SYNC_FLUSH);
+      got = out.size() - z.avail_out;
+    } else if (mode == "igzip0" || mode == "igzip1") {
+      if (!iz_started) {
+        isal_deflate_init(&iz);
+        iz_started = true;
+      } else {
+        isal_deflate_reset(&iz);
+      }
+      const bool one = mode == "igzip1";
+      iz.level = one ? 1 : 0;
+      iz.level_buf = one ? level_buf.data() : nullptr;
+      iz.level_buf_size = one ? static_cast<uint32_t>(level_buf.size()) : 0;
+      iz.flush = SYNC_FLUSH;
+      iz.end_of_stream = 0;
+      iz.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
+      iz.avail_in = static_cast<uint32_t>(text.size());
+      iz.next_out = out.data();
+      iz.avail_out = static_cast<uint32_t>(out.size());
+      if (isal_deflate(&iz) != COMP_OK) return 1;
+      got = out.size() - iz.avail_out;
+    } else if (mode == "libdeflate1" || mode == "libdeflate6") {
+      if (ld == nullptr) ld = libdeflate_alloc_compressor(mode == "libdeflate1" ? 1 : 6);
+      got = libdeflate_deflate_compress(ld, text.data(), text.size(), out.data(), out.size());
+    } else if (mode == "chain") {
+      std::string deflate;
+      chain.Begin();
+      for (size_t at = 0; at < text.size(); at += 64 << 10) chain.Add(std::string_view(text).substr(at, 64 << 10), &deflate);
+      got = deflate.size();
+    } else if (mode == "fixed") {
+      std::string deflate;
+      shellac::base::DeflateFixed(text, /*final=*/false, &deflate);
+      got = deflate.size();
+    } else if (mode != "none") {
+      std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+      return 2;
+    }
+    out_total += got;
+  }
+  if (z_started) deflateEnd(&z);
+  if (ld != nullptr) libdeflate_free_compressor(ld);
+  std::printf("%s files=%zu in=%zu out=%zu\n", mode.c_str(), files.size(), in_total, out_total);
+  return 0;
+}
