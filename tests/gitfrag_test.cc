@@ -1727,6 +1727,54 @@ TEST_F(GitfragTree, FileViewIncludesTheBlobPartByItsId) {
             404);
 }
 
+// A file over 256 KiB (more than libgit2 keeps in its cache) is not read whole for the file
+// view's blame link: its first 8000 bytes decide, as git's buffer_is_binary, when it is stored
+// whole (loose, or whole in a pack); a delta is read whole, as before. A NUL past the first 8000
+// bytes leaves the file text.
+TEST(GitfragLargeFiles, BlameLinkOfALargeFileDependsOnItsFirstBytes) {
+  TempDir dir;
+  MakeFixture(dir, R"SH(
+set -e
+mk() {  # SEED NUL_AT FILE
+  { echo "$1"; seq 1 60000; } > base.tmp
+  { head -c "$2" base.tmp; printf '\000'; tail -c +"$(($2 + 1))" base.tmp; } > "$3" && rm base.tmp
+}
+git init -q -b master loose && cd loose
+mk loose 9000 text.txt && mk loose 100 bin.dat && git add -A && git commit -q -m loose && cd ..
+git init -q -b master work && cd work
+mk packed 9000 text.txt && mk packed 100 bin.dat && git add -A && git commit -q -m one
+echo more >> text.txt && echo more >> bin.dat && git add -A && git commit -q -m two
+cd .. && git clone -q --bare --no-local work packed.git && git -C packed.git repack -adfq
+)SH",
+              kThor);
+  conf::Config c;
+  for (const std::string name : {"loose", "packed"}) {
+    conf::Config::Repository r;
+    r.url = r.name = name;
+    r.path = dir.File(name == "loose" ? "loose/.git" : "packed.git");
+    r.enable_blame = true;
+    c.repositories.push_back(r);
+  }
+  c.max_blob_size = 200;  // the part is left out for these files: the frame alone reads them
+  Site site(c);
+  const std::string first =
+      Trimmed(Shell("git -C " + ShellQuote(dir.File("packed.git")) + " rev-parse master~1"));
+  for (const auto& [repo, query] : std::vector<std::pair<std::string, std::string>>{
+           {"loose", ""}, {"packed", ""}, {"packed", "id=" + first}}) {
+    SCOPED_TRACE(repo + "?" + query);
+    const Page text = site.Render(MustMatch(site, "/" + repo + "/tree/text.txt", query));
+    ASSERT_EQ(text.status, 200) << text.reason;
+    EXPECT_NE(text.body.find("/tree/text.txt"), std::string::npos);
+    EXPECT_NE(text.body.find("/" + repo + "/blame/text.txt" + (query.empty() ? "" : "?" + query) +
+                             "'>blame</a>)"),
+              std::string::npos);
+    const Page bin = site.Render(MustMatch(site, "/" + repo + "/tree/bin.dat", query));
+    ASSERT_EQ(bin.status, 200) << bin.reason;
+    EXPECT_NE(bin.body.find("/plain/bin.dat"), std::string::npos);
+    EXPECT_EQ(bin.body.find("'>blame</a>"), std::string::npos);
+  }
+}
+
 // plain: a file's bytes with cgit's content type and headers; a folder's plain listing.
 TEST_F(GitfragTree, PlainEqualsCgit) {
   Site site(fx.Config());
