@@ -215,6 +215,7 @@ class ArchivePieceStore {
 void SetArchivePieceStore(std::shared_ptr<ArchivePieceStore> store);
 
 class Registry;
+class ChromeMemo;
 
 class Site {
  public:
@@ -311,6 +312,8 @@ class Site {
   FilterLimits filter_limits_;
   std::chrono::milliseconds blame_timeout_{20000};
   std::unique_ptr<Registry> registry_;
+  // The page chrome made once per repository, ref state and branch (render.h).
+  std::unique_ptr<ChromeMemo> chrome_memo_;
   std::unordered_map<std::string, size_t> by_url_;  // repository URL -> index
 };
 

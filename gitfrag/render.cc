@@ -33,6 +33,24 @@ void QueryArgs(Writer& out, Args args) {
   }
 }
 
+namespace {
+
+// QueryArgs' bytes as a string (a value escaped as Writer::UrlPart writes it: nothing in a
+// percent-escaped value needs an HTML escape).
+std::string QueryText(Args args) {
+  std::string query;
+  for (const auto& [key, value] : args) {
+    if (value.empty()) continue;
+    query += query.empty() ? "?" : "&amp;";
+    query += key;
+    query += '=';
+    AppendUrlEncoded(&query, value, /*keep_slash=*/true);
+  }
+  return query;
+}
+
+}  // namespace
+
 void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view path, Args args) {
   ctx.out.Text(ctx.chrome.virtual_root).UrlPart(ctx.repo.url, /*keep_slash=*/true).Raw("/");
   if (!page.empty()) ctx.out.Raw(page).Raw("/");
@@ -68,90 +86,165 @@ void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool sh
   if (showmsg) arg("showmsg", "1", false);
 }
 
+namespace {
+
+// Whether the refs alone fix ChooseReadme's answer: every readme entry is REF:PATH and each REF
+// (the branch shown when empty) is a branch of the ref index, whose tip's tree gives the answer.
+bool ReadmeFixedByRefs(const PageContext& ctx) {
+  if (ctx.repo.readme.empty()) return true;
+  const RefIndex& refs = ctx.lease.refs();
+  for (const std::string& entry : ctx.repo.readme) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos) return false;
+    const std::string ref = colon > 0                   ? entry.substr(0, colon)
+                            : !ctx.route.head.empty()   ? ctx.route.head
+                            : !refs.head_branch().empty() ? refs.head_branch()
+                                                          : std::string("HEAD");
+    if (!refs.Branch(ref)) return false;
+  }
+  return true;
+}
+
+// PageStart's runs that depend on the repository, its refs and the branch shown alone.
+ChromeMemo::Parts MakeParts(const PageContext& page_ctx, const std::string& current) {
+  ChromeMemo::Parts parts;
+  {
+    Writer out(&parts.head);
+    const PageContext ctx{page_ctx.site, page_ctx.chrome, page_ctx.route, page_ctx.repo,
+                          page_ctx.lease, out};
+    out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
+    out.Raw("<meta name='robots' content='index, nofollow'/>\n");
+    out.Raw("<link rel='stylesheet' type='text/css' href='").Text(ctx.chrome.css).Raw("'/>\n");
+    out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n");
+    for (const std::string& url : CloneUrls(ctx)) {
+      out.Raw("<link rel='vcs-git' href='");
+      WriteUrlAttribute(out, url);
+      out.Raw("' title='").Text(ctx.repo.name).Raw(" Git repository'/>\n");
+    }
+    out.Raw("</head>\n<body>\n");
+    out.Raw("<div id='cgit'><table id='header'>\n<tr>\n<td class='logo' rowspan='2'><a href='")
+        .Text(ctx.chrome.virtual_root)
+        .Raw("'><img src='")
+        .Text(ctx.chrome.logo)
+        .Raw("' alt='cgit logo'/></a></td>\n");
+    out.Raw("<td class='main'><a href='")
+        .Text(ctx.chrome.virtual_root)
+        .Raw("'>index</a> : <a href='");
+    RepoUrl(ctx, "", "", {});
+    out.Raw("'>").Text(ctx.repo.name).Raw("</a></td><td class='form'><form method='get'>\n");
+  }
+  {
+    Writer out(&parts.url_start);
+    out.Text(page_ctx.chrome.virtual_root).UrlPart(page_ctx.repo.url, /*keep_slash=*/true).Raw("/");
+  }
+  {
+    Writer out(&parts.branches);
+    out.Raw("<select name='h' onchange='this.form.submit();'>\n");
+    for (const auto& branch : page_ctx.lease.refs().branches()) {
+      out.Raw("<option value='").Text(branch).Raw("'");
+      if (branch == current) out.Raw(" selected='selected'");
+      out.Raw(">").Text(branch).Raw("</option>\n");
+    }
+    out.Raw("</select> <input type='submit' value='switch'/></form></td></tr>\n");
+    out.Raw("<tr><td class='sub'>")
+        .Text(page_ctx.repo.desc.empty() ? std::string_view("[no description]")
+                                         : std::string_view(page_ctx.repo.desc))
+        .Raw("</td><td class='sub right'>")
+        .Text(page_ctx.repo.owner)
+        .Raw("</td></tr></table>\n");
+    out.Raw("<table class='tabs'><tr><td>\n");
+  }
+  if (ReadmeFixedByRefs(page_ctx))
+    parts.about = !page_ctx.repo.readme.empty() && ChooseReadme(page_ctx).has_value();
+  return parts;
+}
+
+}  // namespace
+
+std::shared_ptr<const ChromeMemo::Parts> ChromeMemo::For(const PageContext& ctx) {
+  const RefIndex& refs = ctx.lease.refs();
+  const std::string& current = ctx.route.head.empty() ? refs.head_branch() : ctx.route.head;
+  const uint64_t generation = refs.generation();
+  const uint64_t repo = ctx.route.repo;
+  std::string key(reinterpret_cast<const char*>(&repo), sizeof repo);
+  key.append(reinterpret_cast<const char*>(&generation), sizeof generation);
+  // A name that is no branch (a tag page's h=, a commit's id) selects none: every such name has
+  // the same parts (an about tab that would depend on it is asked per page: ReadmeFixedByRefs).
+  if (refs.Branch(current))
+    key += current;
+  else
+    key += '\0';  // in no ref name
+  if (std::optional<std::shared_ptr<const Parts>> known = memo_.Find(key)) return std::move(*known);
+  auto parts = std::make_shared<const Parts>(MakeParts(ctx, current));
+  made_.fetch_add(1, std::memory_order_relaxed);
+  memo_.Add(key, parts);
+  return parts;
+}
+
+uint64_t ChromeMemo::made() const { return made_.load(std::memory_order_relaxed); }
+
 void PageStart(const PageContext& ctx, std::string_view title, std::string_view active_tab,
                std::string_view id) {
   Writer& out = ctx.out;
   const Route& r = ctx.route;
+  const std::shared_ptr<const ChromeMemo::Parts> parts = ctx.chrome.memo.For(ctx);
   out.Raw("<!DOCTYPE html>\n<html lang='en'>\n<head>\n<title>").Text(title).Raw("</title>\n");
   out.BeginShared();  // up to the id: the same on every page of this repository
-  out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
-  out.Raw("<meta name='robots' content='index, nofollow'/>\n");
-  out.Raw("<link rel='stylesheet' type='text/css' href='").Text(ctx.chrome.css).Raw("'/>\n");
-  out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n");
-  for (const std::string& url : CloneUrls(ctx)) {
-    out.Raw("<link rel='vcs-git' href='");
-    WriteUrlAttribute(out, url);
-    out.Raw("' title='").Text(ctx.repo.name).Raw(" Git repository'/>\n");
-  }
-  out.Raw("</head>\n<body>\n");
-  out.Raw("<div id='cgit'><table id='header'>\n<tr>\n<td class='logo' rowspan='2'><a href='")
-      .Text(ctx.chrome.virtual_root)
-      .Raw("'><img src='")
-      .Text(ctx.chrome.logo)
-      .Raw("' alt='cgit logo'/></a></td>\n");
-  out.Raw("<td class='main'><a href='")
-      .Text(ctx.chrome.virtual_root)
-      .Raw("'>index</a> : <a href='");
-  RepoUrl(ctx, "", "", {});
-  out.Raw("'>").Text(ctx.repo.name).Raw("</a></td><td class='form'><form method='get'>\n");
+  out.Raw(parts->head);
   out.EndShared();
   if (!id.empty()) out.Raw("<input type='hidden' name='id' value='").Text(id).Raw("'/>");
   out.BeginShared();  // the branch list: the same for this repository and branch
-  out.Raw("<select name='h' onchange='this.form.submit();'>\n");
-  const RefIndex& refs = ctx.lease.refs();
-  const std::string& current = r.head.empty() ? refs.head_branch() : r.head;
-  for (const auto& branch : refs.branches()) {
-    out.Raw("<option value='").Text(branch).Raw("'");
-    if (branch == current) out.Raw(" selected='selected'");
-    out.Raw(">").Text(branch).Raw("</option>\n");
-  }
-  out.Raw("</select> <input type='submit' value='switch'/></form></td></tr>\n");
-  out.Raw("<tr><td class='sub'>")
-      .Text(ctx.repo.desc.empty() ? std::string_view("[no description]")
-                                  : std::string_view(ctx.repo.desc))
-      .Raw("</td><td class='sub right'>")
-      .Text(ctx.repo.owner)
-      .Raw("</td></tr></table>\n");
+  out.Raw(parts->branches);
+  out.EndShared();
 
-  // Tabs. The commit and diff tabs keep the diff options, as cgit's do.
+  // Tabs. The commit and diff tabs keep the diff options, as cgit's do. Their links differ only
+  // in page, path and query: the repository's URL (in the parts), the path and each query are
+  // escaped once, as RepoUrl would write them.
   const std::string context = r.diff.context != 3 ? std::to_string(r.diff.context) : "";
   const std::string_view ignorews = r.diff.ignorews ? "1" : "";
   const std::string dt = r.diff.dt != 0 ? std::to_string(r.diff.dt) : "";
+  std::string path;
+  AppendUrlEncoded(&path, r.path, /*keep_slash=*/true);
+  const std::string head_query = QueryText({{"h", r.head}});
+  const std::string id_query = QueryText({{"h", r.head}, {"id", id}});
+  auto link = [&](std::string_view page, std::string_view escaped_path, std::string_view query) {
+    out.Raw(parts->url_start);
+    if (!page.empty()) out.Raw(page).Raw("/");
+    out.Raw(escaped_path).Raw(query);
+  };
   // Tabs of pages about a path keep it (cgit's path-limited commit/diff/log/tree links).
-  auto tab = [&](std::string_view name, std::string_view page, Args args) {
+  auto tab = [&](std::string_view name, std::string_view page, bool keeps_path,
+                 std::string_view query) {
     out.Raw("<a");
     if (name == active_tab) out.Raw(" class='active'");
     out.Raw(" href='");
-    const bool keeps_path =
-        page == "log" || page == "tree" || page == "blame" || page == "commit" || page == "diff" ||
-        page == "stats";
-    RepoUrl(ctx, page, keeps_path ? std::string_view(r.path) : std::string_view(), args);
+    link(page, keeps_path ? std::string_view(path) : std::string_view(), query);
     out.Raw("'>").Raw(name).Raw("</a>");
   };
-  out.Raw("<table class='tabs'><tr><td>\n");
-  out.EndShared();
-  if (!ctx.repo.readme.empty() && ChooseReadme(ctx)) tab("about", "about", {{"h", r.head}});
-  tab("summary", "", {{"h", r.head}});
-  tab("refs", "refs", {{"h", r.head}, {"id", id}});
-  tab("log", "log", {{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}});
+  const bool about = parts->about ? *parts->about
+                                   : !ctx.repo.readme.empty() && ChooseReadme(ctx).has_value();
+  if (about) tab("about", "about", false, head_query);
+  tab("summary", "", false, head_query);
+  tab("refs", "refs", false, id_query);
+  tab("log", "log", true, QueryText({{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}}));
   // On the blame page its own tab stands where the tree's does, as cgit's.
   if (active_tab == "blame")
-    tab("blame", "blame", {{"h", r.head}, {"id", id}});
+    tab("blame", "blame", true, id_query);
   else
-    tab("tree", "tree", {{"h", r.head}, {"id", id}});
-  tab("commit", "commit",
-      {{"h", r.head}, {"id", id}, {"context", context}, {"ignorews", ignorews}, {"dt", dt}});
-  tab("diff", "diff",
-      {{"h", r.head},
-       {"id", id},
-       {"id2", r.id2},
-       {"context", context},
-       {"ignorews", ignorews},
-       {"dt", dt}});
+    tab("tree", "tree", true, id_query);
+  tab("commit", "commit", true,
+      QueryText({{"h", r.head}, {"id", id}, {"context", context}, {"ignorews", ignorews}, {"dt", dt}}));
+  tab("diff", "diff", true,
+      QueryText({{"h", r.head},
+                 {"id", id},
+                 {"id2", r.id2},
+                 {"context", context},
+                 {"ignorews", ignorews},
+                 {"dt", dt}}));
   // cgit shows the stats tab when max-stats enables a period.
-  if (ctx.repo.max_stats > 0) tab("stats", "stats", {{"h", r.head}});
+  if (ctx.repo.max_stats > 0) tab("stats", "stats", true, head_query);
   out.Raw("</td><td class='form'><form class='right' method='get' action='");
-  RepoUrl(ctx, "log", r.path, {});
+  link("log", path, "");
   out.Raw("'>\n");
   if (!r.head.empty()) out.Raw("<input type='hidden' name='h' value='").Text(r.head).Raw("'/>");
   if (!id.empty()) out.Raw("<input type='hidden' name='id' value='").Text(id).Raw("'/>");
@@ -185,21 +278,24 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
     // Breadcrumbs: each leading part of the path links to this page limited to it.
     // On the log, each links to the log with the page's query (search, offset, showmsg), as
     // cgit's.
-    auto crumb = [&](std::string_view prefix) {
+    // `escaped` is `prefix` as the escaped path has it (escaping keeps '/', so the same count of
+    // segments).
+    auto crumb = [&](std::string_view prefix, std::string_view escaped) {
       if (active_tab == "log")
         LogUrl(ctx, prefix, r.ofs, r.showmsg);
       else
-        RepoUrl(ctx, active_tab, prefix, {{"h", r.head}, {"id", id}});
+        link(active_tab, escaped, id_query);
     };
     out.Raw("<div class='path'>path: <a href='");
-    crumb("");
+    crumb("", "");
     out.Raw("'>root</a>");
-    for (size_t end = 0; end != std::string::npos;) {
+    for (size_t end = 0, escaped_end = 0; end != std::string::npos;) {
       end = r.path.find('/', end + 1);
+      escaped_end = path.find('/', escaped_end + 1);
       const std::string_view prefix = std::string_view(r.path).substr(0, end);
       const size_t start = prefix.rfind('/');
       out.Raw("/<a href='");
-      crumb(prefix);
+      crumb(prefix, std::string_view(path).substr(0, escaped_end));
       out.Raw("'>")
           .Text(prefix.substr(start == std::string_view::npos ? 0 : start + 1))
           .Raw("</a>");

@@ -3,8 +3,10 @@
 // (ui_*.cc) uses these, so each page reads top to bottom like the HTML it emits.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,10 +15,13 @@
 
 #include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
 
 namespace shellac::gitfrag {
+
+class ChromeMemo;
 
 struct Chrome {
   const std::string& virtual_root;
@@ -24,6 +29,7 @@ struct Chrome {
   const std::string& logo;
   const std::string& root_title;
   const std::string& root_desc;
+  ChromeMemo& memo;  // the Site's
 };
 
 // Everything one render of a repository page needs.
@@ -53,6 +59,42 @@ void QueryArgs(Writer& out, Args args);
 void PageStart(const PageContext& ctx, std::string_view title, std::string_view active_tab,
                std::string_view id);
 void PageEnd(Writer& out);  // footer and closing tags
+
+// The two runs of PageStart's bytes that are the same on every page of a repository shown for one
+// branch (the head from the generator line to the branch form, and the branch list through the
+// tabs' start), and whether the about tab shows, made once for a state of the repository's refs
+// and kept. Every HTML page writes them (45-60 K instructions when made each time: clone URLs,
+// the branch list, the readme's lookup). Owned by the Site (a reload makes a new one, so the
+// cgitrc's chrome keys are fixed for it); keyed by the repository, its RefIndex's generation
+// (a push makes a new index, so a new key) and the branch shown. Bounded by bytes; any thread.
+class ChromeMemo {
+ public:
+  struct Parts {
+    std::string head;      // from <meta name='generator'...> through "<form method='get'>\n"
+    std::string branches;  // from "<select name='h'" through "<table class='tabs'><tr><td>\n"
+    std::string url_start;  // RepoUrl's start: "{virtual-root}{repo}/", escaped
+    // Whether the about tab shows, when the refs alone fix it (every readme entry is REF:PATH
+    // with REF a branch); none: asked for each page (a readme file outside the repository may
+    // appear, a revision other than a branch is git's to resolve).
+    std::optional<bool> about;
+  };
+  // The parts for `ctx`'s repository, refs and branch shown (the route's h=, else HEAD's branch;
+  // every name that is not a branch shares one), made now when not kept.
+  std::shared_ptr<const Parts> For(const PageContext& ctx);
+  uint64_t made() const;  // parts made so far (tests)
+
+ private:
+  struct Weigh {
+    size_t operator()(const std::shared_ptr<const Parts>& parts) const {
+      return parts->head.size() + parts->branches.size() + parts->url_start.size() + 64;
+    }
+  };
+  static constexpr size_t kGenerationBytes = 4 << 20;
+  SharedMemo<std::string, std::shared_ptr<const Parts>, std::hash<std::string>,
+             std::equal_to<std::string>, Weigh>
+      memo_{kGenerationBytes};
+  std::atomic<uint64_t> made_{0};
+};
 
 // Text of git data for display, as cgit shows it: converted to UTF-8 from `encoding` (a commit's
 // encoding header) when that names another encoding; otherwise the bytes as they are.

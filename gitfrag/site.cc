@@ -207,7 +207,8 @@ Site::Site(const conf::Config& config)
       registry_(std::make_unique<Registry>(
           config.repositories, config.max_open_repos,
           config.refs_check_interval.count() > 0 ? config.refs_check_interval
-                                                 : std::chrono::milliseconds(1000))) {
+                                                 : std::chrono::milliseconds(1000))),
+      chrome_memo_(std::make_unique<ChromeMemo>()) {
   EnsureLibgit2();
   HistoryIndex::SetMemoryBudget(config.history_index_memory);
   SetPackCacheBytes(static_cast<size_t>(config.pack_cache_size));
@@ -520,7 +521,7 @@ uint64_t Site::RepoState(size_t repo) const {
 }
 
 Page Site::Render(const Route& route) const {
-  const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_};
+  const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_, *chrome_memo_};
   ResetAgeHorizon();
   if (route.kind == PageKind::kIndex) {
     Page page = RenderIndex(chrome, registry_->repos());

@@ -403,11 +403,28 @@ void WriteListing(const PageContext& ctx, git_tree* tree, git_odb* odb) {
 // Whether a blob is text (no NUL in its first 8000 bytes), which its id fixes: remembered, so the
 // file view's blame link costs no blob read when the file was shown before. False also when the
 // blob cannot be read (no blame link, as before).
+//
+// A new blob is read here: the file view's part, rendered next, finds it in libgit2's cache, which
+// keeps blobs up to 256 KiB (site.cc). A larger one would be read whole twice (or, over
+// max-blob-size, with no part, read whole for this one link): only its first 8000 bytes are
+// inflated, when it is stored whole (loose, or not a delta in a pack).
 constexpr size_t kTextGeneration = 100000;
+constexpr size_t kCachedBlobBytes = 256 << 10;
 
-bool BlobIsText(git_repository* repo, const git_oid& oid) {
+bool BlobIsText(git_repository* repo, const git_oid& oid, size_t size) {
   static SharedMemo<git_oid, bool, OidHash, OidEqual> memo(kTextGeneration);
   if (const std::optional<bool> known = memo.Find(oid)) return *known;
+  if (size > kCachedBlobBytes) {
+    std::string why;
+    if (const std::unique_ptr<InflatingBlob> stream =
+            OpenBlobStream(git_repository_path(repo), oid, size, &why)) {
+      if (const std::optional<std::string_view> head = stream->Head(8000, &why)) {
+        const bool text = !IsBinary(*head);
+        memo.Add(oid, text);
+        return text;
+      }
+    }
+  }
   git_blob* raw_blob = nullptr;
   if (git_blob_lookup(&raw_blob, repo, &oid) != 0) return false;
   const BlobPtr blob(raw_blob);
@@ -501,7 +518,7 @@ Page RenderTree(const PageContext& page_ctx) {
     RepoUrl(ctx, "plain", r.path, {{"h", r.head}, {"id", r.id}});
     out.Raw("'>plain</a>");
     // enable-blame: a blame link, unless the file is binary (cgit reads the blob to know).
-    if (ctx.repo.enable_blame && BlobIsText(ctx.lease.repo(), found.oid)) {
+    if (ctx.repo.enable_blame && BlobIsText(ctx.lease.repo(), found.oid, found.size)) {
       out.Raw(") (<a href='");
       RepoUrl(ctx, "blame", r.path, {{"h", r.head}, {"id", r.id}});
       out.Raw("'>blame</a>");

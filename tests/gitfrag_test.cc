@@ -971,6 +971,88 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
 }
 
 // A fork that borrows its objects through objects/info/alternates renders like its upstream.
+// The chrome every HTML page repeats (the head, the branch list, whether the about tab shows) is
+// made once for a state of a repository's refs and a branch: asked again it is the same parts, and
+// a push (a new branch, a commit that adds the readme) gives new parts and changes the pages.
+TEST_F(GitfragPages, ChromeIsMadeOncePerRefStateAndFollowsAPush) {
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":fresh.md"};
+  c.refs_check_interval = std::chrono::milliseconds(1);
+  Site site(c);
+
+  Registry registry(c.repositories, 4, std::chrono::milliseconds(1));
+  ChromeMemo memo;
+  const std::string root = "/", css = "/cgit.css", logo = "/cgit.png", none;
+  const Chrome chrome{root, css, logo, none, none, memo};
+  Route route = MustMatch(site, "/fix/tree/", "");
+  std::string scratch;
+  Writer out(&scratch);
+  auto parts = [&](const std::string& head) {
+    std::string error;
+    Registry::Lease lease = registry.Acquire(0, &error);
+    EXPECT_TRUE(lease) << error;
+    route.head = head;
+    const PageContext ctx{site, chrome, route, c.repositories[0], lease, out};
+    return memo.For(ctx);
+  };
+  const auto master = parts("master");
+  ASSERT_TRUE(master->about.has_value()) << "a REF:PATH readme on a branch: the refs fix it";
+  EXPECT_FALSE(*master->about);
+  EXPECT_NE(master->branches.find("<option value='master' selected='selected'>"), std::string::npos);
+  EXPECT_EQ(master->branches.find("fresh"), std::string::npos);
+  EXPECT_NE(master->head.find("<meta name='generator'"), std::string::npos);
+  EXPECT_EQ(parts("master"), master) << "asked again: kept, not made again";
+  EXPECT_EQ(memo.made(), 1u);
+  const auto side = parts("side");
+  EXPECT_NE(side, master);
+  EXPECT_NE(side->branches.find("<option value='side' selected='selected'>"), std::string::npos);
+  EXPECT_EQ(memo.made(), 2u);
+  // Names that are no branch (a tag page's h=) select none: they share one set of parts, whose
+  // about tab is asked per page (a readme at a tag is git's to resolve).
+  const auto tag = parts("v1.0");
+  EXPECT_EQ(tag->branches.find("selected"), std::string::npos);
+  EXPECT_FALSE(tag->about.has_value());
+  EXPECT_EQ(parts("light"), tag);
+  EXPECT_EQ(memo.made(), 3u);
+  EXPECT_EQ(parts(""), master) << "HEAD's branch";
+
+  const std::string page_before = site.Render(MustMatch(site, "/fix/tree/", "")).body;
+  EXPECT_EQ(page_before.find("/fix/about/"), std::string::npos);
+  EXPECT_EQ(page_before.find("<option value='fresh'>"), std::string::npos);
+  EXPECT_EQ(site.Render(MustMatch(site, "/fix/tree/", "")).body, page_before);
+
+  // The push: master gains the readme, and a new branch.
+  const std::string work = ShellQuote(fx.dir().File("work"));
+  Shell("cd " + work + " && echo hello > fresh.md && git add fresh.md && git -c user.name=T -c "
+        "user.email=t@example.org commit -q -m fresh && git push -q " + ShellQuote(fx.bare()) +
+        " master master:refs/heads/fresh 2>&1");
+  // Polled: the refs are looked at again at most once a refs-check-interval.
+  std::shared_ptr<const ChromeMemo::Parts> pushed;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    pushed = parts("master");
+    if (pushed != master) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  ASSERT_NE(pushed, master) << "the push never gave new parts";
+  EXPECT_EQ(memo.made(), 4u);
+  ASSERT_TRUE(pushed->about.has_value());
+  EXPECT_TRUE(*pushed->about);
+  EXPECT_NE(pushed->branches.find("<option value='fresh'>fresh</option>"), std::string::npos);
+  EXPECT_EQ(pushed->head, master->head);
+
+  std::string page_after;
+  do {
+    page_after = site.Render(MustMatch(site, "/fix/tree/", "")).body;
+    if (page_after != page_before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_NE(page_after.find("<a href='/fix/about/'>about</a>"), std::string::npos);
+  EXPECT_NE(page_after.find("<option value='fresh'>fresh</option>"), std::string::npos);
+  const Page about = site.Render(MustMatch(site, "/fix/about/", ""));
+  EXPECT_EQ(about.status, 200) << about.reason;
+}
+
 TEST_F(GitfragPages, ForkWithAlternates) {
   const std::string fork = fx.dir().File("fork.git");
   Shell("git init -q --bare " + ShellQuote(fork));
@@ -1643,6 +1725,54 @@ TEST_F(GitfragTree, FileViewIncludesTheBlobPartByItsId) {
   EXPECT_EQ(MustMatch(site, "/fix/esi-blob/", "id=" + blob.substr(0, 10)).cache_key, "");
   EXPECT_EQ(site.Render(MustMatch(site, "/fix/esi-blob/", "id=" + std::string(40, 'a'))).status,
             404);
+}
+
+// A file over 256 KiB (more than libgit2 keeps in its cache) is not read whole for the file
+// view's blame link: its first 8000 bytes decide, as git's buffer_is_binary, when it is stored
+// whole (loose, or whole in a pack); a delta is read whole, as before. A NUL past the first 8000
+// bytes leaves the file text.
+TEST(GitfragLargeFiles, BlameLinkOfALargeFileDependsOnItsFirstBytes) {
+  TempDir dir;
+  MakeFixture(dir, R"SH(
+set -e
+mk() {  # SEED NUL_AT FILE
+  { echo "$1"; seq 1 60000; } > base.tmp
+  { head -c "$2" base.tmp; printf '\000'; tail -c +"$(($2 + 1))" base.tmp; } > "$3" && rm base.tmp
+}
+git init -q -b master loose && cd loose
+mk loose 9000 text.txt && mk loose 100 bin.dat && git add -A && git commit -q -m loose && cd ..
+git init -q -b master work && cd work
+mk packed 9000 text.txt && mk packed 100 bin.dat && git add -A && git commit -q -m one
+echo more >> text.txt && echo more >> bin.dat && git add -A && git commit -q -m two
+cd .. && git clone -q --bare --no-local work packed.git && git -C packed.git repack -adfq
+)SH",
+              kThor);
+  conf::Config c;
+  for (const std::string name : {"loose", "packed"}) {
+    conf::Config::Repository r;
+    r.url = r.name = name;
+    r.path = dir.File(name == "loose" ? "loose/.git" : "packed.git");
+    r.enable_blame = true;
+    c.repositories.push_back(r);
+  }
+  c.max_blob_size = 200;  // the part is left out for these files: the frame alone reads them
+  Site site(c);
+  const std::string first =
+      Trimmed(Shell("git -C " + ShellQuote(dir.File("packed.git")) + " rev-parse master~1"));
+  for (const auto& [repo, query] : std::vector<std::pair<std::string, std::string>>{
+           {"loose", ""}, {"packed", ""}, {"packed", "id=" + first}}) {
+    SCOPED_TRACE(repo + "?" + query);
+    const Page text = site.Render(MustMatch(site, "/" + repo + "/tree/text.txt", query));
+    ASSERT_EQ(text.status, 200) << text.reason;
+    EXPECT_NE(text.body.find("/tree/text.txt"), std::string::npos);
+    EXPECT_NE(text.body.find("/" + repo + "/blame/text.txt" + (query.empty() ? "" : "?" + query) +
+                             "'>blame</a>)"),
+              std::string::npos);
+    const Page bin = site.Render(MustMatch(site, "/" + repo + "/tree/bin.dat", query));
+    ASSERT_EQ(bin.status, 200) << bin.reason;
+    EXPECT_NE(bin.body.find("/plain/bin.dat"), std::string::npos);
+    EXPECT_EQ(bin.body.find("'>blame</a>"), std::string::npos);
+  }
 }
 
 // plain: a file's bytes with cgit's content type and headers; a folder's plain listing.
