@@ -24,38 +24,49 @@ constexpr size_t kLinesGenerationBytes = size_t{16} << 20;
 
 struct LinesWeight {
   size_t operator()(const std::shared_ptr<const BlobLines>& lines) const {
-    return sizeof(BlobLines) + lines->hashes.size() * sizeof(uint64_t);
+    return sizeof(BlobLines) + lines->hashes.capacity() * sizeof(uint64_t);
   }
 };
 
-// A line's 64-bit hash, 8 bytes a step: each step, h -> rotl((h ^ word) * odd, 31), is a bijection
-// of h, so two lines of one length that differ in one word never collide; the length is in the
-// seed. (Intern's table mixes the bits it takes for a slot.) `end` is the end of the blob: the
-// last partial word is read whole when the blob goes on past it (and its bytes past the line
-// cleared), so a line costs no call. Lines are compared by these hashes alone.
-uint64_t LineHash(const char* p, size_t n, const char* end) {
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = 0x2545F4914F6CDD1Dull ^ (static_cast<uint64_t>(n) * 0xC2B2AE3D27D4EB4Full);
-  const auto step = [&](uint64_t w) {
-    h = (h ^ w) * kMul;
-    h = (h << 31) | (h >> 33);
-  };
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    step(w);
+// A line's 64-bit hash, 8 bytes a step from the line's start: each step, h -> rotl((h ^ word) *
+// odd, 31), is a bijection of h; the last partial word is mixed in with the bytes past the line
+// cleared, then the line's length. So two lines of one length that differ in one word never
+// collide, and a line's hash does not depend on where it starts. (Intern's table mixes the bits
+// it takes for a slot.) Lines are compared by these hashes alone.
+uint64_t LineStep(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+  return (h << 31) | (h >> 33);
+}
+
+// The 8 bytes at p, the first in the low byte.
+uint64_t LoadWord(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+  return w;
+}
+
+// The line [p, p + n) of a blob that ends at `end`, 16 bytes a turn: its last partial word is
+// read whole when the blob goes on past it, so a line costs no call.
+inline uint64_t LineHash(const char* p, size_t n, const char* end) {
+  uint64_t h = 0x2545F4914F6CDD1Dull;
+  const uint64_t length = n;
+  for (; n >= 16; p += 16, n -= 16) h = LineStep(LineStep(h, LoadWord(p)), LoadWord(p + 8));
+  if (n >= 8) {
+    h = LineStep(h, LoadWord(p));
+    p += 8;
+    n -= 8;
   }
   if (n > 0) {
     uint64_t w = 0;
-    if (std::endian::native == std::endian::little && end - p >= 8) {
-      std::memcpy(&w, p, 8);
-      w &= (uint64_t{1} << (8 * n)) - 1;
+    if (end - p >= 8) {
+      w = LoadWord(p) & ((uint64_t{1} << (8 * n)) - 1);
     } else {
-      std::memcpy(&w, p, n);
+      for (size_t i = 0; i < n; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
     }
-    step(w);
+    h = LineStep(h, w);
   }
-  return h;  // no finaliser: a bijection would not change which lines collide
+  return LineStep(h, length);
 }
 
 // The lines between the common head and tail of both files as small ids (equal lines, equal
@@ -323,13 +334,18 @@ BlobLines HashLines(std::string_view data) {
   BlobLines lines;
   lines.binary = std::memchr(data.data(), '\0', std::min(data.size(), kBinaryProbe)) != nullptr;
   if (lines.binary) return lines;
-  size_t start = 0;
-  while (start < data.size()) {
-    const void* nl = std::memchr(data.data() + start, '\n', data.size() - start);
-    const size_t end = nl == nullptr ? data.size() : static_cast<const char*>(nl) - data.data() + 1;
-    lines.hashes.push_back(LineHash(data.data() + start, end - start, data.data() + data.size()));
-    start = end;
+  // Room for lines of 32 bytes (most source lines are shorter than that) saves most of the
+  // vector's growing; a file of long lines gives the room back.
+  lines.hashes.reserve(data.size() / 32 + 1);
+  const char* p = data.data();
+  const char* const end = p + data.size();
+  while (p < end) {
+    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+    const char* const line_end = nl == nullptr ? end : static_cast<const char*>(nl) + 1;
+    lines.hashes.push_back(LineHash(p, static_cast<size_t>(line_end - p), end));
+    p = line_end;
   }
+  if (lines.hashes.capacity() > 2 * lines.hashes.size()) lines.hashes.shrink_to_fit();
   return lines;
 }
 
@@ -348,9 +364,20 @@ LineDelta MinimalLineDelta(const std::vector<uint64_t>& a, const std::vector<uin
   return LineDelta{b.size() - common, a.size() - common};
 }
 
+namespace {
+
+using LinesMemo =
+    SharedMemo<git_oid, std::shared_ptr<const BlobLines>, OidHash, OidEqual, LinesWeight>;
+
+LinesMemo& Memo() {
+  static LinesMemo memo(kLinesGenerationBytes);
+  return memo;
+}
+
+}  // namespace
+
 std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid& id) {
-  static SharedMemo<git_oid, std::shared_ptr<const BlobLines>, OidHash, OidEqual, LinesWeight> memo(
-      kLinesGenerationBytes);
+  LinesMemo& memo = Memo();
   if (std::optional<std::shared_ptr<const BlobLines>> known = memo.Find(id)) return *known;
   std::shared_ptr<const BlobLines> lines;
   if (const ObjectBytes packed = ReadPacked(repo, id, GIT_OBJECT_BLOB)) {
@@ -365,6 +392,11 @@ std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid
   }
   memo.Add(id, lines);
   return lines;
+}
+
+void RememberBlobLines(const git_oid& id, std::string_view bytes) {
+  LinesMemo& memo = Memo();
+  if (!memo.Find(id)) memo.Add(id, std::make_shared<const BlobLines>(HashLines(bytes)));
 }
 
 }  // namespace shellac::gitfrag

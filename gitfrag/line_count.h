@@ -53,4 +53,8 @@ size_t LcsBits(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, s
 // thread and repository), or null when it cannot be read.
 std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid& id);
 
+// Puts the lines of blob `id`, whose bytes a caller has read for its own use, in BlobLinesOf's
+// memo (unless they are there), so that BlobLinesOf does not read the blob again.
+void RememberBlobLines(const git_oid& id, std::string_view bytes);
+
 }  // namespace shellac::gitfrag

@@ -1,11 +1,15 @@
 #include "gitfrag/renames.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
 #include "gitfrag/git.h"
+#include "gitfrag/line_count.h"
 #include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
@@ -60,8 +64,8 @@ void KeepIfBetter(Candidate* slots, const Candidate& o) {
 
 class Matcher {
  public:
-  Matcher(git_repository* repo, std::vector<TreeChange>* changes)
-      : repo_(repo), changes_(*changes) {}
+  Matcher(git_repository* repo, std::vector<TreeChange>* changes, bool blob_lines)
+      : repo_(repo), changes_(*changes), blob_lines_(blob_lines) {}
 
   bool Run(int rename_limit, std::string* reason);
 
@@ -78,6 +82,7 @@ class Matcher {
 
   git_repository* repo_;
   std::vector<TreeChange>& changes_;
+  const bool blob_lines_;  // also hash the lines of each blob read (RememberBlobLines)
   OdbPtr odb_;
   std::vector<Side> sources_, destinations_;
   // The pairs found, as indexes in the changes, applied once all are found.
@@ -108,14 +113,18 @@ bool Matcher::Hashes(Side& s, const std::vector<std::pair<uint32_t, uint32_t>>**
   if (!s.hashes) {
     // Through the thread's pack reader, its bytes as they are (libgit2's blob would copy them);
     // what it does not have through libgit2.
+    const auto use = [&](std::string_view bytes) {
+      s.hashes = SpanHashes(bytes);
+      if (blob_lines_) RememberBlobLines(s.id, bytes);
+    };
     if (const ObjectBytes packed = ReadPacked(repo_, s.id, GIT_OBJECT_BLOB)) {
-      s.hashes = SpanHashes(packed.view());
+      use(packed.view());
     } else {
       git_blob* raw = nullptr;
       if (git_blob_lookup(&raw, repo_, &s.id) != 0) return false;
       const BlobPtr blob(raw);
-      s.hashes = SpanHashes(std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
-                                             static_cast<size_t>(git_blob_rawsize(raw))));
+      use(std::string_view(static_cast<const char*>(git_blob_rawcontent(raw)),
+                           static_cast<size_t>(git_blob_rawsize(raw))));
     }
   }
   *hashes = &*s.hashes;
@@ -295,6 +304,52 @@ bool Matcher::Run(int rename_limit, std::string* reason) {
   return true;
 }
 
+// diffcore-delta's chunks: up to this many bytes, ending at a '\n'; their hashes are below
+// kHashBase.
+constexpr size_t kSpanBytes = 64;
+constexpr uint32_t kHashBase = 107927;
+
+// diffcore-delta's hash of a chunk, above its length in bytes: the bytes [p, p + n), then a '\n'
+// when `newline` (the one after a skipped CR). git's step, accum1 = (accum1 << 7 ^ accum2 >> 25)
+// + c and accum2 = accum2 << 7 ^ old accum1 >> 25, is a rotation of the 64 bits (accum2, accum1)
+// by 7 and then c added to accum1 alone, mod 2^32: one rotate and a 32-bit add.
+uint64_t SpanOf(const char* p, size_t n, bool newline = false) {
+  constexpr uint64_t kHigh = ~uint64_t{0} << 32;
+  uint64_t accum = 0;  // accum2 << 32 | accum1
+  const auto feed = [&](uint32_t c) {
+    accum = std::rotl(accum, 7);
+    accum = (accum & kHigh) | static_cast<uint32_t>(static_cast<uint32_t>(accum) + c);
+  };
+#pragma GCC unroll 4
+  for (size_t i = 0; i < n; ++i) feed(static_cast<unsigned char>(p[i]));
+  if (newline) feed('\n');
+  const uint32_t accum1 = static_cast<uint32_t>(accum), accum2 = static_cast<uint32_t>(accum >> 32);
+  return uint64_t{(accum1 + accum2 * 0x61) % kHashBase} << 32 | (n + (newline ? 1 : 0));
+}
+
+// Sorts SpanOf's numbers by hash (17 bits: under kHashBase), keeping the order of equal hashes:
+// two passes of a counting sort, on the hash's low 9 bits and then its high 8, where std::sort
+// took ~180 instructions a chunk. Few numbers go to std::sort (the counts would cost more).
+void SortByHash(std::vector<uint64_t>* spans) {
+  static_assert(kHashBase <= 512 * 256);
+  constexpr size_t kFew = 64;
+  if (spans->size() < kFew) {
+    std::sort(spans->begin(), spans->end());
+    return;
+  }
+  std::array<uint32_t, 513> low{};
+  std::array<uint32_t, 257> high{};
+  for (const uint64_t s : *spans) {
+    ++low[((s >> 32) & 511) + 1];
+    ++high[(s >> 41) + 1];
+  }
+  for (size_t i = 1; i < low.size(); ++i) low[i] += low[i - 1];
+  for (size_t i = 1; i < high.size(); ++i) high[i] += high[i - 1];
+  std::vector<uint64_t> by_low(spans->size());
+  for (const uint64_t s : *spans) by_low[low[(s >> 32) & 511]++] = s;
+  for (const uint64_t s : by_low) (*spans)[high[s >> 41]++] = s;
+}
+
 }  // namespace
 
 bool LooksBinary(std::string_view bytes) {
@@ -307,35 +362,47 @@ std::string_view Basename(std::string_view path) {
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> SpanHashes(std::string_view bytes) {
-  constexpr uint32_t kHashBase = 107927;
   const bool text = !LooksBinary(bytes);
-  // Every chunk's (hash, bytes), then sorted and each hash's bytes summed: a blob has a chunk a
-  // line, and sorting them costs a fraction of a hash table's node per chunk.
-  std::vector<std::pair<uint32_t, uint32_t>> spans;
+  // Every chunk's hash and bytes as one number (hash << 32 | bytes), then sorted by hash and each
+  // hash's bytes summed: a blob has a chunk a line, and sorting them costs a fraction of a hash
+  // table's node per chunk.
+  std::vector<uint64_t> spans;
   spans.reserve(bytes.size() / 32 + 1);
-  uint32_t accum1 = 0, accum2 = 0, n = 0;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const uint32_t c = static_cast<unsigned char>(bytes[i]);
-    const uint32_t old1 = accum1;
-    if (text && c == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
-    accum1 = (accum1 << 7) ^ (accum2 >> 25);
-    accum2 = (accum2 << 7) ^ (old1 >> 25);
-    accum1 += c;
-    if (++n < 64 && c != '\n') continue;
-    spans.emplace_back((accum1 + accum2 * 0x61) % kHashBase, n);
-    n = 0;
-    accum1 = accum2 = 0;
-  }
-  std::sort(spans.begin(), spans.end());
-  size_t kept = 0;
-  for (size_t i = 0; i < spans.size(); ++i) {
-    if (kept > 0 && spans[kept - 1].first == spans[i].first)
-      spans[kept - 1].second += spans[i].second;
+  // git feeds the bytes one at a time, ending a chunk at a '\n' or its 64th byte. Here each line is
+  // found first (memchr), then cut into chunks hashed in a loop that tests nothing: a CR skipped
+  // before the line's '\n' is the only byte not fed, and it is never inside a full chunk (a line
+  // of more than 64 fed bytes has it at 64 or more past the chunk's start).
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while (p < end) {
+    const void* found = std::memchr(p, '\n', static_cast<size_t>(end - p));
+    if (found == nullptr) {  // the last bytes, no '\n': their full chunks, not the rest
+      for (; static_cast<size_t>(end - p) >= kSpanBytes; p += kSpanBytes)
+        spans.push_back(SpanOf(p, kSpanBytes));
+      break;
+    }
+    const char* const nl = static_cast<const char*>(found);
+    const bool cr = text && nl > p && nl[-1] == '\r';
+    const size_t fed = static_cast<size_t>(nl + 1 - p) - (cr ? 1 : 0);
+    for (size_t left = fed; left > kSpanBytes; left -= kSpanBytes, p += kSpanBytes)
+      spans.push_back(SpanOf(p, kSpanBytes));
+    if (cr)  // the line's last chunk without its CR: the bytes before it, then the '\n'
+      spans.push_back(SpanOf(p, static_cast<size_t>(nl - 1 - p), true));
     else
-      spans[kept++] = spans[i];
+      spans.push_back(SpanOf(p, static_cast<size_t>(nl + 1 - p)));
+    p = nl + 1;
   }
-  spans.resize(kept);
-  return spans;
+  SortByHash(&spans);
+  std::vector<std::pair<uint32_t, uint32_t>> summed;
+  summed.reserve(spans.size());
+  for (const uint64_t span : spans) {
+    const uint32_t hash = static_cast<uint32_t>(span >> 32), n = static_cast<uint32_t>(span);
+    if (!summed.empty() && summed.back().first == hash)
+      summed.back().second += n;
+    else
+      summed.emplace_back(hash, n);
+  }
+  return summed;
 }
 
 bool SizesCanReach(size_t src_size, size_t dst_size, int minimum) {
@@ -363,8 +430,8 @@ int Similarity(std::string_view src, std::string_view dst, int minimum) {
 }
 
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
-                   std::string* reason) {
-  return Matcher(repo, changes).Run(rename_limit, reason);
+                   bool blob_lines, std::string* reason) {
+  return Matcher(repo, changes, blob_lines).Run(rename_limit, reason);
 }
 
 }  // namespace shellac::gitfrag

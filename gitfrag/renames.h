@@ -55,8 +55,11 @@ int Similarity(std::string_view src, std::string_view dst, int minimum);
 // (GIT_DELTA_MODIFIED, GIT_DELTA_TYPECHANGE) is neither source nor destination. Each pair becomes
 // one GIT_DELTA_RENAMED change at the added file's place (old_path, old_mode, old_id from the
 // deleted file; score set) and the deleted file leaves the list. False with *reason when a blob
-// cannot be read (*changes as it was).
+// cannot be read (*changes as it was). With `blob_lines`, each blob read for an estimate also has
+// its lines hashed into BlobLinesOf's memo (line_count.h), for a caller that counts the files'
+// lines next: every such blob is a side of a file it counts (a rename's, or an unpaired file's),
+// so one read serves both.
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
-                   std::string* reason);
+                   bool blob_lines, std::string* reason);
 
 }  // namespace shellac::gitfrag

@@ -1053,7 +1053,7 @@ bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
   // git looks for renames only with both deletions and additions, and patch and rawdiff (git's
   // defaults) never.
   if (added && deleted && engine == DiffEngine::kCgitPages &&
-      !DetectRenames(repo, &changes, options.rename_limit, reason))
+      !DetectRenames(repo, &changes, options.rename_limit, out->blob_lines, reason))
     return false;
   const git_diff_options opts = EngineOptions(options, engine);
   out->files.resize(changes.size());

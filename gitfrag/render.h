@@ -189,6 +189,9 @@ struct FileDiff {
 // The changed files of a diff, and what their deltas' paths point into.
 struct CommitFiles {
   bool patches = true;  // set false before CommitFileDiffs for the list alone (no patch made)
+  // Set true before CommitFileDiffs when the lines of the files' blobs will be counted
+  // (BlobLinesOf): rename detection hashes the lines of each blob it reads (renames.h).
+  bool blob_lines = false;
   std::vector<FileDiff> files;
   DiffPtr diff;                   // libgit2's diff, when it made the list
   std::deque<std::string> paths;  // the own tree diff's paths (and submodules' patch texts)

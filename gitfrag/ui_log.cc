@@ -172,6 +172,7 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   // patches when whitespace is ignored, else from their blobs' hashed lines.
   CommitFiles changed;
   changed.patches = lines && ctx.route.diff.ignorews;
+  changed.blob_lines = lines && !changed.patches;
   if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
                        &reason, FileDiffPath::kOwnRaw, nullptr))
     return counts;

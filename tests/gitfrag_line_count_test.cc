@@ -105,6 +105,51 @@ TEST(LineCount, BinaryIsANulInTheFirst8000Bytes) {
   EXPECT_FALSE(HashLines("text\n").binary);
 }
 
+// A line's hash does not depend on where it starts in the blob (HashLines reads 8 bytes a step
+// from each line's start): every line of random text, at every offset, hashes as the line alone;
+// lines that differ (by a byte anywhere, by their newline, by a byte past a word's end) differ.
+TEST(LineCount, ALineHashesTheSameWhereverItStarts) {
+  std::mt19937 rng(99);
+  for (int round = 0; round < 500; ++round) {
+    std::vector<std::string> lines(rng() % 30);
+    std::string text = std::string(rng() % 9, '.') + "\n";  // shifts every later line
+    lines.insert(lines.begin(), text);
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const size_t len = rng() % 4 == 0 ? rng() % 100 : rng() % 20;
+      for (size_t j = 0; j < len; ++j) lines[i] += static_cast<char>('a' + rng() % 3);
+      lines[i] += '\n';
+      text += lines[i];
+    }
+    if (rng() % 2 == 0) {  // a last line without a newline, sometimes under 8 bytes
+      lines.emplace_back(rng() % 20 + 1, 'e');
+      text += lines.back();
+    }
+    const BlobLines all = HashLines(text);
+    ASSERT_EQ(all.hashes.size(), lines.size()) << test::Printable(text);
+    for (size_t i = 0; i < lines.size(); ++i)
+      ASSERT_EQ(all.hashes[i], HashLines(lines[i]).hashes.at(0)) << test::Printable(lines[i]);
+  }
+  std::vector<std::string> distinct;
+  for (size_t len = 0; len <= 24; ++len) {
+    const std::string base(len, 'k');
+    distinct.push_back(base + "\n");
+    if (len > 0) distinct.push_back(base);
+    for (size_t at = 0; at < len; ++at) {
+      std::string changed = base + "\n";
+      changed[at] = 'K';
+      distinct.push_back(changed);
+    }
+  }
+  std::vector<uint64_t> hashes;
+  for (const std::string& line : distinct) {
+    const BlobLines one = HashLines(line);
+    ASSERT_EQ(one.hashes.size(), 1u) << test::Printable(line);
+    hashes.push_back(one.hashes[0]);
+  }
+  std::sort(hashes.begin(), hashes.end());
+  EXPECT_EQ(std::adjacent_find(hashes.begin(), hashes.end()), hashes.end());
+}
+
 // Files of few distinct lines (so most lines repeat, some often enough for xdiff to set them aside
 // amid unmatched ones), the second made from the first by random insertions, deletions,
 // replacements and moves.
@@ -240,6 +285,7 @@ TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {
     ASSERT_EQ(git_commit_lookup(&c, repo.get(), &oid), 0);
     const CommitPtr commit(c);
     CommitFiles changed;
+    changed.blob_lines = true;  // as the log asks: rename candidates' lines come from their reads
     std::string reason;
     ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, DiffOptions(), "", &changed,
                                 &reason));

@@ -7,11 +7,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gitfrag/git.h"
+#include "gitfrag/line_count.h"
 #include "gitfrag/render.h"
 #include "gitfrag/renames.h"
 #include "gitfrag/tree_diff.h"
@@ -105,9 +108,9 @@ class RenameFixture : public ::testing::Test {
     return CommitPtr(c);
   }
 
-  // The commit's changes against its first parent after DetectRenames with `limit`, as
-  // `git diff-tree --raw` writes them.
-  std::string Ours(git_commit* commit, int limit) {
+  // The commit's changes against its first parent after DetectRenames with `limit` (and
+  // `blob_lines`), as `git diff-tree --raw` writes them.
+  std::string Ours(git_commit* commit, int limit, bool blob_lines = false) {
     git_tree *raw_new = nullptr, *raw_old = nullptr;
     EXPECT_EQ(git_commit_tree(&raw_new, commit), 0);
     TreePtr new_tree(raw_new);
@@ -119,7 +122,7 @@ class RenameFixture : public ::testing::Test {
     std::vector<TreeChange> changes;
     std::string reason;
     EXPECT_TRUE(DiffTrees(repo_.get(), old_tree.get(), new_tree.get(), &changes, &reason));
-    EXPECT_TRUE(DetectRenames(repo_.get(), &changes, limit, &reason)) << reason;
+    EXPECT_TRUE(DetectRenames(repo_.get(), &changes, limit, blob_lines, &reason)) << reason;
     std::string out;
     for (size_t i = 0; i < changes.size(); ++i) {
       const TreeChange& c = changes[i];
@@ -160,7 +163,9 @@ TEST_F(RenameFixture, EveryCommitPairsAsGitDoes) {
     if (id.empty()) continue;
     const CommitPtr commit = Commit(id);
     ++commits;
-    EXPECT_EQ(Ours(commit.get(), kDefaultRenameLimit), Theirs(commit.get(), kDefaultRenameLimit))
+    const std::string theirs = Theirs(commit.get(), kDefaultRenameLimit);
+    EXPECT_EQ(Ours(commit.get(), kDefaultRenameLimit), theirs) << git_commit_summary(commit.get());
+    EXPECT_EQ(Ours(commit.get(), kDefaultRenameLimit, true), theirs)
         << git_commit_summary(commit.get());
   }
   EXPECT_EQ(commits, 15u);
@@ -211,6 +216,111 @@ TEST_F(RenameFixture, RenameLimitStopsInexactDetectionAsGits) {
   const std::string limited = Ours(many.get(), 2);
   EXPECT_NE(limited.find("R100\tmany/f1.txt\tmany/h1.txt"), std::string::npos) << limited;
   EXPECT_EQ(limited.find("\tmany/g"), limited.find("A\tmany/g") + 1) << limited;
+}
+
+// With blob_lines, the blobs read for the estimates leave their lines in BlobLinesOf's memo (keyed
+// by id alone, shared by the process): asked through a repository that lacks them, it answers
+// them, as HashLines makes them; without, it does not. The blobs are new to this process (a nonce
+// in their text), a deleted and an added file that share 60 of their 100 lines.
+TEST_F(RenameFixture, BlobLinesComeFromTheEstimatesRead) {
+  TempDir empty_dir;
+  git_repository* raw_empty = nullptr;
+  ASSERT_EQ(git_repository_init(&raw_empty, empty_dir.File("e.git").c_str(), 1), 0);
+  const RepositoryPtr empty(raw_empty);
+  for (const bool blob_lines : {false, true}) {
+    const std::string nonce =
+        std::to_string(std::random_device{}()) + "." + std::to_string(blob_lines ? 1 : 0);
+    std::string old_text, new_text;
+    for (int i = 0; i < 100; ++i) {
+      const std::string line = "line " + std::to_string(i) + " of " + nonce + "\n";
+      old_text += line;
+      new_text += i < 60 ? line : "new " + line;
+    }
+    std::vector<TreeChange> changes(2);
+    changes[0].status = GIT_DELTA_DELETED;
+    changes[0].path = "a/old.txt";
+    changes[0].old_mode = 0100644;
+    ASSERT_EQ(git_blob_create_from_buffer(&changes[0].old_id, repo_.get(), old_text.data(),
+                                          old_text.size()),
+              0);
+    changes[1].status = GIT_DELTA_ADDED;
+    changes[1].path = "b/new.txt";
+    changes[1].new_mode = 0100644;
+    ASSERT_EQ(git_blob_create_from_buffer(&changes[1].new_id, repo_.get(), new_text.data(),
+                                          new_text.size()),
+              0);
+    const git_oid old_id = changes[0].old_id, new_id = changes[1].new_id;
+    std::string reason;
+    ASSERT_TRUE(DetectRenames(repo_.get(), &changes, kDefaultRenameLimit, blob_lines, &reason))
+        << reason;
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].status, GIT_DELTA_RENAMED);
+    const std::pair<git_oid, const std::string*> sides[] = {{old_id, &old_text},
+                                                            {new_id, &new_text}};
+    for (const auto& [id, text] : sides) {
+      const std::shared_ptr<const BlobLines> kept = BlobLinesOf(empty.get(), id);
+      if (!blob_lines) {
+        EXPECT_EQ(kept, nullptr) << OidHex(id);
+        continue;
+      }
+      ASSERT_NE(kept, nullptr) << OidHex(id);
+      EXPECT_EQ(kept->hashes, HashLines(*text).hashes);
+      EXPECT_EQ(kept->hashes.size(), 100u);
+    }
+  }
+}
+
+// diffcore-delta's chunking as git writes it, a byte at a time: the reference SpanHashes must
+// equal (its chunks found a line at a time).
+std::vector<std::pair<uint32_t, uint32_t>> GitSpanHashes(std::string_view bytes) {
+  const bool text = !LooksBinary(bytes);
+  std::map<uint32_t, uint32_t> spans;
+  uint32_t accum1 = 0, accum2 = 0, n = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const uint32_t c = static_cast<unsigned char>(bytes[i]);
+    if (text && c == '\r' && i + 1 < bytes.size() && bytes[i + 1] == '\n') continue;
+    const uint32_t old1 = accum1;
+    accum1 = (accum1 << 7) ^ (accum2 >> 25);
+    accum2 = (accum2 << 7) ^ (old1 >> 25);
+    accum1 += c;
+    if (++n < 64 && c != '\n') continue;
+    spans[(accum1 + accum2 * 0x61) % 107927] += n;
+    n = 0;
+    accum1 = accum2 = 0;
+  }
+  return {spans.begin(), spans.end()};
+}
+
+// Lines around the chunk size (63 to 66 bytes, with and without a CR before the newline), CRs
+// alone, CRs at the end, no newline at the end, and bytes with a NUL in the first 8000 (binary:
+// a CR before a newline is fed too).
+TEST(SpanHashes, EqualGitsByteLoop) {
+  std::vector<std::string> cases = {"", "\n", "\r", "\r\n", "\r\r\n", "x\r", "\n\r\n\r",
+                                    std::string(64, 'x'), std::string(128, 'x'),
+                                    std::string(127, 'x')};
+  for (size_t len = 60; len <= 132; ++len)
+    for (const char* eol : {"\n", "\r\n", "\r\r\n", ""}) {
+      cases.push_back(std::string(len, 'y') + eol + "z\n");
+      cases.push_back(std::string(1, '\0') + std::string(len, 'y') + eol + "z\n");
+    }
+  std::mt19937 rng(2024);
+  const char alphabet[] = {'a', 'b', 'c', '\r', '\n', '\t', '\xff'};
+  for (int round = 0; round < 2000; ++round) {
+    std::string s;
+    const size_t lines = rng() % 12;
+    for (size_t l = 0; l < lines; ++l) {
+      const size_t len = rng() % 3 == 0 ? rng() % 200 : rng() % 8;
+      for (size_t i = 0; i < len; ++i) s += alphabet[rng() % sizeof alphabet];
+      s += rng() % 3 == 0 ? "\r\n" : "\n";
+    }
+    if (rng() % 2 == 0) s += std::string(rng() % 140, 'q');
+    if (rng() % 10 == 0) s.insert(rng() % (s.size() + 1), 1, '\0');
+    cases.push_back(std::move(s));
+  }
+  for (const std::string& s : cases) {
+    EXPECT_EQ(SpanHashes(s), GitSpanHashes(s)) << test::Printable(s);
+    if (HasFailure()) return;
+  }
 }
 
 // The pages take the pairs: the commit page's list and the log's count.
