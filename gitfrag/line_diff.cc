@@ -13,6 +13,7 @@
 #include "gitfrag/line_diff.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -29,7 +30,10 @@ constexpr int64_t kHeurMinCost = 256;  // cost from which a good run may end the
 constexpr int64_t kMaxCostMin = 256;   // the search's cost limit is at least this
 constexpr int64_t kHeurFactor = 4;
 
-uint64_t HashBytes(const char* p, size_t n) {
+// A line's hash. `end` is the end of the blob: a last partial word is read whole when the blob goes
+// on past it (its bytes past the line cleared, the same word a short copy gives), so a line costs
+// no call.
+uint64_t HashBytes(const char* p, size_t n, const char* end) {
   constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
   uint64_t h = n * kMul;
   while (n >= 8) {
@@ -42,7 +46,12 @@ uint64_t HashBytes(const char* p, size_t n) {
   }
   if (n > 0) {
     uint64_t w = 0;
-    std::memcpy(&w, p, n);
+    if (std::endian::native == std::endian::little && end - p >= 8) {
+      std::memcpy(&w, p, 8);
+      w &= (uint64_t{1} << (8 * n)) - 1;
+    } else {
+      std::memcpy(&w, p, n);
+    }
     h = (h ^ w) * kMul;
     h ^= h >> 29;
   }
@@ -75,13 +84,14 @@ size_t LinesWithin(const LineIndex& x, size_t size) {
 // Splits bytes [pos, limit) of `out.bytes` in lines (the last one ends at `limit`) and hashes them.
 void AppendLines(size_t pos, size_t limit, LineIndex* out) {
   const char* p = out->bytes.data();
+  const char* const end = p + out->bytes.size();
   while (pos < limit) {
     const void* nl = std::memchr(p + pos, '\n', limit - pos);
-    const size_t end =
+    const size_t line_end =
         nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : limit;
-    out->ends.push_back(end);
-    out->hashes.push_back(HashBytes(p + pos, end - pos));
-    pos = end;
+    out->ends.push_back(line_end);
+    out->hashes.push_back(HashBytes(p + pos, line_end - pos, end));
+    pos = line_end;
   }
 }
 
@@ -92,6 +102,75 @@ size_t CommonPrefix(const char* a, const char* b, size_t n) {
   while (i + kBlock <= n && std::memcmp(a + i, b + i, kBlock) == 0) i += kBlock;
   while (i < n && a[i] == b[i]) ++i;
   return i;
+}
+
+// Splits bytes [pos, limit) of `out.bytes` in lines (the last one ends at `limit`) and hashes them,
+// where they are mostly known's lines [j, j_end) with a few changes (in a blame, the hunks of a
+// commit between the head and the tail the two blobs share): from a line on, the bytes both share
+// are found by comparing them, and the known lines within them are taken (ends moved, hashes
+// copied); a line that differs is split and hashed, and looked for among known's next kWindow
+// lines (lines known has and `bytes` lacks before it), taken as where known goes on when the line
+// after it is known's next one too. After a few lines in a row that are not known's, known is
+// tried again only at powers of two of them: a rewritten text costs little more than AppendLines.
+void AppendLinesLike(size_t pos, size_t limit, const LineIndex& known, size_t j, size_t j_end,
+                     LineIndex* out) {
+  constexpr size_t kWindow = 64;
+  const char* p = out->bytes.data();
+  const char* const end = p + out->bytes.size();
+  const char* k = known.bytes.data();
+  const size_t k_limit = j_end > 0 ? known.ends[j_end - 1] : 0;
+  // Known's lines from `from` on whose bytes follow `at` too: the index after the last of them
+  // (`from`: none). A line without a newline (known's last) only where `limit` ends it here too.
+  auto shared_lines = [&](size_t at, size_t from) {
+    if (from >= j_end) return from;
+    const size_t k_at = known.begin(from);
+    const size_t common = CommonPrefix(p + at, k + k_at, std::min(limit - at, k_limit - k_at));
+    const auto first = known.ends.begin();
+    size_t last = static_cast<size_t>(
+        std::upper_bound(first + static_cast<std::ptrdiff_t>(from),
+                         first + static_cast<std::ptrdiff_t>(j_end), k_at + common) - first);
+    if (last > from && k[known.ends[last - 1] - 1] != '\n' &&
+        known.ends[last - 1] - k_at + at != limit)
+      --last;
+    return last;
+  };
+  size_t misses = 0;  // lines in a row that were not known's
+  while (pos < limit) {
+    const bool try_known = j < j_end && (misses < 4 || (misses & (misses - 1)) == 0);
+    if (try_known) {
+      if (const size_t last = shared_lines(pos, j); last > j) {
+        const size_t k_at = known.begin(j);
+        for (size_t x = j; x < last; ++x) {
+          out->ends.push_back(known.ends[x] - k_at + pos);
+          out->hashes.push_back(known.hashes[x]);
+        }
+        pos = out->ends.back();
+        j = last;
+        misses = 0;
+        continue;
+      }
+    }
+    const void* nl = std::memchr(p + pos, '\n', limit - pos);
+    const size_t line_end =
+        nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : limit;
+    const uint64_t h = HashBytes(p + pos, line_end - pos, end);
+    out->ends.push_back(line_end);
+    out->hashes.push_back(h);
+    ++misses;
+    if (try_known) {
+      const std::string_view line(p + pos, line_end - pos);
+      const size_t x_end = std::min(j + kWindow, j_end);
+      for (size_t x = j; x < x_end; ++x)
+        if (known.hashes[x] == h && known.line(x) == line) {
+          if (line_end == limit || shared_lines(line_end, x + 1) > x + 1) {
+            j = x + 1;
+            misses = 0;
+          }
+          break;
+        }
+    }
+    pos = line_end;
+  }
 }
 
 // How many bytes the `n` before `a_end` and before `b_end` share at their end.
@@ -185,7 +264,7 @@ LineIndex IndexLinesLike(std::string_view bytes, const LineIndex& known) {
   }
   const size_t mid_end = tail < known.size() ? bytes.size() - (k.size() - known.begin(tail))
                                              : bytes.size();
-  AppendLines(head_end, mid_end, &out);
+  AppendLinesLike(head_end, mid_end, known, head, tail, &out);
   for (size_t j = tail; j < known.size(); ++j) {
     out.ends.push_back(known.ends[j] - k.size() + bytes.size());
     out.hashes.push_back(known.hashes[j]);
@@ -289,19 +368,33 @@ void LineDiffer::Classify(size_t pre, size_t suf) {
     count_[side].assign(classes, 0);
     for (const uint32_t c : class_[side]) ++count_[side][c];
   }
-  // The lines set aside at the ends are on both sides.
+  if (classes == 0) return;
+  // The lines set aside at the ends are on both sides, and count on both for the middle's classes.
+  // Most of them (a small change to a big file) are of no middle class: a filter of a bit per
+  // class, chosen by the top bits of its hash, clears them by their hash alone, and only the
+  // others are looked up in the table.
+  size_t bits = kFilterBits;
+  while (bits < 8 * classes) bits <<= 1;
+  const int shift = 64 - std::countr_zero(bits);
+  filter_.assign(bits / 64, 0);
+  for (const Slot& slot : table_)
+    if (slot.cls != 0) filter_[(slot.hash >> shift) >> 6] |= uint64_t{1} << ((slot.hash >> shift) & 63);
   const LineIndex& a = *lines_[0];
-  const size_t na = static_cast<size_t>(n_[0]);
-  auto count_end = [&](size_t i) {
-    if (const uint32_t c = find(a, i, false); c != 0) {
-      ++count_[0][c - 1];
-      ++count_[1][c - 1];
+  const uint64_t* hashes = a.hashes.data();
+  const uint64_t* filter = filter_.data();
+  auto count_ends = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const uint64_t bit = hashes[i] >> shift;
+      if (((filter[bit >> 6] >> (bit & 63)) & 1) == 0) continue;
+      if (const uint32_t c = find(a, i, false); c != 0) {
+        ++count_[0][c - 1];
+        ++count_[1][c - 1];
+      }
     }
   };
-  if (classes > 0) {
-    for (size_t i = 0; i < pre; ++i) count_end(i);
-    for (size_t i = na - suf; i < na; ++i) count_end(i);
-  }
+  const size_t na = static_cast<size_t>(n_[0]);
+  count_ends(0, pre);
+  count_ends(na - suf, na);
 }
 
 void LineDiffer::Cleanup(int side, size_t pre) {
