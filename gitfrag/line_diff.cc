@@ -368,33 +368,19 @@ void LineDiffer::Classify(size_t pre, size_t suf) {
     count_[side].assign(classes, 0);
     for (const uint32_t c : class_[side]) ++count_[side][c];
   }
-  if (classes == 0) return;
-  // The lines set aside at the ends are on both sides, and count on both for the middle's classes.
-  // Most of them (a small change to a big file) are of no middle class: a filter of a bit per
-  // class, chosen by the top bits of its hash, clears them by their hash alone, and only the
-  // others are looked up in the table.
-  size_t bits = kFilterBits;
-  while (bits < 8 * classes) bits <<= 1;
-  const int shift = 64 - std::countr_zero(bits);
-  filter_.assign(bits / 64, 0);
-  for (const Slot& slot : table_)
-    if (slot.cls != 0) filter_[(slot.hash >> shift) >> 6] |= uint64_t{1} << ((slot.hash >> shift) & 63);
+  // The lines set aside at the ends are on both sides.
   const LineIndex& a = *lines_[0];
-  const uint64_t* hashes = a.hashes.data();
-  const uint64_t* filter = filter_.data();
-  auto count_ends = [&](size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      const uint64_t bit = hashes[i] >> shift;
-      if (((filter[bit >> 6] >> (bit & 63)) & 1) == 0) continue;
-      if (const uint32_t c = find(a, i, false); c != 0) {
-        ++count_[0][c - 1];
-        ++count_[1][c - 1];
-      }
+  const size_t na = static_cast<size_t>(n_[0]);
+  auto count_end = [&](size_t i) {
+    if (const uint32_t c = find(a, i, false); c != 0) {
+      ++count_[0][c - 1];
+      ++count_[1][c - 1];
     }
   };
-  const size_t na = static_cast<size_t>(n_[0]);
-  count_ends(0, pre);
-  count_ends(na - suf, na);
+  if (classes > 0) {
+    for (size_t i = 0; i < pre; ++i) count_end(i);
+    for (size_t i = na - suf; i < na; ++i) count_end(i);
+  }
 }
 
 void LineDiffer::Cleanup(int side, size_t pre) {

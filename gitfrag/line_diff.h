@@ -77,9 +77,6 @@ class LineDiffer {
   };
   std::vector<Slot> table_;
   std::vector<std::string_view> class_line_;  // a line of each class
-  // Classify's filter of the middle's classes: bit (hash >> (64 - log2(bits))) set for each.
-  static constexpr size_t kFilterBits = 4096;
-  std::vector<uint64_t> filter_;
   std::vector<int64_t> kv_;
   int64_t mxcost_ = 0;
   struct Box {

@@ -317,9 +317,8 @@ TEST(LineDiff, OnlyAddedOrOnlyRemovedLinesEqualLibgit2) {
 }
 
 // Small changes to long texts of few distinct lines: the middle's classes are counted with the
-// lines at the equal ends (Classify's filter clears most of those by hash), and each class's
-// count there decides whether its lines have none, some or many matches (from ~sqrt of the lines).
-// Some middles are large rewrites of unique lines (more classes than the filter's first size).
+// lines at the equal ends, and each class's count there decides whether its lines have none, some
+// or many matches (from ~sqrt of the lines). Some middles are large rewrites of unique lines.
 TEST(LineDiff, SmallChangesToLongTextsEqualLibgit2) {
   EnsureLibgit2();
   Texts t(20261203);
