@@ -13,6 +13,7 @@
 #include "gitfrag/blame.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include <utility>
 
 #include "gitfrag/commit_graph.h"
+#include "gitfrag/gitfrag.h"
 #include "gitfrag/history.h"
 #include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
@@ -262,6 +264,15 @@ ResultMemo& Results() {
   return memo;
 }
 
+// How often blames used the memo (BlameMemoMetrics).
+struct MemoCounters {
+  std::atomic<uint64_t> blames{0}, used{0}, whole{0}, recalls{0};
+};
+MemoCounters& Counters() {
+  static MemoCounters counters;
+  return counters;
+}
+
 class Scoreboard {
  public:
   Scoreboard(git_repository* repo, Clock::time_point deadline, BlameMemo memo)
@@ -346,6 +357,10 @@ class Scoreboard {
     return result;
   }
 
+  // Remembered blames this blame used, and whether the page's commit's lines all came from one.
+  size_t recalls() const { return recalls_; }
+  bool recalled_whole() const { return recalled_whole_; }
+
  private:
   struct Queued {
     int64_t time;
@@ -397,6 +412,7 @@ class Scoreboard {
     }
     origin->suspects.clear();
     Drop(origin);
+    ++recalls_;
     return true;
   }
 
@@ -752,6 +768,7 @@ class Scoreboard {
   std::string error_;
   size_t unchanged_ = 0;
   size_t slid_ = 0;  // commits PassUnchanged passed whole without an origin of their own
+  size_t recalls_ = 0;  // origins resolved from a remembered blame (Recall)
   // The origin holding every line while they are passed whole from the page's commit; once it
   // passes them through a diff (whole_done_) its blame is the one to remember, unless it was
   // recalled (recalled_whole_).
@@ -765,10 +782,31 @@ class Scoreboard {
 BlameResult Blame(git_repository* repo, const git_oid& commit, const std::string& path,
                   const git_oid& blob, Clock::time_point deadline, BlameMemo memo) {
   Scoreboard board(repo, deadline, memo);
-  return board.Run(commit, path, blob);
+  BlameResult result = board.Run(commit, path, blob);
+  MemoCounters& counters = Counters();
+  counters.blames.fetch_add(1, std::memory_order_relaxed);
+  if (board.recalls() > 0) {
+    counters.used.fetch_add(1, std::memory_order_relaxed);
+    counters.recalls.fetch_add(board.recalls(), std::memory_order_relaxed);
+  }
+  if (board.recalled_whole()) counters.whole.fetch_add(1, std::memory_order_relaxed);
+  return result;
 }
 
 RememberedBlames Remembered() { return Results().Stats(); }
+
+BlameMemoStats BlameMemoMetrics() {
+  const MemoCounters& counters = Counters();
+  const RememberedBlames kept = Results().Stats();
+  BlameMemoStats s;
+  s.blames = counters.blames.load(std::memory_order_relaxed);
+  s.used = counters.used.load(std::memory_order_relaxed);
+  s.whole = counters.whole.load(std::memory_order_relaxed);
+  s.recalls = counters.recalls.load(std::memory_order_relaxed);
+  s.remembered = kept.blames;
+  s.bytes = kept.bytes;
+  return s;
+}
 
 void ForgetBlames() { Results().Clear(); }
 

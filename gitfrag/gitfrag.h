@@ -341,6 +341,18 @@ struct HistoryIndexMetrics {
 };
 HistoryIndexMetrics HistoryIndexTotals();
 
+// Remembered blames (blame.h: a finished blame kept under the commit that last touched the path):
+// how often the blames of blame pages used one. Counted once per blame; the last two are gauges.
+struct BlameMemoStats {
+  uint64_t blames = 0;      // blames worked out (blame pages that got past their checks)
+  uint64_t used = 0;        // of those, blames that took lines from at least one remembered blame
+  uint64_t whole = 0;       // of those, blames whose every line came from one (no diff made)
+  uint64_t recalls = 0;     // remembered blames used, all blames together (one may use several)
+  uint64_t remembered = 0;  // blames remembered now
+  uint64_t bytes = 0;       // about how much memory they take
+};
+BlameMemoStats BlameMemoMetrics();
+
 // Counters the proxy's /metrics prints. Snapshot values; render time in microseconds.
 struct PoolMetrics {
   uint64_t threads = 0;

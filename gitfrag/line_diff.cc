@@ -13,6 +13,7 @@
 #include "gitfrag/line_diff.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -29,7 +30,10 @@ constexpr int64_t kHeurMinCost = 256;  // cost from which a good run may end the
 constexpr int64_t kMaxCostMin = 256;   // the search's cost limit is at least this
 constexpr int64_t kHeurFactor = 4;
 
-uint64_t HashBytes(const char* p, size_t n) {
+// A line's hash. `end` is the end of the blob: a last partial word is read whole when the blob goes
+// on past it (its bytes past the line cleared, the same word a short copy gives), so a line costs
+// no call.
+uint64_t HashBytes(const char* p, size_t n, const char* end) {
   constexpr uint64_t kMul = 0x9e3779b97f4a7c15ULL;
   uint64_t h = n * kMul;
   while (n >= 8) {
@@ -42,7 +46,12 @@ uint64_t HashBytes(const char* p, size_t n) {
   }
   if (n > 0) {
     uint64_t w = 0;
-    std::memcpy(&w, p, n);
+    if (std::endian::native == std::endian::little && end - p >= 8) {
+      std::memcpy(&w, p, 8);
+      w &= (uint64_t{1} << (8 * n)) - 1;
+    } else {
+      std::memcpy(&w, p, n);
+    }
     h = (h ^ w) * kMul;
     h ^= h >> 29;
   }
@@ -75,13 +84,14 @@ size_t LinesWithin(const LineIndex& x, size_t size) {
 // Splits bytes [pos, limit) of `out.bytes` in lines (the last one ends at `limit`) and hashes them.
 void AppendLines(size_t pos, size_t limit, LineIndex* out) {
   const char* p = out->bytes.data();
+  const char* const end = p + out->bytes.size();
   while (pos < limit) {
     const void* nl = std::memchr(p + pos, '\n', limit - pos);
-    const size_t end =
+    const size_t line_end =
         nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : limit;
-    out->ends.push_back(end);
-    out->hashes.push_back(HashBytes(p + pos, end - pos));
-    pos = end;
+    out->ends.push_back(line_end);
+    out->hashes.push_back(HashBytes(p + pos, line_end - pos, end));
+    pos = line_end;
   }
 }
 
@@ -92,6 +102,75 @@ size_t CommonPrefix(const char* a, const char* b, size_t n) {
   while (i + kBlock <= n && std::memcmp(a + i, b + i, kBlock) == 0) i += kBlock;
   while (i < n && a[i] == b[i]) ++i;
   return i;
+}
+
+// Splits bytes [pos, limit) of `out.bytes` in lines (the last one ends at `limit`) and hashes them,
+// where they are mostly known's lines [j, j_end) with a few changes (in a blame, the hunks of a
+// commit between the head and the tail the two blobs share): from a line on, the bytes both share
+// are found by comparing them, and the known lines within them are taken (ends moved, hashes
+// copied); a line that differs is split and hashed, and looked for among known's next kWindow
+// lines (lines known has and `bytes` lacks before it), taken as where known goes on when the line
+// after it is known's next one too. After a few lines in a row that are not known's, known is
+// tried again only at powers of two of them: a rewritten text costs little more than AppendLines.
+void AppendLinesLike(size_t pos, size_t limit, const LineIndex& known, size_t j, size_t j_end,
+                     LineIndex* out) {
+  constexpr size_t kWindow = 64;
+  const char* p = out->bytes.data();
+  const char* const end = p + out->bytes.size();
+  const char* k = known.bytes.data();
+  const size_t k_limit = j_end > 0 ? known.ends[j_end - 1] : 0;
+  // Known's lines from `from` on whose bytes follow `at` too: the index after the last of them
+  // (`from`: none). A line without a newline (known's last) only where `limit` ends it here too.
+  auto shared_lines = [&](size_t at, size_t from) {
+    if (from >= j_end) return from;
+    const size_t k_at = known.begin(from);
+    const size_t common = CommonPrefix(p + at, k + k_at, std::min(limit - at, k_limit - k_at));
+    const auto first = known.ends.begin();
+    size_t last = static_cast<size_t>(
+        std::upper_bound(first + static_cast<std::ptrdiff_t>(from),
+                         first + static_cast<std::ptrdiff_t>(j_end), k_at + common) - first);
+    if (last > from && k[known.ends[last - 1] - 1] != '\n' &&
+        known.ends[last - 1] - k_at + at != limit)
+      --last;
+    return last;
+  };
+  size_t misses = 0;  // lines in a row that were not known's
+  while (pos < limit) {
+    const bool try_known = j < j_end && (misses < 4 || (misses & (misses - 1)) == 0);
+    if (try_known) {
+      if (const size_t last = shared_lines(pos, j); last > j) {
+        const size_t k_at = known.begin(j);
+        for (size_t x = j; x < last; ++x) {
+          out->ends.push_back(known.ends[x] - k_at + pos);
+          out->hashes.push_back(known.hashes[x]);
+        }
+        pos = out->ends.back();
+        j = last;
+        misses = 0;
+        continue;
+      }
+    }
+    const void* nl = std::memchr(p + pos, '\n', limit - pos);
+    const size_t line_end =
+        nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - p) + 1 : limit;
+    const uint64_t h = HashBytes(p + pos, line_end - pos, end);
+    out->ends.push_back(line_end);
+    out->hashes.push_back(h);
+    ++misses;
+    if (try_known) {
+      const std::string_view line(p + pos, line_end - pos);
+      const size_t x_end = std::min(j + kWindow, j_end);
+      for (size_t x = j; x < x_end; ++x)
+        if (known.hashes[x] == h && known.line(x) == line) {
+          if (line_end == limit || shared_lines(line_end, x + 1) > x + 1) {
+            j = x + 1;
+            misses = 0;
+          }
+          break;
+        }
+    }
+    pos = line_end;
+  }
 }
 
 // How many bytes the `n` before `a_end` and before `b_end` share at their end.
@@ -185,7 +264,7 @@ LineIndex IndexLinesLike(std::string_view bytes, const LineIndex& known) {
   }
   const size_t mid_end = tail < known.size() ? bytes.size() - (k.size() - known.begin(tail))
                                              : bytes.size();
-  AppendLines(head_end, mid_end, &out);
+  AppendLinesLike(head_end, mid_end, known, head, tail, &out);
   for (size_t j = tail; j < known.size(); ++j) {
     out.ends.push_back(known.ends[j] - k.size() + bytes.size());
     out.hashes.push_back(known.hashes[j]);

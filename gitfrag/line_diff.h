@@ -24,9 +24,10 @@ struct LineIndex {
   std::string_view line(size_t i) const { return bytes.substr(begin(i), ends[i] - begin(i)); }
 };
 LineIndex IndexLines(std::string_view bytes);
-// The same index of `bytes`, with the lines it shares at its start and its end with `known` (the
-// index of another blob, in a blame the next version of the same file) copied from there instead
-// of split and hashed again: the bytes are compared, and only the lines between are indexed.
+// The same index of `bytes`, with the lines it shares with `known` (the index of another blob, in
+// a blame the next version of the same file) copied from there instead of split and hashed again:
+// the bytes are compared at the start, at the end and, between them, from each line on where
+// known's lines go on; only the lines that differ are split and hashed.
 LineIndex IndexLinesLike(std::string_view bytes, const LineIndex& known);
 
 // One hunk of a diff without context, 0-based: lines [a, a + a_count) of the old side replaced by

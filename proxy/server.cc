@@ -376,6 +376,18 @@ std::string Shared::RenderMetrics() const {
          "Snapshot archives that grew past snapshot-max-stored (streamed, not kept).", a.too_large);
     line("shellac_archive_cache_evicted_total", "counter",
          "Kept snapshot archives dropped to make room.", a.evicted);
+    // Remembered blames (gitfrag/blame.h): how often a blame page's blame used one.
+    const gitfrag::BlameMemoStats b = gitfrag::BlameMemoMetrics();
+    line("shellac_blames_total", "counter", "Blames worked out for blame pages.", b.blames);
+    line("shellac_blame_memo_used_total", "counter",
+         "Blames that took lines from at least one remembered blame.", b.used);
+    line("shellac_blame_memo_whole_total", "counter",
+         "Blames whose every line came from one remembered blame (no diff made).", b.whole);
+    line("shellac_blame_memo_recalls_total", "counter",
+         "Remembered blames used, all blames together (one blame may use several).", b.recalls);
+    line("shellac_blame_memo_blames", "gauge", "Blames remembered now.", b.remembered);
+    line("shellac_blame_memo_bytes", "gauge", "About how much memory the remembered blames take.",
+         b.bytes);
   }
   return out;
 }

@@ -258,6 +258,30 @@ TEST(LineDiff, IndexLinesLikeEqualsIndexLines) {
     expect_same(a, b);
     expect_same(b, a);
   }
+  // Long texts changed at the head, the tail and in between (the middle between the shared head
+  // and tail is mostly the other's lines): blocks put in and taken out (more lines than
+  // AppendLinesLike's window), lines replaced, repeated and blank lines, a last line without a
+  // newline.
+  Texts t(31);
+  for (int i = 0; i < 300; ++i) {
+    const std::vector<std::string> a = t.Lines(50 + t.Pick(2000), 1 + t.Pick(i % 2 == 0 ? 5 : 400));
+    std::vector<std::string> b = a;
+    if (!b.empty()) b.front() = "head " + std::to_string(i) + "\n";
+    if (b.size() > 1) b.back() = i % 3 == 0 ? "tail" : "tail\n";
+    for (size_t e = 0, edits = t.Pick(6); e < edits && b.size() > 2; ++e) {
+      const size_t at = 1 + t.Pick(b.size() - 2);
+      const size_t len = 1 + t.Pick(t.Pick(2) == 0 ? 150 : 4);
+      if (t.Pick(2) == 0) {
+        b.erase(b.begin() + static_cast<long>(at), b.begin() + static_cast<long>(std::min(b.size() - 1, at + len)));
+      } else {
+        const std::vector<std::string> added = t.Lines(len, 1 + t.Pick(8));
+        b.insert(b.begin() + static_cast<long>(at), added.begin(), added.end());
+      }
+    }
+    const std::string sa = t.Join(a), sb = t.Join(b);
+    expect_same(sa, sb);
+    expect_same(sb, sa);
+  }
 }
 
 // The hunks equal libgit2's xdiff's on every pair.
@@ -289,6 +313,34 @@ TEST(LineDiff, OnlyAddedOrOnlyRemovedLinesEqualLibgit2) {
     const std::string sa = t.Join(a), sb = t.Join(b);
     ASSERT_EQ(Show(OwnHunks(sa, sb, false)), Show(Libgit2Hunks(sa, sb))) << sa << "\n---\n" << sb;
     ASSERT_EQ(Show(OwnHunks(sb, sa, false)), Show(Libgit2Hunks(sb, sa))) << sb << "\n---\n" << sa;
+  }
+}
+
+// Small changes to long texts of few distinct lines: the middle's classes are counted with the
+// lines at the equal ends, and each class's count there decides whether its lines have none, some
+// or many matches (from ~sqrt of the lines). Some middles are large rewrites of unique lines.
+TEST(LineDiff, SmallChangesToLongTextsEqualLibgit2) {
+  EnsureLibgit2();
+  Texts t(20261203);
+  for (int i = 0; i < 400; ++i) {
+    const size_t vocabulary = 1 + t.Pick(i % 2 == 0 ? 4 : 60);
+    std::vector<std::string> a = t.Lines(300 + t.Pick(3000), vocabulary);
+    if (i % 10 == 0) {  // a large middle: thousands of unique lines replaced
+      const size_t at = t.Pick(a.size()), n = 600 + t.Pick(1200);
+      for (size_t k = 0; k < n; ++k)
+        a.insert(a.begin() + static_cast<long>(at), "old " + std::to_string(i) + "." + std::to_string(k) + "\n");
+    }
+    std::vector<std::string> b = a;
+    const size_t at = t.Pick(a.size()), len = std::min<size_t>(a.size() - at, 1 + t.Pick(4));
+    const std::vector<std::string> block = t.Lines(1 + t.Pick(4), vocabulary);
+    b.erase(b.begin() + static_cast<long>(at), b.begin() + static_cast<long>(at + len));
+    b.insert(b.begin() + static_cast<long>(at), block.begin(), block.end());
+    if (i % 10 == 0)
+      for (std::string& line : b)
+        if (line.starts_with("old ")) line[0] = 'n';
+    const std::string sa = t.Join(a), sb = t.Join(b);
+    ASSERT_EQ(Show(OwnHunks(sa, sb, false)), Show(Libgit2Hunks(sa, sb))) << i;
+    ASSERT_EQ(Show(OwnHunks(sb, sa, false)), Show(Libgit2Hunks(sb, sa))) << i;
   }
 }
 

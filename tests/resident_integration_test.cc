@@ -1032,5 +1032,47 @@ TEST(Resident, ABlamePastItsBudgetFreesTheRenderThread) {
   EXPECT_EQ(origin.RequestCount(), 0u);
 }
 
+// How often blames use a remembered one, in /metrics. On 20 commits of the long history (f.txt
+// changed by every commit, g.txt only by every 5th): g.txt at commit 19 walks back to its last
+// change and is remembered there; g.txt at commit 18 passes every line whole to that commit and
+// takes them all from the remembered blame (no diff); f.txt at commit 10 finds none; f.txt at
+// commit 11 diffs once and takes the unchanged lines from commit 10's.
+TEST(Resident, MetricsCountRememberedBlamesUsed) {
+  TempDir dir;
+  MakeLongHistory(dir.File("long.git"), 20);
+  WriteFile(dir.File("cgitrc"),
+            "virtual-root=/\nenable-blame=1\nrepo.url=long\nrepo.path=" + dir.File("long.git") + "\n");
+  auto commit = [&](int n) {
+    return Trimmed(Shell("git -C " + ShellQuote(dir.File("long.git")) + " rev-parse master~" +
+                         std::to_string(20 - n)));
+  };
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "render-threads=1\ncgitrc=" + dir.File("cgitrc") + "\n")));
+  struct Step {
+    std::string path;
+    int commit;
+    double used, whole, recalls, remembered;
+  };
+  const Step steps[] = {{"g.txt", 19, 0, 0, 0, 1},
+                        {"g.txt", 18, 1, 1, 1, 1},
+                        {"f.txt", 10, 1, 1, 1, 2},
+                        {"f.txt", 11, 2, 1, 2, 3}};
+  double blames = 0;
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.path + " at commit " + std::to_string(step.commit));
+    Response page = HttpGet(proxy.Port(), "/long/blame/" + step.path + "?id=" + commit(step.commit));
+    ASSERT_EQ(page.status, 200) << page.Describe();
+    EXPECT_NE(page.body.find("<table class='blame blob'>"), std::string::npos) << Printable(page.body);
+    const std::string metrics =
+        WaitForMetricValue(proxy.AdminPort(), "shellac_blames_total", {}, ++blames);
+    EXPECT_EQ(MetricSum(metrics, "shellac_blames_total"), blames) << metrics;
+    EXPECT_EQ(MetricSum(metrics, "shellac_blame_memo_used_total"), step.used) << metrics;
+    EXPECT_EQ(MetricSum(metrics, "shellac_blame_memo_whole_total"), step.whole) << metrics;
+    EXPECT_EQ(MetricSum(metrics, "shellac_blame_memo_recalls_total"), step.recalls) << metrics;
+    EXPECT_EQ(MetricSum(metrics, "shellac_blame_memo_blames"), step.remembered) << metrics;
+    EXPECT_GT(MetricSum(metrics, "shellac_blame_memo_bytes"), 0) << metrics;
+  }
+}
+
 }  // namespace
 }  // namespace shellac::test
