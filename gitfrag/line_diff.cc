@@ -5,7 +5,8 @@
 //     line count, at most 1024) is changed too when it sits in a run of such lines
 //     (xdl_cleanup_records, xdl_clean_mmatch: set_aside.h);
 //  3. Myers' search over the lines kept, split in boxes from both ends, giving up on the
-//     shortest edit for a good-enough split once the cost passes xdiff's limits (xdl_split);
+//     shortest edit for a good-enough split once the cost passes xdiff's limits (xdl_split; with
+//     XDF_NEED_MINIMAL never);
 //  4. each group of changed lines slid up and down as far as equal lines let it, joined with the
 //     groups it meets, and left aligned with a change on the other side where one can be
 //     (xdl_change_compact, without the indent heuristic);
@@ -285,7 +286,7 @@ void LineDiffer::BlameDiff(const LineIndex& a, const LineIndex& b, std::vector<L
 }
 
 void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t nb,
-                      std::vector<LineHunk>* out) {
+                      std::vector<LineHunk>* out, bool minimal) {
   out->clear();
   lines_[0] = &a;
   lines_[1] = &b;
@@ -309,7 +310,7 @@ void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t 
     Cleanup(0, pre);
     Cleanup(1, pre);
     // 3. The search.
-    Compare();
+    Compare(minimal);
   }
   // 4. Sliding.
   Compact(0);
@@ -404,7 +405,7 @@ void LineDiffer::Cleanup(int side, size_t pre) {
   }
 }
 
-void LineDiffer::Compare() {
+void LineDiffer::Compare(bool minimal) {
   const auto n1 = static_cast<int64_t>(ha_[0].size()), n2 = static_cast<int64_t>(ha_[1].size());
   const int64_t ndiags = n1 + n2 + 3;
   kv_.assign(static_cast<size_t>(2 * ndiags + 2), 0);
@@ -414,7 +415,7 @@ void LineDiffer::Compare() {
   char* c1 = changed_[0].data() + 1;
   char* c2 = changed_[1].data() + 1;
   boxes_.clear();
-  boxes_.push_back(Box{0, n1, 0, n2, false});
+  boxes_.push_back(Box{0, n1, 0, n2, minimal});
   while (!boxes_.empty()) {
     Box box = boxes_.back();
     boxes_.pop_back();

@@ -42,8 +42,10 @@ struct LineHunk {
 class LineDiffer {
  public:
   // xdl_diff's changes between the first `na` lines of `a` and the first `nb` of `b`, in order.
+  // `minimal`: XDF_NEED_MINIMAL (git's --minimal, cgit's commit and diff pages): the search never
+  // settles for a good-enough split (xdl_split's heuristics off); nothing else changes.
   void Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t nb,
-            std::vector<LineHunk>* out);
+            std::vector<LineHunk>* out, bool minimal = false);
   // What git's blame gets for a parent (`a`) and a suspect (`b`): xdi_diff's trim_common_tail
   // (equal 1 KiB blocks at the ends cut, back to the first newline in them), then Diff.
   void BlameDiff(const LineIndex& a, const LineIndex& b, std::vector<LineHunk>* out);
@@ -56,7 +58,7 @@ class LineDiffer {
   bool Equal(int side, int64_t i, int64_t j) const;
   void Classify(size_t pre, size_t suf);
   void Cleanup(int side, size_t pre);
-  void Compare();
+  void Compare(bool minimal);
   Split SplitBox(int64_t off1, int64_t lim1, int64_t off2, int64_t lim2, bool need_min);
   void Compact(int side);
 

@@ -7,11 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
 
 #include "base/text.h"
 #include "gitfrag/commit_graph.h"
+#include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
@@ -1009,6 +1011,107 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
   return PatchPtr(raw);
 }
 
+// The own patch of a file's blobs for cgit's pages (CommitFiles::own_patches), as libgit2's
+// xdiff makes it with XDF_NEED_MINIMAL: binary by cgit's NUL test (as BlobPatch forces it), else
+// the minimal line diff (line_diff.h) and xdl_emit_diff's hunks: changes whose old sides are no
+// more than 2 * context lines apart share a hunk, with up to `context` lines around, the context
+// lines the new side's (the same bytes); a line without a newline followed by libgit2's marker
+// line. False when a blob cannot be read.
+bool OwnBlobPatch(git_repository* repo, FileDiff* f, int context) {
+  const git_diff_delta& d = f->delta;
+  git_blob* raw_blob = nullptr;
+  if (!git_oid_is_zero(&d.old_file.id)) {
+    if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return false;
+    f->old_blob.reset(raw_blob);
+  }
+  if (!git_oid_is_zero(&d.new_file.id)) {
+    if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return false;
+    f->new_blob.reset(raw_blob);
+  }
+  auto bytes = [](const BlobPtr& blob) {
+    return blob == nullptr
+               ? std::string_view()
+               : std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
+                                  static_cast<size_t>(git_blob_rawsize(blob.get())));
+  };
+  const std::string_view a = bytes(f->old_blob), b = bytes(f->new_blob);
+  FilePatch& p = f->own;
+  p.made = true;
+  if (LooksBinary(a) || LooksBinary(b)) {
+    p.binary = true;
+    return true;
+  }
+  thread_local LineDiffer differ;
+  thread_local std::vector<LineHunk> changes;
+  const LineIndex old_lines = IndexLines(a);
+  const LineIndex new_lines = IndexLinesLike(b, old_lines);
+  differ.Diff(old_lines, old_lines.size(), new_lines, new_lines.size(), &changes, true);
+  auto emit = [&p](char origin, std::string_view line) {
+    p.lines.push_back(PatchLine{origin, line});
+    if (line.ends_with('\n')) return;
+    // libgit2 names the marker after the other side of the line it follows.
+    const char marker = origin == GIT_DIFF_LINE_ADDITION   ? GIT_DIFF_LINE_DEL_EOFNL
+                        : origin == GIT_DIFF_LINE_DELETION ? GIT_DIFF_LINE_ADD_EOFNL
+                                                           : GIT_DIFF_LINE_CONTEXT_EOFNL;
+    p.lines.push_back(PatchLine{marker, "\n\\ No newline at end of file\n"});
+  };
+  const auto na = static_cast<int64_t>(old_lines.size());
+  const auto nb = static_cast<int64_t>(new_lines.size());
+  const int64_t ctx = context;
+  for (size_t c = 0; c < changes.size();) {
+    size_t e = c;  // the hunk's last change
+    while (e + 1 < changes.size() &&
+           static_cast<int64_t>(changes[e + 1].a - (changes[e].a + changes[e].a_count)) <= 2 * ctx)
+      ++e;
+    const LineHunk& first = changes[c];
+    const LineHunk& last = changes[e];
+    const auto end1 = static_cast<int64_t>(last.a + last.a_count);
+    const auto end2 = static_cast<int64_t>(last.b + last.b_count);
+    const int64_t s1 = std::max<int64_t>(static_cast<int64_t>(first.a) - ctx, 0);
+    int64_t s2 = std::max<int64_t>(static_cast<int64_t>(first.b) - ctx, 0);
+    const int64_t after = std::min({ctx, na - end1, nb - end2});
+    const int64_t e1 = end1 + after, e2 = end2 + after;
+    PatchHunk& h = p.hunks.emplace_back();
+    h.first = p.lines.size();
+    // xdiff's header: a side's start is its first line, 1-based, or the line before an empty side;
+    // a count of 1 is left out.
+    h.hunk.old_lines = static_cast<int>(e1 - s1);
+    h.hunk.new_lines = static_cast<int>(e2 - s2);
+    h.hunk.old_start = static_cast<int>(h.hunk.old_lines != 0 ? s1 + 1 : s1);
+    h.hunk.new_start = static_cast<int>(h.hunk.new_lines != 0 ? s2 + 1 : s2);
+    auto side = [](int start, int count) {
+      return count == 1 ? std::to_string(start)
+                        : std::to_string(start) + "," + std::to_string(count);
+    };
+    const std::string header = "@@ -" + side(h.hunk.old_start, h.hunk.old_lines) + " +" +
+                               side(h.hunk.new_start, h.hunk.new_lines) + " @@\n";
+    h.hunk.header_len = std::min(header.size(), sizeof h.hunk.header - 1);
+    std::memcpy(h.hunk.header, header.data(), h.hunk.header_len);
+    for (; s2 < static_cast<int64_t>(first.b); ++s2)
+      emit(GIT_DIFF_LINE_CONTEXT, new_lines.line(static_cast<size_t>(s2)));
+    for (size_t k = c; k <= e; ++k) {
+      const LineHunk& x = changes[k];
+      if (k > c) {
+        const LineHunk& prev = changes[k - 1];
+        for (size_t i1 = prev.a + prev.a_count, i2 = prev.b + prev.b_count; i1 < x.a && i2 < x.b;
+             ++i1, ++i2)
+          emit(GIT_DIFF_LINE_CONTEXT, new_lines.line(i2));
+      }
+      for (size_t i = x.a; i < x.a + x.a_count; ++i)
+        emit(GIT_DIFF_LINE_DELETION, old_lines.line(i));
+      for (size_t i = x.b; i < x.b + x.b_count; ++i)
+        emit(GIT_DIFF_LINE_ADDITION, new_lines.line(i));
+      p.removed += x.a_count;
+      p.added += x.b_count;
+    }
+    for (int64_t i = end2; i < e2; ++i)
+      emit(GIT_DIFF_LINE_CONTEXT, new_lines.line(static_cast<size_t>(i)));
+    h.count = p.lines.size() - h.first;
+    c = e + 1;
+  }
+  return true;
+}
+
 // The changes of libgit2's diff of two trees limited to `path`, as DiffTrees lists them (the
 // same statuses, paths, canonical modes, ids and order; no rename detection): libgit2 compares
 // modes as written, so a change of a mode alone that git does not see (100664 to 100644) is left
@@ -1072,8 +1175,13 @@ bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
     d.new_file.mode = static_cast<uint16_t>(c.new_mode);
     git_oid_cpy(&d.old_file.id, &c.old_id);
     git_oid_cpy(&d.new_file.id, &c.new_id);
-    if (out->patches)
+    if (!out->patches) continue;
+    if (out->own_patches && engine == DiffEngine::kCgitPages && !options.ignorews &&
+        options.context > 0 && !IsLinkChange(d)) {
+      if (!OwnBlobPatch(repo, &out->files[i], options.context)) out->files[i].own = FilePatch{};
+    } else {
       out->files[i].patch = BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
+    }
   }
   return true;
 }
@@ -1152,6 +1260,31 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
     f.delta = *git_diff_get_delta(out->diff.get(), i);
   }
   return true;
+}
+
+FilePatch PatchLinesOf(git_patch* patch) {
+  FilePatch p;
+  if (patch == nullptr) return p;
+  p.made = true;
+  p.binary = (git_patch_get_delta(patch)->flags & GIT_DIFF_FLAG_BINARY) != 0;
+  size_t context = 0;
+  git_patch_line_stats(&context, &p.added, &p.removed, patch);
+  const size_t hunks = git_patch_num_hunks(patch);
+  for (size_t h = 0; h < hunks; ++h) {
+    const git_diff_hunk* hunk = nullptr;
+    size_t lines = 0;
+    if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
+    PatchHunk& out = p.hunks.emplace_back();
+    out.hunk = *hunk;
+    out.first = p.lines.size();
+    for (size_t l = 0; l < lines; ++l) {
+      const git_diff_line* line = nullptr;
+      if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
+      p.lines.push_back(PatchLine{line->origin, std::string_view(line->content, line->content_len)});
+    }
+    out.count = p.lines.size() - out.first;
+  }
+  return p;
 }
 
 bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* deletion,

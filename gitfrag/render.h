@@ -177,13 +177,38 @@ class HunkHeaders {
 // heuristic, the default search, no rename detection).
 enum class DiffEngine { kCgitPages, kGitDefaults };
 
+// A file's patch as the diff fragment writes it: libgit2's (PatchLinesOf) or the own line
+// diff's (CommitFiles::own_patches), the same hunks and lines either way. A line's content keeps
+// its newline; a "\ No newline at end of file" line (GIT_DIFF_LINE_*_EOFNL) follows the line it
+// is about, as libgit2 gives it.
+struct PatchLine {
+  char origin = 0;  // GIT_DIFF_LINE_*
+  std::string_view content;
+};
+struct PatchHunk {
+  git_diff_hunk hunk{};    // starts and counts as in the header; header: "@@ -a,b +c,d @@"
+  size_t first = 0, count = 0;  // its lines: [first, first + count) of FilePatch::lines
+};
+struct FilePatch {
+  bool made = false;   // false: no patch (the file is left out)
+  bool binary = false;
+  std::vector<PatchHunk> hunks;
+  std::vector<PatchLine> lines;
+  size_t added = 0, removed = 0;
+};
+// libgit2's patch as a FilePatch (pointing into it).
+FilePatch PatchLinesOf(git_patch* patch);
+
 // One changed file of a diff as cgit's commit and diff pages show it: its delta (status, paths,
 // modes, ids) and the patch of its contents (hunks, lines; its own delta's flags say binary). A
-// null patch: it could not be made (the file is left out of the listing, as before).
+// null patch: it could not be made (the file is left out of the listing, as before), unless
+// `own` was made instead.
 struct FileDiff {
   git_diff_delta delta{};
   PatchPtr patch;
   BlobPtr old_blob;  // the old side's blob when the own tree diff read it (for HunkHeaders), or null
+  BlobPtr new_blob;  // the new side's, kept while `own` points into it
+  FilePatch own;     // the own line diff's patch (CommitFiles::own_patches), when made
 };
 
 // The changed files of a diff, and what their deltas' paths point into.
@@ -192,6 +217,11 @@ struct CommitFiles {
   // Set true before CommitFileDiffs when the lines of the files' blobs will be counted
   // (BlobLinesOf): rename detection hashes the lines of each blob it reads (renames.h).
   bool blob_lines = false;
+  // Set true before CommitFileDiffs (kCgitPages) for the diff fragment: a text file's patch made
+  // by the own line diff (line_diff.h, minimal, xdiff's hunks with context) into FileDiff::own
+  // instead of libgit2's, where that gives the same hunks: not with ignorews (xdiff's whitespace
+  // classes) or context 0 (no hunk joins), not for a submodule's side.
+  bool own_patches = false;
   std::vector<FileDiff> files;
   DiffPtr diff;                   // libgit2's diff, when it made the list
   std::deque<std::string> paths;  // the own tree diff's paths (and submodules' patch texts)

@@ -133,21 +133,16 @@ class SideBySide {
     Flush();
   }
 
-  void Write(git_patch* patch, HunkHeaders& headers) {
-    const size_t hunks = git_patch_num_hunks(patch);
-    for (size_t h = 0; h < hunks; ++h) {
-      const git_diff_hunk* hunk = nullptr;
-      size_t lines = 0;
-      if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-      out_.Raw("<tr><td colspan='4' class='hunk'>").Text(headers.Next(*hunk)).Raw("</td></tr>");
-      old_no_ = hunk->old_start;
-      new_no_ = hunk->new_start;
-      for (size_t l = 0; l < lines; ++l) {
-        const git_diff_line* line = nullptr;
-        if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
-        std::string_view content(line->content, line->content_len);
+  void Write(const FilePatch& patch, HunkHeaders& headers) {
+    for (const PatchHunk& hunk : patch.hunks) {
+      out_.Raw("<tr><td colspan='4' class='hunk'>").Text(headers.Next(hunk.hunk)).Raw("</td></tr>");
+      old_no_ = hunk.hunk.old_start;
+      new_no_ = hunk.hunk.new_start;
+      for (size_t l = hunk.first; l < hunk.first + hunk.count; ++l) {
+        const PatchLine& line = patch.lines[l];
+        std::string_view content = line.content;
         if (content.ends_with('\n')) content.remove_suffix(1);
-        switch (line->origin) {
+        switch (line.origin) {
           case GIT_DIFF_LINE_CONTEXT:
             Flush();
             Row("ctx", old_no_++, content, "ctx", new_no_++, content);
@@ -269,21 +264,16 @@ class SideBySide {
   std::vector<std::string> dels_, adds_;
 };
 
-void WriteHunks(Writer& out, git_patch* patch, HunkHeaders& headers) {
-  const size_t hunks = git_patch_num_hunks(patch);
-  for (size_t h = 0; h < hunks; ++h) {
-    const git_diff_hunk* hunk = nullptr;
-    size_t lines = 0;
-    if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
-    out.Raw("<div class='hunk'>").Text(headers.Next(*hunk)).Raw("</div>");
-    for (size_t l = 0; l < lines; ++l) {
-      const git_diff_line* line = nullptr;
-      if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
-      std::string_view content(line->content, line->content_len);
+void WriteHunks(Writer& out, const FilePatch& patch, HunkHeaders& headers) {
+  for (const PatchHunk& hunk : patch.hunks) {
+    out.Raw("<div class='hunk'>").Text(headers.Next(hunk.hunk)).Raw("</div>");
+    for (size_t l = hunk.first; l < hunk.first + hunk.count; ++l) {
+      const PatchLine& line = patch.lines[l];
+      std::string_view content = line.content;
       if (content.ends_with('\n')) content.remove_suffix(1);
       const char* cls;
       char origin;
-      switch (line->origin) {
+      switch (line.origin) {
         case GIT_DIFF_LINE_ADDITION:
           cls = "add";
           origin = '+';
@@ -327,8 +317,8 @@ DiffLayout LayoutOf(const DiffOptions& options) {
 }
 
 // What the sections of one diff fragment share: the commits' ids, the links' way back up, and
-// each file's patch and line counts (a null patch: libgit2 could not make it; the file is left
-// out everywhere).
+// each file's patch (FileDiff::own, libgit2's converted where it made it; not made: the file is
+// left out everywhere) and line counts.
 struct DiffFragment {
   Writer& out;
   git_repository* repo;
@@ -358,21 +348,20 @@ void CountChanges(DiffFragment& f) {
   const size_t n = f.files.files.size();
   f.stats.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    git_patch* raw = f.files.files[i].patch.get();
-    if (raw == nullptr) continue;
+    const FilePatch& patch = f.files.files[i].own;
+    if (!patch.made) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
     FileStat& s = f.stats[i];
     if (IsLinkChange(*d)) {
       const LinkCounts c = CountLinkChange(f.repo, *d, f.options.ignorews);
       s = FileStat{c.added, c.removed, c.binary, c.old_size, c.new_size};
-    } else if ((git_patch_get_delta(raw)->flags & GIT_DIFF_FLAG_BINARY) != 0) {
-      // The patch's own delta has the binary flag its making set.
+    } else if (patch.binary) {
       s.binary = true;
       s.old_size = BlobSize(f.repo, d->old_file);
       s.new_size = BlobSize(f.repo, d->new_file);
     } else {
-      size_t context = 0;
-      git_patch_line_stats(&context, &s.added, &s.removed, raw);
+      s.added = patch.added;
+      s.removed = patch.removed;
     }
     f.max_changes = std::max(f.max_changes, s.added + s.removed);
     f.total_added += s.added;
@@ -438,7 +427,7 @@ void WriteDiffstat(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='diffstat' class='diffstat'>");
   for (size_t i = 0; i < f.files.files.size(); ++i) {
-    if (!f.files.files[i].patch) continue;
+    if (!f.files.files[i].own.made) continue;
     WriteDiffstatRow(f, f.files.files[i].delta, f.stats[i]);
   }
   out.Raw("</table><div class='diffstat-summary'>")
@@ -451,7 +440,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='ssdiff' class='ssdiff'>");
   for (size_t i = 0; i < f.files.files.size(); ++i) {
-    if (!f.files.files[i].patch) continue;
+    if (!f.files.files[i].own.made) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
     out.Raw(
         "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
@@ -465,7 +454,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
     } else {
       SideBySide ss{out, *d, f.old_id, f.id, f.up};
       HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
-      ss.Write(f.files.files[i].patch.get(), headers);
+      ss.Write(f.files.files[i].own, headers);
     }
     out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
   }
@@ -485,7 +474,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
   Writer& out = f.out;
   out.Raw("<table summary='diff' class='diff'><tr><td>");
   for (size_t i = 0; i < f.files.files.size(); ++i) {
-    if (!f.files.files[i].patch) continue;
+    if (!f.files.files[i].own.made) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
     WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
     if (IsLinkChange(*d)) {
@@ -497,7 +486,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
       continue;
     }
     HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
-    WriteHunks(out, f.files.files[i].patch.get(), headers);
+    WriteHunks(out, f.files.files[i].own, headers);
   }
   out.Raw("</td></tr></table>");
 }
@@ -518,7 +507,12 @@ void WriteDiffFragment(Writer& out, git_repository* repo, git_commit* commit, gi
     f.old_id = OidHex(*git_commit_parent_id(commit, 0));
 
   std::string reason;
+  // The own line diff's patches, but for libgit2's whole reference path (the tests').
+  f.files.own_patches = how != FileDiffPath::kLibgit2;
   const bool ok = CommitFileDiffs(repo, commit, other, options, path, &f.files, &reason, how);
+  // The files libgit2 diffed (ignorews, context 0, submodules) in the same form.
+  for (FileDiff& file : f.files.files)
+    if (!file.own.made && file.patch) file.own = PatchLinesOf(file.patch.get());
   git_odb* raw_odb = nullptr;
   f.odb.reset(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   f.abbrev = options.abbrev != 0 ? options.abbrev : 7;

@@ -44,11 +44,12 @@ int OnHunk(const git_diff_delta*, const git_diff_hunk* h, void* payload) {
   return 0;
 }
 
-std::vector<LineHunk> Libgit2Hunks(const std::string& a, const std::string& b) {
+std::vector<LineHunk> Libgit2Hunks(const std::string& a, const std::string& b,
+                                   bool minimal = false) {
   git_diff_options options = GIT_DIFF_OPTIONS_INIT;
   options.context_lines = 0;
   options.interhunk_lines = 0;
-  options.flags = GIT_DIFF_FORCE_TEXT;
+  options.flags = GIT_DIFF_FORCE_TEXT | (minimal ? GIT_DIFF_MINIMAL : 0);
   std::vector<LineHunk> hunks;
   EXPECT_EQ(git_diff_buffers(a.data(), a.size(), nullptr, b.data(), b.size(), nullptr, &options,
                              nullptr, nullptr, OnHunk, nullptr, &hunks),
@@ -56,14 +57,15 @@ std::vector<LineHunk> Libgit2Hunks(const std::string& a, const std::string& b) {
   return hunks;
 }
 
-std::vector<LineHunk> OwnHunks(const std::string& a, const std::string& b, bool blame) {
+std::vector<LineHunk> OwnHunks(const std::string& a, const std::string& b, bool blame,
+                               bool minimal = false) {
   const LineIndex la = IndexLines(a), lb = IndexLines(b);
   LineDiffer differ;
   std::vector<LineHunk> hunks;
   if (blame)
     differ.BlameDiff(la, lb, &hunks);
   else
-    differ.Diff(la, la.size(), lb, lb.size(), &hunks);
+    differ.Diff(la, la.size(), lb, lb.size(), &hunks, minimal);
   return hunks;
 }
 
@@ -296,6 +298,21 @@ TEST(LineDiff, EqualsLibgit2OnGeneratedPairs) {
     if (ours.size() > 256) ++heuristic;
   }
   EXPECT_GT(heuristic, 20u) << "long edit scripts (the cost limits) are among the pairs";
+}
+
+// With XDF_NEED_MINIMAL (cgit's commit and diff pages) the hunks equal libgit2's minimal ones, and
+// on the long edit scripts they are not the heuristic search's.
+TEST(LineDiff, MinimalEqualsLibgit2sMinimal) {
+  EnsureLibgit2();
+  size_t compared = 0, differ = 0;
+  for (const auto& [a, b] : Pairs(20261203, 1200)) {
+    const std::vector<LineHunk> ours = OwnHunks(a, b, false, true);
+    ASSERT_EQ(Show(ours), Show(Libgit2Hunks(a, b, true)))
+        << "pair " << compared << "\n--- a\n" << a << "\n--- b\n" << b;
+    ++compared;
+    if (Show(ours) != Show(OwnHunks(a, b, false, false))) ++differ;
+  }
+  EXPECT_GT(differ, 10u) << "pairs where the minimal search gives other hunks";
 }
 
 // Lines only added or only removed (one side's middle empty: the diff takes no classes, every

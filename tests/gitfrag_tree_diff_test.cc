@@ -97,6 +97,28 @@ std::vector<CommitPtr> RevList(git_repository* repo, const std::string& git_dir,
   return commits;
 }
 
+// The diff fragment of `commit` (against `other`, or its first parent) made the `how` way.
+std::string FragmentOf(git_repository* repo, git_commit* commit, git_commit* other,
+                       const DiffOptions& options, std::string_view path, FileDiffPath how) {
+  std::string text;
+  Writer w(&text);
+  WriteDiffFragment(w, repo, commit, other, options, path, how);
+  return text;
+}
+
+// The repository `script` makes in `dir` (its work tree "work"), opened into *repo, and the
+// commits `git rev-list REVS` lists in it, newest first.
+std::vector<CommitPtr> FixtureCommits(const TempDir& dir, const char* script,
+                                      const std::string& revs, RepositoryPtr* repo) {
+  EnsureLibgit2();
+  MakeFixture(dir, script, kDated);
+  const std::string git_dir = dir.File("work/.git");
+  git_repository* raw = nullptr;
+  EXPECT_EQ(git_repository_open(&raw, git_dir.c_str()), 0);
+  repo->reset(raw);
+  return raw != nullptr ? RevList(raw, git_dir, revs) : std::vector<CommitPtr>();
+}
+
 class TreeDiffFixture : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -225,18 +247,10 @@ TEST_F(TreeDiffFixture, FragmentEqualsTheLibgit2Path) {
           options.ignorews = ignorews;
           options.dt = dt;
           options.abbrev = 7;
-          std::string ours, theirs;
-          {
-            Writer w(&ours);
-            WriteDiffFragment(w, repo_.get(), commit.get(), nullptr, options, "",
-                              FileDiffPath::kOwn);
-          }
-          {
-            Writer w(&theirs);
-            WriteDiffFragment(w, repo_.get(), commit.get(), nullptr, options, "",
-                              FileDiffPath::kLibgit2);
-          }
-          EXPECT_EQ(ours, theirs) << Subject(commit.get()) << " context=" << context
+          EXPECT_EQ(FragmentOf(repo_.get(), commit.get(), nullptr, options, "", FileDiffPath::kOwn),
+                    FragmentOf(repo_.get(), commit.get(), nullptr, options, "",
+                               FileDiffPath::kLibgit2))
+              << Subject(commit.get()) << " context=" << context
                                   << " ignorews=" << ignorews << " dt=" << dt;
         }
       }
@@ -245,6 +259,85 @@ TEST_F(TreeDiffFixture, FragmentEqualsTheLibgit2Path) {
   // Every commit takes the own path, renames paired by gitfrag's detection (renames.h) where
   // libgit2's pairs the same files on this fixture.
   EXPECT_EQ(own, commits_.size());
+}
+
+// The hunks the own line diff makes for the fragment (CommitFiles::own_patches) where libgit2's
+// xdiff could place them otherwise: blocks that slide, changes exactly 2 * context lines apart and
+// one more, missing final newlines on either side and in the context, CRLF lines, files emptied
+// and filled, binary to text and back, a mode change with an edit, a rename with edits, changes at
+// the first and last lines, and long files of few distinct lines changed all over (where xdiff's
+// search gives up on a minimal diff unless asked for one).
+constexpr const char* kHunkScript = R"SH(
+set -e
+git init -q -b master work
+cd work
+git config core.autocrlf false
+printf 'a\nb\nc\na\nb\nc\na\nb\nc\nend\n' > slide.txt
+seq 1 40 > gaps.txt
+printf 'one\ntwo\nthree\nfour' > nonl.txt
+printf 'one\r\ntwo\r\nthree\r\n' > crlf.txt
+printf 'text\n' > kind.dat
+seq 1 30 | sed 's/^/moved line /' > old-name.txt
+printf 'x\n' > emptied.txt
+: > filled.txt
+echo run > run.sh
+awk 'BEGIN { srand(7); for (i = 0; i < 1500; i++) print int(rand() * 12) }' > few.txt
+git add -A && git commit -q -m 'root'
+printf 'a\nb\nc\na\nb\nc\na\nb\nc\na\nb\nc\nend\n' > slide.txt && git commit -q -am 'a block that slides'
+sed -i 's/^10$/ten/; s/^17$/seventeen/; s/^30$/thirty/; s/^38$/x/' gaps.txt && git commit -q -am 'changes 6 and 7 lines apart'
+printf 'one\ntwo\nthree\nfour\n' > nonl.txt && git commit -q -am 'final newline added'
+printf 'one\nTWO\nthree\nfour' > nonl.txt && git commit -q -am 'final newline removed, context without one'
+printf 'ONE\nTWO\nthree\nfour' > nonl.txt && git commit -q -am 'context without a final newline'
+printf 'one\r\nTWO\r\nthree\n' > crlf.txt && git commit -q -am 'crlf lines'
+: > emptied.txt && printf 'now\nfull\n' > filled.txt && git commit -q -am 'emptied and filled'
+printf 'bin\000ary\n' > kind.dat && git commit -q -am 'text becomes binary'
+printf 'text again\n' > kind.dat && git commit -q -am 'binary becomes text'
+chmod +x run.sh && echo run2 >> run.sh && git commit -q -am 'mode change with an edit'
+git mv old-name.txt new-name.txt && sed -i 's/^moved line 15$/edited/' new-name.txt && git commit -q -am 'rename with an edit'
+sed -i '1s/.*/first/; $s/.*/last/' gaps.txt && git commit -q -am 'first and last lines'
+awk 'BEGIN { srand(8) } { r = rand(); if (r < 0.3) next; print; if (r > 0.8) print int(rand() * 12) }' few.txt > few.new && mv few.new few.txt && git commit -q -am 'few distinct lines changed all over'
+printf 'a\nb\nc\nend\n' > slide.txt && git commit -q -am 'blocks removed'
+)SH";
+
+TEST(OwnPatches, FragmentEqualsLibgit2sXdiff) {
+  TempDir dir;
+  RepositoryPtr repo;
+  const std::vector<CommitPtr> commits = FixtureCommits(dir, kHunkScript, "HEAD", &repo);
+  ASSERT_EQ(commits.size(), 15u);
+  size_t own = 0, renamed = 0, binary = 0;
+  for (const auto& commit : commits) {
+    const std::string subject = git_commit_summary(commit.get());
+    {
+      // The own patches are the ones the fragment writes: made for every file, libgit2's none.
+      CommitFiles files;
+      files.own_patches = true;
+      std::string reason;
+      ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, DiffOptions{}, "", &files,
+                                  &reason, FileDiffPath::kOwnRaw))
+          << reason;
+      for (const FileDiff& f : files.files) {
+        EXPECT_TRUE(f.own.made && !f.patch) << subject << ": " << f.delta.new_file.path;
+        own += f.own.made;
+        renamed += f.delta.status == GIT_DELTA_RENAMED;
+        binary += f.own.binary;
+      }
+    }
+    for (int context : {3, 1, 2, 5, 40}) {
+      for (int dt : {0, 1}) {
+        DiffOptions options;
+        options.context = context;
+        options.dt = dt;
+        options.abbrev = 7;
+        EXPECT_EQ(
+            FragmentOf(repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kOwnRaw),
+            FragmentOf(repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kLibgit2))
+            << subject << " context=" << context << " dt=" << dt;
+      }
+    }
+  }
+  EXPECT_GE(own, 20u);
+  EXPECT_EQ(renamed, 1u);
+  EXPECT_EQ(binary, 2u);  // text to binary and back: NUL on either side
 }
 
 // The rawdiff and patch pages' diff text: the own tree diff's, libgit2's generic diff's and git's
@@ -374,14 +467,9 @@ echo same > d/f7 && echo changed > d/f8 && git commit -q -am 'one blob takes the
 )SH";
 
 TEST(TreeDiffLongFolders, RawListsEqualTheLibgit2Trees) {
-  EnsureLibgit2();
   TempDir dir;
-  MakeFixture(dir, kLongFolders, kDated);
-  const std::string bare = dir.File("work/.git");
-  git_repository* raw = nullptr;
-  ASSERT_EQ(git_repository_open(&raw, bare.c_str()), 0);
-  RepositoryPtr repo(raw);
-  const std::vector<CommitPtr> commits = RevList(repo.get(), bare, "master");
+  RepositoryPtr repo;
+  const std::vector<CommitPtr> commits = FixtureCommits(dir, kLongFolders, "master", &repo);
   ASSERT_EQ(commits.size(), 10u);
   size_t nonempty = 0;
   for (const auto& a : commits) {
