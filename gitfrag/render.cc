@@ -1016,8 +1016,10 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
 // the minimal line diff (line_diff.h) and xdl_emit_diff's hunks: changes whose old sides are no
 // more than 2 * context lines apart share a hunk, with up to `context` lines around, the context
 // lines the new side's (the same bytes); a line without a newline followed by libgit2's marker
-// line. False when a blob cannot be read.
-bool OwnBlobPatch(git_repository* repo, FileDiff* f, int context) {
+// line. A side over libgit2's limit for xdiff (1 GiB) goes to libgit2 (BlobPatch: its error, the
+// file left out). False when a blob cannot be read.
+bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opts,
+                  std::deque<std::string>* texts) {
   const git_diff_delta& d = f->delta;
   git_blob* raw_blob = nullptr;
   if (!git_oid_is_zero(&d.old_file.id)) {
@@ -1035,6 +1037,11 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, int context) {
                                   static_cast<size_t>(git_blob_rawsize(blob.get())));
   };
   const std::string_view a = bytes(f->old_blob), b = bytes(f->new_blob);
+  constexpr size_t kXdiffMax = size_t{1} << 30;
+  if (a.size() > kXdiffMax || b.size() > kXdiffMax) {
+    f->patch = BlobPatch(repo, d, opts, DiffEngine::kCgitPages, texts, &f->old_blob);
+    return true;
+  }
   FilePatch& p = f->own;
   p.made = true;
   if (LooksBinary(a) || LooksBinary(b)) {
@@ -1057,7 +1064,7 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, int context) {
   };
   const auto na = static_cast<int64_t>(old_lines.size());
   const auto nb = static_cast<int64_t>(new_lines.size());
-  const int64_t ctx = context;
+  const int64_t ctx = opts.context_lines;
   for (size_t c = 0; c < changes.size();) {
     size_t e = c;  // the hunk's last change
     while (e + 1 < changes.size() &&
@@ -1178,7 +1185,7 @@ bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
     if (!out->patches) continue;
     if (out->own_patches && engine == DiffEngine::kCgitPages && !options.ignorews &&
         options.context > 0 && !IsLinkChange(d)) {
-      if (!OwnBlobPatch(repo, &out->files[i], options.context)) out->files[i].own = FilePatch{};
+      if (!OwnBlobPatch(repo, &out->files[i], opts, &out->paths)) out->files[i].own = FilePatch{};
     } else {
       out->files[i].patch = BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
     }
