@@ -4,7 +4,7 @@
 //   zlib6, zlib1   zlib's raw deflate at level 6 or 1 with memLevel 5 and a sync flush, one stream
 //                  reset per file (the chrome memo's cache::ChainEncoder)
 //   igzip0, igzip1 ISA-L's igzip at level 0 or 1, a sync flush (cache::FlushEncoder)
-//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (cache::WholeEncoder)
+//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (ends with a final block)
 //   chain          base::FixedChain, one run per file cut every 64 KiB (fixed codes, or the
 //                  block's own codes from 1 KiB on where smaller)
 //   fixed          base::DeflateFixed (fixed codes only)

@@ -221,44 +221,6 @@ Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
   return Status::Ok();
 }
 
-// ---- WholeEncoder ------------------------------------------------------------------------------
-
-void WholeEncoder::FreeCompressor(libdeflate_compressor* compressor) {
-  libdeflate_free_compressor(compressor);
-}
-
-WholeEncoder::WholeEncoder() = default;
-WholeEncoder::WholeEncoder(WholeEncoder&&) noexcept = default;
-WholeEncoder& WholeEncoder::operator=(WholeEncoder&&) noexcept = default;
-WholeEncoder::~WholeEncoder() = default;
-
-Status WholeEncoder::Encode(std::string_view text, int level, SegmentView* out) {
-  *out = SegmentView{};
-  if (level < 0 || level > 12) return Status::Error("libdeflate level must be 0..12");
-  if (text.empty()) return Status::Ok();
-  if (text.size() > kMaxSegmentLength) return Status::Error("body longer than 4 GiB");
-  if (!compressor_ || level != level_) {
-    compressor_.reset(libdeflate_alloc_compressor(level));
-    level_ = level;
-    if (!compressor_) return Status::Error("out of memory for a libdeflate compressor");
-  }
-  // The bound holds whatever the input: libdeflate falls back to stored blocks.
-  const size_t bound = libdeflate_deflate_compress_bound(compressor_.get(), text.size());
-  if (bound > capacity_) {
-    buffer_.reset(new (std::nothrow) char[bound]);
-    capacity_ = buffer_ ? bound : 0;
-    if (!buffer_) return Status::Error("out of memory for a compressed body");
-  }
-  const size_t n =
-      libdeflate_deflate_compress(compressor_.get(), text.data(), text.size(), buffer_.get(), bound);
-  if (n == 0) return Status::Error("libdeflate: output larger than its bound");
-  *out = SegmentView{{buffer_.get(), n},
-                     Crc32(0, text),
-                     static_cast<uint32_t>(text.size()),
-                     true};
-  return Status::Ok();
-}
-
 // ---- FlushEncoder ------------------------------------------------------------------------------
 
 struct FlushEncoder::State {
@@ -395,19 +357,17 @@ void GzipStitcher::Account(const SegmentView& segment) {
 }
 
 void GzipStitcher::AddStored(const SegmentView& segment) {
-  assert(!finished_ && !final_block_ && "GzipStitcher: part added after the end");
+  assert(!finished_ && "GzipStitcher: part added after the end");
   Start();
   if (!segment.deflate.empty()) sink_.Borrow(segment.deflate);
   Account(segment);
-  final_block_ = segment.final;
 }
 
 void GzipStitcher::AddTransient(const SegmentView& segment) {
-  assert(!finished_ && !final_block_ && "GzipStitcher: part added after the end");
+  assert(!finished_ && "GzipStitcher: part added after the end");
   Start();
   if (!segment.deflate.empty()) sink_.Copy(segment.deflate);
   Account(segment);
-  final_block_ = segment.final;
 }
 
 Status GzipStitcher::AddLiteral(std::string_view text, LiteralEncoder& encoder) {
@@ -430,14 +390,12 @@ void GzipStitcher::Finish() {
   //   bits 3-9   end-of-block, symbol 256, whose fixed code is seven 0 bits
   // = bits 1,1,0,0,0,0,0,0 | 0,0 + 6 padding bits -> bytes 0x03 0x00 (zlib's Z_FINISH on an empty,
   // aligned stream emits the same two bytes). An empty final stored block would take 5 bytes.
-  // A `final` segment brought its own.
   std::array<uint8_t, 10> tail = {0x03, 0x00};
   // Trailer: CRC32 then ISIZE (length mod 2^32), both little-endian.
   PutLittleEndian32(&tail[2], crc_);
   PutLittleEndian32(&tail[6], static_cast<uint32_t>(length_));
-  const size_t skip = final_block_ ? kFinalBlockBytes : 0;
-  sink_.Copy({reinterpret_cast<const char*>(tail.data()) + skip, tail.size() - skip});
-  bytes_written_ += tail.size() - skip;
+  sink_.Copy({reinterpret_cast<const char*>(tail.data()), tail.size()});
+  bytes_written_ += tail.size();
 }
 
 // ---- Inflater ----------------------------------------------------------------------------------
@@ -506,22 +464,15 @@ Status Inflater::Read(std::span<char> out, size_t* produced) {
     needs_reset_ = true;  // zlib's state is unusable after an error
     return Status::Error(std::move(message));
   };
-  if (rc == Z_STREAM_END && !segment_.final) return fail("stored segment contains a final block");
-  if (rc != Z_OK && rc != Z_BUF_ERROR && rc != Z_STREAM_END) {
+  if (rc == Z_STREAM_END) return fail("stored segment contains a final block");
+  if (rc != Z_OK && rc != Z_BUF_ERROR) {
     return fail(ZlibMessage("inflate", rc, z));
   }
   if (produced_ > segment_.length) return fail("stored segment inflates to more than its length");
-  // A final segment ends with the stream (a next segment starts a new one); any other ends when
-  // all its input is consumed with output room to spare: at its flush point, so every byte it
-  // encodes has been written.
-  const bool ended = segment_.final ? rc == Z_STREAM_END : z->avail_in == 0 && z->avail_out != 0;
-  if (segment_.final && rc != Z_STREAM_END && z->avail_in == 0 && z->avail_out != 0) {
-    return fail("stored final segment ends before its final block");
-  }
-  if (ended) {
+  // A segment ends when all its input is consumed with output room to spare: at its flush point,
+  // so every byte it encodes has been written.
+  if (z->avail_in == 0 && z->avail_out != 0) {
     active_ = false;
-    needs_reset_ = segment_.final;
-    if (z->avail_in != 0) return fail("stored segment has bytes after its final block");
     if (produced_ != segment_.length)
       return fail("stored segment inflates to less than its length");
     if (crc_ != segment_.crc) return fail("stored segment crc32 mismatch");
