@@ -10,6 +10,8 @@
 #include <limits>
 #include <new>
 
+#include "cache/markup_histogram.h"
+
 namespace shellac::cache {
 namespace {
 
@@ -223,16 +225,36 @@ Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
 
 // ---- FlushEncoder ------------------------------------------------------------------------------
 
+namespace {
+
+// The kMarkup codes, made on first use and kept for the process (igzip only reads them).
+const isal_hufftables* MarkupCodes() {
+  static const isal_hufftables* const codes = [] {
+    auto histogram = std::make_unique<isal_huff_histogram>();
+    std::copy(kMarkupLiteralLengths.begin(), kMarkupLiteralLengths.end(),
+              histogram->lit_len_histogram);
+    std::copy(kMarkupDistances.begin(), kMarkupDistances.end(), histogram->dist_histogram);
+    auto* made = new isal_hufftables{};
+    // Fails only for a histogram it cannot make a code of; this one is fixed and tested.
+    [[maybe_unused]] const int rc = isal_create_hufftables(made, histogram.get());
+    assert(rc == 0 && "isal_create_hufftables refused the markup histogram");
+    return made;
+  }();
+  return codes;
+}
+
+}  // namespace
+
 struct FlushEncoder::State {
   static constexpr uint32_t kLevelBuffer = ISAL_DEF_LVL1_DEFAULT;
   static constexpr size_t kOut = 64 << 10;  // igzip writes through this; any size works
   isal_zstream z{};
-  std::unique_ptr<uint8_t[]> level_buffer = std::make_unique_for_overwrite<uint8_t[]>(kLevelBuffer);
+  std::unique_ptr<uint8_t[]> level_buffer;  // level 1's
   std::unique_ptr<uint8_t[]> out = std::make_unique_for_overwrite<uint8_t[]>(kOut);
   bool started = false;
 };
 
-FlushEncoder::FlushEncoder() = default;
+FlushEncoder::FlushEncoder(Codes codes) : codes_(codes) {}
 FlushEncoder::FlushEncoder(FlushEncoder&&) noexcept = default;
 FlushEncoder& FlushEncoder::operator=(FlushEncoder&&) noexcept = default;
 FlushEncoder::~FlushEncoder() = default;
@@ -241,7 +263,12 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
                             std::vector<Segment>* out) {
   out->clear();
   if (text.empty()) return Status::Ok();
-  if (!state_) state_ = std::make_unique<State>();
+  if (!state_) {
+    state_ = std::make_unique<State>();
+    if (codes_ == Codes::kPerBlock) {
+      state_->level_buffer = std::make_unique_for_overwrite<uint8_t[]>(State::kLevelBuffer);
+    }
+  }
   isal_zstream& z = state_->z;
   // A new stream: nothing before this body is referred to.
   if (!state_->started) {
@@ -250,9 +277,18 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
   } else {
     isal_deflate_reset(&z);
   }
-  z.level = 1;
-  z.level_buf = state_->level_buffer.get();
-  z.level_buf_size = State::kLevelBuffer;
+  if (codes_ == Codes::kPerBlock) {
+    z.level = 1;
+    z.level_buf = state_->level_buffer.get();
+    z.level_buf_size = State::kLevelBuffer;
+  } else {
+    z.level = 0;
+    if (isal_deflate_set_hufftables(&z, const_cast<isal_hufftables*>(MarkupCodes()),
+                                    IGZIP_HUFFTABLE_CUSTOM) != COMP_OK) {
+      state_->started = false;
+      return Status::Error("igzip: the markup codes were refused");
+    }
+  }
   z.flush = SYNC_FLUSH;
   z.end_of_stream = 0;
   const size_t step = segment_size == 0 ? kMaxSegmentLength : std::min(segment_size, kMaxSegmentLength);
@@ -274,6 +310,18 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
                              State::kOut - z.avail_out);
       // All of it in, and room left: the flush is out (igzip's rule).
       if (z.avail_in == 0 && z.avail_out != 0) break;
+    }
+    // Level 0 never falls back to stored blocks itself, and codes made for markup make binary
+    // bytes ~45 % larger; a text of a few bytes is shorter stored too. A stored segment decodes
+    // to the same window, so the stream goes on.
+    if (segment.deflate.size() > piece.size() + 5 * (piece.size() / 65535 + 1)) {
+      segment.deflate.clear();
+      Status s = EncodeStored(piece, &segment);
+      if (!s.ok()) {
+        out->clear();
+        return s;
+      }
+      continue;
     }
     segment.crc = Crc32(0, piece);
     segment.length = static_cast<uint32_t>(piece.size());
