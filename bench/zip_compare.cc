@@ -4,7 +4,16 @@
 //   zlib6, zlib1   zlib's raw deflate at level 6 or 1 with memLevel 5 and a sync flush, one stream
 //                  reset per file (the chrome memo's cache::ChainEncoder)
 //   igzip0, igzip1 ISA-L's igzip at level 0 or 1, a sync flush (cache::FlushEncoder)
-//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (cache::WholeEncoder)
+//   igzip0s        igzip level 0 with deflate's static (fixed) codes
+//   igzip0t, igzip1t   igzip level 0 or 1 with codes made once (isal_create_hufftables) from the
+//                  histogram of the files TRAIN names (a file of paths, one a line)
+//   igzip0m        igzip level 0 with the codes cache::FlushEncoder's kMarkup makes (from
+//                  cache/markup_histogram.h)
+//   markup         makes those codes only (subtract it from igzip0m)
+//   igzip1L        igzip level 1 with the large level buffer (ISAL_DEF_LVL1_LARGE)
+//   train          makes the TRAIN codes only (subtract it from igzip0t/igzip1t)
+//   hist           prints the TRAIN histogram, scaled, as C++ initialisers (nothing compressed)
+//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (ends with a final block)
 //   chain          base::FixedChain, one run per file cut every 64 KiB (fixed codes, or the
 //                  block's own codes from 1 KiB on where smaller)
 //   fixed          base::DeflateFixed (fixed codes only)
@@ -13,12 +22,15 @@
 //
 //   g++ -O2 -std=c++20 -I. -o /tmp/zip_compare bench/zip_compare.cc base/fixed_deflate.cc -lz -ldeflate -lisal
 //   valgrind --tool=callgrind /tmp/zip_compare MODE FILE...
-// Prints the mode, the files, the bytes in and out.
+// Prints the mode, the files, the bytes in and out. VERIFY=1 inflates every output with zlib and
+// compares it with its file.
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -27,6 +39,7 @@
 #include <vector>
 
 #include "base/fixed_deflate.h"
+#include "cache/markup_histogram.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -48,6 +61,51 @@ int main(int argc, char** argv) {
   bool iz_started = false;
   libdeflate_compressor* ld = nullptr;
   shellac::base::FixedChain chain;
+  const bool trained = mode == "igzip0t" || mode == "igzip1t" || mode == "train" || mode == "hist";
+  isal_hufftables tables{};
+  if (trained) {
+    const char* train = std::getenv("TRAIN");
+    if (train == nullptr) {
+      std::fprintf(stderr, "%s needs TRAIN\n", mode.c_str());
+      return 2;
+    }
+    auto histogram = std::make_unique<isal_huff_histogram>();
+    std::ifstream list(train);
+    for (std::string path; std::getline(list, path);) {
+      std::ifstream in(path, std::ios::binary);
+      std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      isal_update_histogram(reinterpret_cast<uint8_t*>(text.data()), static_cast<int>(text.size()),
+                            histogram.get());
+    }
+    if (mode == "hist") {
+      uint64_t total = 0;
+      for (uint64_t n : histogram->lit_len_histogram) total += n;
+      // Scaled so the literal/length counts sum to about 2^20; a seen symbol keeps at least 1.
+      auto print = [&](const uint64_t* counts, int n) {
+        for (int i = 0; i < n; ++i) {
+          const uint64_t v =
+              counts[i] == 0 ? 0 : std::max<uint64_t>(1, counts[i] * (1 << 20) / total);
+          std::printf("%llu,%s", static_cast<unsigned long long>(v), i % 16 == 15 ? "\n" : " ");
+        }
+        std::printf("\n");
+      };
+      print(histogram->lit_len_histogram, ISAL_DEF_LIT_LEN_SYMBOLS);
+      print(histogram->dist_histogram, ISAL_DEF_DIST_SYMBOLS);
+      return 0;
+    }
+    if (isal_create_hufftables(&tables, histogram.get()) != 0) return 1;
+  }
+  const bool markup = mode == "igzip0m" || mode == "markup";
+  if (markup) {
+    auto histogram = std::make_unique<isal_huff_histogram>();
+    std::copy(shellac::cache::kMarkupLiteralLengths.begin(),
+              shellac::cache::kMarkupLiteralLengths.end(), histogram->lit_len_histogram);
+    std::copy(shellac::cache::kMarkupDistances.begin(), shellac::cache::kMarkupDistances.end(),
+              histogram->dist_histogram);
+    if (isal_create_hufftables(&tables, histogram.get()) != 0) return 1;
+  }
+  std::vector<uint8_t> large_buf(ISAL_DEF_LVL1_LARGE);
+  const bool verify = std::getenv("VERIFY") != nullptr;
   for (const std::string& text : files) {
     in_total += text.size();
     if (text.size() + 1024 > out.size() / 2) out.resize(text.size() * 2 + 1024);
@@ -65,17 +123,20 @@ int main(int argc, char** argv) {
       z.avail_out = static_cast<uInt>(out.size());
       deflate(&z, Z_SYNC_FLUSH);
       got = out.size() - z.avail_out;
-    } else if (mode == "igzip0" || mode == "igzip1") {
+    } else if (mode.starts_with("igzip")) {
       if (!iz_started) {
         isal_deflate_init(&iz);
         iz_started = true;
       } else {
         isal_deflate_reset(&iz);
       }
-      const bool one = mode == "igzip1";
+      const bool one = mode.starts_with("igzip1");
+      std::vector<uint8_t>& buf = mode == "igzip1L" ? large_buf : level_buf;
       iz.level = one ? 1 : 0;
-      iz.level_buf = one ? level_buf.data() : nullptr;
-      iz.level_buf_size = one ? static_cast<uint32_t>(level_buf.size()) : 0;
+      iz.level_buf = one ? buf.data() : nullptr;
+      iz.level_buf_size = one ? static_cast<uint32_t>(buf.size()) : 0;
+      if (mode == "igzip0s") isal_deflate_set_hufftables(&iz, nullptr, IGZIP_HUFFTABLE_STATIC);
+      if (trained || markup) isal_deflate_set_hufftables(&iz, &tables, IGZIP_HUFFTABLE_CUSTOM);
       iz.flush = SYNC_FLUSH;
       iz.end_of_stream = 0;
       iz.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
@@ -96,11 +157,28 @@ int main(int argc, char** argv) {
       std::string deflate;
       shellac::base::DeflateFixed(text, /*final=*/false, &deflate);
       got = deflate.size();
-    } else if (mode != "none") {
+    } else if (mode != "none" && mode != "train" && mode != "markup") {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;
     }
     out_total += got;
+    if (verify && mode != "none" && mode != "train" && mode != "markup" &&
+        !mode.starts_with("libdeflate")) {
+      z_stream inflater{};
+      inflateInit2(&inflater, -15);
+      std::string back(text.size() + 1, '\0');
+      inflater.next_in = out.data();
+      inflater.avail_in = static_cast<uInt>(got);
+      inflater.next_out = reinterpret_cast<Bytef*>(back.data());
+      inflater.avail_out = static_cast<uInt>(back.size());
+      const int rc = inflate(&inflater, Z_SYNC_FLUSH);
+      back.resize(back.size() - inflater.avail_out);
+      inflateEnd(&inflater);
+      if ((rc != Z_OK && rc != Z_BUF_ERROR) || back != text) {
+        std::fprintf(stderr, "%s: output does not inflate to its text\n", mode.c_str());
+        return 1;
+      }
+    }
   }
   if (z_started) deflateEnd(&z);
   if (ld != nullptr) libdeflate_free_compressor(ld);

@@ -10,6 +10,8 @@
 #include <limits>
 #include <new>
 
+#include "cache/markup_histogram.h"
+
 namespace shellac::cache {
 namespace {
 
@@ -221,56 +223,38 @@ Status LiteralEncoder::Encode(std::string_view text, SegmentView* out) {
   return Status::Ok();
 }
 
-// ---- WholeEncoder ------------------------------------------------------------------------------
-
-void WholeEncoder::FreeCompressor(libdeflate_compressor* compressor) {
-  libdeflate_free_compressor(compressor);
-}
-
-WholeEncoder::WholeEncoder() = default;
-WholeEncoder::WholeEncoder(WholeEncoder&&) noexcept = default;
-WholeEncoder& WholeEncoder::operator=(WholeEncoder&&) noexcept = default;
-WholeEncoder::~WholeEncoder() = default;
-
-Status WholeEncoder::Encode(std::string_view text, int level, SegmentView* out) {
-  *out = SegmentView{};
-  if (level < 0 || level > 12) return Status::Error("libdeflate level must be 0..12");
-  if (text.empty()) return Status::Ok();
-  if (text.size() > kMaxSegmentLength) return Status::Error("body longer than 4 GiB");
-  if (!compressor_ || level != level_) {
-    compressor_.reset(libdeflate_alloc_compressor(level));
-    level_ = level;
-    if (!compressor_) return Status::Error("out of memory for a libdeflate compressor");
-  }
-  // The bound holds whatever the input: libdeflate falls back to stored blocks.
-  const size_t bound = libdeflate_deflate_compress_bound(compressor_.get(), text.size());
-  if (bound > capacity_) {
-    buffer_.reset(new (std::nothrow) char[bound]);
-    capacity_ = buffer_ ? bound : 0;
-    if (!buffer_) return Status::Error("out of memory for a compressed body");
-  }
-  const size_t n =
-      libdeflate_deflate_compress(compressor_.get(), text.data(), text.size(), buffer_.get(), bound);
-  if (n == 0) return Status::Error("libdeflate: output larger than its bound");
-  *out = SegmentView{{buffer_.get(), n},
-                     Crc32(0, text),
-                     static_cast<uint32_t>(text.size()),
-                     true};
-  return Status::Ok();
-}
-
 // ---- FlushEncoder ------------------------------------------------------------------------------
+
+namespace {
+
+// The kMarkup codes, made on first use and kept for the process (igzip only reads them).
+const isal_hufftables* MarkupCodes() {
+  static const isal_hufftables* const codes = [] {
+    auto histogram = std::make_unique<isal_huff_histogram>();
+    std::copy(kMarkupLiteralLengths.begin(), kMarkupLiteralLengths.end(),
+              histogram->lit_len_histogram);
+    std::copy(kMarkupDistances.begin(), kMarkupDistances.end(), histogram->dist_histogram);
+    auto* made = new isal_hufftables{};
+    // Fails only for a histogram it cannot make a code of; this one is fixed and tested.
+    [[maybe_unused]] const int rc = isal_create_hufftables(made, histogram.get());
+    assert(rc == 0 && "isal_create_hufftables refused the markup histogram");
+    return made;
+  }();
+  return codes;
+}
+
+}  // namespace
 
 struct FlushEncoder::State {
   static constexpr uint32_t kLevelBuffer = ISAL_DEF_LVL1_DEFAULT;
   static constexpr size_t kOut = 64 << 10;  // igzip writes through this; any size works
   isal_zstream z{};
-  std::unique_ptr<uint8_t[]> level_buffer = std::make_unique_for_overwrite<uint8_t[]>(kLevelBuffer);
+  std::unique_ptr<uint8_t[]> level_buffer;  // level 1's
   std::unique_ptr<uint8_t[]> out = std::make_unique_for_overwrite<uint8_t[]>(kOut);
   bool started = false;
 };
 
-FlushEncoder::FlushEncoder() = default;
+FlushEncoder::FlushEncoder(Codes codes) : codes_(codes) {}
 FlushEncoder::FlushEncoder(FlushEncoder&&) noexcept = default;
 FlushEncoder& FlushEncoder::operator=(FlushEncoder&&) noexcept = default;
 FlushEncoder::~FlushEncoder() = default;
@@ -279,7 +263,12 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
                             std::vector<Segment>* out) {
   out->clear();
   if (text.empty()) return Status::Ok();
-  if (!state_) state_ = std::make_unique<State>();
+  if (!state_) {
+    state_ = std::make_unique<State>();
+    if (codes_ == Codes::kPerBlock) {
+      state_->level_buffer = std::make_unique_for_overwrite<uint8_t[]>(State::kLevelBuffer);
+    }
+  }
   isal_zstream& z = state_->z;
   // A new stream: nothing before this body is referred to.
   if (!state_->started) {
@@ -288,9 +277,18 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
   } else {
     isal_deflate_reset(&z);
   }
-  z.level = 1;
-  z.level_buf = state_->level_buffer.get();
-  z.level_buf_size = State::kLevelBuffer;
+  if (codes_ == Codes::kPerBlock) {
+    z.level = 1;
+    z.level_buf = state_->level_buffer.get();
+    z.level_buf_size = State::kLevelBuffer;
+  } else {
+    z.level = 0;
+    if (isal_deflate_set_hufftables(&z, const_cast<isal_hufftables*>(MarkupCodes()),
+                                    IGZIP_HUFFTABLE_CUSTOM) != COMP_OK) {
+      state_->started = false;
+      return Status::Error("igzip: the markup codes were refused");
+    }
+  }
   z.flush = SYNC_FLUSH;
   z.end_of_stream = 0;
   const size_t step = segment_size == 0 ? kMaxSegmentLength : std::min(segment_size, kMaxSegmentLength);
@@ -312,6 +310,18 @@ Status FlushEncoder::Encode(std::string_view text, size_t segment_size,
                              State::kOut - z.avail_out);
       // All of it in, and room left: the flush is out (igzip's rule).
       if (z.avail_in == 0 && z.avail_out != 0) break;
+    }
+    // Level 0 never falls back to stored blocks itself, and codes made for markup make binary
+    // bytes ~45 % larger; a text of a few bytes is shorter stored too. A stored segment decodes
+    // to the same window, so the stream goes on.
+    if (segment.deflate.size() > piece.size() + 5 * (piece.size() / 65535 + 1)) {
+      segment.deflate.clear();
+      Status s = EncodeStored(piece, &segment);
+      if (!s.ok()) {
+        out->clear();
+        return s;
+      }
+      continue;
     }
     segment.crc = Crc32(0, piece);
     segment.length = static_cast<uint32_t>(piece.size());
@@ -395,19 +405,17 @@ void GzipStitcher::Account(const SegmentView& segment) {
 }
 
 void GzipStitcher::AddStored(const SegmentView& segment) {
-  assert(!finished_ && !final_block_ && "GzipStitcher: part added after the end");
+  assert(!finished_ && "GzipStitcher: part added after the end");
   Start();
   if (!segment.deflate.empty()) sink_.Borrow(segment.deflate);
   Account(segment);
-  final_block_ = segment.final;
 }
 
 void GzipStitcher::AddTransient(const SegmentView& segment) {
-  assert(!finished_ && !final_block_ && "GzipStitcher: part added after the end");
+  assert(!finished_ && "GzipStitcher: part added after the end");
   Start();
   if (!segment.deflate.empty()) sink_.Copy(segment.deflate);
   Account(segment);
-  final_block_ = segment.final;
 }
 
 Status GzipStitcher::AddLiteral(std::string_view text, LiteralEncoder& encoder) {
@@ -430,14 +438,12 @@ void GzipStitcher::Finish() {
   //   bits 3-9   end-of-block, symbol 256, whose fixed code is seven 0 bits
   // = bits 1,1,0,0,0,0,0,0 | 0,0 + 6 padding bits -> bytes 0x03 0x00 (zlib's Z_FINISH on an empty,
   // aligned stream emits the same two bytes). An empty final stored block would take 5 bytes.
-  // A `final` segment brought its own.
   std::array<uint8_t, 10> tail = {0x03, 0x00};
   // Trailer: CRC32 then ISIZE (length mod 2^32), both little-endian.
   PutLittleEndian32(&tail[2], crc_);
   PutLittleEndian32(&tail[6], static_cast<uint32_t>(length_));
-  const size_t skip = final_block_ ? kFinalBlockBytes : 0;
-  sink_.Copy({reinterpret_cast<const char*>(tail.data()) + skip, tail.size() - skip});
-  bytes_written_ += tail.size() - skip;
+  sink_.Copy({reinterpret_cast<const char*>(tail.data()), tail.size()});
+  bytes_written_ += tail.size();
 }
 
 // ---- Inflater ----------------------------------------------------------------------------------
@@ -506,22 +512,15 @@ Status Inflater::Read(std::span<char> out, size_t* produced) {
     needs_reset_ = true;  // zlib's state is unusable after an error
     return Status::Error(std::move(message));
   };
-  if (rc == Z_STREAM_END && !segment_.final) return fail("stored segment contains a final block");
-  if (rc != Z_OK && rc != Z_BUF_ERROR && rc != Z_STREAM_END) {
+  if (rc == Z_STREAM_END) return fail("stored segment contains a final block");
+  if (rc != Z_OK && rc != Z_BUF_ERROR) {
     return fail(ZlibMessage("inflate", rc, z));
   }
   if (produced_ > segment_.length) return fail("stored segment inflates to more than its length");
-  // A final segment ends with the stream (a next segment starts a new one); any other ends when
-  // all its input is consumed with output room to spare: at its flush point, so every byte it
-  // encodes has been written.
-  const bool ended = segment_.final ? rc == Z_STREAM_END : z->avail_in == 0 && z->avail_out != 0;
-  if (segment_.final && rc != Z_STREAM_END && z->avail_in == 0 && z->avail_out != 0) {
-    return fail("stored final segment ends before its final block");
-  }
-  if (ended) {
+  // A segment ends when all its input is consumed with output room to spare: at its flush point,
+  // so every byte it encodes has been written.
+  if (z->avail_in == 0 && z->avail_out != 0) {
     active_ = false;
-    needs_reset_ = segment_.final;
-    if (z->avail_in != 0) return fail("stored segment has bytes after its final block");
     if (produced_ != segment_.length)
       return fail("stored segment inflates to less than its length");
     if (crc_ != segment_.crc) return fail("stored segment crc32 mismatch");

@@ -13,13 +13,7 @@
 //   order, contiguously. (FlushMode::kFull makes each segment independent, at some cost in size.)
 // - Every body starts from a fresh compressor, so it never refers to bytes before its first
 //   segment. So any sequence of whole bodies (fragments, per-request literals) is valid deflate.
-// - No segment contains a final block; GzipStitcher appends the one final (empty) block. The one
-//   exception is a body compressed whole in one call (WholeEncoder): its only segment ends with the
-//   stream's final block (`final`), so nothing may follow it. Such a body is made for one request
-//   (or kept whole for the same request: the page memo) and never written to the wire (wire.h);
-//   GzipStitcher then adds no final block of its own and the Inflater takes the stream's end. It
-//   is never stitched into another page: an ESI page that includes one (a frame's fragment with
-//   cache=off, rendered for that request alone) inflates it and compresses its text anew.
+// - No segment contains a final block; GzipStitcher appends the one final (empty) block.
 //
 // Threads: every class here is a single-threaded value; use one per request or per worker.
 // Allocation: none per byte. Buffers grow geometrically and are reused (LiteralEncoder, Inflater).
@@ -36,17 +30,15 @@
 #include "base/owned.h"
 #include "cache/status.h"
 
-struct z_stream_s;              // zlib's stream state; zlib.h stays out of this header
-struct libdeflate_compressor;  // libdeflate's; libdeflate.h too
+struct z_stream_s;  // zlib's stream state; zlib.h stays out of this header
 
 namespace shellac::cache {
 
 // A segment whose bytes live elsewhere (in an Object, or in a Segment).
 struct SegmentView {
-  std::string_view deflate;  // raw deflate ending in a sync/full flush (or the final block)
+  std::string_view deflate;  // raw deflate ending in a sync/full flush
   uint32_t crc = 0;          // crc32 of the uncompressed bytes
   uint32_t length = 0;       // number of uncompressed bytes
-  bool final = false;        // ends with the stream's final block: its body's last segment
 };
 
 // A segment that owns its bytes; what SegmentEncoder produces.
@@ -54,9 +46,8 @@ struct Segment {
   std::string deflate;
   uint32_t crc = 0;
   uint32_t length = 0;
-  bool final = false;
 
-  SegmentView view() const { return {deflate, crc, length, final}; }
+  SegmentView view() const { return {deflate, crc, length}; }
 };
 
 // crc32 of A||B from crc32(A), crc32(B) and the length of B (zlib's crc32_combine, with the
@@ -131,42 +122,26 @@ class SegmentEncoder {
 // boundary and refers to nothing. For bytes never sent, or too short to be worth compressing.
 Status EncodeStored(std::string_view text, Segment* out);
 
-// Compresses a whole body in one call (libdeflate): for a page of a few KiB about half the
-// instructions of zlib at the same level, which spends as much setting up and flushing a stream as
-// compressing, and a few percent smaller. libdeflate cannot end on a flush, so the segment it gives
-// is `final` (the rules at the top). Keeps its compressor between calls: keep one per thread.
-// proxy/page_object compressed pages made for one request with it until igzip (FlushEncoder)
-// proved cheaper there (bench/results/framezip2-callgrind.md); nothing else in shellac calls it.
-class WholeEncoder {
- public:
-  WholeEncoder();
-  WholeEncoder(WholeEncoder&&) noexcept;
-  WholeEncoder& operator=(WholeEncoder&&) noexcept;
-  ~WholeEncoder();
-
-  // Compresses `text` at `level` (0..12; 1..9 as zlib's) into one `final` segment. *out views
-  // this encoder's buffer and stays valid until the next Encode() or the encoder's destruction.
-  // Empty text gives an empty segment that is not final (no bytes: the stitcher's own final block
-  // ends the member). A level other than the last call's makes a new compressor.
-  Status Encode(std::string_view text, int level, SegmentView* out);
-
- private:
-  static void FreeCompressor(libdeflate_compressor* compressor);
-  int level_ = -1;  // the compressor's
-  base::Owned<FreeCompressor> compressor_;
-  std::unique_ptr<char[]> buffer_;  // grows to the largest bound asked for
-  size_t capacity_ = 0;
-};
-
 // Compresses a whole body into segments that end on a sync flush (never a final block), so they
-// may be stored, sent over the wire and stitched like SegmentEncoder's, for about a third of zlib's
-// instructions on a page of a few KiB (ISA-L's igzip at its level 1: zlib sets up, clears and
-// flushes a stream per body). A segment is cut every `segment_size` uncompressed bytes (0: one
-// segment); the window carries across them. Keeps its igzip state between calls: keep one per
-// thread.
+// may be stored, sent over the wire and stitched like SegmentEncoder's, for a fraction of zlib's
+// instructions on a page of a few KiB (ISA-L's igzip; zlib sets up, clears and flushes a stream per
+// body). A segment is cut every `segment_size` uncompressed bytes (0: one segment); the window
+// carries across them. A segment that would come out larger than its text is stored instead
+// (EncodeStored). Keeps its igzip state between calls: keep one per thread.
 class FlushEncoder {
  public:
-  FlushEncoder();
+  enum class Codes {
+    // igzip level 1: each block gets Huffman codes of its own, built from its symbols (~55 K
+    // instructions a block whatever its size). For bytes kept and sent many times (stored parts).
+    kPerBlock,
+    // igzip level 0 with codes made once per process from the histogram of cgit pages
+    // (markup_histogram.h): no tree built per call and a cheaper match search, 0.69-0.82x the
+    // instructions of kPerBlock on pages of 5-20 KB for 2-8 % more bytes (text unlike the sample,
+    // e.g. binary, loses more: it falls back to stored). For pages made for one request.
+    kMarkup,
+  };
+
+  explicit FlushEncoder(Codes codes = Codes::kPerBlock);
   FlushEncoder(FlushEncoder&&) noexcept;
   FlushEncoder& operator=(FlushEncoder&&) noexcept;
   ~FlushEncoder();
@@ -176,6 +151,7 @@ class FlushEncoder {
 
  private:
   struct State;
+  Codes codes_;
   std::unique_ptr<State> state_;
 };
 
@@ -244,14 +220,12 @@ class ByteSink {
 class GzipStitcher {
  public:
   // Bytes the member adds around its segments: header 10, final block 2, trailer 8. With every part
-  // known up front, Content-Length = kFramingBytes + the sum of the parts' deflate sizes, less
-  // kFinalBlockBytes when the last part is `final` (it brings its own final block).
+  // known up front, Content-Length = kFramingBytes + the sum of the parts' deflate sizes.
   static constexpr size_t kFramingBytes = 20;
-  static constexpr size_t kFinalBlockBytes = 2;
 
   explicit GzipStitcher(ByteSink& sink) : sink_(sink) {}
 
-  // A stored segment: its bytes are passed to sink.Borrow(). After a `final` one, only Finish().
+  // A stored segment: its bytes are passed to sink.Borrow().
   void AddStored(const SegmentView& segment);
   // A segment whose bytes are about to go away (e.g. a LiteralEncoder's buffer): sink.Copy().
   void AddTransient(const SegmentView& segment);
@@ -274,13 +248,12 @@ class GzipStitcher {
   uint64_t bytes_written_ = 0;
   bool started_ = false;
   bool finished_ = false;
-  bool final_block_ = false;  // a `final` segment went out: the stream has its final block
 };
 
 // Inflates stored segments for clients that do not accept gzip, in pieces of the caller's size, so
 // a slow client is fed as its socket drains. Segments are fed in stitching order (the rules above);
-// each segment's length and crc32 are checked as it completes. A `final` segment ends the stream
-// (a final block in any other is an error); a segment fed after it starts a new one.
+// each segment's length and crc32 are checked as it completes. A final block in a segment is an
+// error.
 //
 //   inflater.Feed(segment);
 //   while (!inflater.NeedsInput()) { inflater.Read(buffer, &n); send(buffer, n); }

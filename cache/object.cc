@@ -223,14 +223,6 @@ ObjectRef Object::Create(std::string_view key, const ObjectSpec& spec, Status* s
   // found without decoding the entries), varint count, body crc (when more than one), entries.
   const size_t count = spec.body.size();
   const bool single = count == 1;
-  // A final block ends the stream: only the body's last segment may carry one (deflate.h).
-  const bool final_block = count > 0 && spec.body.back().final;
-  for (size_t i = 0; i + 1 < count; ++i) {
-    if (spec.body[i].final) {
-      *status = Status::Error("a segment with the final block must be the body's last");
-      return {};
-    }
-  }
   size_t entries_length = 0;
   uint64_t deflate_total = 0;
   uint32_t body_crc = 0;
@@ -261,8 +253,7 @@ ObjectRef Object::Create(std::string_view key, const ObjectSpec& spec, Status* s
   object->key_length_ = static_cast<uint16_t>(key.size());
   object->headers_length_ = static_cast<uint16_t>(headers_length);
   object->layout_ =
-      static_cast<uint8_t>((has_template ? kHasTemplate : 0) | (single ? kSingleSegment : 0) |
-                           (final_block ? kFinalBlock : 0));
+      static_cast<uint8_t>((has_template ? kHasTemplate : 0) | (single ? kSingleSegment : 0));
 
   char* p = reinterpret_cast<char*>(object) + sizeof(Object);
   if (has_template) {
@@ -344,15 +335,14 @@ std::optional<std::string_view> Object::header(std::string_view name) const {
 
 Object::SegmentList Object::segments() const {
   const char* p = table_begin();
-  const bool final_block = (layout_ & kFinalBlock) != 0;
-  if (layout_ & kSingleSegment) return SegmentList(p, SkipEntry(p), 1, final_block);
+  if (layout_ & kSingleSegment) return SegmentList(p, SkipEntry(p), 1);
   uint64_t table_length = 0;
   p = GetVarint(p, &table_length);
   const char* body = p + table_length;
   uint64_t count = 0;
   p = GetVarint(p, &count);
   if (count > 1) p += 4;  // the body crc
-  return SegmentList(p, body, static_cast<size_t>(count), final_block);
+  return SegmentList(p, body, static_cast<size_t>(count));
 }
 
 uint32_t Object::body_crc() const {
@@ -442,9 +432,8 @@ void Object::HeaderIterator::Decode() {
   next_ = p + n;
 }
 
-Object::SegmentIterator::SegmentIterator(const char* table, const char* body, size_t remaining,
-                                         bool final_block)
-    : table_(table), body_(body), remaining_(remaining), final_block_(final_block) {
+Object::SegmentIterator::SegmentIterator(const char* table, const char* body, size_t remaining)
+    : table_(table), body_(body), remaining_(remaining) {
   Decode();
 }
 
@@ -462,8 +451,7 @@ void Object::SegmentIterator::Decode() {
   table_ = Get32(table_, &crc);
   table_ = GetVarint(table_, &length);
   table_ = GetVarint(table_, &deflate_length);
-  current_ = SegmentView{std::string_view(body_, deflate_length), crc, static_cast<uint32_t>(length),
-                         final_block_ && remaining_ == 1};
+  current_ = SegmentView{std::string_view(body_, deflate_length), crc, static_cast<uint32_t>(length)};
   body_ += deflate_length;
 }
 

@@ -156,8 +156,8 @@ class Object {
   class SegmentIterator;
   class SegmentList {
    public:
-    SegmentList(const char* table, const char* body, size_t count, bool final_block)
-        : table_(table), body_(body), count_(count), final_block_(final_block) {}
+    SegmentList(const char* table, const char* body, size_t count)
+        : table_(table), body_(body), count_(count) {}
     SegmentIterator begin() const;
     SegmentIterator end() const;
     size_t size() const { return count_; }
@@ -166,16 +166,11 @@ class Object {
     const char* table_;  // first segment's entry
     const char* body_;   // first segment's deflate bytes
     size_t count_;
-    bool final_block_;  // the last segment is `final`
   };
   SegmentList segments() const;
   uint32_t body_crc() const;       // crc32 of the whole identity body
   uint64_t body_length() const;    // identity bytes
   uint64_t deflate_bytes() const;  // stored (compressed) body bytes
-  // The body's last segment ends with the deflate stream's final block (deflate.h: a body made
-  // whole in one call): nothing may be stitched after it, and a gzip member of it adds
-  // GzipStitcher::kFramingBytes - kFinalBlockBytes.
-  bool final_block() const { return (layout_ & kFinalBlock) != 0; }
   size_t header_bytes() const { return headers_length_; }  // kept headers, as encoded
 
   // The compiled ESI template, or null when the body is not ESI. Lives as long as the object.
@@ -191,7 +186,7 @@ class Object {
   friend class ObjectRef;
   friend struct internal::ObjectAccess;
 
-  enum Layout : uint8_t { kHasTemplate = 1, kSingleSegment = 2, kFinalBlock = 4 };
+  enum Layout : uint8_t { kHasTemplate = 1, kSingleSegment = 2 };
   struct TemplateSlot;                           // the tail's template part: shared_ptr + size
   static constexpr size_t kTemplateOffset = 24;  // 8-aligned, right after the fixed part
   static constexpr size_t kTemplateSlotSize = 24;
@@ -257,7 +252,7 @@ class Object::SegmentIterator {
   using reference = const SegmentView&;
 
   SegmentIterator() = default;
-  SegmentIterator(const char* table, const char* body, size_t remaining, bool final_block);
+  SegmentIterator(const char* table, const char* body, size_t remaining);
   const SegmentView& operator*() const { return current_; }
   const SegmentView* operator->() const { return &current_; }
   SegmentIterator& operator++();
@@ -273,7 +268,6 @@ class Object::SegmentIterator {
   const char* table_ = nullptr;  // next entry to decode
   const char* body_ = nullptr;   // deflate bytes of the entry after current_
   size_t remaining_ = 0;         // segments left including current_
-  bool final_block_ = false;     // the last segment is `final`
   SegmentView current_;
 };
 
@@ -301,10 +295,10 @@ inline Object::HeaderIterator Object::HeaderList::end() const {
   return HeaderIterator(end_, end_);
 }
 inline Object::SegmentIterator Object::SegmentList::begin() const {
-  return SegmentIterator(table_, body_, count_, final_block_);
+  return SegmentIterator(table_, body_, count_);
 }
 inline Object::SegmentIterator Object::SegmentList::end() const {
-  return SegmentIterator(nullptr, nullptr, 0, false);
+  return SegmentIterator(nullptr, nullptr, 0);
 }
 
 }  // namespace shellac::cache

@@ -87,7 +87,7 @@ class Reader {
 }  // namespace
 
 bool EncodeObject(const Object& object, std::string* out) {
-  if (object.esi_template() != nullptr || object.final_block()) return false;
+  if (object.esi_template() != nullptr) return false;
   std::string payload;
   payload.reserve(object.key().size() + object.header_bytes() + object.deflate_bytes() + 64);
   PutBytes(&payload, object.key());

@@ -7,9 +7,7 @@
 //   payload: key, status, stored_at, ttl, grace, headers, segments (lengths as LEB128 varints)
 //
 // Objects holding an ESI template (a parsed upstream page) have no wire form: the template is
-// compiled code, not bytes. Nor have objects whose body ends with a final block (a page compressed
-// whole for one request, deflate.h: kept no longer than its process's page memo). EncodeObject()
-// returns false for them.
+// compiled code, not bytes: EncodeObject() returns false for them.
 #pragma once
 
 #include <string>
@@ -22,8 +20,7 @@ namespace shellac::cache {
 
 inline constexpr unsigned char kWireVersion = 1;
 
-// Appends `object`'s wire form to *out. False (nothing appended) for an object with a template or
-// a final block.
+// Appends `object`'s wire form to *out. False (nothing appended) for an object with a template.
 bool EncodeObject(const Object& object, std::string* out);
 
 // The object `bytes` hold (the whole of `bytes`, nothing before or after). A null ref with

@@ -199,8 +199,7 @@ Delivered DeliverObject(evbuffer* out, const cache::Object& object, const http::
     body_length = last - first + 1;
   } else if (result.gzip) {
     AppendHeader(&head, "Content-Encoding", "gzip");
-    body_length = cache::GzipStitcher::kFramingBytes + object.deflate_bytes() -
-                  (object.final_block() ? cache::GzipStitcher::kFinalBlockBytes : 0);
+    body_length = cache::GzipStitcher::kFramingBytes + object.deflate_bytes();
   } else {
     body_length = length;
   }

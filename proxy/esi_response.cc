@@ -391,27 +391,15 @@ bool EsiResponse::Emit(const esi::Piece& piece) {
       return false;  // not on a segment edge
     const cache::SegmentView& segment = body.segments[i];
     left -= segment.length;
-    if (gzip_ && !segment.final) {
+    if (gzip_) {
       stitcher_->AddStored(segment);
       continue;
     }
-    // A segment that ends with the stream's final block (a part compressed whole for one
-    // request, deflate.h: a frame's fragment with cache=off) is never stitched into a page: a
-    // gzip client gets its text compressed anew.
-    std::string text;
     inflater_.Feed(segment);
     while (!inflater_.NeedsInput()) {
       size_t n = 0;
       if (!inflater_.Read(buffer, &n).ok()) return false;
-      if (gzip_) {
-        text.append(buffer, n);
-      } else {
-        evbuffer_add(pending_.get(), buffer, n);
-      }
-    }
-    if (gzip_) {
-      if (!literal_encoder_) literal_encoder_ = std::make_unique<cache::LiteralEncoder>(1);
-      if (!stitcher_->AddLiteral(text, *literal_encoder_).ok()) return false;
+      evbuffer_add(pending_.get(), buffer, n);
     }
   }
   return true;

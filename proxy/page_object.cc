@@ -206,12 +206,16 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
   if ((spec.transient && spec.compress) || (!esi && spec.level == 1)) {
     // Any other page made for one request (a folder's listing, a plain file, a feed), and a
     // stored page at the fast level (resident parts: a diff fragment, a patch, a file view): igzip
-    // at level 1 (cache::FlushEncoder), segments ending on a sync flush as the store and the wire
-    // need. A third of zlib's instructions on a page of a few KiB; on a folder's listing of ~21 KB
-    // 0.46x those of libdeflate's level 1 (which compressed pages made for one request before)
-    // for 6 % more bytes, and on a file view's part less than a cheaper igzip level or the fixed
-    // chain at a size fit for a part every fork shares (bench/results/framezip2-callgrind.md).
-    thread_local cache::FlushEncoder flush;
+    // (cache::FlushEncoder), segments ending on a sync flush as the store and the wire need. A
+    // page made for one request takes level 0 with codes made once from cgit markup (0.69-0.81x
+    // the instructions of level 1, whose tree per call was ~55 K of them, for 2-8 % more bytes
+    // that go to one client: bench/results/onezip-callgrind.md); a stored part, whose bytes every
+    // fork's pages share, keeps level 1 (a third of zlib's instructions on a page of a few KiB,
+    // less than a cheaper level or the fixed chain at a size fit for a part every fork shares:
+    // bench/results/framezip2-callgrind.md).
+    thread_local cache::FlushEncoder markup(cache::FlushEncoder::Codes::kMarkup);
+    thread_local cache::FlushEncoder per_block(cache::FlushEncoder::Codes::kPerBlock);
+    cache::FlushEncoder& flush = spec.transient ? markup : per_block;
     std::vector<cache::Segment> segments;  // not kept: a large part's bytes would stay behind
     cache::Status s = flush.Encode(body, cache::SegmentEncoder::Options{}.segment_size, &segments);
     if (!s.ok()) {

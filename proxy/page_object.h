@@ -6,8 +6,8 @@
 // own: a delivery then emits exactly the literal segments a request's plan names, skipping the
 // rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
 // Any other body is compressed as the store always does (sync flush, 64 KiB segments; at level 1,
-// a resident part's, and a page made for one request (PageSpec::transient), by igzip:
-// cache::FlushEncoder).
+// a resident part's, by igzip, and a page made for one request (PageSpec::transient) by igzip's
+// level 0 with codes made from cgit markup: cache::FlushEncoder).
 #pragma once
 
 #include <chrono>
@@ -33,8 +33,8 @@ struct PageSpec {
   // A page made for one request (not stored). A frame (ESI template): its literal spans are cut
   // further at `shared` (ranges other pages repeat, gitfrag::Page::shared), each such range
   // compressed once per thread (igzip) and reused, the rest compressed small and fast
-  // (base::FixedChain). Any other page is compressed whole by igzip at level 1, or, when it names
-  // `shared` ranges, cut at them as a frame is. With `compress` false (an identity client, or a type compressed
+  // (base::FixedChain). Any other page is compressed whole by igzip (level 0, markup codes), or,
+  // when it names `shared` ranges, cut at them as a frame is. With `compress` false (an identity client, or a type compressed
   // already) nothing is compressed: stored blocks.
   bool transient = false;
   bool compress = true;
