@@ -158,10 +158,11 @@ Page RenderStats(const PageContext& page_ctx) {
   RawObjects objects(ctx.lease.repo());
   git_oid id;
   while (walk.NextId(&id)) {
-    CommitPtr read;  // libgit2's commit, alive while its fields are used
+    // The fields are views into the raw bytes or libgit2's commit: both live to the loop's end.
+    const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
+    CommitPtr read;
     CommitFields fields;
-    if (const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
-        !raw || !ParsePlainCommit(raw.bytes(), &fields)) {
+    if (!raw || !ParsePlainCommit(raw.bytes(), &fields)) {
       git_commit* commit = nullptr;
       if (git_commit_lookup(&commit, ctx.lease.repo(), &id) != 0) continue;
       read.reset(commit);
