@@ -61,6 +61,47 @@ TreeEntry ScanTree(std::string_view raw, std::string_view name) {
   return found;
 }
 
+constexpr bool IsGitSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+std::string_view TrimmedSpace(std::string_view s) {
+  while (!s.empty() && IsGitSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsGitSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// A signature line's text after its header word when it has the plain shape "NAME <EMAIL> SECONDS"
+// (a zone, or anything else, may follow a space): one '<' before one '>', then a space and up to
+// 15 digits. Read as libgit2's git_signature__parse reads it (name and e-mail trimmed); false for
+// any other shape, which is left to libgit2.
+bool ParsePlainSignature(std::string_view text, std::string_view* name, std::string_view* email,
+                         int64_t* time) {
+  const size_t lt = text.find('<'), gt = text.find('>');
+  if (lt == std::string_view::npos || gt == std::string_view::npos || gt < lt ||
+      text.find('<', lt + 1) != std::string_view::npos ||
+      text.find('>', gt + 1) != std::string_view::npos)
+    return false;
+  size_t i = gt + 1;
+  if (i >= text.size() || text[i] != ' ') return false;
+  const size_t digits = ++i;
+  int64_t seconds = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && i - digits < 15; ++i)
+    seconds = seconds * 10 + (text[i] - '0');
+  if (i == digits || (i < text.size() && text[i] != ' ')) return false;
+  *name = TrimmedSpace(text.substr(0, lt));
+  *email = TrimmedSpace(text.substr(lt + 1, gt - lt - 1));
+  *time = seconds;
+  return true;
+}
+
+bool IsHexId(std::string_view text) {
+  if (text.size() != GIT_OID_HEXSZ) return false;
+  for (const char c : text)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
 }  // namespace
 
 uint32_t CanonicalMode(uint32_t mode) {
@@ -136,6 +177,68 @@ TreeEntry RawObjects::PathEntry(const git_oid& root, std::string_view path) {
     tree = entry.id;
     path.remove_prefix(slash + 1);
   }
+}
+
+bool ParsePlainCommit(std::string_view raw, CommitFields* out) {
+  if (raw.find('\0') != std::string_view::npos) return false;
+  enum { kTree, kParents, kCommitter, kOther } expect = kTree;
+  size_t at = 0;
+  for (;;) {
+    const size_t nl = raw.find('\n', at);
+    if (nl == std::string_view::npos) return false;  // no blank line
+    const std::string_view line = raw.substr(at, nl - at);
+    at = nl + 1;
+    if (line.empty()) break;
+    switch (expect) {
+      case kTree:
+        if (!line.starts_with("tree ") || !IsHexId(line.substr(5))) return false;
+        expect = kParents;
+        break;
+      case kParents:
+        if (line.starts_with("parent ")) {
+          if (!IsHexId(line.substr(7))) return false;
+          ++out->parents;
+        } else if (line.starts_with("author ")) {
+          if (!ParsePlainSignature(line.substr(7), &out->author_name, &out->author_email,
+                                   &out->author_time))
+            return false;
+          expect = kCommitter;
+        } else {
+          return false;
+        }
+        break;
+      case kCommitter: {
+        std::string_view name, email;
+        if (!line.starts_with("committer ") ||
+            !ParsePlainSignature(line.substr(10), &name, &email, &out->committer_time))
+          return false;
+        expect = kOther;
+        break;
+      }
+      case kOther:
+        if (line.starts_with("encoding ")) {
+          if (out->encoding) return false;  // libgit2 takes the last
+          out->encoding = std::string(line.substr(9));
+        }
+        break;
+    }
+  }
+  if (expect != kOther) return false;
+  out->message = raw.substr(at);
+  return true;
+}
+
+CommitFields FieldsOf(const git_commit* commit) {
+  CommitFields fields;
+  const git_signature* author = git_commit_author(commit);
+  fields.author_name = author->name;
+  fields.author_email = author->email;
+  fields.author_time = author->when.time;
+  fields.committer_time = git_commit_committer(commit)->when.time;
+  fields.parents = git_commit_parentcount(commit);
+  if (const char* encoding = git_commit_message_encoding(commit)) fields.encoding = encoding;
+  fields.message = git_commit_message_raw(commit);
+  return fields;
 }
 
 }  // namespace shellac::gitfrag

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,6 +68,24 @@ class BackendObject {
   const void* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// What pages show of a commit, as libgit2 parses it (git_commit_author, _committer,
+// _parentcount, _message_raw, _message_encoding): views into the commit's bytes.
+struct CommitFields {
+  std::string_view author_name, author_email, message;
+  int64_t author_time = 0, committer_time = 0;
+  unsigned parents = 0;
+  std::optional<std::string> encoding;  // none: no encoding header
+};
+
+// `raw`, a commit object's bytes (RawObjects::Read), read as libgit2 reads them when the commit has
+// the plain shape git writes: "tree", "parent"s, one "author" and a "committer" of the shape
+// "NAME <EMAIL> SECONDS ZONE" (one '<', one '>'), other headers with at most one "encoding", a
+// blank line, the message; no NUL byte (libgit2's strings end at one). False for anything else:
+// let libgit2 read that commit (FieldsOf), so its odd cases stay libgit2's.
+bool ParsePlainCommit(std::string_view raw, CommitFields* out);
+// The same fields of a commit libgit2 read (views into it: it must outlive them).
+CommitFields FieldsOf(const git_commit* commit);
 
 // One thread's reader for one repository. An object that cannot be read (a shallow or broken
 // repository) makes it incomplete(): what its user found may differ from a whole history's.

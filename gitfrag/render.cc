@@ -387,6 +387,25 @@ std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name
   return tip;
 }
 
+std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip, int* status,
+                                 std::string* reason) {
+  if (std::optional<git_oid> start = BranchTip(ctx, tip)) {
+    const PackedReadsScope packed_reads;
+    git_odb* raw_odb = nullptr;
+    size_t size = 0;
+    git_object_t type = GIT_OBJECT_INVALID;
+    if (git_repository_odb(&raw_odb, ctx.lease.repo()) == 0) {
+      const OdbPtr odb(raw_odb);
+      if (git_odb_read_header(&size, &type, odb.get(), &*start) == 0 && type == GIT_OBJECT_COMMIT)
+        return start;
+    }
+  }
+  const CommitPtr commit =
+      ResolveCommit(ctx.lease.repo(), "", tip.empty() ? "HEAD" : tip, status, reason);
+  if (!commit) return std::nullopt;
+  return *git_commit_id(commit.get());
+}
+
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {
   for (const std::string& entry : ctx.repo.readme) {
     const size_t colon = entry.find(':');

@@ -119,6 +119,12 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
 // libgit2's lookups of the ref files.
 std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name);
 
+// The id of the commit a walk starts from for h=`tip` (empty: HEAD): BranchTip's when the object's
+// header says it is a commit (no commit read), else the revision resolved and peeled
+// (ResolveCommit: none, with its *status and *reason, when that fails).
+std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip, int* status,
+                                 std::string* reason);
+
 // The root tree of the commit `commit` from the repository's commit-graph, with no commit read;
 // none when the graph does not list it or the object database lacks it (a graph can outlive a
 // pruned commit).

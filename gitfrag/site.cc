@@ -372,7 +372,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if ((route.kind == PageKind::kTree || route.kind == PageKind::kBlob) &&
         !source_filter.empty() && !IsExecFilter(source_filter))
       return std::nullopt;
-    // Commit, diff and log pages are rendered limited to a path; a path-limited patch or
+    // Commit, diff, log, stats and atom pages are rendered limited to a path; a path-limited patch or
     // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
     // and have no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
@@ -387,6 +387,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
         route.kind != PageKind::kRefs && route.kind != PageKind::kStats &&
+        route.kind != PageKind::kAtom &&
         route.kind != PageKind::kBlob && !tree_path)
       return std::nullopt;
     // The blob part's path is the file's name, the source-filter's argument (no folder).

@@ -1,15 +1,20 @@
-// The Atom feed (/REPO/atom/?h=): the newest max-atom-items commits of h= (or the default branch),
-// as cgit 1.2.3 writes it. It depends on a branch, so it is rendered per request; an entry's text
-// (all of it but the link to the commit's page) depends on the commit alone and is kept by id.
+// The Atom feed (/REPO/atom/?h=, /REPO/atom/PATH?h=): the newest max-atom-items commits of h= (or
+// the default branch), with a path those git's `log -- PATH` shows, as cgit 1.2.3 writes it. It
+// depends on a branch, so it is rendered per request; an entry's text (all of it but the link to
+// the commit's page) depends on the commit alone and is kept by id.
 #include <array>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gitfrag/history.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
+#include "gitfrag/raw_objects.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -43,8 +48,17 @@ std::string AtomDate(git_time_t when) {
   return std::string(date, 25);
 }
 
+// Whether one of the 8 bytes of `word` is '&', '<' or '>' (a byte equal to c leaves a zero byte in
+// word ^ c*ones, which (v - ones) & ~v & highs finds).
+constexpr bool HasXmlSpecial(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
+  const auto zero_byte = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  return (zero_byte(word ^ (kOnes * '&')) | zero_byte(word ^ (kOnes * '<')) |
+          zero_byte(word ^ (kOnes * '>'))) != 0;
+}
+
 // Text as cgit's html_txt escapes it: only '&', '<' and '>' (quotes stay as they are). Runs of
-// other bytes are found through a table and copied whole.
+// other bytes are found 8 bytes at a time, then through a table, and copied whole.
 void XmlText(std::string& out, std::string_view text) {
   static constexpr auto kSpecial = [] {
     std::array<bool, 256> special{};
@@ -55,6 +69,10 @@ void XmlText(std::string& out, std::string_view text) {
   const char* const end = p + text.size();
   while (p != end) {
     const char* const run = p;
+    for (uint64_t word; end - p >= 8; p += 8) {
+      std::memcpy(&word, p, 8);
+      if (HasXmlSpecial(word)) break;
+    }
     while (p != end && !kSpecial[static_cast<unsigned char>(*p)]) ++p;
     out.append(run, static_cast<size_t>(p - run));
     if (p == end) break;
@@ -84,44 +102,56 @@ struct AtomEntryWeight {
   }
 };
 
+// A path-limited feed's walk stops after this long (as the path log's).
+constexpr std::chrono::seconds kWalkLimit{5};
+
 // The memo holds at most two generations of this many bytes of entries.
 constexpr size_t kAtomGenerationBytes = size_t{4} << 20;
 
-std::shared_ptr<const AtomEntry> MakeAtomEntry(git_commit* commit) {
+std::shared_ptr<const AtomEntry> MakeAtomEntry(const CommitFields& commit) {
   auto entry = std::make_shared<AtomEntry>();
-  const git_signature* author = git_commit_author(commit);
-  const git_signature* committer = git_commit_committer(commit);
-  entry->updated = AtomDate(committer->when.time);
-  const char* encoding = git_commit_message_encoding(commit);
-  const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
+  entry->updated = AtomDate(commit.committer_time);
+  const char* encoding = commit.encoding ? commit.encoding->c_str() : nullptr;
+  const std::string text = ToUtf8(commit.message, encoding);
   std::string_view subject, body;
   SplitMessage(text, &subject, &body);
   std::string& head = entry->head;
+  head.reserve(subject.size() + commit.author_name.size() + commit.author_email.size() + 160);
+  entry->tail.reserve(body.size() + 48);
   head.append("<entry>\n<title>");
   XmlText(head, subject);
   head.append("</title>\n<updated>").append(entry->updated).append("</updated>\n<author>\n<name>");
-  XmlText(head, ToUtf8(author->name, encoding));
+  XmlText(head, ToUtf8(commit.author_name, encoding));
   head.append("</name>\n<email>");
-  XmlText(head, author->email);
-  head.append("</email>\n</author>\n<published>").append(AtomDate(author->when.time));
+  XmlText(head, commit.author_email);
+  head.append("</email>\n</author>\n<published>").append(AtomDate(commit.author_time));
   entry->tail.append("</id>\n<content type='text'>\n");
   XmlText(entry->tail, body);
   entry->tail.append("</content>\n</entry>\n");
   return entry;
 }
 
-// Commit `id`'s entry, from the memo or read; null when the commit cannot be read.
-std::shared_ptr<const AtomEntry> AtomEntryOf(git_repository* repo, const git_oid& id) {
+// Commit `id`'s entry, from the memo or read; null when the commit cannot be read. The commit's
+// bytes come raw from the pack reader (no libgit2 object, parse or hash check); one of another
+// shape than git writes is read by libgit2, as before.
+std::shared_ptr<const AtomEntry> AtomEntryOf(RawObjects& objects, const git_oid& id) {
   static SharedMemo<git_oid, std::shared_ptr<const AtomEntry>, OidHash, OidEqual, AtomEntryWeight>
       memo(kAtomGenerationBytes);
   if (std::optional<std::shared_ptr<const AtomEntry>> known = memo.Find(id)) return *known;
-  git_commit* raw = nullptr;
-  {
-    const PackedReadsScope packed_reads;  // inflated by the pack reader (libdeflate)
-    if (git_commit_lookup(&raw, repo, &id) != 0) return nullptr;
+  std::shared_ptr<const AtomEntry> entry;
+  CommitFields parsed;
+  if (const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
+      raw && ParsePlainCommit(raw.bytes(), &parsed)) {
+    entry = MakeAtomEntry(parsed);
+  } else {
+    git_commit* commit = nullptr;
+    {
+      const PackedReadsScope packed_reads;  // inflated by the pack reader (libdeflate)
+      if (git_commit_lookup(&commit, objects.repo(), &id) != 0) return nullptr;
+    }
+    const CommitPtr owned(commit);
+    entry = MakeAtomEntry(FieldsOf(commit));
   }
-  const CommitPtr commit(raw);
-  std::shared_ptr<const AtomEntry> entry = MakeAtomEntry(raw);
   memo.Add(id, entry);
   return entry;
 }
@@ -133,31 +163,15 @@ Page RenderAtom(const PageContext& ctx) {
   const std::string& tip = r.head.empty() ? ctx.lease.refs().head_branch() : r.head;
   int status = 200;
   std::string reason;
-  // The walk's start: a branch's tip from the ref index (no ref files), when its header says it
-  // is a commit (no commit read: the walk needs only its id); else the revision, peeled.
-  std::optional<git_oid> start = BranchTip(ctx, tip);
-  if (start) {
-    const PackedReadsScope packed_reads;
-    OdbPtr odb;
-    git_odb* raw_odb = nullptr;
-    size_t size = 0;
-    git_object_t type = GIT_OBJECT_INVALID;
-    if (git_repository_odb(&raw_odb, ctx.lease.repo()) == 0) odb.reset(raw_odb);
-    if (!odb || git_odb_read_header(&size, &type, odb.get(), &*start) != 0 ||
-        type != GIT_OBJECT_COMMIT)
-      start.reset();
-  }
-  if (!start) {
-    const CommitPtr commit =
-        ResolveCommit(ctx.lease.repo(), "", tip.empty() ? "HEAD" : tip, &status, &reason);
-    if (!commit) return ErrorPage(status, reason);
-    start = *git_commit_id(commit.get());
-  }
+  // The walk's start: a branch's tip from the ref index (no ref files, no commit read).
+  const std::optional<git_oid> start = WalkStart(ctx, tip, &status, &reason);
+  if (!start) return ErrorPage(status, reason);
   Page page;
   page.content_type = "text/xml; charset=utf-8";
   Writer& out = ctx.out;
   out.Raw("<feed xmlns='http://www.w3.org/2005/Atom'>\n<title>");
   XmlText(out, ctx.repo.name);
+  if (!r.path.empty()) XmlText(out.Raw("/"), r.path);
   if (!tip.empty()) XmlText(out.Raw(", branch "), tip);
   out.Raw("</title>\n<subtitle>");
   XmlText(out, ctx.repo.desc);
@@ -172,13 +186,16 @@ Page RenderAtom(const PageContext& ctx) {
     out.Raw("</id>\n<link rel='self' href='").Text(self).Raw("'/>\n");
     out.Raw("<link rel='alternate' type='text/html' href='").Text(repo_url).Raw("'/>\n");
   }
-  // The walk knows the commits' order from their links (the commit-graph or the links memo): a
-  // commit whose entry is known is not read.
-  DateWalk walk(ctx.lease.repo(), *start);
+  // The walk knows the commits' order from their links (the commit-graph or the links memo), and
+  // with a path (/REPO/atom/PATH: git log -- PATH) which commits changed it from the Bloom filters
+  // and the path's entries: a commit whose entry is known is not read.
+  DateWalk walk(ctx.lease.repo(), {*start}, nullptr, r.path);
+  walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
+  RawObjects objects(ctx.lease.repo());
   bool first = true;
   git_oid id;
   for (unsigned n = 0; n < ctx.site.max_atom_items() && walk.NextId(&id); ++n) {
-    const std::shared_ptr<const AtomEntry> entry = AtomEntryOf(ctx.lease.repo(), id);
+    const std::shared_ptr<const AtomEntry> entry = AtomEntryOf(objects, id);
     if (!entry) break;
     if (first) out.Raw("<updated>").Raw(entry->updated).Raw("</updated>\n");
     first = false;
@@ -196,6 +213,9 @@ Page RenderAtom(const PageContext& ctx) {
     out.Raw(hex).Raw(entry->tail);
   }
   out.Raw("</feed>\n");
+  // Not cgit's: its walk has no bound. A path walk cut by time ends the feed early, and a later
+  // render may walk further.
+  page.no_store = walk.stopped();
   return page;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gitfrag/history.h"
+#include "gitfrag/raw_objects.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -127,7 +128,9 @@ Page RenderStats(const PageContext& page_ctx) {
   // cgit's error pages, in its order: the branch, then the period (a letter or a name).
   int status = 200;
   std::string reason;
-  CommitPtr start = ResolveCommit(ctx.lease.repo(), "", r.head, &status, &reason);
+  // A branch's tip from the ref index, no ref file or commit read (the walk needs only its id).
+  const std::optional<git_oid> start =
+      WalkStart(ctx, r.head.empty() ? ctx.lease.refs().head_branch() : r.head, &status, &reason);
   if (!start) return ErrorPage(status, "invalid branch: " + reason);
 
   const std::string code = r.period ? *r.period : "w";
@@ -147,14 +150,28 @@ Page RenderStats(const PageContext& page_ctx) {
   std::vector<std::string> labels;
   for (int i = 1 - kColumns; i <= 0; ++i) labels.push_back(Label(period.code, PeriodStart(period.code, now, i)));
   std::map<std::string, Author> by_name;  // byte order, as cgit's string list
-  DateWalk walk(ctx.lease.repo(), {*git_commit_id(start.get())}, nullptr, r.path);
+  DateWalk walk(ctx.lease.repo(), {*start}, nullptr, r.path);
   walk.set_since(Since(window, now));
   walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
-  while (CommitPtr commit = walk.Next()) {
-    if (git_commit_parentcount(commit.get()) > 1) continue;  // cgit counts no merges
-    const time_t when = static_cast<time_t>(git_commit_time(commit.get()));
-    Author& author = by_name[ToUtf8(git_commit_author(commit.get())->name,
-                                    git_commit_message_encoding(commit.get()))];
+  // Each commit read raw through the pack reader and parsed there (libgit2 reads one of another
+  // shape than git writes).
+  RawObjects objects(ctx.lease.repo());
+  git_oid id;
+  while (walk.NextId(&id)) {
+    // The fields are views into the raw bytes or libgit2's commit: both live to the loop's end.
+    const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
+    CommitPtr read;
+    CommitFields fields;
+    if (!raw || !ParsePlainCommit(raw.bytes(), &fields)) {
+      git_commit* commit = nullptr;
+      if (git_commit_lookup(&commit, ctx.lease.repo(), &id) != 0) continue;
+      read.reset(commit);
+      fields = FieldsOf(commit);
+    }
+    if (fields.parents > 1) continue;  // cgit counts no merges
+    const time_t when = static_cast<time_t>(fields.committer_time);
+    Author& author =
+        by_name[ToUtf8(fields.author_name, fields.encoding ? fields.encoding->c_str() : nullptr)];
     ++author.by_period[Label(period.code, PeriodStart(period.code, when, 0))];
     ++author.total;
   }

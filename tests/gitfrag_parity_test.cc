@@ -700,6 +700,94 @@ TEST(GitfragParity, BlameEqualsCgit) {
   }
 }
 
+// The feed's bytes against cgit's: cgit writes no links without a host, nor does gitfrag without
+// Route::origin, so the bodies are equal byte for byte.
+std::string AtomDifference(const Peers& peers, const std::string& path, const std::string& query) {
+  auto route = peers.site().Match(path, query);
+  if (!route) return "no route";
+  const Page page = peers.site().RenderAssembled(*route);
+  if (page.status != 200) return "status " + std::to_string(page.status) + ": " + page.reason;
+  const std::string theirs = peers.Cgit(path, query);
+  return page.body == theirs ? std::string() : FirstDifference(page.body, theirs);
+}
+
+// The Atom feed against cgit's, byte for byte, in git's default order: merges (a side branch
+// merged twice, so the feed runs down both lines), commits of equal dates on both lines and on one,
+// more commits than max-atom-items, XML's special characters, and path-limited feeds
+// (/repo/atom/PATH, git log -- PATH: a merge TREESAME to one parent is left out, one that differs
+// from both is shown; a folder with and without its slash, a file, a path never there). The same repository without a commit-graph, with
+// one (changed-path Bloom filters), and a fork reading it through alternates whose own branch has a
+// commit the graph lacks; and the large fixture's odd commits (Latin-1 with and without an encoding
+// header, an empty message, a UTF-8 author, an octopus).
+TEST(GitfragParity, AtomEqualsCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+m() { T=$((T + 100)); GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git merge -q --no-ff -m "$1" side; }
+mkdir d; echo 1 > d/f; c 'root <&> "quoted"'
+git checkout -q -b side
+echo s1 > s; c 'side one'
+git checkout -q master
+echo 2 > d/f; c 'master two'
+T=$((T - 100)); echo m > m; c 'same date as master two'
+m 'Merge side'
+git checkout -q side
+echo s2 > d/g; c 'side two touches d'
+git checkout -q master
+T=$((T - 100)); echo 3 > e; c 'master three, same date as side two'
+m 'Merge side again'
+for i in 1 2 3 4 5 6 7 8; do echo $i > n; c "filler $i
+
+body of filler $i & more"; done
+T=$((T - 100)); echo x > d/f; c 'last, same date as filler 8'
+)");
+  Shell("git clone -q --bare " + ShellQuote(bare) + " " + ShellQuote(dir.File("graph.git")) +
+        " && git -C " + ShellQuote(dir.File("graph.git")) +
+        " commit-graph write --reachable --changed-paths 2>&1");
+  const std::string fork = dir.File("fork.git");
+  Shell("git clone -q --bare --shared " + ShellQuote(dir.File("graph.git")) + " " + ShellQuote(fork) +
+        " && c=$(echo 'fork only' | GIT_AUTHOR_NAME=F GIT_AUTHOR_EMAIL=f@example.org "
+        "GIT_COMMITTER_NAME=F GIT_COMMITTER_EMAIL=f@example.org "
+        "GIT_AUTHOR_DATE='1700000000 +0000' GIT_COMMITTER_DATE='1700000000 +0000' git -C " +
+        ShellQuote(fork) + " commit-tree master^{tree} -p master) && git -C " + ShellQuote(fork) +
+        " update-ref refs/heads/forked $c");
+  ASSERT_EQ(GitIn(fork, "rev-parse forked^"), GitIn(bare, "rev-parse master"));
+  ASSERT_NE(Shell("ls " + ShellQuote(dir.File("graph.git/objects/info"))).find("commit-graph"),
+            std::string::npos);
+  const PageList pages = {{"/repo/atom/", ""},         {"/repo/atom/", "h=master"},
+                          {"/repo/atom/", "h=side"},   {"/repo/atom/d", ""},
+                          {"/repo/atom/d/", "h=master"}, {"/repo/atom/d/f", ""},
+                          {"/repo/atom/d/g", "h=master"}, {"/repo/atom/m", ""},
+                          {"/repo/atom/e", "h=side"},  {"/repo/atom/nowhere", ""},
+                          {"/repo/atom/d", "h=forked"}, {"/repo/atom/", "h=forked"}};
+  for (const std::string& repo : {bare, dir.File("graph.git"), fork}) {
+    TempDir rc;
+    Peers peers(repo, rc.path());
+    for (const auto& [path, query] : pages) {
+      // The branch with the fork's own commit is only in the fork.
+      if (query == "h=forked" && repo != fork) continue;
+      EXPECT_EQ(AtomDifference(peers, path, query), "") << repo << " " << path << "?" << query;
+    }
+  }
+  // The feed shows max-atom-items (10) of the 18 commits, the path feeds fewer.
+  {
+    TempDir rc;
+    Peers peers(bare, rc.path());
+    const std::string body = peers.Cgit("/repo/atom/", "");
+    size_t entries = 0;
+    for (size_t p = 0; (p = body.find("<entry>", p)) != std::string::npos; ++p) ++entries;
+    EXPECT_EQ(entries, 10u);
+    EXPECT_NE(peers.Cgit("/repo/atom/d", "").find("<title>side two touches d</title>"),
+              std::string::npos);
+    EXPECT_EQ(peers.Cgit("/repo/atom/d", "").find("<title>Merge side</title>"), std::string::npos);
+  }
+  ParityFixture fx;
+  Peers peers(fx.bare(), fx.dir().path());
+  for (const char* h : {"master", "side-a", "v1.0", "light"})
+    EXPECT_EQ(AtomDifference(peers, "/repo/atom/", std::string("h=") + h), "") << h;
+  EXPECT_EQ(AtomDifference(peers, "/repo/atom/latin1.txt", ""), "");
+}
+
 // The stats page against cgit's on a repository whose commits are dated relative to now (cgit
 // counts the periods that end with the current one): twelve authors (the "Others" row), a
 // Latin-1 name with its encoding header, a hostile name, merges (not counted), commits in every

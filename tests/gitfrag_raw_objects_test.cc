@@ -2,9 +2,11 @@
 // scanning raw tree objects, is the one git_tree_entry_bypath finds (folders, files, an executable,
 // a symbolic link, a submodule, names that are not there, a file taken for a folder, empty names,
 // a trailing '/'), and its mode, made canonical, is git_tree_entry_filemode's, also for the odd
-// modes old trees hold (100664, 100775).
+// modes old trees hold (100664, 100775). ParsePlainCommit reads a commit as libgit2 does, or
+// declines it: plain and odd commit objects against git_commit_lookup.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,77 @@ TEST(RawObjects, PathEntryIsLibgit2sByPath) {
   EXPECT_EQ(found, 11u);  // the test reaches every kind of entry
   EXPECT_FALSE(objects.incomplete());
   EXPECT_EQ(objects.PathEntry(root_id, "odd/odd.txt").mode, 0100664u);  // raw: as the tree has it
+}
+
+
+// Commit objects written raw (hash-object --literally), one id a line: plain ones ParsePlainCommit
+// must read (a merge, an encoding header, a signature, spaces around the name, a message without
+// a blank line after its subject, an empty message) and odd ones it must leave to libgit2 (two
+// author lines, a '<' or '>' in a name, no time, a huge or negative time, a NUL in the message,
+// no blank line before the message, two encoding headers).
+constexpr const char* kCommits = R"SH(
+set -e
+git init -q --bare repo.git
+export GIT_DIR=$PWD/repo.git
+tree=$(git mktree </dev/null)
+p=1234567890abcdef1234567890abcdef12345678
+w() { printf "$1" | git hash-object -t commit --literally -w --stdin; }
+w "tree $tree\nauthor A U Thor <a@example.org> 1600000000 +0100\ncommitter C <c@example.org> 1600000100 -0700\n\nsubject\n\nbody & <more>\n"
+w "tree $tree\nparent $p\nparent $p\nauthor A <a@e> 1 +0000\ncommitter C <c@e> 2 +0000\nencoding ISO-8859-1\n\ncaf\351\n"
+w "tree $tree\nauthor   Spaced Name \t <  a@e  > 5 +0000\ncommitter C <c@e> 6\ngpgsig -----BEGIN-----\n encoding x\n -----END-----\n\nsigned\n"
+w "tree $tree\nauthor A <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n\none line only"
+w "tree $tree\nauthor A <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n\n"
+w "tree $tree\nauthor A <a@e> 7 +0000\nauthor B <b@e> 9 +0000\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A <x> <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A> <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A <a@e>\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A <a@e> 99999999999999999999 +0000\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A <a@e> -5 +0000\ncommitter C <c@e> 8 +0000\n\nx\n"
+w "tree $tree\nauthor A <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n\nnul \0 inside\n"
+w "tree $tree\nauthor A <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\n"
+w "tree $tree\nauthor A <a@e> 7 +0000\ncommitter C <c@e> 8 +0000\nencoding a\nencoding b\n\nx\n"
+)SH";
+
+TEST(RawObjects, ParsePlainCommitIsLibgit2sOrDeclines) {
+  EnsureLibgit2();
+  TempDir dir;
+  std::vector<std::string> ids;
+  std::istringstream lines(MakeFixture(dir, kCommits));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) ids.push_back(line);
+  ASSERT_EQ(ids.size(), 14u);
+  git_repository* raw_repo = nullptr;
+  ASSERT_EQ(git_repository_open(&raw_repo, dir.File("repo.git").c_str()), 0);
+  const RepositoryPtr repo(raw_repo);
+  RawObjects objects(repo.get());
+  size_t parsed = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    SCOPED_TRACE(ids[i]);
+    git_oid id;
+    ASSERT_EQ(git_oid_fromstr(&id, ids[i].c_str()), 0);
+    const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
+    ASSERT_TRUE(raw);
+    CommitFields got;
+    const bool plain = ParsePlainCommit(raw.bytes(), &got);
+    EXPECT_EQ(plain, i < 5) << "commit " << i;
+    parsed += plain;
+    git_commit* raw_commit = nullptr;
+    if (git_commit_lookup(&raw_commit, repo.get(), &id) != 0) {
+      EXPECT_FALSE(plain) << "libgit2 cannot read commit " << i;
+      continue;
+    }
+    const CommitPtr commit(raw_commit);
+    if (!plain) continue;
+    const CommitFields want = FieldsOf(commit.get());
+    EXPECT_EQ(got.author_name, want.author_name);
+    EXPECT_EQ(got.author_email, want.author_email);
+    EXPECT_EQ(got.author_time, want.author_time);
+    EXPECT_EQ(got.committer_time, want.committer_time);
+    EXPECT_EQ(got.parents, want.parents);
+    EXPECT_EQ(got.encoding, want.encoding);
+    EXPECT_EQ(got.message, want.message);
+  }
+  EXPECT_EQ(parsed, 5u);
 }
 
 }  // namespace
