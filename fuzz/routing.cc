@@ -74,7 +74,7 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
     FUZZ_CHECK(r.kind == PageKind::kCommit || r.kind == PageKind::kDiff ||
                r.kind == PageKind::kDiffFragment || r.kind == PageKind::kLog ||
                r.kind == PageKind::kRefs || r.kind == PageKind::kStats ||
-               r.kind == PageKind::kBlob);
+               r.kind == PageKind::kBlob || r.kind == PageKind::kReadme);
     if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
     // A blob part's path is the file's name (a source-filter's argument), never a folder.
     if (r.kind == PageKind::kBlob) FUZZ_CHECK(r.path.find('/') == std::string::npos);
@@ -95,13 +95,16 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
       FUZZ_CHECK(r.cache_key.starts_with("gitfrag/rawdiff/" + r.id + "?abbrev="));
     } else if (r.kind == PageKind::kBlob) {
       FUZZ_CHECK(r.cache_key == "gitfrag/blob/" + r.id);
+    } else if (r.kind == PageKind::kReadme) {
+      FUZZ_CHECK(r.cache_key.starts_with("gitfrag/about/" + r.id));
     } else {
       FUZZ_CHECK(r.kind == PageKind::kDiffFragment &&
                  r.cache_key.starts_with("gitfrag/diff/" + r.id));
     }
   } else if (FullSha(r.id) && r.id2.empty()) {
     FUZZ_CHECK(r.kind != PageKind::kPatch && r.kind != PageKind::kRawDiff &&
-               r.kind != PageKind::kDiffFragment && r.kind != PageKind::kBlob);
+               r.kind != PageKind::kDiffFragment && r.kind != PageKind::kBlob &&
+               r.kind != PageKind::kReadme);
   }
 }
 

@@ -66,8 +66,10 @@ enum class PageKind : uint8_t {
   kClone,         // "/REPO/info/refs", "/REPO/objects/...", "/REPO/HEAD": dumb-HTTP clone files
   kStats,         // "/REPO/stats/[PATH]?h=&period=&ofs=" commits per author per period (frame)
   kBlame,         // "/REPO/blame/PATH?h=&id="  each line's commit (frame; enable-blame)
+  kReadme,        // "/REPO/esi-about/[NAME]?id=BLOB&h=" the about page's readme (through the
+                  // about-filter, given NAME, when one is set), neutral
 };
-inline constexpr size_t kPageKinds = 19;
+inline constexpr size_t kPageKinds = 20;
 // What the kinds above render, for messages (the proxy's 404 when no forge is behind it): keep it
 // true when a kind is added.
 inline constexpr const char* kRenderedPages =
@@ -163,6 +165,14 @@ struct Page {
   // would read differently (0: it shows none). The proxy keeps a page whole while both hold.
   uint64_t repo_state = 0;
   int64_t valid_until = 0;
+  // Not empty (status 200): the body is the repository-neutral part kept under this key (the
+  // plain page: a file's bytes, "gitfrag/plain/SHA"), the same for every fork, path and revision
+  // that shows the blob, so the proxy keeps it once and serves every such page from it with this
+  // page's status and headers. `part` set: found kept (PartStore::Find), and `body` is empty;
+  // otherwise `body` holds the part's bytes, which the proxy keeps under the key with `part_meta`.
+  std::string part_key;
+  std::shared_ptr<const void> part;
+  std::string part_meta;
 };
 
 // Snapshot archives kept whole (snapshot_cache.h): one copy per commit, format and folder, read by
@@ -214,6 +224,24 @@ class ArchivePieceStore {
 // The process's (at start, by the proxy); null: none.
 void SetArchivePieceStore(std::shared_ptr<ArchivePieceStore> store);
 
+// Where a page finds a repository-neutral part of its body kept by the proxy (Page::part_key):
+// the proxy's store. Threads: called from render threads.
+class PartStore {
+ public:
+  virtual ~PartStore() = default;
+  // What keeps the part kept under `key` alive (opaque: the proxy's own object), with the meta
+  // text it was kept with in *meta; null when nothing is kept under `key`.
+  virtual std::shared_ptr<const void> Find(std::string_view key, std::string* meta) = 0;
+};
+// The process's (at start, by the proxy); null: none, every page reads its part itself.
+void SetPartStore(std::shared_ptr<PartStore> store);
+// The plain page's file bodies: found kept (no blob read), or read from the repository.
+struct PlainPartStats {
+  uint64_t found = 0;
+  uint64_t read = 0;
+};
+PlainPartStats PlainPartMetrics();
+
 class Registry;
 class ChromeMemo;
 
@@ -248,6 +276,12 @@ class Site {
   // repository has a source-filter the file's `name` (its argument) is in the URL and the key is
   // "gitfrag/blob/SHA?filter=CMD&name=NAME".
   std::string BlobUrl(size_t repo, std::string_view sha, std::string_view name = {}) const;
+  // The URL an about page puts in <esi:include src=...> for readme blob `sha` (its `name`, the
+  // about-filter's argument, in the URL when the repository has an about-filter; `head`, the
+  // branch the page shows, to check that the blob is the readme there): Match() on it gives
+  // kReadme with the neutral key "gitfrag/about/SHA", or "gitfrag/about/SHA?filter=CMD&name=NAME".
+  std::string ReadmeUrl(size_t repo, std::string_view sha, std::string_view name,
+                        std::string_view head) const;
   uint64_t max_blob_size() const { return max_blob_size_; }  // KiB, 0: no limit
   // The content type cgit's plain page looks up for the file `name` (a basename): its extension
   // (after the last '.') in the cgitrc's mimetype.EXT= keys, then in its mimetype-file (read when

@@ -24,6 +24,7 @@ RenderClass ClassOf(PageKind kind) {
     case PageKind::kPatch:
     case PageKind::kRawDiff:
     case PageKind::kBlob:
+    case PageKind::kReadme:
     case PageKind::kBlame:
     case PageKind::kClone:  // a clone's files: bulk, behind a person's pages
       return RenderClass::kPart;

@@ -351,6 +351,7 @@ Page RenderRawDiff(const PageContext& ctx);
 Page RenderLog(const PageContext& ctx);
 Page RenderTree(const PageContext& ctx);
 Page RenderBlob(const PageContext& ctx);
+Page RenderReadme(const PageContext& ctx);
 Page RenderPlain(const PageContext& ctx);
 Page RenderSummary(const PageContext& ctx);
 Page RenderRefs(const PageContext& ctx);

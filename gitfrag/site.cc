@@ -77,6 +77,8 @@ const char* PageKindName(PageKind kind) {
       return "clone";
     case PageKind::kStats:
       return "stats";
+    case PageKind::kReadme:
+      return "readme";
   }
   return "unknown";
 }
@@ -339,6 +341,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kTree;
     else if (page == "esi-blob")
       route.kind = PageKind::kBlob;
+    else if (page == "esi-about")
+      route.kind = PageKind::kReadme;
     else if (page == "plain")
       route.kind = PageKind::kPlain;
     else if (page == "snapshot")
@@ -354,8 +358,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       return std::nullopt;
     // The about page of a file beside the readme (about/PATH), and an about-filter written in
     // Lua (cgit runs it inside its own process), stay with the upstream.
-    if (route.kind == PageKind::kAbout &&
-        (!route.path.empty() || registry_->repos()[route.repo].about_filter.starts_with("lua:")))
+    if ((route.kind == PageKind::kAbout && !route.path.empty()) ||
+        ((route.kind == PageKind::kAbout || route.kind == PageKind::kReadme) &&
+         registry_->repos()[route.repo].about_filter.starts_with("lua:")))
       return std::nullopt;
     // Snapshots cgit makes with a program shellac does not run (lzip, zstd) and signatures
     // (NAME.asc, from git notes) stay with the upstream when enabled.
@@ -387,8 +392,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
         route.kind != PageKind::kRefs && route.kind != PageKind::kStats &&
-        route.kind != PageKind::kAtom &&
-        route.kind != PageKind::kBlob && !tree_path)
+        route.kind != PageKind::kAtom && route.kind != PageKind::kBlob &&
+        route.kind != PageKind::kReadme && !tree_path)
       return std::nullopt;
     // The blob part's path is the file's name, the source-filter's argument (no folder).
     if (route.kind == PageKind::kBlob && route.path.find('/') != std::string::npos)
@@ -435,22 +440,25 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.search = value;
   }
 
-  // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
-  // names it (the frame knows its repository's); otherwise it is the repository's.
-  // With a source-filter the lines are the filter's output for the file's name and bytes: the
-  // key names both (forks with the same filter share it, another filter is another part).
-  if (route.kind == PageKind::kBlob && IsFullSha(route.id) && route.id2.empty()) {
-    route.cache_key = "gitfrag/blob/" + route.id;
-    const std::string& source_filter = registry_->repos()[route.repo].source_filter;
-    if (!source_filter.empty()) {
+  // A file's lines (blob part) or a readme (readme part) by blob id; with a source-filter or an
+  // about-filter the part is the filter's output for the file's name and bytes: the key names
+  // both (forks with the same filter share it, another filter is another part).
+  const bool blob_part = route.kind == PageKind::kBlob, readme_part = route.kind == PageKind::kReadme;
+  if ((blob_part || readme_part) && IsFullSha(route.id) && route.id2.empty()) {
+    const conf::Config::Repository& repo = registry_->repos()[route.repo];
+    const std::string& filter = blob_part ? repo.source_filter : repo.about_filter;
+    route.cache_key = (blob_part ? "gitfrag/blob/" : "gitfrag/about/") + route.id;
+    if (!filter.empty()) {
       route.cache_key += "?filter=";
-      AppendUrlEncoded(&route.cache_key, source_filter, /*keep_slash=*/true);
+      AppendUrlEncoded(&route.cache_key, filter, /*keep_slash=*/true);
       route.cache_key += "&name=";
-      AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/false);
+      AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/readme_part);
     } else {
       route.path.clear();
     }
   }
+  // The neutral outputs show abbreviated ids: their length is part of the key. An include URL
+  // names it (the frame knows its repository's); otherwise it is the repository's.
   const bool neutral = route.kind == PageKind::kDiffFragment || route.kind == PageKind::kPatch ||
                        route.kind == PageKind::kRawDiff;
   if (neutral && route.diff.abbrev == 0) route.diff.abbrev = registry_->Abbrev(route.repo);
@@ -501,6 +509,22 @@ std::string Site::BlobUrl(size_t repo, std::string_view sha, std::string_view na
     AppendUrlEncoded(&url, name, /*keep_slash=*/false);
   url += "?id=";
   url += sha;
+  return url;
+}
+
+std::string Site::ReadmeUrl(size_t repo, std::string_view sha, std::string_view name,
+                            std::string_view head) const {
+  std::string url = virtual_root_;
+  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
+  url += "/esi-about/";
+  if (!repositories()[repo].about_filter.empty())
+    AppendUrlEncoded(&url, name, /*keep_slash=*/true);
+  url += "?id=";
+  url += sha;
+  if (!head.empty()) {
+    url += "&h=";
+    AppendUrlEncoded(&url, head, /*keep_slash=*/true);
+  }
   return url;
 }
 
@@ -577,6 +601,9 @@ Page Site::Render(const Route& route) const {
         break;
       case PageKind::kAbout:
         page = RenderAbout(ctx);
+        break;
+      case PageKind::kReadme:
+        page = RenderReadme(ctx);
         break;
       case PageKind::kAtom:
         page = RenderAtom(ctx);

@@ -2,8 +2,10 @@
 // part), the blob part itself (numbered lines or a hex dump, keyed by the blob's id alone), and
 // the plain page (a file's bytes, or a folder's plain listing), as cgit 1.2.3 writes them.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -463,6 +465,16 @@ class BlobStream : public BodyStream {
 // plain sends a blob larger than this as a BodyStream.
 constexpr size_t kStreamAbove = 4 * BodyStream::kPieceBytes;
 
+// The proxy's store of parts (SetPartStore), and how the plain pages found their files.
+std::mutex part_store_mu;
+std::shared_ptr<PartStore> part_store;  // under part_store_mu
+std::atomic<uint64_t> plain_parts_found{0}, plain_parts_read{0};
+
+std::shared_ptr<PartStore> Parts() {
+  const std::lock_guard<std::mutex> lock(part_store_mu);
+  return part_store;
+}
+
 // The lines' cell of a file view through the repository's source-filter, as cgit runs it: the
 // file's name its argument, the whole blob its input, its output the cell's HTML as written.
 // A filter that fails leaves what it wrote, then says why below the table; such a part is not
@@ -679,11 +691,26 @@ Page RenderPlain(const PageContext& page_ctx) {
   OdbObjectPtr large;
   BlobPtr small;
   std::string_view bytes;
+  // A file up to kStreamAbove is a part kept once per blob id (the store's bound is larger): a
+  // page of a blob kept before reads nothing of it, and learns whether it is binary from the
+  // part's meta text.
+  std::optional<bool> binary;
+  const std::shared_ptr<PartStore> parts = found.size <= kStreamAbove ? Parts() : nullptr;
+  if (parts) {
+    page.part_key = "gitfrag/plain/" + OidHex(found.oid);
+    std::string meta;
+    if ((page.part = parts->Find(page.part_key, &meta)) != nullptr) {
+      plain_parts_found.fetch_add(1, std::memory_order_relaxed);
+      binary = meta == "binary";
+    }
+  }
   if (found.size > kStreamAbove) {
     std::string why;
     inflating = OpenBlobStream(git_repository_path(ctx.lease.repo()), found.oid, found.size, &why);
   }
-  if (inflating) {
+  if (page.part) {
+    // Served from the kept part: nothing of the blob is read.
+  } else if (inflating) {
     // The first bytes decide the content type (binary or text).
     std::string why;
     const std::optional<std::string_view> head = inflating->Head(8000, &why);
@@ -704,6 +731,10 @@ Page RenderPlain(const PageContext& page_ctx) {
       return ErrorPage(500, "cannot read the object " + OidHex(found.oid));
     small.reset(raw);
     bytes = BlobBytes(raw);
+    if (parts) {
+      plain_parts_read.fetch_add(1, std::memory_order_relaxed);
+      page.part_meta = IsBinary(bytes) ? "binary" : "text";
+    }
   }
   // cgit's content type: the cgitrc's for the file's extension; with enable-html-serving off, a
   // text/ or application/ one (but PDF) is dropped and the browser told to sniff and run nothing.
@@ -717,7 +748,8 @@ Page RenderPlain(const PageContext& page_ctx) {
       type.clear();
   }
   if (type.empty())
-    page.content_type = IsBinary(bytes) ? "application/octet-stream" : "text/plain; charset=UTF-8";
+    page.content_type = (binary ? *binary : IsBinary(bytes)) ? "application/octet-stream"
+                                                         : "text/plain; charset=UTF-8";
   else
     page.content_type = type + "; charset=UTF-8";
   page.headers.emplace_back("Content-Disposition",
@@ -726,9 +758,19 @@ Page RenderPlain(const PageContext& page_ctx) {
     page.stream = std::move(inflating);
   else if (large)
     page.stream = std::make_shared<BlobStream>(std::move(large));
-  else
+  else if (!page.part)
     ctx.out.Raw(bytes);
   return page;
+}
+
+void SetPartStore(std::shared_ptr<PartStore> store) {
+  const std::lock_guard<std::mutex> lock(part_store_mu);
+  part_store = std::move(store);
+}
+
+PlainPartStats PlainPartMetrics() {
+  return {plain_parts_found.load(std::memory_order_relaxed),
+          plain_parts_read.load(std::memory_order_relaxed)};
 }
 
 }  // namespace shellac::gitfrag

@@ -47,6 +47,7 @@ bool KeptKind(gitfrag::PageKind kind) {
     case PageKind::kClone:         // streamed, info/refs kept by its own key
     case PageKind::kDiffFragment:  // repository-neutral: in the store
     case PageKind::kBlob:
+    case PageKind::kReadme:
       return false;
   }
   return false;

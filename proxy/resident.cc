@@ -13,6 +13,7 @@
 #include "esi/esi.h"
 #include "proxy/page_memo.h"
 #include "proxy/page_object.h"
+#include "proxy/part_store.h"
 #include "proxy/worker.h"
 
 namespace shellac::proxy {
@@ -45,6 +46,43 @@ const std::string& ProcessNonce() {
     return std::string(hex);
   }();
   return nonce;
+}
+
+// A page whose body is a neutral part (gitfrag::Page::part_key): the part as found kept, or the
+// body this render read kept as the part (compressed once at level 1, or in stored blocks for a
+// type deflate gains nothing on: the first page's type decides), then the page made of the
+// part's segments under `spec`'s status and headers (a copy of the compressed bytes). A part the
+// store has no room for serves this page all the same.
+cache::ObjectRef PageOfPart(cache::Store& store, const conf::Config& config, std::string_view key,
+                            const gitfrag::Page& page, const PageSpec& spec, cache::Status* status) {
+  cache::ObjectRef part;
+  if (page.part) {
+    part = PartObject(page.part);
+  } else {
+    const cache::Header headers[] = {{kPartMetaHeader, page.part_meta}};
+    PageSpec part_spec;
+    part_spec.headers = headers;
+    part_spec.stored_at = spec.stored_at;
+    part_spec.ttl = config.fragment_ttl
+                        ? std::chrono::duration_cast<std::chrono::seconds>(*config.fragment_ttl)
+                        : cache::Object::kForever;
+    part_spec.level = 1;
+    part_spec.transient = !Compressible(page.content_type);
+    part_spec.compress = !part_spec.transient;
+    part = MakePageObject(page.part_key, page.body, part_spec, status);
+    if (!part) return {};
+    (void)store.Insert(part);
+  }
+  std::vector<cache::SegmentView> segments;
+  segments.reserve(part->segments().size());
+  for (const cache::SegmentView& segment : part->segments()) segments.push_back(segment);
+  cache::ObjectSpec object;
+  object.status = spec.status;
+  object.headers = spec.headers;
+  object.stored_at = spec.stored_at;
+  object.ttl = spec.ttl;
+  object.body = segments;
+  return cache::Object::Create(key, object, status);
 }
 
 Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_key,
@@ -106,11 +144,12 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     }
     cache::Status status;
     if (!r.object) {
-      r.object = MakePageObject(!reuse.empty() ? std::string_view(reuse)
-                                : !memo_key.empty()
-                                    ? std::string_view(memo_key)
-                                    : (fill_key.empty() ? kind : std::string_view(fill_key)),
-                                page.body, spec, &status);
+      const std::string_view key = !reuse.empty()      ? std::string_view(reuse)
+                                   : !memo_key.empty() ? std::string_view(memo_key)
+                                   : fill_key.empty()  ? kind
+                                                       : std::string_view(fill_key);
+      r.object = !page.part_key.empty() ? PageOfPart(store, config, key, page, spec, &status)
+                                        : MakePageObject(key, page.body, spec, &status);
       // Not kept (no room, or too large for the store): served all the same.
       if (r.object && !reuse.empty()) (void)store.Insert(r.object);
       if (r.object && !memo_key.empty()) (void)memo->Insert(r.object);
@@ -118,7 +157,7 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
     // The identity bytes go with the object to the requester: a frame's literal spans are cut
     // from them, and an identity client (or one whose include this render is) is answered from
     // them instead of inflating what was just compressed, stored or not.
-    if (r.object && ((spec.transient && frame) || !gzip)) {
+    if (r.object && !page.part && ((spec.transient && frame) || !gzip)) {
       r.text = std::make_shared<const std::string>(std::move(page.body));
     }
     if (!r.object) {

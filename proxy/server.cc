@@ -19,6 +19,7 @@
 
 #include "cache/cache.h"
 #include "proxy/archive_pieces.h"
+#include "proxy/part_store.h"
 #include "proxy/rules.h"
 #include "proxy/tls.h"
 #include "proxy/worker.h"
@@ -376,6 +377,12 @@ std::string Shared::RenderMetrics() const {
          "Snapshot archives that grew past snapshot-max-stored (streamed, not kept).", a.too_large);
     line("shellac_archive_cache_evicted_total", "counter",
          "Kept snapshot archives dropped to make room.", a.evicted);
+    // The plain page's files, kept once per blob id (gitfrag::PartStore).
+    const gitfrag::PlainPartStats parts = gitfrag::PlainPartMetrics();
+    line("shellac_plain_parts_found_total", "counter",
+         "Plain pages whose file was found kept as a part (no blob read).", parts.found);
+    line("shellac_plain_parts_read_total", "counter",
+         "Plain pages that read their file and kept it as a part.", parts.read);
     // Remembered blames (gitfrag/blame.h): how often a blame page's blame used one.
     const gitfrag::BlameMemoStats b = gitfrag::BlameMemoMetrics();
     line("shellac_blames_total", "counter", "Blames worked out for blame pages.", b.blames);
@@ -660,6 +667,8 @@ Server::Server(std::string config_file, conf::Overrides overrides,
       loaded.render_reserve_threads);
   // Snapshots' blob pieces, compressed once per blob id, live in the store like any object.
   gitfrag::SetArchivePieceStore(MakeArchivePieceStore(state_->shared.store.get()));
+  // Parts of page bodies kept once per blob id (the plain page's files), when pages are stored.
+  if (loaded.cache) gitfrag::SetPartStore(MakePartStore(state_->shared.store.get()));
   if (!loaded.l2_servers.empty()) {
     state_->shared.l2 = std::make_unique<cache::SharedTier>(
         cache::SharedTierOptions{.servers = loaded.l2_servers, .trace = loaded.l2_trace});
@@ -718,7 +727,10 @@ void Server::WriteStoreSnapshot(const std::string& path) {
                static_cast<unsigned long long>(stats.bytes), static_cast<long long>(ms));
 }
 
-Server::~Server() { gitfrag::SetArchivePieceStore(nullptr); }
+Server::~Server() {
+  gitfrag::SetArchivePieceStore(nullptr);
+  gitfrag::SetPartStore(nullptr);
+}
 
 int Server::Run() {
   State& s = *state_;

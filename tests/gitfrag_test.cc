@@ -2332,10 +2332,23 @@ TEST_F(GitfragTree, AboutFilterIsBounded) {
   c.repositories[0].readme = {":dir/f.c"};
   c.repositories[0].about_filter = "/no/such/filter";
   Site site(c);
-  const Page page = site.Render(MustMatch(site, "/fix/about/", ""));
+  const Page page = site.RenderAssembled(MustMatch(site, "/fix/about/", ""));
   ASSERT_EQ(page.status, 200) << page.reason;
   EXPECT_NE(page.body.find("<div class='error'>about-filter: cannot run /no/such/filter"),
             std::string::npos);
+  // The readme part that says so is not stored: the next request runs the filter again.
+  const Page frame = site.Render(MustMatch(site, "/fix/about/", ""));
+  ASSERT_TRUE(frame.esi);
+  const size_t src = frame.body.find("/fix/esi-about/");
+  ASSERT_NE(src, std::string::npos) << frame.body;
+  const std::string url = frame.body.substr(src, frame.body.find('"', src) - src);
+  const std::optional<Route> part_route =
+      site.Match(url.substr(0, url.find('?')), url.substr(url.find('?') + 1));
+  ASSERT_TRUE(part_route);
+  EXPECT_TRUE(part_route->cache_key.starts_with("gitfrag/about/")) << part_route->cache_key;
+  EXPECT_TRUE(part_route->cache_key.ends_with("/no/such/filter&name=dir/f.c"))
+      << part_route->cache_key;
+  EXPECT_TRUE(site.Render(*part_route).no_store);
 }
 
 TEST(GitfragPool, FullQueueSaysBusy) {

@@ -253,6 +253,78 @@ TEST(Resident, TreePagesShareTheStoredBlobPart) {
   EXPECT_EQ(origin.RequestCount(), 0u) << "tree and plain pages never reach the backend";
 }
 
+// A plain file is a part kept once per blob id: the same blob through the fork (another
+// repository, another commit) reads nothing of it and is the same bytes and headers, to gzip and
+// identity clients, whole or as a HEAD; the metrics say which page read the blob.
+TEST(ResidentPlain, FilesAreOneStoredPartSharedByForks) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config()));
+  auto parts = [&](const std::string& which, double expected) {
+    const std::string name = "shellac_plain_parts_" + which + "_total";
+    return MetricSum(WaitForMetric(proxy.AdminPort(), name, {}, expected), name, {});
+  };
+  const std::string text = Shell("git -C " + ShellQuote(repos.dir().File("base.git")) +
+                                 " cat-file blob master:numbers");
+  Response first = HttpGet(proxy.Port(), "/base/plain/numbers", "Accept-Encoding: gzip\r\n");
+  ASSERT_EQ(first.status, 200) << first.Describe();
+  EXPECT_EQ(Gunzip(first.body), text);
+  EXPECT_EQ(parts("read", 1), 1);
+  EXPECT_EQ(parts("found", 0), 0);
+  for (const bool gzip : {true, false}) {
+    SCOPED_TRACE(gzip ? "gzip" : "identity");
+    Response fork = HttpGet(proxy.Port(), "/pub/forks/fork/plain/numbers?h=master",
+                            gzip ? "Accept-Encoding: gzip\r\n" : "");
+    ASSERT_EQ(fork.status, 200) << fork.Describe();
+    EXPECT_EQ(gzip ? Gunzip(fork.body) : fork.body, text);
+    for (const char* header : {"content-type", "content-disposition", "x-content-type-options",
+                               "content-security-policy"})
+      EXPECT_EQ(fork.Header(header), first.Header(header)) << header;
+    EXPECT_EQ(fork.Header("content-length"),
+              std::to_string(gzip ? fork.body.size() : text.size()));
+  }
+  EXPECT_EQ(first.Header("content-type"), "text/plain; charset=UTF-8");
+  EXPECT_EQ(parts("found", 2), 2) << "the fork's pages read no blob";
+  EXPECT_EQ(parts("read", 1), 1);
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  ReadOptions head_only;
+  head_only.head_request = true;
+  Response head = client.RoundTrip(
+      "HEAD /pub/forks/fork/plain/numbers?id=" + repos.fork_only() + " HTTP/1.1\r\nHost: x\r\n\r\n",
+      head_only);
+  EXPECT_EQ(head.status, 200) << head.Describe();
+  EXPECT_EQ(head.Header("content-length"), std::to_string(text.size()));
+  EXPECT_EQ(parts("found", 3), 3);
+  // Another blob is another part; a path with none is a 404.
+  Response other = HttpGet(proxy.Port(), "/pub/forks/fork/plain/fork.txt");
+  EXPECT_EQ(other.body, "fork\n");
+  EXPECT_EQ(parts("read", 2), 2);
+  EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/plain/nope").status, 404);
+}
+
+// The about page is a frame around the readme part, kept by the readme's blob id: the fork's
+// about page (another repository, another tip) includes the part the first rendered, the same
+// text as gitfrag's page; a blob that is no readme of the repository is no part.
+TEST(Resident, AboutPagesShareTheStoredReadmePart) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(0, "readme=:main.c\n")));
+  Response base = HttpGet(proxy.Port(), "/base/about/");
+  ASSERT_EQ(base.status, 200) << base.Describe();
+  EXPECT_EQ(base.body, Assembled(proxy, "/base/about/"));
+  EXPECT_NE(base.body.find("<div id='summary'>int main() {\n  return 1;\n}\n</div>"),
+            std::string::npos)
+      << base.body;
+  ExpectServed(proxy, "/pub/forks/fork/about/", true, Assembled(proxy, "/pub/forks/fork/about/"));
+  ExpectServed(proxy, "/pub/forks/fork/about/", false, Assembled(proxy, "/pub/forks/fork/about/"));
+  EXPECT_EQ(Renders(proxy, "about", 3), 3);
+  EXPECT_EQ(Renders(proxy, "readme", 1), 1) << "one render of the readme serves every fork";
+  const std::string numbers = Shell("git -C " + ShellQuote(repos.dir().File("base.git")) +
+                                    " rev-parse master:numbers").substr(0, 40);
+  EXPECT_EQ(HttpGet(proxy.Port(), "/base/esi-about/?id=" + numbers).status, 404);
+}
+
 // Pages made for one request that are not frames (tag, tree, plain, log, refs, summary): a gzip
 // client gets the page compressed whole in one call (igzip, segments ending on a sync flush),
 // an identity client the rendered text as it is; both are gitfrag's page, rendered afresh (no
@@ -364,7 +436,9 @@ TEST(Resident, BadIdsAndOtherPages) {
   // It names every page kind shellac renders (the parts are named by the pages that show them).
   for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
     const auto kind = static_cast<gitfrag::PageKind>(k);
-    if (kind == gitfrag::PageKind::kDiffFragment || kind == gitfrag::PageKind::kBlob) continue;
+    if (kind == gitfrag::PageKind::kDiffFragment || kind == gitfrag::PageKind::kBlob ||
+        kind == gitfrag::PageKind::kReadme)
+      continue;
     const std::string name = kind == gitfrag::PageKind::kClone ? "clone files"
                              : kind == gitfrag::PageKind::kIndex ? "repository index"
                                                                  : gitfrag::PageKindName(kind);
