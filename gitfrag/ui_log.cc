@@ -159,8 +159,12 @@ LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   static const auto kNone = std::make_shared<const BlobLines>();
-  const auto old_lines = old_side ? BlobLinesOf(repo, d.old_file.id) : kNone;
-  const auto new_lines = new_side ? BlobLinesOf(repo, d.new_file.id) : kNone;
+  // Each side is hashed from the other when this thread read that one lately (the new side of a
+  // path log's row is the old side of the row above).
+  const auto old_lines =
+      old_side ? BlobLinesOf(repo, d.old_file.id, new_side ? &d.new_file.id : nullptr) : kNone;
+  const auto new_lines =
+      new_side ? BlobLinesOf(repo, d.new_file.id, old_side ? &d.old_file.id : nullptr) : kNone;
   if (!old_lines || !new_lines || old_lines->binary || new_lines->binary) return LineDelta{};
   return MinimalLineDelta(old_lines->hashes, new_lines->hashes);
 }
