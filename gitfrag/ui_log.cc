@@ -16,6 +16,7 @@
 #include "gitfrag/history.h"
 #include "gitfrag/line_count.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -334,6 +335,9 @@ Page RenderLog(const PageContext& ctx) {
     }
     return true;
   };
+  // The commits the page shows (and those a search or a walk without a graph reads) are read
+  // through the own pack reader (libdeflate, its base cache), not libgit2's zlib reads.
+  const PackedReadsScope packed_reads;
   DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
   DateWalk::Clock::time_point deadline = DateWalk::Clock::now() + kWalkLimit;
   walk.set_deadline(deadline);
