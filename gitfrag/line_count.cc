@@ -330,21 +330,123 @@ size_t LcsLength(const std::vector<uint32_t>& a_in, const std::vector<uint32_t>&
   return LcsBitsWithMasks(a.size(), b, row, MakeMasks(a, row, rows));
 }
 
-BlobLines HashLines(std::string_view data) {
+namespace {
+
+// Appends the hashes of the lines of [p, stop) to `out` (and, with `ends`, the offset from `base`
+// past each): each ends after its '\n', the last at `stop` when no '\n' ends it. `end` (>= stop)
+// is the blob's end: LineHash may read up to it. (Finding the '\n' in the words LineHash reads,
+// 8 bytes a step, took more instructions than memchr on git/git's C files: pathlog-callgrind.md.)
+void AppendLineHashes(const char* base, const char* p, const char* stop, const char* end,
+                      std::vector<uint64_t>* out, std::vector<uint32_t>* ends) {
+  while (p < stop) {
+    const void* nl = std::memchr(p, '\n', static_cast<size_t>(stop - p));
+    const char* const line_end = nl == nullptr ? stop : static_cast<const char*>(nl) + 1;
+    out->push_back(LineHash(p, static_cast<size_t>(line_end - p), end));
+    if (ends != nullptr) ends->push_back(static_cast<uint32_t>(line_end - base));
+    p = line_end;
+  }
+}
+
+bool LooksBinary(std::string_view data) {
+  return std::memchr(data.data(), '\0', std::min(data.size(), kBinaryProbe)) != nullptr;
+}
+
+// Bytes equal at the start of `a` and `b`: blocks compared by memcmp, then words.
+size_t CommonPrefix(std::string_view a, std::string_view b) {
+  constexpr size_t kBlock = 256;
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock) == 0) i += kBlock;
+  for (; i + 8 <= n; i += 8) {
+    const uint64_t x = LoadWord(a.data() + i) ^ LoadWord(b.data() + i);
+    if (x != 0) return i + static_cast<size_t>(std::countr_zero(x)) / 8;  // first byte is low
+  }
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// Bytes equal at the end of `a` and `b`, at most `limit` (<= both sizes).
+size_t CommonSuffix(std::string_view a, std::string_view b, size_t limit) {
+  constexpr size_t kBlock = 256;
+  const char* const a_end = a.data() + a.size();
+  const char* const b_end = b.data() + b.size();
+  size_t i = 0;
+  while (i + kBlock <= limit && std::memcmp(a_end - i - kBlock, b_end - i - kBlock, kBlock) == 0)
+    i += kBlock;
+  for (; i + 8 <= limit; i += 8) {
+    const uint64_t x = LoadWord(a_end - i - 8) ^ LoadWord(b_end - i - 8);
+    if (x != 0) return i + static_cast<size_t>(std::countl_zero(x)) / 8;  // last byte is high
+  }
+  while (i < limit && *(a_end - i - 1) == *(b_end - i - 1)) ++i;
+  return i;
+}
+
+}  // namespace
+
+BlobLines HashLines(std::string_view data, std::vector<uint32_t>* ends) {
   BlobLines lines;
-  lines.binary = std::memchr(data.data(), '\0', std::min(data.size(), kBinaryProbe)) != nullptr;
+  if (ends != nullptr) ends->clear();
+  lines.binary = LooksBinary(data);
   if (lines.binary) return lines;
   // Room for lines of 32 bytes (most source lines are shorter than that) saves most of the
   // vector's growing; a file of long lines gives the room back.
   lines.hashes.reserve(data.size() / 32 + 1);
-  const char* p = data.data();
-  const char* const end = p + data.size();
-  while (p < end) {
-    const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
-    const char* const line_end = nl == nullptr ? end : static_cast<const char*>(nl) + 1;
-    lines.hashes.push_back(LineHash(p, static_cast<size_t>(line_end - p), end));
-    p = line_end;
+  if (ends != nullptr) ends->reserve(data.size() / 32 + 1);
+  const char* const end = data.data() + data.size();
+  AppendLineHashes(data.data(), data.data(), end, end, &lines.hashes, ends);
+  if (lines.hashes.capacity() > 2 * lines.hashes.size()) lines.hashes.shrink_to_fit();
+  return lines;
+}
+
+BlobLines HashLinesNear(std::string_view data, std::string_view near, const BlobLines& near_lines,
+                        const std::vector<uint32_t>& near_ends, std::vector<uint32_t>* ends) {
+  if (near_lines.binary || near.empty() || data.empty() || near_ends.empty() ||
+      near_ends.size() != near_lines.hashes.size() || near_ends.back() != near.size())
+    return HashLines(data, ends);
+  BlobLines lines;
+  ends->clear();
+  lines.binary = LooksBinary(data);
+  if (lines.binary) return lines;
+  // The whole lines inside the bytes shared at the start: up to the last '\n' there, the same
+  // lines (so hashes) as near's first ones, those that end by then.
+  const size_t prefix = CommonPrefix(data, near);
+  const void* const head_nl = prefix == 0 ? nullptr : memrchr(data.data(), '\n', prefix);
+  const size_t head_end =
+      head_nl == nullptr
+          ? 0
+          : static_cast<size_t>(static_cast<const char*>(head_nl) - data.data()) + 1;
+  const size_t head_lines = static_cast<size_t>(
+      std::upper_bound(near_ends.begin(), near_ends.end(), head_end) - near_ends.begin());
+  // The whole lines inside the bytes shared at the end (not reaching into the head's): from
+  // after the first '\n' there, the same lines as near's last ones (the '\n' before them is
+  // shared too, so they start a line in both).
+  const size_t suffix = CommonSuffix(data, near, std::min(data.size(), near.size()) - head_end);
+  size_t tail_start = data.size();
+  if (suffix > 0) {
+    const char* const from = data.data() + data.size() - suffix;
+    if (const void* nl = std::memchr(from, '\n', suffix))
+      tail_start = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
   }
+  const size_t near_tail_start = tail_start + near.size() - data.size();
+  const size_t tail_first = static_cast<size_t>(
+      std::upper_bound(near_ends.begin(), near_ends.end(), near_tail_start) - near_ends.begin());
+  const size_t tail_lines = near_ends.size() - tail_first;
+  if (tail_first < head_lines) return HashLines(data, ends);  // cannot be: the spans do not meet
+  const char* const end = data.data() + data.size();
+  const size_t room = head_lines + tail_lines + (tail_start - head_end) / 32 + 1;
+  lines.hashes.reserve(room);
+  ends->reserve(room);
+  lines.hashes.insert(lines.hashes.end(), near_lines.hashes.begin(),
+                      near_lines.hashes.begin() + static_cast<ptrdiff_t>(head_lines));
+  ends->insert(ends->end(), near_ends.begin(),
+               near_ends.begin() + static_cast<ptrdiff_t>(head_lines));
+  AppendLineHashes(data.data(), data.data() + head_end, data.data() + tail_start, end,
+                   &lines.hashes, ends);
+  lines.hashes.insert(lines.hashes.end(),
+                      near_lines.hashes.begin() + static_cast<ptrdiff_t>(tail_first),
+                      near_lines.hashes.end());
+  const uint32_t shift = static_cast<uint32_t>(data.size() - near.size());  // mod 2^32
+  for (size_t i = tail_first; i < near_ends.size(); ++i) ends->push_back(near_ends[i] + shift);
   if (lines.hashes.capacity() > 2 * lines.hashes.size()) lines.hashes.shrink_to_fit();
   return lines;
 }
@@ -376,21 +478,56 @@ LinesMemo& Memo() {
 
 }  // namespace
 
-std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid& id) {
+namespace {
+
+// The bytes and lines of the last few blobs this render thread read for BlobLinesOf, newest
+// first: the versions of a file a log's rows compare, so the next version is hashed from one.
+// Bounded: kRecentBlobs blobs of at most kRecentBytes each (a bigger one is not kept).
+constexpr size_t kRecentBlobs = 4;
+constexpr size_t kRecentBytes = size_t{4} << 20;
+
+struct RecentBlob {
+  git_oid id;
+  ObjectBytes bytes;
+  std::shared_ptr<const BlobLines> lines;
+  std::vector<uint32_t> ends;  // where each line ends
+};
+
+std::vector<RecentBlob>& Recent() {
+  thread_local std::vector<RecentBlob> recent;
+  return recent;
+}
+
+}  // namespace
+
+std::shared_ptr<const BlobLines> BlobLinesOf(git_repository* repo, const git_oid& id,
+                                             const git_oid* near) {
   LinesMemo& memo = Memo();
   if (std::optional<std::shared_ptr<const BlobLines>> known = memo.Find(id)) return *known;
-  std::shared_ptr<const BlobLines> lines;
-  if (const ObjectBytes packed = ReadPacked(repo, id, GIT_OBJECT_BLOB)) {
-    lines = std::make_shared<const BlobLines>(HashLines(packed.view()));
-  } else {  // loose, or anything the pack reader leaves to libgit2
+  ObjectBytes bytes = ReadPacked(repo, id, GIT_OBJECT_BLOB);
+  if (!bytes) {  // loose, or anything the pack reader leaves to libgit2
     git_blob* raw = nullptr;
     if (git_blob_lookup(&raw, repo, &id) != 0) return nullptr;
     const BlobPtr blob(raw);
-    lines = std::make_shared<const BlobLines>(
-        HashLines(std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                                   static_cast<size_t>(git_blob_rawsize(blob.get())))));
+    bytes = ObjectBytes::Make(static_cast<size_t>(git_blob_rawsize(blob.get())));
+    if (bytes.size() > 0) std::memcpy(bytes.data(), git_blob_rawcontent(blob.get()), bytes.size());
   }
+  std::vector<RecentBlob>& recent = Recent();
+  const RecentBlob* from = recent.empty() ? nullptr : &recent.front();
+  for (const RecentBlob& r : recent)
+    if (near != nullptr && OidEqual()(r.id, *near)) from = &r;
+  const bool keep = bytes.size() <= kRecentBytes;
+  std::vector<uint32_t> ends;
+  const std::shared_ptr<const BlobLines> lines = std::make_shared<const BlobLines>(
+      !keep ? HashLines(bytes.view())
+      : from == nullptr
+          ? HashLines(bytes.view(), &ends)
+          : HashLinesNear(bytes.view(), from->bytes.view(), *from->lines, from->ends, &ends));
   memo.Add(id, lines);
+  if (keep && !lines->binary) {
+    if (recent.size() == kRecentBlobs) recent.pop_back();
+    recent.insert(recent.begin(), RecentBlob{id, std::move(bytes), lines, std::move(ends)});
+  }
   return lines;
 }
 

@@ -16,6 +16,7 @@
 #include "gitfrag/history.h"
 #include "gitfrag/line_count.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -159,8 +160,12 @@ LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   static const auto kNone = std::make_shared<const BlobLines>();
-  const auto old_lines = old_side ? BlobLinesOf(repo, d.old_file.id) : kNone;
-  const auto new_lines = new_side ? BlobLinesOf(repo, d.new_file.id) : kNone;
+  // Each side is hashed from the other when this thread read that one lately (the new side of a
+  // path log's row is the old side of the row above).
+  const auto old_lines =
+      old_side ? BlobLinesOf(repo, d.old_file.id, new_side ? &d.new_file.id : nullptr) : kNone;
+  const auto new_lines =
+      new_side ? BlobLinesOf(repo, d.new_file.id, old_side ? &d.old_file.id : nullptr) : kNone;
   if (!old_lines || !new_lines || old_lines->binary || new_lines->binary) return LineDelta{};
   return MinimalLineDelta(old_lines->hashes, new_lines->hashes);
 }
@@ -330,6 +335,9 @@ Page RenderLog(const PageContext& ctx) {
     }
     return true;
   };
+  // The commits the page shows (and those a search or a walk without a graph reads) are read
+  // through the own pack reader (libdeflate, its base cache), not libgit2's zlib reads.
+  const PackedReadsScope packed_reads;
   DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
   DateWalk::Clock::time_point deadline = DateWalk::Clock::now() + kWalkLimit;
   walk.set_deadline(deadline);

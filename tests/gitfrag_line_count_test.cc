@@ -150,6 +150,76 @@ TEST(LineCount, ALineHashesTheSameWhereverItStarts) {
   EXPECT_EQ(std::adjacent_find(hashes.begin(), hashes.end()), hashes.end());
 }
 
+// HashLinesNear takes the lines inside the bytes two versions share at the start and the end from
+// the other version's hashes and line ends: the same hashes and ends as HashLines whatever the
+// other version is (edits inside a line, at a line's edge, of newlines, at either end; a last
+// line with and without its newline; nothing shared; the same bytes; empty, binary and shorter
+// files).
+void ExpectNearEqualsWhole(const std::string& data, const std::string& near) {
+  std::vector<uint32_t> near_ends, want_ends, got_ends;
+  const BlobLines near_lines = HashLines(near, &near_ends);
+  const BlobLines want = HashLines(data, &want_ends);
+  const BlobLines got = HashLinesNear(data, near, near_lines, near_ends, &got_ends);
+  ASSERT_EQ(got.binary, want.binary);
+  ASSERT_EQ(got.hashes, want.hashes) << test::Printable(near) << "\n->\n" << test::Printable(data);
+  ASSERT_EQ(got_ends, want_ends) << test::Printable(near) << "\n->\n" << test::Printable(data);
+}
+
+TEST(LineCount, HashLinesNearEqualsHashLines) {
+  std::mt19937 rng(7);
+  auto random_text = [&](size_t lines, size_t longest) {
+    std::string text;
+    for (size_t i = 0; i < lines; ++i) {
+      const size_t len = rng() % 4 == 0 ? rng() % longest : rng() % 12;
+      for (size_t j = 0; j < len; ++j) text += static_cast<char>('a' + rng() % 3);
+      text += '\n';
+    }
+    if (rng() % 3 == 0) text += std::string(rng() % 10 + 1, 'z');
+    return text;
+  };
+  auto edit = [&](std::string text) {
+    const int edits = static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = text.empty() ? 0 : rng() % (text.size() + 1);
+      switch (rng() % 5) {
+        case 0:
+          text.insert(at, std::string(rng() % 3 + 1, '\n'));
+          break;
+        case 1:
+          text.insert(at, random_text(rng() % 3, 40));
+          break;
+        case 2:
+          text.erase(at, rng() % 20);
+          break;
+        case 3:
+          if (at < text.size()) text[at] = static_cast<char>('a' + rng() % 4);
+          break;
+        default:
+          text.erase(at);  // cut the end: its last line may lose its newline
+          break;
+      }
+    }
+    return text;
+  };
+  for (int round = 0; round < 20000; ++round) {
+    // Long files too: the shared spans are compared 256 bytes at a time.
+    const std::string near = random_text(rng() % 8 == 0 ? 400 : rng() % 40, rng() % 2 ? 40 : 600);
+    ExpectNearEqualsWhole(rng() % 10 == 0 ? random_text(rng() % 40, 40) : edit(near), near);
+    ExpectNearEqualsWhole(near, near);
+  }
+  ExpectNearEqualsWhole(std::string("a\0b\n", 4), "a\nb\n");
+  ExpectNearEqualsWhole("a\nb\n", std::string("a\0b\n", 4));
+  ExpectNearEqualsWhole("", "a\n");
+  ExpectNearEqualsWhole("a\n", "");
+  ExpectNearEqualsWhole("a", "a\n");
+  ExpectNearEqualsWhole("a\n", "a");
+  ExpectNearEqualsWhole("x\na\n", "x\nb\na\n");
+  std::vector<uint32_t> ends;
+  EXPECT_TRUE(HashLinesNear(std::string("a\0b\n", 4), "a\nb\n", HashLines("a\nb\n"),
+                            std::vector<uint32_t>{2, 4}, &ends)
+                  .binary);
+}
+
 // Files of few distinct lines (so most lines repeat, some often enough for xdiff to set them aside
 // amid unmatched ones), the second made from the first by random insertions, deletions,
 // replacements and moves.
@@ -296,10 +366,13 @@ TEST(LineCountRealRepository, EveryChangedFileEqualsLibgit2Minimal) {
       size_t context = 0, added = 0, removed = 0;
       ASSERT_EQ(git_patch_line_stats(&context, &added, &removed, f.patch.get()), 0);
       static const auto kNone = std::make_shared<const BlobLines>();
-      const auto a = git_oid_is_zero(&f.delta.old_file.id) ? kNone
-                                                           : BlobLinesOf(repo.get(), f.delta.old_file.id);
-      const auto b = git_oid_is_zero(&f.delta.new_file.id) ? kNone
-                                                           : BlobLinesOf(repo.get(), f.delta.new_file.id);
+      // Each side hashed from the other when that one was read lately, as the log asks.
+      const auto a = git_oid_is_zero(&f.delta.old_file.id)
+                         ? kNone
+                         : BlobLinesOf(repo.get(), f.delta.old_file.id, &f.delta.new_file.id);
+      const auto b = git_oid_is_zero(&f.delta.new_file.id)
+                         ? kNone
+                         : BlobLinesOf(repo.get(), f.delta.new_file.id, &f.delta.old_file.id);
       ASSERT_TRUE(a && b);
       if (a->binary || b->binary) continue;  // no lines counted (FileLineDelta), whatever libgit2 says
       const LineDelta got = MinimalLineDelta(a->hashes, b->hashes);
