@@ -127,13 +127,12 @@ TEST(RawObjects, ParsePlainCommitIsLibgit2sOrDeclines) {
     const bool plain = ParsePlainCommit(raw.bytes(), &got);
     EXPECT_EQ(plain, i < 5) << "commit " << i;
     parsed += plain;
-    git_commit* raw_commit = nullptr;
-    if (git_commit_lookup(&raw_commit, repo.get(), &id) != 0) {
-      EXPECT_FALSE(plain) << "libgit2 cannot read commit " << i;
-      continue;
-    }
-    const CommitPtr commit(raw_commit);
+    // Only what it parsed is compared with libgit2: libgit2 1.5 leaks the first value of a
+    // repeated encoding header (the last fixture), which LeakSanitizer reports.
     if (!plain) continue;
+    git_commit* raw_commit = nullptr;
+    ASSERT_EQ(git_commit_lookup(&raw_commit, repo.get(), &id), 0) << "libgit2 cannot read commit " << i;
+    const CommitPtr commit(raw_commit);
     const CommitFields want = FieldsOf(commit.get());
     EXPECT_EQ(got.author_name, want.author_name);
     EXPECT_EQ(got.author_email, want.author_email);
