@@ -329,6 +329,10 @@ class Site {
   Page RenderAssembled(const Route& route) const;
 
  private:
+  // The start of a part's include URL: VIRTUAL_ROOT REPO/esi-KIND/PATH?id=SHA (PATH encoded
+  // with or without its slashes kept).
+  std::string EsiUrl(size_t repo, std::string_view kind, std::string_view path, bool keep_slash,
+                     std::string_view sha) const;
   // Whether a dumb-HTTP clone path is served here (enable-http-clone), and its route.
   std::optional<Route> MatchClone(Route route, std::string_view file, std::string_view query) const;
 

@@ -501,26 +501,26 @@ std::optional<Route> Site::MatchClone(Route route, std::string_view file,
   return route;
 }
 
-std::string Site::BlobUrl(size_t repo, std::string_view sha, std::string_view name) const {
+std::string Site::EsiUrl(size_t repo, std::string_view kind, std::string_view path,
+                         bool keep_slash, std::string_view sha) const {
   std::string url = virtual_root_;
   AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
-  url += "/esi-blob/";
-  if (!repositories()[repo].source_filter.empty())
-    AppendUrlEncoded(&url, name, /*keep_slash=*/false);
+  url.append("/esi-").append(kind).append("/");
+  AppendUrlEncoded(&url, path, keep_slash);
   url += "?id=";
   url += sha;
   return url;
 }
 
+std::string Site::BlobUrl(size_t repo, std::string_view sha, std::string_view name) const {
+  const bool named = !repositories()[repo].source_filter.empty();
+  return EsiUrl(repo, "blob", named ? name : std::string_view(), /*keep_slash=*/false, sha);
+}
+
 std::string Site::ReadmeUrl(size_t repo, std::string_view sha, std::string_view name,
                             std::string_view head) const {
-  std::string url = virtual_root_;
-  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
-  url += "/esi-about/";
-  if (!repositories()[repo].about_filter.empty())
-    AppendUrlEncoded(&url, name, /*keep_slash=*/true);
-  url += "?id=";
-  url += sha;
+  const bool named = !repositories()[repo].about_filter.empty();
+  std::string url = EsiUrl(repo, "about", named ? name : std::string_view(), /*keep_slash=*/true, sha);
   if (!head.empty()) {
     url += "&h=";
     AppendUrlEncoded(&url, head, /*keep_slash=*/true);
@@ -530,12 +530,7 @@ std::string Site::ReadmeUrl(size_t repo, std::string_view sha, std::string_view 
 
 std::string Site::FragmentUrl(size_t repo, std::string_view sha, std::string_view sha2,
                               const DiffOptions& options, std::string_view path) const {
-  std::string url = virtual_root_;
-  AppendUrlEncoded(&url, repositories()[repo].url, /*keep_slash=*/true);
-  url += "/esi-diff/";
-  AppendUrlEncoded(&url, path, /*keep_slash=*/true);
-  url += "?id=";
-  url += sha;
+  std::string url = EsiUrl(repo, "diff", path, /*keep_slash=*/true, sha);
   if (!sha2.empty()) url.append("&id2=").append(sha2);
   url.append("&").append(OptionsKey(options));
   return url;
