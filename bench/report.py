@@ -1567,7 +1567,8 @@ def history_report(run):
         "four ways in turn: git's own command without the commit-graph (`git -c core.commitGraph=false`),",
         "the same command with the repository's graph, cgit 1.2.3 (CGI under lighttpd) and shellac (its",
         "resident renderer; store empty at the start). git's commands: `git blame --porcelain SHA -- PATH`",
-        "and `git log -50 --format=%H SHA -- PATH` (cgit's path log shows 50 rows), timed from start to",
+        "and `git log -N --format=%H SHA -- PATH` (N: the rows a path log page shows, the cgitrc's",
+        "max-commit-count: %s), timed from start to" % (run.m("log_rows") or "50, cgit's default"),
         "exit; a page from request to the whole answer (gzip). Target (issue 14): each page no slower",
         "through shellac than git's own command with a commit-graph."])
     lines.append("- repository graph: the base has %s" % graph)

@@ -41,6 +41,10 @@ bench_meta graph "$graph"
 bench_meta log_counts "$(grep -E '^enable-log-(file|line)count=1' "$CGITRC" | tr '\n' ' ')"
 bench_meta pages "$HISTORY_PAGES"
 bench_meta timeout "$HISTORY_TIMEOUT"
+# git's log command lists as many commits as a path log page shows rows (cgit's default 50).
+log_rows=$(sed -n 's/^max-commit-count=\([0-9]*\)$/\1/p' "$CGITRC" | tail -n 1)
+log_rows=${log_rows:-50}
+bench_meta log_rows "$log_rows"
 # Untimed: every repository opened once by shellac (its ref index), with a page no plan line asks for.
 while IFS= read -r r; do
   curl -sS -o /dev/null --max-time 60 "http://127.0.0.1:$SHELLAC_PORT/$r/log/" || bench_die "shellac: GET /$r/log/ failed"
@@ -50,7 +54,7 @@ bench_log "history: $(grep -c . "$plan") pages, one at a time, each by git (no g
 : >"$BENCH_TSV"
 bench_cpu_begin history
 python3 "$BENCH_DIR/wrk/history.py" --plan "$plan" --repo "$BASE_REPO" --port "shellac=$SHELLAC_PORT" \
-  --port "cgit=$CGIT_PORT" --admin "$SHELLAC_ADMIN_PORT" --timeout "$HISTORY_TIMEOUT" \
+  --port "cgit=$CGIT_PORT" --admin "$SHELLAC_ADMIN_PORT" --rows "$log_rows" --timeout "$HISTORY_TIMEOUT" \
   --samples "$RAW/history-samples.tsv" >"$RAW/history.out" || bench_die "history.py failed"
 bench_cpu_end history
 # one row, so that the run-health line of the report says whether others disturbed the run

@@ -146,7 +146,7 @@ class ReportTest(unittest.TestCase):
         raw = os.path.join(self.dir, "raw", "history")
         os.makedirs(raw)
         meta = dict(META, scenario="history", report="history", graph="changed-paths", pages="2",
-                    log_counts="enable-log-filecount=1 ")
+                    log_counts="enable-log-filecount=1 ", log_rows="100")
         with open(os.path.join(raw, "meta.json"), "w") as f:
             json.dump(meta, f)
         with open(os.path.join(raw, "history.out"), "w") as f:
@@ -174,6 +174,8 @@ class ReportTest(unittest.TestCase):
         self.assertIn("- **failed check** (log-path, cgit): `/r/log/x?id=1`: status 500", text)
         self.assertIn("| log-path | `d.c` | dddd | 2000.0 | 10.0 | failed | 20.0 | 19.0 |", text)
         self.assertIn("`enable-log-filecount=1`", text)
+        self.assertIn("`git log -N --format=%H SHA -- PATH` (N: the rows a path log page shows, the cgitrc's\n"
+                      "max-commit-count: 100)", text)
 
     def test_crawler_mix(self):
         raw = os.path.join(self.dir, "raw", "crawler-mix")

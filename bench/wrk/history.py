@@ -2,7 +2,7 @@
 """bench/wrk/history.py: history pages one at a time (the history scenario): shellac, cgit and git's own command.
 
     history.py --plan PLAN --repo BASE.git --port shellac=PORT --port cgit=PORT [--admin PORT]
-               [--timeout S] [--samples OUT.tsv]
+               [--rows N] [--timeout S] [--samples OUT.tsv]
 
 PLAN: one page a line, tab separated: KIND SHA PATH URL. KIND is blame or log-path; URL the page's
 path on a server (cgit's layout). For each line, in order, one at a time, four measurements:
@@ -10,8 +10,8 @@ path on a server (cgit's layout). For each line, in order, one at a time, four m
   git          the same command as the repository is (its commit-graph and changed-path filters, if any)
   cgit         GET URL from cgit (one keep-alive connection, Accept-Encoding: gzip)
   shellac      GET URL from shellac (the same)
-git's commands: blame -> `git blame --porcelain SHA -- PATH`; log-path -> `git log -50 --format=%H SHA
--- PATH` (cgit's path log shows max-commit-count=50 rows). A command is timed from its start to its
+git's commands: blame -> `git blame --porcelain SHA -- PATH`; log-path -> `git log -N --format=%H SHA
+-- PATH`, N = --rows (the rows the page shows: the cgitrc's max-commit-count, cgit's default 50). A command is timed from its start to its
 exit (output to /dev/null); a page from writing the request to having read the whole answer.
 Checks (outside the timing): git exits 0; a page answers 200 and, gunzipped, is cgit's markup (the
 generator meta: cgit's or shellac's) and names PATH's last part. A failed check is left out of the
@@ -36,11 +36,11 @@ from render import Conn, Timeout, metrics, pct
 TARGETS = ("git-nograph", "git", "cgit", "shellac")
 
 
-def git_command(repo, kind, sha, path, graph):
+def git_command(repo, kind, sha, path, graph, rows):
     cmd = ["git"] + ([] if graph else ["-c", "core.commitGraph=false"]) + ["-C", repo]
     if kind == "blame":
         return cmd + ["blame", "--porcelain", sha, "--", path]
-    return cmd + ["log", "-50", "--format=%H", sha, "--", path]
+    return cmd + ["log", "-%d" % rows, "--format=%H", sha, "--", path]
 
 
 def run_git(cmd, timeout):
@@ -81,6 +81,7 @@ def main():
     ap.add_argument("--repo", required=True)
     ap.add_argument("--port", action="append", default=[], help="shellac=PORT and cgit=PORT")
     ap.add_argument("--admin", type=int)
+    ap.add_argument("--rows", type=int, default=50, help="a log page's rows (max-commit-count)")
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--samples")
     a = ap.parse_args()
@@ -97,7 +98,7 @@ def main():
         row = {}
         for target in TARGETS:
             if target.startswith("git"):
-                us, why = run_git(git_command(a.repo, kind, sha, path, target == "git"), a.timeout)
+                us, why = run_git(git_command(a.repo, kind, sha, path, target == "git", a.rows), a.timeout)
             else:
                 before = metrics(a.admin) if a.admin and target == "shellac" else None
                 us, why = get_page(conns[target], url, path, a.timeout)
