@@ -98,6 +98,37 @@ TEST(LineCount, EdgeCases) {
   for (const auto& [a, b] : cases) ExpectSameCounts(a, b);
 }
 
+// The common head and tail are found by comparing the hashes' bytes: a hash that shares its
+// first or last bytes with the other side's is still a different line.
+TEST(LineCount, HeadAndTailTakeWholeHashesOnly) {
+  const uint64_t x = 0x1111111111111111ull, y = 0x2222222222222222ull;
+  // the same low byte (first in memory on x86), then the same high byte
+  const uint64_t low_a = 0xAB000000000000CDull, low_b = 0xAC000000000000CDull;
+  const uint64_t high_a = 0xEF000000000000A1ull, high_b = 0xEF000000000000A2ull;
+  for (const auto& [p, q] : {std::pair{low_a, low_b}, std::pair{high_a, high_b}}) {
+    const LineDelta middle = MinimalLineDelta({x, p, y}, {x, q, y});
+    EXPECT_EQ(middle.added, 1u);
+    EXPECT_EQ(middle.removed, 1u);
+    const LineDelta first = MinimalLineDelta({p, x, y}, {q, x, y});
+    EXPECT_EQ(first.added, 1u);
+    EXPECT_EQ(first.removed, 1u);
+    const LineDelta last = MinimalLineDelta({x, y, p}, {x, y, q});
+    EXPECT_EQ(last.added, 1u);
+    EXPECT_EQ(last.removed, 1u);
+  }
+  // One side all head: the other's extra lines are added, however their bytes begin.
+  const LineDelta grown = MinimalLineDelta({x, y}, {x, y, low_a, low_b});
+  EXPECT_EQ(grown.added, 2u);
+  EXPECT_EQ(grown.removed, 0u);
+  const LineDelta empty = MinimalLineDelta({}, {x});
+  EXPECT_EQ(empty.added, 1u);
+  EXPECT_EQ(empty.removed, 0u);
+  // The common head and tail overlap when a line repeats: counted once.
+  const LineDelta repeat = MinimalLineDelta({x, x}, {x, x, x});
+  EXPECT_EQ(repeat.added, 1u);
+  EXPECT_EQ(repeat.removed, 0u);
+}
+
 TEST(LineCount, BinaryIsANulInTheFirst8000Bytes) {
   EXPECT_TRUE(HashLines(std::string("a\0b\n", 4)).binary);
   EXPECT_FALSE(HashLines(std::string(8000, 'x') + std::string(1, '\0')).binary);
