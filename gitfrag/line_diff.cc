@@ -8,8 +8,8 @@
 //     shortest edit for a good-enough split once the cost passes xdiff's limits (xdl_split; with
 //     XDF_NEED_MINIMAL never);
 //  4. each group of changed lines slid up and down as far as equal lines let it, joined with the
-//     groups it meets, and left aligned with a change on the other side where one can be
-//     (xdl_change_compact, without the indent heuristic);
+//     groups it meets, and left aligned with a change on the other side where one can be, else
+//     (with the indent heuristic) where its two split lines score best (xdl_change_compact);
 //  5. the changes read off in order (xdl_build_script); without context each is a hunk.
 #include "gitfrag/line_diff.h"
 
@@ -286,7 +286,7 @@ void LineDiffer::BlameDiff(const LineIndex& a, const LineIndex& b, std::vector<L
 }
 
 void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t nb,
-                      std::vector<LineHunk>* out, bool minimal) {
+                      std::vector<LineHunk>* out, bool minimal, bool indent_heuristic) {
   out->clear();
   lines_[0] = &a;
   lines_[1] = &b;
@@ -313,8 +313,8 @@ void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t 
     Compare(minimal);
   }
   // 4. Sliding.
-  Compact(0);
-  Compact(1);
+  Compact(0, indent_heuristic);
+  Compact(1, indent_heuristic);
   // 5. The changes.
   const char* c1 = changed_[0].data() + 1;
   const char* c2 = changed_[1].data() + 1;
@@ -572,9 +572,73 @@ LineDiffer::Split LineDiffer::SplitBox(int64_t off1, int64_t lim1, int64_t off2,
   }
 }
 
+// A line's indentation for the indent heuristic: its leading spaces and tabs (a tab to the next
+// multiple of 8; other white space, as C's isspace has it, counts nothing), at most 200; -1 for a
+// line of white space alone.
+int LineDiffer::Indent(int side, int64_t i) const {
+  constexpr int kMaxIndent = 200;
+  int indent = 0;
+  for (const char c : lines_[side]->line(static_cast<size_t>(i))) {
+    if (c == ' ') {
+      ++indent;
+    } else if (c == '\t') {
+      indent += 8 - indent % 8;
+    } else if (c != '\n' && c != '\r' && c != '\v' && c != '\f') {
+      return indent;
+    }
+    if (indent >= kMaxIndent) return kMaxIndent;
+  }
+  return -1;
+}
+
+// The indent heuristic's penalty for splitting `side` before line `split` (git's measure_split and
+// score_add_split, their weights); the split's effective indent is added to *effective_indent.
+int LineDiffer::SplitScore(int side, int64_t split, int* effective_indent) const {
+  constexpr int kMaxBlanks = 20;
+  const int64_t n = n_[side];
+  const bool end_of_file = split >= n;
+  const int at = end_of_file ? -1 : Indent(side, split);
+  // The blank lines before the split and the indent of the line above them (-1: none; 0 past
+  // kMaxBlanks blank lines); the same after the split's line.
+  int pre_blank = 0, pre_indent = -1;
+  for (int64_t i = split - 1; i >= 0; --i) {
+    if ((pre_indent = Indent(side, i)) != -1) break;
+    if (++pre_blank == kMaxBlanks) {
+      pre_indent = 0;
+      break;
+    }
+  }
+  int post_blank = 0, post_indent = -1;
+  for (int64_t i = split + 1; i < n; ++i) {
+    if ((post_indent = Indent(side, i)) != -1) break;
+    if (++post_blank == kMaxBlanks) {
+      post_indent = 0;
+      break;
+    }
+  }
+  int penalty = 0;
+  if (pre_indent == -1 && pre_blank == 0) penalty += 1;  // the start of the file
+  if (end_of_file) penalty += 21;
+  const int blank_after = at == -1 ? 1 + post_blank : 0;
+  const int total_blank = pre_blank + blank_after;
+  penalty += -30 * total_blank + 6 * blank_after;
+  const int indent = at != -1 ? at : post_indent;
+  *effective_indent += indent;
+  const bool blanks = total_blank != 0;
+  if (indent == -1 || pre_indent == -1 || indent == pre_indent) {
+  } else if (indent > pre_indent) {
+    penalty += blanks ? 10 : -4;  // indented
+  } else if (post_indent != -1 && post_indent > indent) {
+    penalty += blanks ? 17 : 24;  // outdented, with more indented lines after
+  } else {
+    penalty += blanks ? 17 : 23;  // dedented
+  }
+  return penalty;
+}
+
 // xdl_change_compact for one side, the other kept in step (groups of both sides correspond: the
 // unchanged lines between them pair up).
-void LineDiffer::Compact(int side) {
+void LineDiffer::Compact(int side, bool indent_heuristic) {
   const int other = 1 - side;
   char* ch = changed_[side].data() + 1;
   char* cho = changed_[other].data() + 1;
@@ -638,6 +702,30 @@ void LineDiffer::Compact(int side) {
       if (g.end != earliest_end && end_matching_other != -1) {
         // Back up to line up with the last change of the other side it can align with.
         while (go.end == go.start) {
+          slide_up(&g);
+          previous(cho, &go);
+        }
+      } else if (indent_heuristic && g.end != earliest_end) {
+        // Every place the group can end, from the earliest (at most kMaxSliding back from the
+        // last) on, scored at both of its splits; the last of the best wins.
+        constexpr int64_t kMaxSliding = 100;
+        const int64_t group = g.end - g.start;
+        int64_t best_shift = -1, best_indent = 0, best_penalty = 0;
+        for (int64_t shift = std::max({earliest_end, g.end - group - 1, g.end - kMaxSliding});
+             shift <= g.end; ++shift) {
+          int indent = 0;
+          const int penalty =
+              SplitScore(side, shift, &indent) + SplitScore(side, shift - group, &indent);
+          // git's score_cmp(score, best) <= 0: the indents' order weighs 60 penalty points.
+          const int64_t cmp = 60 * ((indent > best_indent) - (indent < best_indent)) +
+                              (penalty - best_penalty);
+          if (best_shift == -1 || cmp <= 0) {
+            best_shift = shift;
+            best_indent = indent;
+            best_penalty = penalty;
+          }
+        }
+        while (g.end > best_shift) {
           slide_up(&g);
           previous(cho, &go);
         }

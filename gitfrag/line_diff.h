@@ -44,8 +44,11 @@ class LineDiffer {
   // xdl_diff's changes between the first `na` lines of `a` and the first `nb` of `b`, in order.
   // `minimal`: XDF_NEED_MINIMAL (git's --minimal, cgit's commit and diff pages): the search never
   // settles for a good-enough split (xdl_split's heuristics off); nothing else changes.
+  // `indent_heuristic`: XDF_INDENT_HEURISTIC (git's default, libgit2's GIT_DIFF_INDENT_HEURISTIC:
+  // cgit's patch and rawdiff): a group of changes that can slide and meets no change of the other
+  // side is left where the split lines' indentation and blank lines score best.
   void Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t nb,
-            std::vector<LineHunk>* out, bool minimal = false);
+            std::vector<LineHunk>* out, bool minimal = false, bool indent_heuristic = false);
   // What git's blame gets for a parent (`a`) and a suspect (`b`): xdi_diff's trim_common_tail
   // (equal 1 KiB blocks at the ends cut, back to the first newline in them), then Diff.
   void BlameDiff(const LineIndex& a, const LineIndex& b, std::vector<LineHunk>* out);
@@ -60,7 +63,9 @@ class LineDiffer {
   void Cleanup(int side, size_t pre);
   void Compare(bool minimal);
   Split SplitBox(int64_t off1, int64_t lim1, int64_t off2, int64_t lim2, bool need_min);
-  void Compact(int side);
+  void Compact(int side, bool indent_heuristic);
+  int Indent(int side, int64_t i) const;
+  int SplitScore(int side, int64_t split, int* effective_indent) const;
 
   const LineIndex* lines_[2] = {nullptr, nullptr};
   int64_t n_[2] = {0, 0};  // lines diffed of each side

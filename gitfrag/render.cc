@@ -944,6 +944,18 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
   return diff;
 }
 
+// The diff attribute of a file's path (git's defaults: patch and rawdiff read it), as libgit2 reads
+// it. False when the lookup fails.
+bool DiffAttribute(git_repository* repo, const git_diff_delta& d, git_attr_value_t* out) {
+  const char* path = d.new_file.path != nullptr ? d.new_file.path : d.old_file.path;
+  const char* value = nullptr;
+  if (path != nullptr &&
+      git_attr_get(&value, repo, GIT_ATTR_CHECK_FILE_THEN_INDEX, path, "diff") != 0)
+    return false;
+  *out = git_attr_value(value);
+  return true;
+}
+
 // One file's patch from its blobs, as git_patch_from_diff makes it from a tree-to-tree delta: a
 // submodule's side is the text "Subproject commit HEX\n" (as libgit2 shows a gitlink; a kind change
 // has a file or symlink on its other side), a missing side (an added or deleted file) no data. Null
@@ -987,12 +999,9 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
     };
     opts.flags |= binary(old_blob) || binary(new_blob) ? GIT_DIFF_FORCE_BINARY : GIT_DIFF_FORCE_TEXT;
   } else {
-    const char* path = d.new_file.path != nullptr ? d.new_file.path : d.old_file.path;
-    const char* value = nullptr;
-    if (path != nullptr &&
-        git_attr_get(&value, repo, GIT_ATTR_CHECK_FILE_THEN_INDEX, path, "diff") != 0)
-      return PatchPtr();
-    switch (git_attr_value(value)) {
+    git_attr_value_t value = GIT_ATTR_VALUE_UNSPECIFIED;
+    if (!DiffAttribute(repo, d, &value)) return PatchPtr();
+    switch (value) {
       case GIT_ATTR_VALUE_UNSPECIFIED:
         break;
       case GIT_ATTR_VALUE_TRUE:
@@ -1030,16 +1039,28 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
   return PatchPtr(raw);
 }
 
-// The own patch of a file's blobs for cgit's pages (CommitFiles::own_patches), as libgit2's
-// xdiff makes it with XDF_NEED_MINIMAL: binary by cgit's NUL test (as BlobPatch forces it), else
-// the minimal line diff (line_diff.h) and xdl_emit_diff's hunks: changes whose old sides are no
-// more than 2 * context lines apart share a hunk, with up to `context` lines around, the context
-// lines the new side's (the same bytes); a line without a newline followed by libgit2's marker
-// line. A side over libgit2's limit for xdiff (1 GiB) goes to libgit2 (BlobPatch: its error, the
-// file left out). False when a blob cannot be read.
+// The own patch of a file's blobs (CommitFiles::own_patches), as libgit2's xdiff makes it for
+// `engine`: for cgit's pages with XDF_NEED_MINIMAL, binary by cgit's NUL test (as BlobPatch forces
+// it); for git's defaults (patch, rawdiff) with XDF_INDENT_HEURISTIC, binary as the diff attribute
+// says or, without one, by the same NUL test (libgit2's auto driver). Then the line diff
+// (line_diff.h) and xdl_emit_diff's hunks: changes whose old sides are no more than 2 * context
+// lines apart share a hunk, with up to `context` lines around, the context lines the new side's
+// (the same bytes); a line without a newline followed by libgit2's marker line. Left to libgit2
+// (BlobPatch): a side over libgit2's limit for xdiff (1 GiB: its error, the file left out); for
+// git's defaults also a diff driver's name (diff=NAME), a side over libgit2's size from which a
+// file is binary (512 MiB), and equal blobs (a mode change alone). False when a blob or the
+// attribute cannot be read.
 bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opts,
-                  std::deque<std::string>* texts) {
+                  DiffEngine engine, std::deque<std::string>* texts) {
   const git_diff_delta& d = f->delta;
+  git_attr_value_t attribute = GIT_ATTR_VALUE_UNSPECIFIED;
+  if (engine == DiffEngine::kGitDefaults) {
+    if (!DiffAttribute(repo, d, &attribute)) return false;
+    if (attribute == GIT_ATTR_VALUE_STRING || git_oid_equal(&d.old_file.id, &d.new_file.id)) {
+      f->patch = BlobPatch(repo, d, opts, engine, texts, &f->old_blob);
+      return true;
+    }
+  }
   git_blob* raw_blob = nullptr;
   if (!git_oid_is_zero(&d.old_file.id)) {
     if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return false;
@@ -1056,14 +1077,16 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opt
                                   static_cast<size_t>(git_blob_rawsize(blob.get())));
   };
   const std::string_view a = bytes(f->old_blob), b = bytes(f->new_blob);
-  constexpr size_t kXdiffMax = size_t{1} << 30;
-  if (a.size() > kXdiffMax || b.size() > kXdiffMax) {
-    f->patch = BlobPatch(repo, d, opts, DiffEngine::kCgitPages, texts, &f->old_blob);
+  const size_t limit =
+      engine == DiffEngine::kCgitPages ? size_t{1} << 30 : (size_t{1} << 29) - 1;
+  if (a.size() > limit || b.size() > limit) {
+    f->patch = BlobPatch(repo, d, opts, engine, texts, &f->old_blob);
     return true;
   }
   FilePatch& p = f->own;
   p.made = true;
-  if (LooksBinary(a) || LooksBinary(b)) {
+  if (attribute == GIT_ATTR_VALUE_FALSE ||
+      (attribute != GIT_ATTR_VALUE_TRUE && (LooksBinary(a) || LooksBinary(b)))) {
     p.binary = true;
     return true;
   }
@@ -1071,7 +1094,8 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opt
   thread_local std::vector<LineHunk> changes;
   const LineIndex old_lines = IndexLines(a);
   const LineIndex new_lines = IndexLinesLike(b, old_lines);
-  differ.Diff(old_lines, old_lines.size(), new_lines, new_lines.size(), &changes, true);
+  differ.Diff(old_lines, old_lines.size(), new_lines, new_lines.size(), &changes,
+              engine == DiffEngine::kCgitPages, engine == DiffEngine::kGitDefaults);
   auto emit = [&p](char origin, std::string_view line) {
     p.lines.push_back(PatchLine{origin, line});
     if (line.ends_with('\n')) return;
@@ -1202,9 +1226,9 @@ bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
     git_oid_cpy(&d.old_file.id, &c.old_id);
     git_oid_cpy(&d.new_file.id, &c.new_id);
     if (!out->patches) continue;
-    if (out->own_patches && engine == DiffEngine::kCgitPages && !options.ignorews &&
-        options.context > 0 && !IsLinkChange(d)) {
-      if (!OwnBlobPatch(repo, &out->files[i], opts, &out->paths)) out->files[i].own = FilePatch{};
+    if (out->own_patches && !options.ignorews && options.context > 0 && !IsLinkChange(d)) {
+      if (!OwnBlobPatch(repo, &out->files[i], opts, engine, &out->paths))
+        out->files[i].own = FilePatch{};
     } else {
       out->files[i].patch = BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
     }

@@ -223,10 +223,12 @@ struct CommitFiles {
   // Set true before CommitFileDiffs when the lines of the files' blobs will be counted
   // (BlobLinesOf): rename detection hashes the lines of each blob it reads (renames.h).
   bool blob_lines = false;
-  // Set true before CommitFileDiffs (kCgitPages) for the diff fragment: a text file's patch made
-  // by the own line diff (line_diff.h, minimal, xdiff's hunks with context) into FileDiff::own
-  // instead of libgit2's, where that gives the same hunks: not with ignorews (xdiff's whitespace
-  // classes) or context 0 (no hunk joins), not for a submodule's side.
+  // Set true before CommitFileDiffs for the diff fragment (kCgitPages), patch and rawdiff
+  // (kGitDefaults): a file's patch made by the own line diff (line_diff.h: minimal, or with the
+  // indent heuristic; xdiff's hunks with context) into FileDiff::own instead of libgit2's, where
+  // that gives the same hunks: not with ignorews (xdiff's whitespace classes) or context 0 (no
+  // hunk joins), not for a submodule's side, nor (kGitDefaults) for a diff driver's name, equal
+  // blobs or a side of 512 MiB or more (OwnBlobPatch in render.cc).
   bool own_patches = false;
   std::vector<FileDiff> files;
   DiffPtr diff;                   // libgit2's diff, when it made the list
@@ -276,8 +278,9 @@ LinkCounts CountLinkChange(git_repository* repo, const git_diff_delta& d, bool i
 
 // The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's rawdiff
 // and patch pages print it (git's `diff` with git's default options and no rename detection), ids
-// abbreviated to `abbrev` digits or more as git does. False with *reason when the trees cannot be
-// read or diffed.
+// abbreviated to `abbrev` digits or more as git does, each file's patch the own line diff's
+// (CommitFiles::own_patches) or, with kLibgit2 (the tests' reference), libgit2's. False with
+// *reason when the trees cannot be read or diffed.
 bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
                     std::string* out, std::string* reason, FileDiffPath how = FileDiffPath::kOwn);
 

@@ -225,10 +225,12 @@ void AppendQuotedPath(std::string* out, std::string_view prefix, std::string_vie
 void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDiff& f,
                     std::string* out) {
   const git_diff_delta& d = f.delta;
-  git_patch* patch = f.patch.get();
-  const bool binary =
-      ((d.flags | git_patch_get_delta(patch)->flags) & GIT_DIFF_FLAG_BINARY) != 0;
-  const size_t hunks = git_patch_num_hunks(patch);
+  // The own line diff's patch (FileDiff::own), or libgit2's read the same way.
+  FilePatch libgit2;
+  if (!f.own.made) libgit2 = PatchLinesOf(f.patch.get());
+  const FilePatch& patch = f.own.made ? f.own : libgit2;
+  const bool binary = (d.flags & GIT_DIFF_FLAG_BINARY) != 0 || patch.binary;
+  const size_t hunks = patch.hunks.size();
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   if (d.old_file.mode == d.new_file.mode && !binary && hunks == 0) return;
@@ -279,24 +281,20 @@ void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDi
     return;
   }
   HunkHeaders headers(repo, d, f.old_blob.get());
-  for (size_t h = 0; h < hunks; ++h) {
-    const git_diff_hunk* hunk = nullptr;
-    size_t lines = 0;
-    if (git_patch_get_hunk(&hunk, &lines, patch, h) != 0) continue;
+  for (const PatchHunk& hunk : patch.hunks) {
     // git's diff output (not cgit's own xdiff call) ends a hunk header before its first byte that
     // is not valid UTF-8: a function name cut inside a character, or Latin-1 text.
-    const std::string& header = headers.Next(*hunk);
+    const std::string& header = headers.Next(hunk.hunk);
     out->append(header, 0, ValidUtf8Prefix(header));
     *out += '\n';
-    for (size_t l = 0; l < lines; ++l) {
-      const git_diff_line* line = nullptr;
-      if (git_patch_get_line_in_hunk(&line, patch, h, l) != 0) continue;
+    for (size_t l = hunk.first; l < hunk.first + hunk.count; ++l) {
+      const PatchLine& line = patch.lines[l];
       // The origin of a line of text, and nothing before "\ No newline at end of file" (its
       // content starts with the '\n' the line above lacks).
-      if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
-          line->origin == GIT_DIFF_LINE_DELETION)
-        *out += line->origin;
-      out->append(line->content, line->content_len);
+      if (line.origin == GIT_DIFF_LINE_CONTEXT || line.origin == GIT_DIFF_LINE_ADDITION ||
+          line.origin == GIT_DIFF_LINE_DELETION)
+        *out += line.origin;
+      out->append(line.content);
     }
   }
 }
@@ -402,17 +400,20 @@ std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, g
                                                          int abbrev, git_commit* commit,
                                                          std::string* reason) {
   CommitFiles files;
+  files.own_patches = true;
   if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason,
                        FileDiffPath::kOwnRaw, nullptr, DiffEngine::kGitDefaults))
     return nullptr;
   // A file whose patch could not be made is left out, as the commit page leaves it out.
-  std::erase_if(files.files, [](const FileDiff& f) { return !f.patch; });
+  std::erase_if(files.files, [](const FileDiff& f) { return !f.patch && !f.own.made; });
   auto out = std::make_shared<CommitDiffText>();
   for (const FileDiff& f : files.files) {
     const git_diff_delta* d = &f.delta;
     StatLine s;
     s.name = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
-    s.binary = ((d->flags | git_patch_get_delta(f.patch.get())->flags) & GIT_DIFF_FLAG_BINARY) != 0;
+    s.binary = (d->flags & GIT_DIFF_FLAG_BINARY) != 0 ||
+               (f.own.made ? f.own.binary
+                           : (git_patch_get_delta(f.patch.get())->flags & GIT_DIFF_FLAG_BINARY) != 0);
     if (s.binary) {
       for (auto [file, size] :
            {std::pair{&d->old_file, &s.deleted}, std::pair{&d->new_file, &s.added}}) {
@@ -421,6 +422,9 @@ std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, g
         git_object_t type;
         if (git_odb_read_header(&bytes, &type, odb, &file->id) == 0) *size = bytes;
       }
+    } else if (f.own.made) {
+      s.added = f.own.added;
+      s.deleted = f.own.removed;
     } else {
       size_t context = 0, add = 0, del = 0;
       git_patch_line_stats(&context, &add, &del, f.patch.get());
@@ -516,13 +520,14 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
 bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
                     std::string* out, std::string* reason, FileDiffPath how) {
   CommitFiles files;
+  files.own_patches = how != FileDiffPath::kLibgit2;
   if (!CommitFileDiffs(repo, commit, other, DiffOptions{}, "", &files, reason, how, nullptr,
                        DiffEngine::kGitDefaults))
     return false;
   git_odb* raw_odb = nullptr;
   OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   for (const FileDiff& f : files.files) {
-    if (f.patch) AppendChangeText(repo, odb.get(), abbrev, f, out);
+    if (f.patch || f.own.made) AppendChangeText(repo, odb.get(), abbrev, f, out);
   }
   return true;
 }
