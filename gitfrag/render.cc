@@ -830,6 +830,10 @@ ObjectPtr ResolveObject(git_repository* repo, const std::string& spec, int* stat
     *reason = "malformed id (too long)";
     return nullptr;
   }
+  // The object (and a tag's chain) inflated by the pack reader: outside a scope libgit2's own
+  // packed backend read it with zlib and none of the reader's delta bases (a cold diff page's
+  // commit was ~40 K instructions of zlib there).
+  const PackedReadsScope packed_reads;
   git_object* raw = nullptr;
   const int rc = git_revparse_single(&raw, repo, spec.c_str());
   if (rc == GIT_EAMBIGUOUS) {
@@ -850,6 +854,7 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
   std::string spec(id);
   // h= is any revision, as in cgit: a branch, a tag, a full or short id.
   if (spec.empty()) spec = head.empty() ? "HEAD" : std::string(head);
+  const PackedReadsScope packed_reads;  // the peel's reads too (ResolveObject)
   ObjectPtr object = ResolveObject(repo, spec, status, reason);
   if (!object) return nullptr;
   git_object* peeled = nullptr;

@@ -1,6 +1,7 @@
 // The commit page frame: header, tabs, diff options, commit info with decorations, message, and
 // an ESI include where the diff goes (the fragment is rendered once per commit and options and
 // shared by every repository and branch that shows this commit).
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
@@ -142,6 +143,9 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit) {
 }  // namespace
 
 Page RenderCommit(const PageContext& ctx) {
+  // The commit and its parents (their ids and subjects in the header) read by the pack reader,
+  // not by libgit2's own packed backend (zlib, no delta bases kept).
+  const PackedReadsScope packed_reads;
   int status = 200;
   std::string reason;
   git_repository* repo = ctx.lease.repo();

@@ -19,6 +19,7 @@
 #include "gitfrag/blob_stream.h"
 #include "gitfrag/git.h"
 #include "gitfrag/pack_reader.h"
+#include "gitfrag/render.h"
 #include "tests/harness.h"
 
 namespace shellac::gitfrag {
@@ -298,6 +299,34 @@ TEST_F(PackReaderTest, Libgit2ReadsGoThroughTheReaderOnlyInsideAScope) {
                 &listed),
             0);
   EXPECT_EQ(listed, ids.size());
+}
+
+// A page's commit resolved by ResolveCommit (an id, a branch name) is read by the thread's reader
+// without a scope of the caller's: libgit2's own packed backend would inflate it with zlib and
+// keep no delta base.
+TEST_F(PackReaderTest, ResolveCommitReadsThroughTheReader) {
+  const std::string repo = dir_.File("ofs.git");
+  const std::string first = test::Trimmed(
+      test::Shell("git -C " + test::ShellQuote(repo) + " rev-list --reverse master | head -n 1"));
+  for (const std::string& spec : {first, std::string("master")}) {
+    git_repository* raw = nullptr;
+    ASSERT_EQ(git_repository_open(&raw, repo.c_str()), 0);  // afresh: libgit2's cache is empty
+    const RepositoryPtr git(raw);
+    ASSERT_TRUE(AddPackReaderBackend(git.get()));
+    const size_t cached = ThreadPackReader().cached_bytes();
+    int status = 200;
+    std::string reason;
+    const CommitPtr commit = ResolveCommit(git.get(), spec, "", &status, &reason);
+    ASSERT_NE(commit, nullptr) << spec << ": " << reason;
+    const std::string want = test::Trimmed(
+        test::Shell("git -C " + test::ShellQuote(repo) + " rev-parse " + spec));
+    EXPECT_EQ(OidHex(*git_commit_id(commit.get())), want);
+    EXPECT_EQ(git_commit_parentcount(commit.get()), spec == first ? 0u : 1u);
+    EXPECT_GT(ThreadPackReader().cached_bytes(), cached) << spec;
+    const size_t limit = ThreadPackReader().cache_limit();
+    ThreadPackReader().set_cache_limit(0);  // emptied: the next spec's read is seen again
+    ThreadPackReader().set_cache_limit(limit);
+  }
 }
 
 TEST_F(PackReaderTest, TruncatedPackFailsOrReadsTrueBytes) {
