@@ -103,6 +103,11 @@ std::string ToUtf8(std::string_view bytes, const char* encoding);
 std::string FormatDate(const git_time& when);
 // RFC 2822 date as in a patch's Date: header.
 std::string FormatMailDate(const git_time& when);
+// "2021-03-04T13:07:08+00:00" onto `out` (room for kAtomDateMax bytes): a date as cgit's Atom feed
+// writes it, in UTC (other widths for years outside 1000..9999); returns its length (0 for a time
+// gmtime_r cannot break down).
+inline constexpr size_t kAtomDateLength = 25, kAtomDateMax = 48;
+size_t AtomDate(int64_t when, char* out);
 // Subject (first line) and body (after the blank lines that follow it) of a commit message.
 void SplitMessage(std::string_view message, std::string_view* subject, std::string_view* body);
 // "-rw-r--r--" for a git file mode.

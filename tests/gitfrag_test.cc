@@ -418,6 +418,34 @@ TEST_F(GitfragRefs, LooseTagIsPeeledOnceAndLooseRefsOverridePacked) {
 
 // packed-refs as a program other than git may leave it: not sorted, a name twice (the last copy
 // counts), CRLF line ends, upper-case hex, lines that are not refs; a loose ref overrides one.
+// The Atom feed's dates, worked out by hand for 1970..9999, equal strftime's over gmtime_r's: every
+// day of the first 1,100 years (leap days of 2000, 2100, 2400 among them) and a day in each month
+// to the end, at changing times of day, and outside that range (strftime's own widths).
+TEST(GitfragAtomDate, EqualsStrftimeInUtc) {
+  const auto reference = [](int64_t when) {
+    const time_t t = static_cast<time_t>(when);
+    struct tm tm;
+    EXPECT_NE(gmtime_r(&t, &tm), nullptr);
+    char date[64];
+    return std::string(date, std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S+00:00", &tm));
+  };
+  const auto check = [&](int64_t when) {
+    char date[kAtomDateMax];
+    ASSERT_EQ(std::string(date, AtomDate(when, date)), reference(when)) << when;
+  };
+  constexpr int64_t kDay = 86400;
+  for (int64_t day = 0; day < 1100 * 366; ++day) check(day * kDay + (day * 7919) % kDay);
+  for (int64_t day = 1100 * 366; day < 8100 * 366; day += 29) check(day * kDay + day % kDay);
+  for (const int64_t when : {int64_t{0}, int64_t{86399}, int64_t{951782400}, int64_t{4107542400},
+                             int64_t{13574563200}, int64_t{253402300799}, int64_t{253402300800},
+                             int64_t{-1}, int64_t{-86400}, int64_t{-30610224000},
+                             int64_t{-30610224001}, int64_t{-62167219200}}) {
+    check(when);
+  }
+  char date[kAtomDateMax];
+  EXPECT_EQ(std::string(date, AtomDate(1614863228, date)), "2021-03-04T13:07:08+00:00");
+}
+
 TEST(GitfragRefIndex, ReadsPackedRefsHoweverTheyAreWritten) {
   TempDir dir;
   const std::string a(40, 'a'), b(40, 'b'), c = std::string(39, 'C') + "c", t(40, '7');
