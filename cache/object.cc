@@ -1,7 +1,6 @@
 #include "cache/object.h"
 
 #include <malloc.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <new>
 
 #include "base/text.h"
+#include "cache/deflate.h"
 
 namespace shellac::cache {
 namespace {
@@ -229,8 +229,7 @@ ObjectRef Object::Create(std::string_view key, const ObjectSpec& spec, Status* s
   for (const SegmentView& s : spec.body) {
     entries_length += EntrySize(s);
     deflate_total += s.deflate.size();
-    body_crc =
-        static_cast<uint32_t>(crc32_combine(body_crc, s.crc, static_cast<z_off_t>(s.length)));
+    body_crc = CombineCrc(body_crc, s.crc, s.length);  // a length's operator kept per thread
   }
   const size_t table_length = single ? 0 : VarintSize(count) + (count > 1 ? 4 : 0) + entries_length;
   const size_t table_size = single ? entries_length : VarintSize(table_length) + table_length;

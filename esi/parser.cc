@@ -21,6 +21,8 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -1195,6 +1197,55 @@ Template ParseTemplate(std::string_view body, ParserOptions options) {
   Parser parser(options);
   parser.Feed(body);
   return parser.Finish();
+}
+
+std::optional<Template> TemplateOfIncludes(std::string_view body,
+                                           std::span<const std::pair<uint64_t, uint64_t>> tags) {
+  static constexpr std::string_view kOpen = "<esi:include src=\"", kClose = "\"/>";
+  if (tags.empty() || body.empty() || body.front() != '<') return std::nullopt;
+  Template t;
+  // The parser's literals: [from, to) in runs of at most 4 GiB - 1.
+  auto literal = [&t](uint64_t from, uint64_t to) {
+    while (from < to) {
+      Instruction in;
+      in.op = Op::kLiteral;
+      in.offset = from;
+      in.length = static_cast<uint32_t>(std::min<uint64_t>(to - from, 0xffffffffu));
+      t.instructions_.push_back(in);
+      from += in.length;
+    }
+  };
+  t.instructions_.reserve(2 * tags.size() + 1);
+  t.includes_.reserve(tags.size());
+  uint64_t at = 0;
+  for (const auto& [begin, end] : tags) {
+    if (begin < at || end > body.size() || end < begin + kOpen.size() + kClose.size()) {
+      return std::nullopt;
+    }
+    const std::string_view tag = body.substr(begin, end - begin);
+    if (!tag.starts_with(kOpen) || !tag.ends_with(kClose)) return std::nullopt;
+    const std::string_view src =
+        tag.substr(kOpen.size(), tag.size() - kOpen.size() - kClose.size());
+    if (src.empty() || src.size() > Parser::kMaxAttributeLength) return std::nullopt;
+    for (const char c : src) {
+      const auto u = static_cast<unsigned char>(c);
+      if (u <= ' ' || u >= 0x7f || c == '"' || c == '<' || c == '>') return std::nullopt;
+    }
+    literal(at, begin);
+    Include include;
+    include.src = Interpolation::Compile(src, /*variables=*/true);
+    Instruction in;
+    in.op = Op::kInclude;
+    in.offset = begin;
+    in.length = static_cast<uint32_t>(t.includes_.size());
+    t.includes_.push_back(std::move(include));
+    t.instructions_.push_back(in);
+    at = end;
+  }
+  literal(at, body.size());
+  t.body_length_ = body.size();
+  t.esi_ = true;
+  return t;
 }
 
 }  // namespace shellac::esi

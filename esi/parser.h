@@ -70,4 +70,13 @@ class Parser {
 // Parses a whole body at once.
 Template ParseTemplate(std::string_view body, ParserOptions options = {});
 
+// ParseTemplate's template (default options) for a body whose only ESI markup is the
+// `<esi:include src="URL"/>` tags at `tags` ([begin, end) byte ranges, in order), as the renderer
+// that wrote them knows: made from the ranges without reading the rest of the body, which the
+// caller vouches holds no other ESI markup. nullopt when the body does not start with '<', or a
+// range is not such a tag, or its URL is empty or holds a byte the parser might treat otherwise
+// (a quote, '<', '>', whitespace, a control byte, a byte above ASCII): the caller parses instead.
+std::optional<Template> TemplateOfIncludes(std::string_view body,
+                                           std::span<const std::pair<uint64_t, uint64_t>> tags);
+
 }  // namespace shellac::esi

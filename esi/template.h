@@ -16,9 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "esi/expr.h"
@@ -136,6 +138,8 @@ class Template {
 
  private:
   friend class Parser;
+  friend std::optional<Template> TemplateOfIncludes(
+      std::string_view body, std::span<const std::pair<uint64_t, uint64_t>> tags);
 
   std::vector<Instruction> instructions_;
   std::vector<Include> includes_;

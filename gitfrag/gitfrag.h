@@ -148,6 +148,10 @@ struct Page {
   // [begin, end) byte ranges of body that other pages repeat exactly (the chrome around a frame's
   // commit: head, branch list, option panel, footer), in order: the proxy compresses each once.
   std::vector<std::pair<uint64_t, uint64_t>> shared;
+  // [begin, end) byte ranges of body that are its <esi:include src="URL"/> tags, in order (a page
+  // with `esi` set): the renderer wrote them and no other ESI markup (git data is escaped), so the
+  // proxy makes the frame's template from them without parsing the body.
+  std::vector<std::pair<uint64_t, uint64_t>> includes;
   Refusal refusal = Refusal::kNone;  // not rendered: the render queue refused it (status 503)
   // Set (status 200, body empty): the body comes from this stream, not from `body`.
   std::shared_ptr<BodyStream> stream;

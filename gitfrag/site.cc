@@ -619,7 +619,10 @@ Page Site::Render(const Route& route) const {
         break;
     }
     out.Flush();
-    if (page.status == 200 && page.esi) page.shared = out.TakeShared();
+    if (page.status == 200 && page.esi) {
+      page.shared = out.TakeShared();
+      page.includes = out.TakeIncludes();
+    }
   }
   if (page.status == 200) page.body = std::move(body);
   page.repo_state = lease.state();

@@ -98,9 +98,8 @@ Page RenderAbout(const PageContext& page_ctx) {
             "about", ctx.route.id);
   out.Raw("<div id='summary'>");
   if (blob) {
-    out.Raw("<esi:include src=\"")
-        .Raw(ctx.site.ReadmeUrl(ctx.route.repo, OidHex(*blob), readme->name, page_ctx.route.head))
-        .Raw("\"/>");
+    out.Include(
+        ctx.site.ReadmeUrl(ctx.route.repo, OidHex(*blob), readme->name, page_ctx.route.head));
     page.esi = true;
   } else {
     WriteReadme(ctx, *readme, bytes, &page);

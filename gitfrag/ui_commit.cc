@@ -175,10 +175,8 @@ Page RenderCommit(const PageContext& ctx) {
     // An octopus merge shows no diff, as in cgit (its first-parent diff is all the other
     // branches' work).
     if (git_commit_parentcount(commit.get()) < 3) {
-      out.Raw("<esi:include src=\"")
-          .Raw(ctx.site.FragmentUrl(ctx.route.repo, hex, "", EffectiveDiffOptions(ctx),
-                                    ctx.route.path));
-      out.Raw("\"/>");
+      out.Include(
+          ctx.site.FragmentUrl(ctx.route.repo, hex, "", EffectiveDiffOptions(ctx), ctx.route.path));
     }
     PageEnd(out);
   }

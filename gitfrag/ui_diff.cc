@@ -560,11 +560,9 @@ Page RenderDiffPage(const PageContext& ctx) {
       ctx.repo.name + " - " + (ctx.repo.desc.empty() ? "[no description]" : ctx.repo.desc);
   PageStart(ctx, title, "diff", ctx.route.id);
   WriteOptionsPanel(ctx, ctx.route.id);
-  ctx.out.Raw("<esi:include src=\"")
-      .Raw(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
-                                other ? OidHex(*git_commit_id(other.get())) : "",
-                                EffectiveDiffOptions(ctx), ctx.route.path))
-      .Raw("\"/>");
+  ctx.out.Include(ctx.site.FragmentUrl(ctx.route.repo, OidHex(*git_commit_id(commit.get())),
+                                       other ? OidHex(*git_commit_id(other.get())) : "",
+                                       EffectiveDiffOptions(ctx), ctx.route.path));
   PageEnd(ctx.out);
   Page page;
   page.esi = true;

@@ -544,8 +544,7 @@ Page RenderTree(const PageContext& page_ctx) {
       // The lines depend on the blob alone (and, with a source-filter, on the filter and the
       // file's name, which the include then names): one stored copy serves every path, revision
       // and fork that shows it. Resolving the path here checked the blob is in this repository.
-      out.Raw("<esi:include src=\"").Raw(ctx.site.BlobUrl(r.repo, hex, BaseName(r.path)));
-      out.Raw("\"/>");
+      out.Include(ctx.site.BlobUrl(r.repo, hex, BaseName(r.path)));
       page.esi = true;
     }
   }

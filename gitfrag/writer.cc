@@ -17,6 +17,13 @@ Writer& Writer::Raw(std::string_view s) {
   return *this;
 }
 
+Writer& Writer::Include(std::string_view url) {
+  const uint64_t begin = size();
+  Raw("<esi:include src=\"").Raw(url).Raw("\"/>");
+  includes_.emplace_back(begin, size());
+  return *this;
+}
+
 Writer& Writer::Text(std::string_view s) {
   // Copy runs of safe bytes in one go; only the five special bytes take the slow path.
   size_t start = 0;

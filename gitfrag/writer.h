@@ -44,6 +44,13 @@ class Writer {
   }
   std::vector<std::pair<uint64_t, uint64_t>> TakeShared() { return std::move(shared_); }
 
+  // Writes an `<esi:include src="URL"/>` tag (`url`: trusted bytes that need no escaping, as Raw)
+  // and notes where it stands, so that the proxy makes the frame's template from these places
+  // instead of parsing the page (gitfrag::Page::includes). Every include a page carries is
+  // written here.
+  Writer& Include(std::string_view url);
+  std::vector<std::pair<uint64_t, uint64_t>> TakeIncludes() { return std::move(includes_); }
+
   // Moves buffered bytes to the sink.
   void Flush();
   // Bytes written so far (buffered + flushed).
@@ -61,6 +68,7 @@ class Writer {
   uint64_t flushed_ = 0;
   uint64_t shared_begin_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> shared_;
+  std::vector<std::pair<uint64_t, uint64_t>> includes_;
 };
 
 }  // namespace shellac::gitfrag

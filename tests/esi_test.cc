@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "esi/assembly.h"
@@ -195,6 +197,69 @@ TEST(EsiInclude, Forms) {
   EXPECT_TRUE(Has(t, ProblemKind::kIncludeNotEmpty));
   EXPECT_EQ(t.warning_count(), 1u);
   EXPECT_EQ(site.Render("<p><esi:include src=\"/a\"></p>"), "<p>A</p>");
+}
+
+// A renderer that wrote its include tags gets ParseTemplate's template from their places alone.
+void ExpectSameTemplate(const Template& a, const Template& b) {
+  ASSERT_EQ(a.esi(), b.esi());
+  EXPECT_EQ(a.body_length(), b.body_length());
+  EXPECT_EQ(a.Dump(), b.Dump());
+  ASSERT_EQ(a.instructions().size(), b.instructions().size());
+  for (size_t i = 0; i < a.instructions().size(); ++i) {
+    const Instruction &x = a.instructions()[i], &y = b.instructions()[i];
+    EXPECT_EQ(x.op, y.op) << i;
+    EXPECT_EQ(x.offset, y.offset) << i;
+    EXPECT_EQ(x.length, y.length) << i;
+    EXPECT_EQ(x.end, y.end) << i;
+  }
+  ASSERT_EQ(a.include_count(), b.include_count());
+  for (uint32_t i = 0; i < a.include_count(); ++i) {
+    EXPECT_EQ(a.include(i).src.raw(), b.include(i).src.raw());
+    EXPECT_EQ(a.include(i).src.has_variables(), b.include(i).src.has_variables());
+    EXPECT_EQ(a.include(i).has_alt, b.include(i).has_alt);
+    EXPECT_EQ(a.include(i).continue_on_error, b.include(i).continue_on_error);
+  }
+  EXPECT_EQ(a.error_count(), b.error_count());
+  EXPECT_EQ(a.warning_count(), b.warning_count());
+}
+
+TEST(EsiInclude, TemplateOfKnownIncludesIsTheParsedOne) {
+  const std::string tag1 = "<esi:include src=\"/r/esi-diff/?id=ab&amp;context=5\"/>";
+  const std::string tag2 = "<esi:include src=\"/r/esi-blob/f.c?id=cd$(HTTP_HOST)\"/>";
+  for (const std::string& before : {"<!DOCTYPE html>\n<p>"s, "<p>"s}) {
+    for (const std::string& between : {""s, "<!-- a comment --><b>x</b>"s}) {
+      for (const std::string& after : {""s, "</p>\n"s}) {
+        const std::string body = before + tag1 + between + tag2 + after;
+        const uint64_t b1 = before.size(), e1 = b1 + tag1.size();
+        const uint64_t b2 = e1 + between.size(), e2 = b2 + tag2.size();
+        const std::pair<uint64_t, uint64_t> both[] = {{b1, e1}, {b2, e2}};
+        SCOPED_TRACE(body);
+        const std::optional<Template> known = TemplateOfIncludes(body, both);
+        ASSERT_TRUE(known);
+        ExpectSameTemplate(*known, ParseTemplate(body));
+        const std::pair<uint64_t, uint64_t> first[] = {{b1, e1}};
+        const std::string one = before + tag1 + after;
+        ExpectSameTemplate(*TemplateOfIncludes(one, first), ParseTemplate(one));
+      }
+    }
+  }
+  // Anything else is left to the parser.
+  const std::string body = "<p>" + tag1 + "</p>";
+  const std::pair<uint64_t, uint64_t> right[] = {{3, 3 + tag1.size()}};
+  EXPECT_TRUE(TemplateOfIncludes(body, right));
+  EXPECT_FALSE(TemplateOfIncludes(body, {}));
+  const std::pair<uint64_t, uint64_t> shifted[] = {{2, 2 + tag1.size()}};
+  EXPECT_FALSE(TemplateOfIncludes(body, shifted));
+  const std::pair<uint64_t, uint64_t> past[] = {{3, body.size() + 1}};
+  EXPECT_FALSE(TemplateOfIncludes(body, past));
+  const std::pair<uint64_t, uint64_t> twice[] = {right[0], right[0]};
+  EXPECT_FALSE(TemplateOfIncludes(body, twice));
+  EXPECT_FALSE(TemplateOfIncludes(" " + body, std::span(shifted)));  // not '<' first
+  for (const std::string src : {""s, "/a b"s, "/a\tb"s, "/a>b"s, "/a<b"s, "/a\xc3\xa9"s}) {
+    const std::string odd = "<p><esi:include src=\"" + src + "\"/></p>";
+    const std::pair<uint64_t, uint64_t> tag[] = {{3, odd.size() - 4}};
+    EXPECT_FALSE(TemplateOfIncludes(odd, tag)) << src;
+  }
 }
 
 TEST(EsiInclude, WithoutSrcIsDropped) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "conf/config.h"
+#include "esi/esi.h"
 #include "gitfrag/filter.h"
 #include "gitfrag/gitfrag.h"
 #include "gitfrag/git.h"
@@ -1723,6 +1724,46 @@ TEST_F(GitfragTree, BlameEqualsCgit) {
 // A file view is a frame around the blob part: the part's key is the blob id alone, so the same
 // file at another path, revision or repository includes the same stored part. A file over
 // max-blob-size gets the note and no include.
+// Every frame says where its include tags are (Page::includes), and the template the proxy makes
+// from those places is the one parsing the frame gives.
+TEST_F(GitfragTree, FramesNameTheirIncludes) {
+  conf::Config c = fx.Config();
+  c.repositories[0].readme = {":dir/f.c"};
+  Site site(c);
+  const std::string side = fx.Rev("side");
+  for (const auto& [path, query] : std::vector<std::pair<std::string, std::string>>{
+           {"/fix/commit/", ""},
+           {"/fix/commit/dir/f.c", "id=" + side + "&context=5"},
+           {"/fix/diff/", "id=" + side},
+           {"/fix/diff/", "id=" + side + "&id2=" + fx.Rev("master") + "&dt=1"},
+           {"/fix/tree/dir/f.c", ""},
+           {"/fix/tree/dir/f.c", "h=side"},
+           {"/fix/about/", ""}}) {
+    SCOPED_TRACE(path + "?" + query);
+    const Page frame = site.Render(MustMatch(site, path, query));
+    ASSERT_EQ(frame.status, 200) << frame.reason;
+    ASSERT_TRUE(frame.esi);
+    size_t tags = 0;
+    for (size_t at = frame.body.find("<esi:"); at != std::string::npos;
+         at = frame.body.find("<esi:", at + 1))
+      ++tags;
+    ASSERT_EQ(frame.includes.size(), tags);
+    ASSERT_GE(tags, 1u);
+    const std::optional<esi::Template> known = esi::TemplateOfIncludes(frame.body, frame.includes);
+    ASSERT_TRUE(known);
+    const esi::Template parsed = esi::ParseTemplate(frame.body);
+    EXPECT_EQ(known->Dump(), parsed.Dump());
+    ASSERT_EQ(known->instructions().size(), parsed.instructions().size());
+    for (size_t i = 0; i < parsed.instructions().size(); ++i) {
+      EXPECT_EQ(known->instructions()[i].op, parsed.instructions()[i].op);
+      EXPECT_EQ(known->instructions()[i].offset, parsed.instructions()[i].offset);
+      EXPECT_EQ(known->instructions()[i].length, parsed.instructions()[i].length);
+    }
+  }
+  // A page with no include names none.
+  EXPECT_TRUE(site.Render(MustMatch(site, "/fix/tree/", "")).includes.empty());
+}
+
 TEST_F(GitfragTree, FileViewIncludesTheBlobPartByItsId) {
   conf::Config c = fx.Config();
   conf::Config::Repository fork = c.repositories[0];
