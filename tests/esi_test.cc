@@ -255,7 +255,7 @@ TEST(EsiInclude, TemplateOfKnownIncludesIsTheParsedOne) {
   const std::pair<uint64_t, uint64_t> twice[] = {right[0], right[0]};
   EXPECT_FALSE(TemplateOfIncludes(body, twice));
   EXPECT_FALSE(TemplateOfIncludes(" " + body, std::span(shifted)));  // not '<' first
-  for (const std::string src : {""s, "/a b"s, "/a\tb"s, "/a>b"s, "/a<b"s, "/a\xc3\xa9"s}) {
+  for (const std::string& src : {""s, "/a b"s, "/a\tb"s, "/a>b"s, "/a<b"s, "/a\xc3\xa9"s}) {
     const std::string odd = "<p><esi:include src=\"" + src + "\"/></p>";
     const std::pair<uint64_t, uint64_t> tag[] = {{3, odd.size() - 4}};
     EXPECT_FALSE(TemplateOfIncludes(odd, tag)) << src;
