@@ -441,15 +441,19 @@ void EsiResponse::SendHead(int64_t length) {
   head_sent_ = true;
 }
 
-void EsiResponse::FlushPending() {
+bool EsiResponse::MovePending() {
   const size_t n = evbuffer_get_length(pending_.get());
-  if (n == 0) return;  // nothing yet: a failure now can still be answered with 502
+  if (n == 0) return false;  // nothing yet: a failure now can still be answered with 502
   if (!head_sent_) SendHead(-1);
   body_bytes_ += n;
   if (chunked_) evbuffer_add_printf(client_.output(), "%zx\r\n", n);
   evbuffer_add_buffer(client_.output(), pending_.get());
   if (chunked_) evbuffer_add(client_.output(), "\r\n", 2);
-  client_.Flush();
+  return true;
+}
+
+void EsiResponse::FlushPending() {
+  if (MovePending()) client_.Flush();
 }
 
 void EsiResponse::LogIssues() {
@@ -479,7 +483,9 @@ void EsiResponse::Finish() {
     body_bytes_ = n;
     evbuffer_add_buffer(client_.output(), pending_.get());
   } else {
-    FlushPending();
+    // The last chunk and the end of the chunks go out in one write (FinishExchange's flush): as
+    // two, a page cost one more writev and one more segment for the client to wake up for.
+    MovePending();
     if (chunked_) evbuffer_add(client_.output(), "0\r\n\r\n", 5);
   }
   client_.CountBodyBytes(body_bytes_);

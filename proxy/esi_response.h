@@ -88,7 +88,10 @@ class EsiResponse {
   bool Emit(const esi::Piece& piece);
   // `length` >= 0: the whole body is known (Content-Length); < 0: chunked or close-delimited.
   void SendHead(int64_t length);
-  // Sends what pending_ holds (as a chunk when chunked), the head first if it has not gone out.
+  // Moves what pending_ holds to the client's output (as a chunk when chunked), the head first if
+  // it has not gone out; false when pending_ was empty.
+  bool MovePending();
+  // MovePending, then writes.
   void FlushPending();
   void Finish();
   void PageFailed(std::string why);
