@@ -171,7 +171,8 @@ TEST(Resident, AChunkedFrameEndsInOneWrite) {
   ASSERT_EQ(r.status, 200) << r.Describe();
   ASSERT_TRUE(r.chunked) << "the fragment was ready before the head went out";
   EXPECT_EQ(r.body, Assembled(proxy, target));
-  // The worker wrote the answer; a render thread writes at most its wake-up of the worker.
+  // The worker wrote the answer; a render thread writes only its wake-ups of the worker (at most
+  // one per render: the frame's and the fragment's), every other thread nothing.
   uint64_t most = 0;
   for (const auto& [tid, writes] : WritesPerThread(proxy.Pid())) {
     const auto it = before.find(tid);
