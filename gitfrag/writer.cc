@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "gitfrag/byte_scan.h"
+
 namespace shellac::gitfrag {
 
 Writer::Writer(std::string* sink) : sink_(sink), buffer_(new char[kBufferSize]) {}
@@ -25,35 +27,32 @@ Writer& Writer::Include(std::string_view url) {
 }
 
 Writer& Writer::Text(std::string_view s) {
-  // Copy runs of safe bytes in one go; only the five special bytes take the slow path.
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char* entity;
-    switch (s[i]) {
+  // Runs of safe bytes go in one copy; only the five special bytes are replaced one at a time.
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  for (;;) {
+    const char* const run = p;
+    p = FindAnyOf<'&', '<', '>', '\'', '"'>(p, end);
+    Raw(std::string_view(run, static_cast<size_t>(p - run)));
+    if (p == end) return *this;
+    switch (*p++) {
       case '&':
-        entity = "&amp;";
+        Raw("&amp;");
         break;
       case '<':
-        entity = "&lt;";
+        Raw("&lt;");
         break;
       case '>':
-        entity = "&gt;";
+        Raw("&gt;");
         break;
       case '\'':
-        entity = "&#39;";
+        Raw("&#39;");
         break;
-      case '"':
-        entity = "&quot;";
+      default:  // '"'
+        Raw("&quot;");
         break;
-      default:
-        continue;
     }
-    Raw(s.substr(start, i - start));
-    Raw(entity);
-    start = i + 1;
   }
-  Raw(s.substr(start));
-  return *this;
 }
 
 namespace {
