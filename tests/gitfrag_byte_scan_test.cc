@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gitfrag/byte_scan.h"
+#include "gitfrag/render.h"
 #include "gitfrag/writer.h"
 
 namespace shellac::gitfrag {
@@ -68,12 +69,23 @@ std::string EscapeByteByByte(std::string_view s) {
   std::string out;
   for (const char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '\'': out += "&#39;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -93,6 +105,67 @@ TEST(ByteScan, WriterTextEscapesAsByteByByte) {
       w.Text(input);
     }
     EXPECT_EQ(sink, EscapeByteByByte(input));
+  }
+}
+
+// The URL escapes byte by byte, as they were written before they scanned for runs.
+std::string UrlEncodeByteByByte(std::string_view s, bool keep_slash) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+        std::string_view("-_.~").find(c) != std::string_view::npos || (keep_slash && c == '/')) {
+      out += c;
+    } else {
+      out += '%';
+      out += "0123456789ABCDEF"[u >> 4];
+      out += "0123456789ABCDEF"[u & 15];
+    }
+  }
+  return out;
+}
+
+std::string UrlAttributeByteByByte(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f ||
+        std::string_view("\"#%'<>\\^`{|}").find(c) != std::string_view::npos) {
+      out += '%';
+      out += "0123456789abcdef"[u >> 4];
+      out += "0123456789abcdef"[u & 15];
+    } else if (c == '&') {
+      out += "&amp;";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+TEST(ByteScan, UrlEscapesAsByteByByte) {
+  std::string all;
+  for (int value = 0; value < 256; ++value) all.push_back(static_cast<char>(value));
+  const std::vector<std::string> inputs = {"", "src/a b/c.d", "/x?y=1&z=2#f", all,
+                                           "\xff" + all + "a"};
+  for (const std::string& input : inputs) {
+    for (const bool keep_slash : {false, true}) {
+      std::string appended;
+      AppendUrlEncoded(&appended, input, keep_slash);
+      EXPECT_EQ(appended, UrlEncodeByteByByte(input, keep_slash));
+      std::string sink;
+      {
+        Writer w(&sink);
+        w.UrlPart(input, keep_slash);
+      }
+      EXPECT_EQ(sink, UrlEncodeByteByByte(input, keep_slash));
+    }
+    std::string sink;
+    {
+      Writer w(&sink);
+      WriteUrlAttribute(w, input);
+    }
+    EXPECT_EQ(sink, UrlAttributeByteByByte(input));
   }
 }
 
