@@ -8,7 +8,7 @@ namespace shellac::gitfrag {
 
 Writer::Writer(std::string* sink) : sink_(sink), buffer_(new char[kBufferSize]) {}
 
-Writer& Writer::Raw(std::string_view s) {
+Writer& Writer::RawAcrossFlush(std::string_view s) {
   while (!s.empty()) {
     if (used_ == kBufferSize) Flush();
     const size_t n = std::min(s.size(), kBufferSize - used_);

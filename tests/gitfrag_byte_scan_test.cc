@@ -106,6 +106,13 @@ TEST(ByteScan, WriterTextEscapesAsByteByByte) {
     }
     EXPECT_EQ(sink, EscapeByteByByte(input));
   }
+  // A default string_view (null data) writes nothing, and gives memcpy no null pointer (UBSan).
+  std::string sink;
+  {
+    Writer w(&sink);
+    w.Raw(std::string_view()).Text(std::string_view()).UrlPart(std::string_view(), true);
+  }
+  EXPECT_EQ(sink, "");
 }
 
 // The URL escapes byte by byte, as they were written before they scanned for runs.
