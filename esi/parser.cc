@@ -880,12 +880,7 @@ class Parser::Machine {
       include.has_alt = inc_has_alt_;
       if (inc_has_alt_) include.alt = Interpolation::Compile(inc_alt_, variables);
       include.continue_on_error = inc_continue_;
-      Instruction instruction;
-      instruction.op = Op::kInclude;
-      instruction.offset = tag_start_;
-      instruction.length = static_cast<uint32_t>(t_.includes_.size());
-      t_.includes_.push_back(std::move(include));
-      t_.instructions_.push_back(instruction);
+      t_.AddInclude(tag_start_, std::move(include));
       coalesce_ = false;
     } else {
       AddProblem(ProblemKind::kIncludeMisplaced, offset);
@@ -1234,12 +1229,7 @@ std::optional<Template> TemplateOfIncludes(std::string_view body,
     literal(at, begin);
     Include include;
     include.src = Interpolation::Compile(src, /*variables=*/true);
-    Instruction in;
-    in.op = Op::kInclude;
-    in.offset = begin;
-    in.length = static_cast<uint32_t>(t.includes_.size());
-    t.includes_.push_back(std::move(include));
-    t.instructions_.push_back(in);
+    t.AddInclude(begin, std::move(include));
     at = end;
   }
   literal(at, body.size());

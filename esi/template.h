@@ -141,6 +141,17 @@ class Template {
   friend std::optional<Template> TemplateOfIncludes(
       std::string_view body, std::span<const std::pair<uint64_t, uint64_t>> tags);
 
+  // Appends `include` and the instruction that delivers it, the tag standing at body offset
+  // `offset`: how the parser and TemplateOfIncludes both add an include.
+  void AddInclude(uint64_t offset, Include include) {
+    Instruction instruction;
+    instruction.op = Op::kInclude;
+    instruction.offset = offset;
+    instruction.length = static_cast<uint32_t>(includes_.size());
+    includes_.push_back(std::move(include));
+    instructions_.push_back(instruction);
+  }
+
   std::vector<Instruction> instructions_;
   std::vector<Include> includes_;
   std::vector<Expression> expressions_;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/text.h"
+#include "gitfrag/byte_scan.h"
 #include "gitfrag/commit_graph.h"
 #include "gitfrag/line_diff.h"
 #include "gitfrag/memo.h"
@@ -499,25 +500,31 @@ std::string ExpandMacros(std::string_view text, const conf::Config::Repository& 
 // A URL for an href as cgit's html_url_path writes it: bytes a URL cannot hold escaped.
 void WriteUrlAttribute(Writer& out, std::string_view url) {
   static constexpr char kHex[] = "0123456789abcdef";
-  static constexpr std::string_view kEscaped = "\"#%'<>\\^`{|}";
-  // Of the bytes left as they are, only '&' needs an entity in an attribute (the others HTML
-  // escapes are percent-escaped above): runs of the rest go in one copy.
-  size_t start = 0;
-  for (size_t i = 0; i < url.size(); ++i) {
-    const auto c = static_cast<unsigned char>(url[i]);
-    const bool escaped =
-        c <= 0x20 || c >= 0x7f || kEscaped.find(static_cast<char>(c)) != std::string_view::npos;
-    if (!escaped && c != '&') continue;
-    out.Raw(url.substr(start, i - start));
-    if (escaped) {
+  // The bytes percent-escaped (controls, blank, non-ASCII and these) and '&', the only byte left
+  // as it is that needs an entity in an attribute (the others HTML escapes are percent-escaped):
+  // runs of the rest go in one copy.
+  static constexpr ByteSet kSpecial = [] {
+    ByteSet special{};
+    for (int c = 0; c < 256; ++c) special[c] = c <= 0x20 || c >= 0x7f;
+    for (const char c : std::string_view("\"#%'<>\\^`{|}&"))
+      special[static_cast<unsigned char>(c)] = true;
+    return special;
+  }();
+  const char* p = url.data();
+  const char* const end = p + url.size();
+  for (;;) {
+    const char* const run = p;
+    p = FindInSet(p, end, kSpecial);
+    out.Raw(std::string_view(run, static_cast<size_t>(p - run)));
+    if (p == end) return;
+    const auto c = static_cast<unsigned char>(*p++);
+    if (c == '&') {
+      out.Raw("&amp;");
+    } else {
       const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
       out.Raw(std::string_view(escape, 3));
-    } else {
-      out.Raw("&amp;");
     }
-    start = i + 1;
   }
-  out.Raw(url.substr(start));
 }
 
 std::vector<std::string> CloneUrls(const PageContext& ctx) {

@@ -2,8 +2,6 @@
 // the default branch), with a path those git's `log -- PATH` shows, as cgit 1.2.3 writes it. It
 // depends on a branch, so it is rendered per request; an entry's text (all of it but the link to
 // the commit's page) depends on the commit alone and is kept by id.
-#include <array>
-#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -12,10 +10,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
+#include "gitfrag/byte_scan.h"
 #include "gitfrag/history.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
@@ -65,41 +61,6 @@ size_t AtomDate(int64_t when, char* out) {
 
 namespace {
 
-// Whether one of the 8 bytes of `word` is '&', '<' or '>' (a byte equal to c leaves a zero byte in
-// word ^ c*ones, which (v - ones) & ~v & highs finds).
-constexpr bool HasXmlSpecial(uint64_t word) {
-  constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
-  const auto zero_byte = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
-  return (zero_byte(word ^ (kOnes * '&')) | zero_byte(word ^ (kOnes * '<')) |
-          zero_byte(word ^ (kOnes * '>'))) != 0;
-}
-
-// The first '&', '<' or '>' in [p, end), or end: 16 bytes at a time where SSE2 is (every x86-64),
-// then 8 at a time, then through a table.
-const char* NextXmlSpecial(const char* p, const char* const end) {
-#if defined(__SSE2__)
-  const __m128i amp = _mm_set1_epi8('&'), lt = _mm_set1_epi8('<'), gt = _mm_set1_epi8('>');
-  for (; end - p >= 16; p += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, amp), _mm_cmpeq_epi8(v, lt)),
-                                      _mm_cmpeq_epi8(v, gt));
-    if (const int mask = _mm_movemask_epi8(hit); mask != 0)
-      return p + std::countr_zero(static_cast<unsigned>(mask));
-  }
-#endif
-  static constexpr auto kSpecial = [] {
-    std::array<bool, 256> special{};
-    special['&'] = special['<'] = special['>'] = true;
-    return special;
-  }();
-  for (uint64_t word; end - p >= 8; p += 8) {
-    std::memcpy(&word, p, 8);
-    if (HasXmlSpecial(word)) break;
-  }
-  while (p != end && !kSpecial[static_cast<unsigned char>(*p)]) ++p;
-  return p;
-}
-
 // Text as cgit's html_txt escapes it: only '&', '<' and '>' (quotes stay as they are); the runs
 // between them copied whole.
 void XmlText(std::string& out, std::string_view text) {
@@ -107,7 +68,7 @@ void XmlText(std::string& out, std::string_view text) {
   const char* const end = p + text.size();
   while (p != end) {
     const char* const run = p;
-    p = NextXmlSpecial(p, end);
+    p = FindAnyOf<'&', '<', '>'>(p, end);
     out.append(run, static_cast<size_t>(p - run));
     if (p == end) break;
     out.append(*p == '&' ? "&amp;"sv : *p == '<' ? "&lt;"sv : "&gt;"sv);

@@ -591,29 +591,42 @@ Page RenderBlob(const PageContext& ctx) {
   }
   out.Raw("<table summary='blob content' class='blob'>\n<tr><td class='linenumbers'><pre>");
   // One number per line; a last newline starts no line of its own. The number is kept in decimal
-  // and counted up in place, and each line's anchor is written in one copy.
+  // and counted up in place, and each line's anchor is written in one copy. The number's digits
+  // end at digits[kDigits] with as many bytes of slack after them, so that each of its three
+  // copies into the anchor is a copy of a fixed kDigits bytes (a few stores, not a call to
+  // memcpy) of which the anchor keeps the number's length.
   if (!bytes.empty()) {
-    char digits[24];
-    size_t start = sizeof digits - 1;
+    constexpr size_t kDigits = 20;  // 2^64 has 20 digits
+    char digits[2 * kDigits] = {};
+    size_t start = kDigits - 1;
     digits[start] = '0';
     auto number = [&] {
-      size_t i = sizeof digits - 1;
+      size_t i = kDigits - 1;
       while (digits[i] == '9') {
         digits[i] = '0';
         if (i == start) digits[--start] = '0';
         --i;
       }
       ++digits[i];
-      const std::string_view n(digits + start, sizeof digits - start);
+      const size_t length = kDigits - start;
       char anchor[128];
-      size_t used = 0;
-      for (const std::string_view part : {std::string_view("<a id='n"), n,
-                                          std::string_view("' href='#n"), n,
-                                          std::string_view("'>"), n, std::string_view("</a>\n")}) {
-        std::memcpy(anchor + used, part.data(), part.size());
-        used += part.size();
-      }
-      out.Raw(std::string_view(anchor, used));
+      char* at = anchor;
+      const auto put = [&at](std::string_view literal) {
+        std::memcpy(at, literal.data(), literal.size());
+        at += literal.size();
+      };
+      const auto put_number = [&] {
+        std::memcpy(at, digits + start, kDigits);
+        at += length;
+      };
+      put("<a id='n");
+      put_number();
+      put("' href='#n");
+      put_number();
+      put("'>");
+      put_number();
+      put("</a>\n");
+      out.Raw(std::string_view(anchor, static_cast<size_t>(at - anchor)));
     };
     number();
     const char* const last = bytes.data() + bytes.size() - 1;

@@ -2,11 +2,13 @@
 
 #include <cstring>
 
+#include "gitfrag/byte_scan.h"
+
 namespace shellac::gitfrag {
 
 Writer::Writer(std::string* sink) : sink_(sink), buffer_(new char[kBufferSize]) {}
 
-Writer& Writer::Raw(std::string_view s) {
+Writer& Writer::RawAcrossFlush(std::string_view s) {
   while (!s.empty()) {
     if (used_ == kBufferSize) Flush();
     const size_t n = std::min(s.size(), kBufferSize - used_);
@@ -25,73 +27,75 @@ Writer& Writer::Include(std::string_view url) {
 }
 
 Writer& Writer::Text(std::string_view s) {
-  // Copy runs of safe bytes in one go; only the five special bytes take the slow path.
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char* entity;
-    switch (s[i]) {
+  // Runs of safe bytes go in one copy; only the five special bytes are replaced one at a time.
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  for (;;) {
+    const char* const run = p;
+    p = FindAnyOf<'&', '<', '>', '\'', '"'>(p, end);
+    Raw(std::string_view(run, static_cast<size_t>(p - run)));
+    if (p == end) return *this;
+    switch (*p++) {
       case '&':
-        entity = "&amp;";
+        Raw("&amp;");
         break;
       case '<':
-        entity = "&lt;";
+        Raw("&lt;");
         break;
       case '>':
-        entity = "&gt;";
+        Raw("&gt;");
         break;
       case '\'':
-        entity = "&#39;";
+        Raw("&#39;");
         break;
-      case '"':
-        entity = "&quot;";
+      default:  // '"'
+        Raw("&quot;");
         break;
-      default:
-        continue;
     }
-    Raw(s.substr(start, i - start));
-    Raw(entity);
-    start = i + 1;
   }
-  Raw(s.substr(start));
-  return *this;
 }
 
 namespace {
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
-bool UrlSafe(unsigned char c, bool keep_slash) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.' || c == '~' || (keep_slash && c == '/');
+// The bytes a URL escapes: all but [A-Za-z0-9._~-], and '/' unless `keep_slash`.
+constexpr ByteSet UrlUnsafeBytes(bool keep_slash) {
+  ByteSet unsafe{};
+  for (int c = 0; c < 256; ++c)
+    unsafe[c] = !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/'));
+  return unsafe;
+}
+constexpr ByteSet kUrlUnsafe = UrlUnsafeBytes(false), kUrlUnsafeButSlash = UrlUnsafeBytes(true);
+
+// Percent-encodes `s` onto `out`: each run of bytes a URL keeps in one `out(run)`, each other byte
+// as its three bytes. (A tree page writes a few links per entry, each with its path.)
+template <typename Out>
+void UrlEncode(std::string_view s, bool keep_slash, Out out) {
+  const ByteSet& unsafe = keep_slash ? kUrlUnsafeButSlash : kUrlUnsafe;
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  for (;;) {
+    const char* const run = p;
+    p = FindInSet(p, end, unsafe);
+    out(std::string_view(run, static_cast<size_t>(p - run)));
+    if (p == end) return;
+    const auto c = static_cast<unsigned char>(*p++);
+    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+    out(std::string_view(escape, 3));
+  }
 }
 
 }  // namespace
 
 void AppendUrlEncoded(std::string* out, std::string_view s, bool keep_slash) {
-  for (unsigned char c : s) {
-    if (UrlSafe(c, keep_slash)) {
-      out->push_back(static_cast<char>(c));
-    } else {
-      out->push_back('%');
-      out->push_back(kHex[c >> 4]);
-      out->push_back(kHex[c & 15]);
-    }
-  }
+  UrlEncode(s, keep_slash, [out](std::string_view piece) { out->append(piece); });
 }
 
 Writer& Writer::UrlPart(std::string_view s, bool keep_slash) {
-  // Runs of bytes a URL keeps go in one copy (a tree page writes a few links per entry, each with
-  // its path); only the others are escaped one at a time.
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (UrlSafe(c, keep_slash)) continue;
-    Raw(s.substr(start, i - start));
-    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
-    Raw(std::string_view(escape, 3));
-    start = i + 1;
-  }
-  return Raw(s.substr(start));
+  UrlEncode(s, keep_slash, [this](std::string_view piece) { Raw(piece); });
+  return *this;
 }
 
 Writer& Writer::Number(uint64_t n) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,8 +27,16 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
-  // Trusted bytes: markup written by the renderer itself. Never git data.
-  Writer& Raw(std::string_view s);
+  // Trusted bytes: markup written by the renderer itself. Never git data. Inline: a page makes
+  // hundreds of these calls, most of a few bytes that fit the buffer, and a literal's length is
+  // then known where it is called.
+  Writer& Raw(std::string_view s) {
+    if (s.size() > kBufferSize - used_) return RawAcrossFlush(s);
+    if (s.empty()) return *this;  // its data() may be null, which memcpy must not be given
+    std::memcpy(buffer_.get() + used_, s.data(), s.size());
+    used_ += s.size();
+    return *this;
+  }
   // Git data as HTML text or attribute value: & < > ' " escaped.
   Writer& Text(std::string_view s);
   // Git data inside a URL query or path inside an attribute: bytes outside the URL-safe set are
@@ -57,10 +66,7 @@ class Writer {
   uint64_t size() const { return flushed_ + used_; }
 
  private:
-  void Put(char c) {
-    if (used_ == kBufferSize) Flush();
-    buffer_[used_++] = c;
-  }
+  Writer& RawAcrossFlush(std::string_view s);
 
   std::string* sink_;
   std::unique_ptr<char[]> buffer_;
