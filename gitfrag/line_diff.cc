@@ -31,6 +31,15 @@ constexpr int64_t kHeurMinCost = 256;  // cost from which a good run may end the
 constexpr int64_t kMaxCostMin = 256;   // the search's cost limit is at least this
 constexpr int64_t kHeurFactor = 4;
 
+// How many lines from `from` on, up to `limit`, are unchanged (a changed line's flag is 1, an
+// unchanged one's 0): a vectorised search for the next 1, so that runs of unchanged lines between
+// a diff's few changes cost no step each.
+int64_t UnchangedRun(const char* changed, int64_t from, int64_t limit) {
+  if (from >= limit) return 0;
+  const void* one = std::memchr(changed + from, 1, static_cast<size_t>(limit - from));
+  return one == nullptr ? limit - from : static_cast<const char*>(one) - (changed + from);
+}
+
 // A line's hash. `end` is the end of the blob: a last partial word is read whole when the blob goes
 // on past it (its bytes past the line cleared, the same word a short copy gives), so a line costs
 // no call.
@@ -330,8 +339,12 @@ void LineDiffer::Diff(const LineIndex& a, size_t na, const LineIndex& b, size_t 
       h.b_count = i2 - h.b;
       out->push_back(h);
     } else {
-      ++i1;
-      ++i2;
+      // Unchanged lines pair one to one: the run both sides share is stepped at once.
+      const auto skip = std::max<int64_t>(
+          1, std::min(UnchangedRun(c1, static_cast<int64_t>(i1), static_cast<int64_t>(na)),
+                      UnchangedRun(c2, static_cast<int64_t>(i2), static_cast<int64_t>(nb))));
+      i1 += static_cast<size_t>(skip);
+      i2 += static_cast<size_t>(skip);
     }
   }
 }
@@ -730,6 +743,15 @@ void LineDiffer::Compact(int side, bool indent_heuristic) {
           previous(cho, &go);
         }
       }
+    }
+    if (g.end == g.start && go.end == go.start) {
+      // Both groups empty: the steps below move both one line on for as long as the lines after
+      // are unchanged on both sides (line n, past the last, counts as one: its flag is the zero
+      // after the lines), doing nothing else. Taken at once but for the last.
+      const int64_t skip = std::min(UnchangedRun(ch, g.end + 1, n + 1),
+                                    UnchangedRun(cho, go.end + 1, no + 1));
+      g.start = g.end += skip;
+      go.start = go.end += skip;
     }
     if (!next(ch, n, &g)) break;
     next(cho, no, &go);

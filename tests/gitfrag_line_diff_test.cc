@@ -362,6 +362,55 @@ TEST(LineDiff, SmallChangesToLongTextsEqualLibgit2) {
   }
 }
 
+// Long texts with a few changes far apart (the runs of unchanged lines between them, of other
+// lengths on each side, are stepped over at once when groups are slid and hunks read off): some
+// changes sit among repeated lines, where a group slides up and down and lines up with the other
+// side's change; with and without the indent heuristic, heuristic and minimal search.
+TEST(LineDiff, FewChangesFarApartEqualLibgit2) {
+  EnsureLibgit2();
+  Texts t(20261206);
+  size_t slid = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<std::string> a = t.Lines(500 + t.Pick(4000), 100000);
+    std::vector<std::string> b = a;
+    for (size_t e = 0, edits = 1 + t.Pick(12); e < edits && b.size() > 8; ++e) {
+      const size_t at = t.Pick(b.size() - 4);
+      switch (t.Pick(5)) {
+        case 0:  // a repeated line put in beside its equals: the group can slide
+          b.insert(b.begin() + static_cast<long>(at), 1 + t.Pick(3), b[at]);
+          ++slid;
+          break;
+        case 4:  // the same, next to a changed line: the group lines up with that change
+          b.insert(b.begin() + static_cast<long>(at + 1), 1 + t.Pick(3), b[at + 1]);
+          b[at] = "beside " + std::to_string(i) + "." + std::to_string(e) + "\n";
+          ++slid;
+          break;
+        case 1:  // lines taken out
+          b.erase(b.begin() + static_cast<long>(at), b.begin() + static_cast<long>(at + 1 + t.Pick(3)));
+          break;
+        case 2:  // a line replaced
+          b[at] = "changed " + std::to_string(i) + "." + std::to_string(e) + "\n";
+          break;
+        default: {  // a block of few distinct lines put in
+          const std::vector<std::string> block = t.Lines(1 + t.Pick(30), 3);
+          b.insert(b.begin() + static_cast<long>(at), block.begin(), block.end());
+        }
+      }
+    }
+    const std::string sa = t.Join(a), sb = t.Join(b);
+    for (const bool minimal : {false, true})
+      for (const bool indent : {false, true}) {
+        ASSERT_EQ(Show(OwnHunks(sa, sb, false, minimal, indent)),
+                  Show(Libgit2Hunks(sa, sb, minimal, indent)))
+            << i << " minimal " << minimal << " indent " << indent;
+        ASSERT_EQ(Show(OwnHunks(sb, sa, false, minimal, indent)),
+                  Show(Libgit2Hunks(sb, sa, minimal, indent)))
+            << i << " minimal " << minimal << " indent " << indent;
+      }
+  }
+  EXPECT_GT(slid, 100u);
+}
+
 // The project's own sources, each edited at random, against libgit2's xdiff.
 TEST(LineDiff, EqualsLibgit2OnEditedSources) {
   const char* source = std::getenv("SHELLAC_SOURCE");
