@@ -11,7 +11,6 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <list>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -48,17 +47,6 @@ bool DeltaSize(std::string_view delta, size_t* pos, uint64_t* size) {
   *size = value;
   return true;
 }
-
-struct CacheKey {
-  uint32_t pack;
-  uint64_t offset;
-  bool operator==(const CacheKey&) const = default;
-};
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& k) const {
-    return std::hash<uint64_t>()(k.offset * 0x9e3779b97f4a7c15ull ^ k.pack);
-  }
-};
 
 // A mapped pack and its index.
 struct Pack {
@@ -170,8 +158,93 @@ bool ApplyDelta(std::string_view base, std::string_view delta, uint64_t max_size
       error);
 }
 
+size_t PackCache::Home(uint32_t pack, uint64_t offset) const {
+  // Fibonacci hashing: the product's high bits mix every bit of the offset and the pack.
+  const uint64_t h = (offset ^ (uint64_t{pack} << 40)) * 0x9e3779b97f4a7c15ull;
+  return static_cast<size_t>(h >> 32) & (slots_.size() - 1);
+}
+
+const PackedObject* PackCache::Find(uint32_t pack, uint64_t offset) {
+  if (count_ == 0) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Home(pack, offset);; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.pack == 0) return nullptr;
+    if (slot.offset == offset && slot.pack == pack) {
+      slot.referenced = true;
+      return &slot.object;
+    }
+  }
+}
+
+void PackCache::Keep(uint32_t pack, uint64_t offset, const PackedObject& object) {
+  const size_t size = object.bytes.size();
+  if (size > limit_ / 4) return;
+  Evict(size);
+  if ((count_ + 1) * 4 > slots_.size() * 3) Grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = Home(pack, offset);
+  for (; slots_[i].pack != 0; i = (i + 1) & mask) {
+    if (slots_[i].offset == offset && slots_[i].pack == pack) return;
+  }
+  Slot& slot = slots_[i];
+  slot.offset = offset;
+  slot.pack = pack;
+  slot.referenced = false;
+  slot.object = object;
+  ++count_;
+  bytes_ += size;
+}
+
+void PackCache::set_limit(size_t bytes) {
+  limit_ = bytes;
+  Evict(0);
+}
+
+void PackCache::Grow() {
+  std::vector<Slot> old(std::max<size_t>(slots_.size() * 2, 1024));
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (Slot& from : old) {
+    if (from.pack == 0) continue;
+    size_t i = Home(from.pack, from.offset);
+    while (slots_[i].pack != 0) i = (i + 1) & mask;
+    slots_[i] = std::move(from);
+  }
+  hand_ = 0;
+}
+
+void PackCache::Evict(size_t room) {
+  const size_t mask = slots_.size() - 1;
+  while (bytes_ + room > limit_ && count_ > 0) {
+    Slot& slot = slots_[hand_];
+    if (slot.pack != 0 && !slot.referenced) {
+      Erase(hand_);  // the hand stays: an entry further on may have moved into its slot
+      continue;
+    }
+    slot.referenced = false;
+    hand_ = (hand_ + 1) & mask;
+  }
+}
+
+void PackCache::Erase(size_t at) {
+  bytes_ -= slots_[at].object.bytes.size();
+  --count_;
+  const size_t mask = slots_.size() - 1;
+  // Each entry after `at` in its probe run moves back into the hole when the hole is between its
+  // home and where it is (cyclically), so a look-up from its home still meets it.
+  for (size_t j = (at + 1) & mask; slots_[j].pack != 0; j = (j + 1) & mask) {
+    const size_t home = Home(slots_[j].pack, slots_[j].offset);
+    if (((j - home) & mask) >= ((j - at) & mask)) {
+      slots_[at] = std::move(slots_[j]);
+      at = j;
+    }
+  }
+  slots_[at] = Slot{};
+}
+
 struct PackReader::State {
-  explicit State(size_t bytes) : cache_limit(bytes) {}
+  explicit State(size_t bytes) : cache(bytes) {}
 
   // Folders by path (each pack mapped once, whichever repository reaches it), and the chain of
   // folders each repository's objects folder reads.
@@ -196,15 +269,7 @@ struct PackReader::State {
     }
   } prefix;
 
-  // The base cache: most recently used first.
-  struct Cached {
-    CacheKey key;
-    PackedObject object;
-  };
-  size_t cache_limit;
-  size_t cache_bytes = 0;
-  std::list<Cached> lru;
-  std::unordered_map<CacheKey, std::list<Cached>::iterator, CacheKeyHash> cache;
+  PackCache cache;
 
   const std::vector<Folder*>& Chain(const std::string& objects);
   // Lists the folder's packs again when its pack folder changed (or was never listed); true
@@ -234,9 +299,6 @@ struct PackReader::State {
   bool Inflate(const Pack& pack, uint64_t at, uint64_t size, char* out, std::string* error);
   // Whether `size` bytes of data at `at` could be there (checked before anything is allocated).
   bool Fits(const Pack& pack, uint64_t at, uint64_t size, std::string* error) const;
-  const PackedObject* Find(const CacheKey& key);
-  void Keep(const CacheKey& key, const PackedObject& object);
-  void Evict(size_t room);
 };
 
 const std::vector<Folder*>& PackReader::State::Chain(const std::string& objects) {
@@ -299,30 +361,6 @@ bool PackReader::State::Refresh(Folder* folder) {
   }
   folder->packs = std::move(packs);
   return true;
-}
-
-const PackedObject* PackReader::State::Find(const CacheKey& key) {
-  const auto it = cache.find(key);
-  if (it == cache.end()) return nullptr;
-  lru.splice(lru.begin(), lru, it->second);
-  return &it->second->object;
-}
-
-void PackReader::State::Keep(const CacheKey& key, const PackedObject& object) {
-  const size_t size = object.bytes.size();
-  if (size > cache_limit / 4 || cache.contains(key)) return;
-  Evict(size);
-  lru.push_front(Cached{key, object});
-  cache.emplace(key, lru.begin());
-  cache_bytes += size;
-}
-
-void PackReader::State::Evict(size_t room) {
-  while (cache_bytes + room > cache_limit && !lru.empty()) {
-    cache_bytes -= lru.back().object.bytes.size();
-    cache.erase(lru.back().key);
-    lru.pop_back();
-  }
 }
 
 bool PackReader::State::Fits(const Pack& pack, uint64_t at, uint64_t size,
@@ -441,7 +479,7 @@ PackReader::Status PackReader::State::HeaderAt(const Pack& pack, uint64_t offset
                                                std::string* error) {
   std::optional<uint64_t> result_size;  // the outermost delta's result
   for (size_t n = 0;; ++n) {
-    if (const PackedObject* cached = Find(CacheKey{pack.serial, offset})) {
+    if (const PackedObject* cached = cache.Find(pack.serial, offset)) {
       *type = cached->type;
       *size = result_size.value_or(cached->bytes.size());
       return Status::kFound;
@@ -493,7 +531,7 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
   const Pack& pack = start;  // a REF_DELTA's base is looked up in the same pack only
   PackedObject base;
   for (;;) {
-    if (const PackedObject* cached = Find(CacheKey{pack.serial, offset})) {
+    if (const PackedObject* cached = cache.Find(pack.serial, offset)) {
       base = *cached;
       break;
     }
@@ -507,7 +545,7 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
       if (!Inflate(pack, offset + entry.length, entry.size, whole.data(), error))
         return Status::kFailed;
       base.bytes = std::move(whole);
-      Keep(CacheKey{pack.serial, offset}, base);
+      cache.Keep(pack.serial, offset, base);
       break;
     }
     size_t pos = entry.length;
@@ -536,7 +574,7 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
                       kMaxPackedObject, make, error))
       return Status::kFailed;
     base.bytes = std::move(result);
-    Keep(CacheKey{pack.serial, chain[i].offset}, base);
+    cache.Keep(pack.serial, chain[i].offset, base);
   }
   *out = std::move(base);
   return Status::kFound;
@@ -546,15 +584,14 @@ PackReader::PackReader(size_t cache_bytes) : state_(std::make_unique<State>(cach
 PackReader::~PackReader() = default;
 
 void PackReader::set_cache_limit(size_t bytes) {
-  state_->cache_limit = bytes;
-  state_->Evict(0);
+  state_->cache.set_limit(bytes);
 }
 
 size_t PackReader::cache_limit() const {
-  return state_->cache_limit;
+  return state_->cache.limit();
 }
 size_t PackReader::cached_bytes() const {
-  return state_->cache_bytes;
+  return state_->cache.bytes();
 }
 uint64_t PackReader::rescans() const {
   return state_->rescans;

@@ -1,9 +1,9 @@
 // Packed objects read by shellac itself: an object's bytes from git's pack files (version-2 .idx
 // and .pack, mapped read-only) with its OFS_DELTA and REF_DELTA chain resolved here, inflated by
-// libdeflate (the entry header gives the exact size), and recent delta bases kept in an LRU cache
-// bounded by bytes. libgit2's pack reader inflates with zlib (adler32 is a sixth of it) and keeps
-// bases in a cache that cannot be tuned (16 MiB a pack, emptied whole when full, nothing over
-// 1 MiB kept): on a log page inflating was half the instructions.
+// libdeflate (the entry header gives the exact size), and the objects read kept in a cache bounded
+// by bytes (PackCache: CLOCK eviction). libgit2's pack reader inflates with zlib (adler32 is a
+// sixth of it) and keeps bases in a cache that cannot be tuned (16 MiB a pack, emptied whole when
+// full, nothing over 1 MiB kept): on a log page inflating was half the instructions.
 //
 // Only what the hot readers want goes through it (a log's blob lines and its file lists' trees,
 // blame's commits, trees and blobs, the path log's raw trees, the commit diff's trees and blobs,
@@ -26,13 +26,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shellac::gitfrag {
 
 // Objects larger than this (whole or as a delta's result) are left to libgit2.
 inline constexpr uint64_t kMaxPackedObject = uint64_t{1} << 30;
-// A render thread's delta-base cache (LRU, by bytes; pack-cache-size): an object over a quarter of
-// it is not kept, so git/git's largest po files (~1.1 MB) are.
+// A render thread's delta-base cache (PackCache, by bytes; pack-cache-size): an object over a
+// quarter of it is not kept, so git/git's largest po files (~1.1 MB) are.
 inline constexpr size_t kPackCacheBytes = size_t{32} << 20;
 
 // Applies git's delta `delta` (source size, target size, then copy and insert ops) to `base`,
@@ -66,6 +67,51 @@ struct PackedObject {
   ObjectBytes bytes;
 };
 
+// A reader's cache of objects by where they are in a pack (pack serial, entry offset), bounded by
+// their bytes. One open-addressing table (linear probing, at most 3/4 full) holds each entry
+// inline (key, type, referenced bit and the shared bytes), so a look-up is one probe run, with no
+// node or list of its own to allocate or follow. Eviction is CLOCK (second chance): a hand sweeps
+// the table; an entry read since the hand last passed (Find) has its bit cleared and stays, one
+// not read since it was kept goes. So what a later read reused survives a sweep, and what was
+// kept and never read again (most of a crawl's objects) goes first, in the hand's order. Keep
+// does not set the bit. Not thread-safe (one per reader).
+class PackCache {
+ public:
+  explicit PackCache(size_t limit) : limit_(limit) {}
+  PackCache(const PackCache&) = delete;
+  PackCache& operator=(const PackCache&) = delete;
+
+  // The object kept at `offset` of pack `pack` (a serial, never 0), marked as read; null when
+  // none is. The pointer is good until the next Keep or set_limit.
+  const PackedObject* Find(uint32_t pack, uint64_t offset);
+  // Keeps a copy of `object` (its bytes shared) unless one is kept there or it is over a quarter
+  // of the limit, first evicting what the bytes do not leave room for.
+  void Keep(uint32_t pack, uint64_t offset, const PackedObject& object);
+  // Bounds the bytes kept (evicting down to it now).
+  void set_limit(size_t bytes);
+  size_t limit() const { return limit_; }
+  size_t bytes() const { return bytes_; }
+  size_t count() const { return count_; }
+
+ private:
+  struct Slot {
+    uint64_t offset = 0;
+    uint32_t pack = 0;  // 0: empty
+    bool referenced = false;
+    PackedObject object;
+  };
+  size_t Home(uint32_t pack, uint64_t offset) const;
+  void Grow();
+  void Evict(size_t room);
+  void Erase(size_t at);  // backward shift: the probe runs stay unbroken, nothing is marked dead
+
+  std::vector<Slot> slots_;  // a power of two long (or empty)
+  size_t count_ = 0;
+  size_t bytes_ = 0;
+  size_t limit_;
+  size_t hand_ = 0;
+};
+
 // One thread's reader: the packs it has mapped (by folder, shared by every repository whose
 // alternates reach the folder), a libdeflate decompressor and the base cache. Not thread-safe:
 // each render thread has its own (ThreadPackReader), so the hot path takes no lock.
@@ -93,7 +139,7 @@ class PackReader {
   // read). False also for a loose object.
   bool Contains(const std::string& objects, const git_oid& id);
 
-  // Bounds the cache to `bytes` (what is over is dropped, least recently used first).
+  // Bounds the cache to `bytes` (what is over is dropped, in PackCache's order).
   void set_cache_limit(size_t bytes);
   size_t cache_limit() const;
 

@@ -86,15 +86,16 @@ class PackReaderTest : public ::testing::Test {
 
   // Every object of `repo` read by `reader` through `objects` equals libgit2's.
   void ExpectAllEqualLibgit2(PackReader* reader, const std::string& repo,
-                             const std::string& objects) {
+                             const std::string& objects, bool reversed = false) {
     git_repository* raw = nullptr;
     ASSERT_EQ(git_repository_open(&raw, dir_.File(repo).c_str()), 0);
     const RepositoryPtr git(raw);
     git_odb* raw_odb = nullptr;
     ASSERT_EQ(git_repository_odb(&raw_odb, git.get()), 0);
     const OdbPtr odb(raw_odb);
-    const std::vector<git_oid> ids = AllObjects(dir_.File(repo));
+    std::vector<git_oid> ids = AllObjects(dir_.File(repo));
     ASSERT_GT(ids.size(), 150u);
+    if (reversed) std::reverse(ids.begin(), ids.end());
     // A header read by `reader` (its cache, or the entry headers and a delta's first ops) and by
     // a reader that read nothing before: libgit2's type and size.
     auto expect_header = [&](PackReader* by, const git_oid& id) {
@@ -156,6 +157,17 @@ TEST_F(PackReaderTest, CacheStaysWithinItsBytes) {
   ExpectAllEqualLibgit2(&reader, "ofs.git", Objects("ofs.git"));
   EXPECT_LE(reader.cached_bytes(), 4096u);
   EXPECT_GT(reader.cached_bytes(), 0u);
+}
+
+TEST_F(PackReaderTest, ChainsWhoseBasesWereEvictedReadTheSame) {
+  // 64 KiB holds a few of the 40 versions of each file: reading every object twice, the second
+  // time in the other order, meets chains whose bases and middles were evicted in between (and
+  // cached middles whose bases were not).
+  PackReader reader(64 << 10);
+  ExpectAllEqualLibgit2(&reader, "ofs.git", Objects("ofs.git"));
+  ExpectAllEqualLibgit2(&reader, "ofs.git", Objects("ofs.git"), /*reversed=*/true);
+  EXPECT_LE(reader.cached_bytes(), size_t{64} << 10);
+  EXPECT_GT(reader.cached_bytes(), size_t{32} << 10);
 }
 
 TEST_F(PackReaderTest, ObjectsOfAlternatesAreFound) {
@@ -482,6 +494,103 @@ TEST(PackReaderDamage, LyingSizesCyclesAndBadOffsetsAreErrors) {
     EXPECT_FALSE(error.empty()) << int{bad};
   }
   EXPECT_EQ(reader.Read(objects, IdOf(0x09), &got, &error), PackReader::Status::kAbsent);
+}
+
+PackedObject BytesOf(size_t size, char fill) {
+  PackedObject object;
+  object.type = GIT_OBJECT_BLOB;
+  object.bytes = ObjectBytes::Make(size);
+  std::memset(object.bytes.data(), fill, size);
+  return object;
+}
+
+TEST(PackCache, FindsWhatItKeptByPackAndOffset) {
+  PackCache cache(1000);
+  EXPECT_EQ(cache.Find(1, 12), nullptr);
+  cache.Keep(1, 12, BytesOf(10, 'a'));
+  cache.Keep(2, 12, BytesOf(20, 'b'));  // the same offset in another pack
+  cache.Keep(1, 12, BytesOf(30, 'c'));  // kept already: not replaced
+  ASSERT_NE(cache.Find(1, 12), nullptr);
+  EXPECT_EQ(cache.Find(1, 12)->bytes.view(), std::string(10, 'a'));
+  ASSERT_NE(cache.Find(2, 12), nullptr);
+  EXPECT_EQ(cache.Find(2, 12)->bytes.view(), std::string(20, 'b'));
+  EXPECT_EQ(cache.Find(1, 13), nullptr);
+  EXPECT_EQ(cache.count(), 2u);
+  EXPECT_EQ(cache.bytes(), 30u);
+  cache.Keep(1, 99, BytesOf(251, 'd'));  // over a quarter: not kept
+  EXPECT_EQ(cache.Find(1, 99), nullptr);
+  cache.set_limit(0);
+  EXPECT_EQ(cache.count(), 0u);
+  EXPECT_EQ(cache.Find(1, 12), nullptr);
+}
+
+TEST(PackCache, WhatWasReadSinceItWasKeptOutlivesWhatWasNot) {
+  PackCache cache(400);
+  for (uint64_t offset = 100; offset <= 400; offset += 100)
+    cache.Keep(1, offset, BytesOf(100, 'x'));
+  ASSERT_EQ(cache.bytes(), 400u);
+  ASSERT_NE(cache.Find(1, 200), nullptr);
+  ASSERT_NE(cache.Find(1, 400), nullptr);
+  // Room for one more: one of the two never read goes, wherever the hand stands.
+  cache.Keep(1, 500, BytesOf(100, 'y'));
+  EXPECT_EQ(cache.bytes(), 400u);
+  EXPECT_EQ(cache.count(), 4u);
+  const bool kept_100 = cache.Find(1, 100) != nullptr;
+  const bool kept_300 = cache.Find(1, 300) != nullptr;
+  EXPECT_NE(kept_100, kept_300);
+  EXPECT_NE(cache.Find(1, 200), nullptr);
+  EXPECT_NE(cache.Find(1, 400), nullptr);
+  // Now all but the newest were read since it was kept: it is what goes for the next.
+  cache.Keep(1, 600, BytesOf(100, 'z'));
+  EXPECT_EQ(cache.Find(1, 500), nullptr);
+  EXPECT_NE(cache.Find(1, 600), nullptr);
+  EXPECT_NE(cache.Find(1, 200), nullptr);
+  EXPECT_NE(cache.Find(1, 400), nullptr);
+  EXPECT_NE(cache.Find(1, kept_100 ? 100 : 300), nullptr);
+  // All read again: a sweep clears their marks and the first the hand meets goes.
+  cache.Keep(1, 700, BytesOf(100, 'w'));
+  EXPECT_EQ(cache.count(), 4u);
+  EXPECT_NE(cache.Find(1, 700), nullptr);
+}
+
+TEST(PackCache, StaysWithinItsBytesAndFindsEveryEntryLeftAfterEvictions) {
+  // Thousands of keeps of mixed sizes over few packs (probe runs that wrap and entries moved back
+  // as others are evicted), some found again: after each round every entry the cache counts is
+  // found with its own bytes, and the bytes it counts are theirs.
+  PackCache cache(64 << 10);
+  uint64_t seed = 1;
+  const auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return seed >> 33;
+  };
+  std::vector<std::pair<uint32_t, uint64_t>> kept;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 500; ++i) {
+      const uint32_t pack = 1 + next() % 3;
+      const uint64_t offset = 12 + next() % 100000;
+      cache.Keep(pack, offset, BytesOf(next() % 2000, static_cast<char>(offset % 251)));
+      kept.emplace_back(pack, offset);
+      ASSERT_LE(cache.bytes(), size_t{64} << 10);
+      if (next() % 4 == 0) {
+        const auto& [p, o] = kept[next() % kept.size()];
+        cache.Find(p, o);
+      }
+    }
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    size_t found = 0, bytes = 0;
+    for (const auto& [pack, offset] : kept) {
+      const PackedObject* object = cache.Find(pack, offset);
+      if (object == nullptr) continue;
+      ++found;
+      bytes += object->bytes.size();
+      ASSERT_EQ(object->bytes.view(),
+                std::string(object->bytes.size(), static_cast<char>(offset % 251)));
+    }
+    EXPECT_EQ(found, cache.count()) << round;
+    EXPECT_EQ(bytes, cache.bytes()) << round;
+    EXPECT_GT(cache.bytes(), size_t{48} << 10) << round;  // evicted only what room needed
+  }
 }
 
 TEST(PackReaderDelta, MalformedDeltasAreRefused) {
