@@ -9,11 +9,14 @@
 //                  histogram of the files TRAIN names (a file of paths, one a line)
 //   igzip0m        igzip level 0 with the codes cache::FlushEncoder's kMarkup makes (from
 //                  cache/markup_histogram.h)
+//   igzip0mF, igzip1F  igzip0m or igzip1 with a full flush instead of a sync flush
 //   markup         makes those codes only (subtract it from igzip0m)
 //   igzip1L        igzip level 1 with the large level buffer (ISAL_DEF_LVL1_LARGE)
 //   train          makes the TRAIN codes only (subtract it from igzip0t/igzip1t)
 //   hist           prints the TRAIN histogram, scaled, as C++ initialisers (nothing compressed)
-//   libdeflate1, libdeflate6   libdeflate's whole-buffer raw deflate (ends with a final block)
+//   libdeflateN    libdeflate's whole-buffer raw deflate at level N (ends with a final block)
+//   stored         stored blocks (cache::EncodeStored's layout), no crc
+//   crc            libdeflate_crc32 of every file only (every encoder needs it too; add it)
 //   chain          base::FixedChain, one run per file cut every 64 KiB (fixed codes, or the
 //                  block's own codes from 1 KiB on where smaller)
 //   fixed          base::DeflateFixed (fixed codes only)
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
     }
     if (isal_create_hufftables(&tables, histogram.get()) != 0) return 1;
   }
-  const bool markup = mode == "igzip0m" || mode == "markup";
+  const bool markup = mode == "igzip0m" || mode == "igzip0mF" || mode == "markup";
   if (markup) {
     auto histogram = std::make_unique<isal_huff_histogram>();
     std::copy(shellac::cache::kMarkupLiteralLengths.begin(),
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
       iz.level_buf_size = one ? static_cast<uint32_t>(buf.size()) : 0;
       if (mode == "igzip0s") isal_deflate_set_hufftables(&iz, nullptr, IGZIP_HUFFTABLE_STATIC);
       if (trained || markup) isal_deflate_set_hufftables(&iz, &tables, IGZIP_HUFFTABLE_CUSTOM);
-      iz.flush = SYNC_FLUSH;
+      iz.flush = mode.ends_with("F") ? FULL_FLUSH : SYNC_FLUSH;
       iz.end_of_stream = 0;
       iz.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
       iz.avail_in = static_cast<uint32_t>(text.size());
@@ -145,25 +148,40 @@ int main(int argc, char** argv) {
       iz.avail_out = static_cast<uint32_t>(out.size());
       if (isal_deflate(&iz) != COMP_OK) return 1;
       got = out.size() - iz.avail_out;
-    } else if (mode == "libdeflate1" || mode == "libdeflate6") {
-      if (ld == nullptr) ld = libdeflate_alloc_compressor(mode == "libdeflate1" ? 1 : 6);
+    } else if (mode.starts_with("libdeflate")) {
+      if (ld == nullptr) ld = libdeflate_alloc_compressor(std::atoi(mode.c_str() + 10));
       got = libdeflate_deflate_compress(ld, text.data(), text.size(), out.data(), out.size());
     } else if (mode == "chain") {
       std::string deflate;
       chain.Begin();
       for (size_t at = 0; at < text.size(); at += 64 << 10) chain.Add(std::string_view(text).substr(at, 64 << 10), &deflate);
       got = deflate.size();
+      std::memcpy(out.data(), deflate.data(), got);  // for VERIFY
     } else if (mode == "fixed") {
       std::string deflate;
       shellac::base::DeflateFixed(text, /*final=*/false, &deflate);
       got = deflate.size();
+      std::memcpy(out.data(), deflate.data(), got);  // for VERIFY
+    } else if (mode == "stored") {
+      std::string deflate;
+      for (size_t at = 0; at < text.size(); at += 65535) {
+        const size_t n = std::min<size_t>(text.size() - at, 65535);
+        const char header[5] = {0, static_cast<char>(n & 0xff), static_cast<char>(n >> 8),
+                                static_cast<char>(~n & 0xff), static_cast<char>((~n >> 8) & 0xff)};
+        deflate.append(header, 5);
+        deflate.append(text.data() + at, n);
+      }
+      got = deflate.size();
+      std::memcpy(out.data(), deflate.data(), got);  // for VERIFY
+    } else if (mode == "crc") {
+      got = libdeflate_crc32(0, text.data(), text.size()) & 0;
     } else if (mode != "none" && mode != "train" && mode != "markup") {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       return 2;
     }
     out_total += got;
     if (verify && mode != "none" && mode != "train" && mode != "markup" &&
-        !mode.starts_with("libdeflate")) {
+        mode != "crc" && !mode.starts_with("libdeflate")) {
       z_stream inflater{};
       inflateInit2(&inflater, -15);
       std::string back(text.size() + 1, '\0');

@@ -126,8 +126,9 @@ Status EncodeStored(std::string_view text, Segment* out);
 // may be stored, sent over the wire and stitched like SegmentEncoder's, for a fraction of zlib's
 // instructions on a page of a few KiB (ISA-L's igzip; zlib sets up, clears and flushes a stream per
 // body). A segment is cut every `segment_size` uncompressed bytes (0: one segment); the window
-// carries across them. A segment that would come out larger than its text is stored instead
-// (EncodeStored). Keeps its igzip state between calls: keep one per thread.
+// carries across them (the last ends on a full flush: the same end marker, and igzip keeps no copy
+// of the window for a next call). A segment that would come out larger than its text is stored
+// instead (EncodeStored). Keeps its igzip state between calls: keep one per thread.
 class FlushEncoder {
  public:
   enum class Codes {

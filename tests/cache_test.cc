@@ -737,6 +737,24 @@ TEST(Deflate, FlushEncoderSegmentsEndOnASyncFlush) {
     std::vector<Segment> none{Segment{}};
     ASSERT_TRUE(flush.Encode("", 0, &none).ok());
     EXPECT_TRUE(none.empty());
+    // The last segment ends the stream's use (a full flush): a body encoded after a long one, of
+    // several segments, comes out as a fresh encoder makes it, every segment refers only to its
+    // own body, and the earlier segments still refer back across their cuts.
+    const std::string long_text = Document(rng, 150'000), page = Document(rng, 20'000);
+    std::vector<Segment> long_segments, after_long, fresh;
+    ASSERT_TRUE(flush.Encode(long_text, 32 << 10, &long_segments).ok());
+    ASSERT_TRUE(flush.Encode(page, 8 << 10, &after_long).ok());
+    FlushEncoder other(codes);
+    ASSERT_TRUE(other.Encode(page, 8 << 10, &fresh).ok());
+    ASSERT_EQ(after_long.size(), fresh.size());
+    for (size_t i = 0; i < fresh.size(); ++i) EXPECT_EQ(after_long[i].deflate, fresh[i].deflate);
+    for (const auto* segments : {&long_segments, &after_long}) {
+      EXPECT_TRUE(segments->back().deflate.ends_with(std::string_view("\0\0\xff\xff", 4)));
+      Inflater inflater;
+      StringSink inflated;
+      ASSERT_TRUE(inflater.InflateAll(Views(*segments), inflated).ok());
+      EXPECT_EQ(inflated.out, segments == &long_segments ? long_text : page);
+    }
   }
 }
 
