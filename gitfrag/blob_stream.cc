@@ -130,9 +130,26 @@ std::optional<uint64_t> PackIndex::Find(const git_oid& id) const {
   const unsigned first = id.id[0];
   uint32_t lo = first == 0 ? 0 : BigEndian32(fanout_ + 4 * (first - 1));
   uint32_t hi = BigEndian32(fanout_ + 4 * first);  // <= count_: the fan-out never decreases
-  while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo) / 2;
-    const int c = std::memcmp(ids_ + size_t{mid} * GIT_OID_RAWSZ, id.id, GIT_OID_RAWSZ);
+  // Ids are hashes, spread evenly over their bucket: the first probes go where the id's next eight
+  // bytes say it lies between the keys known at the range's ends (each probe narrows them), so a
+  // large index is searched in a few cache lines instead of a binary search's ~log2(n) misses.
+  // Then halving, which also bounds the search when the ids are not spread evenly (at most
+  // kGuesses probes are spent guessing).
+  constexpr int kGuesses = 3;
+  const uint64_t want = BigEndian64(id.id + 1);
+  uint64_t lo_key = 0, hi_key = ~uint64_t{0};  // every id in [lo, hi) has its key in between
+  for (int guess = 0; lo < hi; ++guess) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (guess < kGuesses && hi - lo > 8 && lo_key <= hi_key) {
+      // want is within [lo_key, hi_key] when the index is sorted and has the id; otherwise any
+      // probe in the range is as good (lo_key > hi_key only in an unsorted index).
+      const uint64_t clamped = std::clamp(want, lo_key, hi_key);
+      const auto scaled = static_cast<unsigned __int128>(clamped - lo_key) * (hi - lo) /
+                          (static_cast<unsigned __int128>(hi_key - lo_key) + 1);
+      mid = lo + static_cast<uint32_t>(scaled);  // < hi: the quotient is below hi - lo
+    }
+    const unsigned char* at = ids_ + size_t{mid} * GIT_OID_RAWSZ;
+    const int c = std::memcmp(at, id.id, GIT_OID_RAWSZ);
     if (c == 0) {
       const uint32_t offset = BigEndian32(offsets_ + size_t{mid} * 4);
       if ((offset & 0x80000000u) == 0) return offset;
@@ -140,10 +157,13 @@ std::optional<uint64_t> PackIndex::Find(const git_oid& id) const {
       if (large >= large_count_) return std::nullopt;
       return BigEndian64(large_ + large * 8);
     }
-    if (c < 0)
+    if (c < 0) {
       lo = mid + 1;
-    else
+      lo_key = BigEndian64(at + 1);
+    } else {
       hi = mid;
+      hi_key = BigEndian64(at + 1);
+    }
   }
   return std::nullopt;
 }

@@ -8,6 +8,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <optional>
+#include <random>
 #include <cstring>
 #include <sstream>
 #include <fstream>
@@ -381,6 +383,92 @@ TEST_F(GitfragBlobStream, LyingLooseObjectsAreRefusedOrCut) {
   std::string counted = idx;
   counted[8 + 1023] = 1;  // one object, no room for it
   EXPECT_FALSE(PackIndex::FromBytes(counted, &error));
+}
+
+// A version-2 index of `ids` (sorted here unless `unsorted`), entry i at offset 1000 + i, every
+// fifth through the 64-bit table.
+std::string IndexOf(std::vector<std::string> ids, bool unsorted = false) {
+  if (!unsorted) std::sort(ids.begin(), ids.end());
+  auto be32 = [](std::string* out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(v >> shift));
+  };
+  std::string idx("\377tOc\0\0\0\2", 8);
+  for (unsigned b = 0; b < 256; ++b)
+    be32(&idx, static_cast<uint32_t>(std::count_if(ids.begin(), ids.end(), [b](const std::string& id) {
+           return static_cast<unsigned char>(id[0]) <= b;
+         })));
+  for (const std::string& id : ids) idx += id;
+  idx.append(4 * ids.size(), '\0');  // CRCs
+  std::string large;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i % 5 == 4) {
+      be32(&idx, 0x80000000u | static_cast<uint32_t>(large.size() / 8));
+      be32(&large, 0);
+      be32(&large, static_cast<uint32_t>(1000 + i));
+    } else {
+      be32(&idx, static_cast<uint32_t>(1000 + i));
+    }
+  }
+  return idx + large + std::string(40, '\0');
+}
+
+git_oid OidOfBytes(const std::string& bytes) {
+  git_oid id;
+  std::memcpy(id.id, bytes.data(), GIT_OID_RAWSZ);
+  return id;
+}
+
+// Find answers every id an index holds with its offset and no other, whether the ids are spread
+// as hashes are (the search guesses from their bytes) or crowded (the guesses go wrong and the
+// search halves); an unsorted index is answered without reading outside it.
+TEST(GitfragPackIndex, FindsEveryIdHoweverTheyAreSpread) {
+  std::mt19937_64 random(7);
+  auto bytes = [&random](size_t n) {
+    std::string s;
+    while (s.size() < n) {
+      const uint64_t v = random();
+      s.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    s.resize(n);
+    return s;
+  };
+  std::vector<std::vector<std::string>> sets(4);
+  for (int i = 0; i < 20000; ++i) sets[0].push_back(bytes(20));  // hashes
+  for (int i = 0; i < 3000; ++i)  // one first byte, the next eight equal: keys tell nothing
+    sets[1].push_back(std::string(1, '\x42') + std::string(8, '\x17') + bytes(11));
+  for (int i = 0; i < 3000; ++i) {  // crowded at both ends of a bucket's key range
+    std::string id = "\x42" + bytes(19);
+    id[1] = i % 2 == 0 ? '\x00' : '\xff';
+    id[2] = i % 3 == 0 ? '\x00' : '\xff';
+    sets[2].push_back(id);
+  }
+  for (int i = 0; i < 40; ++i) sets[3].push_back(bytes(20));  // small buckets
+  for (const std::vector<std::string>& ids : sets) {
+    const std::string idx = IndexOf(ids);
+    std::string error;
+    const auto index = PackIndex::FromBytes(idx, &error);
+    ASSERT_TRUE(index) << error;
+    std::vector<std::string> sorted = ids;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      const std::optional<uint64_t> at = index->Find(OidOfBytes(sorted[i]));
+      ASSERT_TRUE(at) << i;
+      EXPECT_EQ(*at, 1000 + i);
+      std::string near = sorted[i];
+      near[19] = static_cast<char>(near[19] ^ 1);  // a neighbour: absent unless the set has it
+      if (!std::binary_search(sorted.begin(), sorted.end(), near))
+        EXPECT_FALSE(index->Find(OidOfBytes(near)));
+    }
+    for (int i = 0; i < 1000; ++i) EXPECT_FALSE(index->Find(OidOfBytes(bytes(20))));
+  }
+  // Unsorted: some ids are not found (the search assumes order), none is answered wrongly.
+  const std::string idx = IndexOf(sets[0], /*unsorted=*/true);
+  const auto index = PackIndex::FromBytes(idx, nullptr);
+  ASSERT_TRUE(index);
+  for (size_t i = 0; i < sets[0].size(); ++i) {
+    const std::optional<uint64_t> at = index->Find(OidOfBytes(sets[0][i]));
+    if (at) EXPECT_EQ(*at, 1000 + i);
+  }
 }
 
 // Pack entry and loose headers as git writes them, and what is refused.
