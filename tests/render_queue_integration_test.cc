@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -137,18 +138,20 @@ TEST(RenderQueueIntegration, A503WithRetryAfterOnlyPastTheTimeout) {
   EXPECT_EQ(HttpGet(proxy.Port(), repo.Page(0)).status, 200);
 }
 
-// Reads every connection to its end at once; the order in which they ended.
-std::vector<size_t> CompletionOrder(std::vector<std::unique_ptr<RawClient>>& clients,
-                                    std::vector<std::string>* bodies, Millis timeout) {
-  std::vector<size_t> order;
-  std::vector<bool> ended(clients.size(), false);
+// Reads every connection to its end at once; for each, the poll round in which it ended (-1: not
+// by the deadline). Connections that end in the same round ended in an order the reader cannot
+// know (it learns of them together), so only rounds are compared.
+std::vector<int> EndRounds(std::vector<std::unique_ptr<RawClient>>& clients,
+                           std::vector<std::string>* bodies, Millis timeout) {
+  std::vector<int> rounds(clients.size(), -1);
+  size_t ended = 0;
   bodies->assign(clients.size(), "");
   const auto deadline = Clock::now() + timeout;
-  while (order.size() < clients.size() && Clock::now() < deadline) {
+  for (int round = 0; ended < clients.size() && Clock::now() < deadline; ++round) {
     std::vector<pollfd> fds;
     std::vector<size_t> which;
     for (size_t i = 0; i < clients.size(); ++i) {
-      if (ended[i]) continue;
+      if (rounds[i] >= 0) continue;
       fds.push_back(pollfd{clients[i]->fd(), POLLIN, 0});
       which.push_back(i);
     }
@@ -160,12 +163,12 @@ std::vector<size_t> CompletionOrder(std::vector<std::unique_ptr<RawClient>>& cli
       if (n > 0) {
         (*bodies)[which[k]].append(buf, static_cast<size_t>(n));
       } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-        ended[which[k]] = true;
-        order.push_back(which[k]);
+        rounds[which[k]] = round;
+        ++ended;
       }
     }
   }
-  return order;
+  return rounds;
 }
 
 TEST(RenderQueueIntegration, AnotherClientsPageGetsThroughAFlood) {
@@ -192,13 +195,20 @@ TEST(RenderQueueIntegration, AnotherClientsPageGetsThroughAFlood) {
   EXPECT_EQ(Metric(proxy, "shellac_render_largest_client_waiting"), kFlood);
   Resume(proxy, "part");
   std::vector<std::string> bodies;
-  const auto order = CompletionOrder(clients, &bodies, Millis(30'000));
-  ASSERT_EQ(order.size(), clients.size());
-  const size_t person = std::find(order.begin(), order.end(), kFlood) - order.begin();
-  // In arrival order the person's page would be the last of 61. With one render thread it waits
-  // for at most one crawler render; a little slack for the two worker loops delivering.
-  EXPECT_LE(person, 3u) << "the person's page ended " << person << "th of " << order.size();
-  std::printf("the person's page ended %zuth of %zu\n", person + 1, order.size());
+  const std::vector<int> rounds = EndRounds(clients, &bodies, Millis(30'000));
+  ASSERT_EQ(std::count(rounds.begin(), rounds.end(), -1), 0) << "a page did not end in 30 s";
+  // Pages that ended before the person's, for certain (in an earlier round of reads).
+  const int person_round = rounds[kFlood];
+  const auto before = std::count_if(rounds.begin(), rounds.end(),
+                                    [person_round](int r) { return r < person_round; });
+  // In arrival order the person's page would end after all 60. Its render is the first or second
+  // the thread takes; then its worker loop must run to deliver it, and on a loaded machine the
+  // other worker may deliver crawler pages rendered meanwhile (each takes a render ~1 ms): a
+  // bound of a quarter of the flood still tells the queue's order from arrival order.
+  EXPECT_LE(before, kFlood / 4) << "the person's page ended after " << before << " of "
+                                << kFlood << " crawler pages";
+  std::printf("the person's page ended after %ld of %d crawler pages\n", static_cast<long>(before),
+              kFlood);
   for (const auto& body : bodies) {
     EXPECT_TRUE(body.starts_with("HTTP/1.1 200 ")) << Printable(body, 200);
   }
