@@ -143,10 +143,11 @@ std::optional<uint64_t> PackIndex::Find(const git_oid& id) const {
     if (guess < kGuesses && hi - lo > 8 && lo_key <= hi_key) {
       // want is within [lo_key, hi_key] when the index is sorted and has the id; otherwise any
       // probe in the range is as good (lo_key > hi_key only in an unsorted index).
+      // (In doubles: a guess needs no exactness, and a 128-bit division is a libgcc call.)
       const uint64_t clamped = std::clamp(want, lo_key, hi_key);
-      const auto scaled = static_cast<unsigned __int128>(clamped - lo_key) * (hi - lo) /
-                          (static_cast<unsigned __int128>(hi_key - lo_key) + 1);
-      mid = lo + static_cast<uint32_t>(scaled);  // < hi: the quotient is below hi - lo
+      const double share = static_cast<double>(clamped - lo_key) /
+                           (static_cast<double>(hi_key - lo_key) + 1.0);
+      mid = std::min(hi - 1, lo + static_cast<uint32_t>(share * (hi - lo)));
     }
     const unsigned char* at = ids_ + size_t{mid} * GIT_OID_RAWSZ;
     const int c = std::memcmp(at, id.id, GIT_OID_RAWSZ);
