@@ -456,8 +456,9 @@ TEST(GitfragPackIndex, FindsEveryIdHoweverTheyAreSpread) {
       EXPECT_EQ(*at, 1000 + i);
       std::string near = sorted[i];
       near[19] = static_cast<char>(near[19] ^ 1);  // a neighbour: absent unless the set has it
-      if (!std::binary_search(sorted.begin(), sorted.end(), near))
+      if (!std::binary_search(sorted.begin(), sorted.end(), near)) {
         EXPECT_FALSE(index->Find(OidOfBytes(near)));
+      }
     }
     for (int i = 0; i < 1000; ++i) EXPECT_FALSE(index->Find(OidOfBytes(bytes(20))));
   }
@@ -467,7 +468,9 @@ TEST(GitfragPackIndex, FindsEveryIdHoweverTheyAreSpread) {
   ASSERT_TRUE(index);
   for (size_t i = 0; i < sets[0].size(); ++i) {
     const std::optional<uint64_t> at = index->Find(OidOfBytes(sets[0][i]));
-    if (at) EXPECT_EQ(*at, 1000 + i);
+    if (at) {
+      EXPECT_EQ(*at, 1000 + i);
+    }
   }
 }
 

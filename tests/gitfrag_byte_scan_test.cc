@@ -35,7 +35,7 @@ TEST(ByteScan, FindsEveryByteOfTheSetAtEveryPlaceAndAlignment) {
       const auto buffer = std::make_unique<char[]>(align + length);
       char* const run = buffer.get() + align;
       char* const end = run + length;
-      std::memset(buffer.get(), '&', align);  // a special byte just before the run: never found
+      for (char* p = buffer.get(); p != run; ++p) *p = '&';  // special bytes before the run: never found
       for (size_t i = 0; i < length; ++i) run[i] = static_cast<char>('a' + i % 26);
       for (size_t at = 0; at < length; ++at) {
         for (int value = 0; value < 256; ++value) {
