@@ -3,12 +3,9 @@
 // stored by SHA, everything else passed to the backend. Fixture repositories are made with git.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -141,44 +138,6 @@ TEST(Resident, CommitPagesAreFramesWithOneStoredFragmentSharedByForks) {
   EXPECT_EQ(HttpGet(proxy.Port(), "/pub/forks/fork/commit/?id=" + repos.fork_only()).status, 200);
   Response missing = HttpGet(proxy.Port(), "/base/commit/?id=" + repos.fork_only());
   EXPECT_EQ(missing.status, 404) << missing.Describe();
-}
-
-// Write calls (write, writev, sendmsg...) made so far by each thread of `pid`, by thread id (the
-// syscw line of /proc's io file of each task).
-std::map<std::string, uint64_t> WritesPerThread(pid_t pid) {
-  std::map<std::string, uint64_t> writes;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-    std::ifstream io(task.path() / "io");
-    std::string name;
-    uint64_t value = 0;
-    while (io >> name >> value)
-      if (name == "syscw:") writes[task.path().filename()] = value;
-  }
-  return writes;
-}
-
-// A frame whose fragment is rendered after its head went out is sent chunked: the head with the
-// page up to the include in one write, then the rest, its last chunk and the end of the chunks in
-// one more (not one for the last chunk and another for the 5 bytes that end the chunks).
-TEST(Resident, AChunkedFrameEndsInOneWrite) {
-  Repos repos;
-  ShellacProcess proxy;
-  ASSERT_TRUE(proxy.Start(repos.Config()));
-  const std::string target = "/base/commit/?id=" + repos.second();
-  const auto before = WritesPerThread(proxy.Pid());
-  Response r = HttpGet(proxy.Port(), target);
-  ASSERT_EQ(r.status, 200) << r.Describe();
-  ASSERT_TRUE(r.chunked) << "the fragment was ready before the head went out";
-  EXPECT_EQ(r.body, Assembled(proxy, target));
-  // The worker wrote the answer; a render thread writes only its wake-ups of the worker (at most
-  // one per render: the frame's and the fragment's), every other thread nothing.
-  uint64_t most = 0;
-  for (const auto& [tid, writes] : WritesPerThread(proxy.Pid())) {
-    const auto it = before.find(tid);
-    most = std::max<uint64_t>(most, writes - (it == before.end() ? 0 : it->second));
-  }
-  EXPECT_EQ(most, 2u);
 }
 
 // With cache=off nothing is stored: a commit frame's fragment is rendered for the one request, and
