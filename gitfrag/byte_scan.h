@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cstddef>
+#include <string_view>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -39,6 +40,21 @@ const char* FindAnyOf(const char* p, const char* const end) {
     return special;
   }();
   return FindInSet(p, end, kSpecial);
+}
+
+// The loop of every escape: `copy(run)` for each run of bytes `find(p, end)` passes over (empty
+// runs included), `escape(byte)` for each byte it stops at, in order.
+template <typename Find, typename Copy, typename Escape>
+void EscapeRuns(std::string_view s, Find find, Copy copy, Escape escape) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  for (;;) {
+    const char* const run = p;
+    p = find(p, end);
+    copy(std::string_view(run, static_cast<size_t>(p - run)));
+    if (p == end) return;
+    escape(*p++);
+  }
 }
 
 }  // namespace shellac::gitfrag

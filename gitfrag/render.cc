@@ -510,21 +510,18 @@ void WriteUrlAttribute(Writer& out, std::string_view url) {
       special[static_cast<unsigned char>(c)] = true;
     return special;
   }();
-  const char* p = url.data();
-  const char* const end = p + url.size();
-  for (;;) {
-    const char* const run = p;
-    p = FindInSet(p, end, kSpecial);
-    out.Raw(std::string_view(run, static_cast<size_t>(p - run)));
-    if (p == end) return;
-    const auto c = static_cast<unsigned char>(*p++);
-    if (c == '&') {
-      out.Raw("&amp;");
-    } else {
-      const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
-      out.Raw(std::string_view(escape, 3));
-    }
-  }
+  EscapeRuns(
+      url, [](const char* p, const char* end) { return FindInSet(p, end, kSpecial); },
+      [&out](std::string_view run) { out.Raw(run); },
+      [&out](char byte) {
+        const auto c = static_cast<unsigned char>(byte);
+        if (c == '&') {
+          out.Raw("&amp;");
+        } else {
+          const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
+          out.Raw(std::string_view(escape, 3));
+        }
+      });
 }
 
 std::vector<std::string> CloneUrls(const PageContext& ctx) {

@@ -64,16 +64,9 @@ namespace {
 // Text as cgit's html_txt escapes it: only '&', '<' and '>' (quotes stay as they are); the runs
 // between them copied whole.
 void XmlText(std::string& out, std::string_view text) {
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  while (p != end) {
-    const char* const run = p;
-    p = FindAnyOf<'&', '<', '>'>(p, end);
-    out.append(run, static_cast<size_t>(p - run));
-    if (p == end) break;
-    out.append(*p == '&' ? "&amp;"sv : *p == '<' ? "&lt;"sv : "&gt;"sv);
-    ++p;
-  }
+  EscapeRuns(
+      text, FindAnyOf<'&', '<', '>'>, [&out](std::string_view run) { out.append(run); },
+      [&out](char c) { out.append(c == '&' ? "&amp;"sv : c == '<' ? "&lt;"sv : "&gt;"sv); });
 }
 
 void XmlText(Writer& out, std::string_view text) {

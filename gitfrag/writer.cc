@@ -28,31 +28,28 @@ Writer& Writer::Include(std::string_view url) {
 
 Writer& Writer::Text(std::string_view s) {
   // Runs of safe bytes go in one copy; only the five special bytes are replaced one at a time.
-  const char* p = s.data();
-  const char* const end = p + s.size();
-  for (;;) {
-    const char* const run = p;
-    p = FindAnyOf<'&', '<', '>', '\'', '"'>(p, end);
-    Raw(std::string_view(run, static_cast<size_t>(p - run)));
-    if (p == end) return *this;
-    switch (*p++) {
-      case '&':
-        Raw("&amp;");
-        break;
-      case '<':
-        Raw("&lt;");
-        break;
-      case '>':
-        Raw("&gt;");
-        break;
-      case '\'':
-        Raw("&#39;");
-        break;
-      default:  // '"'
-        Raw("&quot;");
-        break;
-    }
-  }
+  EscapeRuns(
+      s, FindAnyOf<'&', '<', '>', '\'', '"'>, [this](std::string_view run) { Raw(run); },
+      [this](char c) {
+        switch (c) {
+          case '&':
+            Raw("&amp;");
+            break;
+          case '<':
+            Raw("&lt;");
+            break;
+          case '>':
+            Raw("&gt;");
+            break;
+          case '\'':
+            Raw("&#39;");
+            break;
+          default:  // '"'
+            Raw("&quot;");
+            break;
+        }
+      });
+  return *this;
 }
 
 namespace {
@@ -74,17 +71,13 @@ constexpr ByteSet kUrlUnsafe = UrlUnsafeBytes(false), kUrlUnsafeButSlash = UrlUn
 template <typename Out>
 void UrlEncode(std::string_view s, bool keep_slash, Out out) {
   const ByteSet& unsafe = keep_slash ? kUrlUnsafeButSlash : kUrlUnsafe;
-  const char* p = s.data();
-  const char* const end = p + s.size();
-  for (;;) {
-    const char* const run = p;
-    p = FindInSet(p, end, unsafe);
-    out(std::string_view(run, static_cast<size_t>(p - run)));
-    if (p == end) return;
-    const auto c = static_cast<unsigned char>(*p++);
-    const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
-    out(std::string_view(escape, 3));
-  }
+  EscapeRuns(
+      s, [&unsafe](const char* p, const char* end) { return FindInSet(p, end, unsafe); }, out,
+      [&out](char byte) {
+        const auto c = static_cast<unsigned char>(byte);
+        const char escape[3] = {'%', kHex[c >> 4], kHex[c & 15]};
+        out(std::string_view(escape, 3));
+      });
 }
 
 }  // namespace
