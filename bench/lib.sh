@@ -753,7 +753,7 @@ start_targets() {  # [with-nginx-static-dir]
 # The resident renderer in the scenarios that turn it on (SHELLAC_RENDER=1): shellac imports the
 # corpus' cgitrc (every repository of the fork farm) and renders commit pages itself; every other
 # page still goes to lighttpd+cgit. max-open-repos covers every repository, so that a sweep over all
-# forks does not close and open repositories (the default, 64, is below the fork farm's 101).
+# forks does not close and open repositories (the default, 1024, covers the usual fork farms).
 SHELLAC_RENDER=0
 RENDER_LINES=()
 
@@ -763,7 +763,7 @@ render_lines() {  # -> RENDER_LINES (config lines of the renderer, or none)
   local n
   n=$(grep -c '^repo.url=' "$CGITRC")
   RENDER_LINES=("cgitrc=$CGITRC")
-  [ "$n" -gt 64 ] && RENDER_LINES+=("max-open-repos=$((n + 8))")
+  [ "$n" -gt 1024 ] && RENDER_LINES+=("max-open-repos=$((n + 8))")
   bench_meta options.render 1
   bench_meta render_lines "${RENDER_LINES[*]}"
 }

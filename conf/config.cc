@@ -1190,7 +1190,7 @@ const std::vector<Key>& Keys() {
        "groups the repositories that follow on the index page"},
       {"virtual-root", "/", kReload, kOne, Method(&Builder::VirtualRoot, SameField(&Config::virtual_root)),
        "URL prefix of every rendered page"},
-      {"max-open-repos", "64", kReload, kOne, Count(&Config::max_open_repos, 1, 100000),
+      {"max-open-repos", "1024", kReload, kOne, Count(&Config::max_open_repos, 1, 100000),
        "repositories kept open at once"},
       {"render-threads", Note("number of cores"), kRestart, kOne, Count(&Config::render_threads, 1, 256),
        "threads rendering pages (1 to 256)"},

@@ -75,13 +75,12 @@ int Registry::Abbrev(size_t index) const {
 
 size_t Registry::open_count() const {
   std::lock_guard lock(mu_);
-  return std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->open(); });
+  return open_;
 }
 
 void Registry::CloseLeastRecentlyUsed() {
-  size_t open = 0;
-  for (const auto& e : entries_) open += e->open();
-  while (open > max_open_) {
+  // Only past the limit is every repository looked at (the count is kept as they open and close).
+  while (open_ > max_open_) {
     Entry* victim = nullptr;
     for (const auto& e : entries_) {
       if (e->leased == 0 && !e->idle.empty() &&
@@ -90,7 +89,7 @@ void Registry::CloseLeastRecentlyUsed() {
     }
     if (victim == nullptr) return;  // every open repository is in use; they close when released
     victim->idle.clear();
-    --open;
+    --open_;
   }
 }
 
@@ -104,6 +103,7 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
   {
     std::lock_guard lock(mu_);
     entry.last_used = ++clock_;
+    if (!entry.open()) ++open_;
     if (!entry.idle.empty()) {
       lease.repo_ = std::move(entry.idle.back());
       entry.idle.pop_back();
@@ -122,6 +122,7 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
       *error = "cannot open repository: " + std::string(e ? e->message : "unknown error");
       std::lock_guard lock(mu_);
       --entry.leased;
+      if (!entry.open()) --open_;
       lease.registry_ = nullptr;
       return lease;
     }

@@ -78,6 +78,7 @@ class Registry {
 
   const std::vector<conf::Config::Repository> repos_;
   const unsigned max_open_;
+  size_t open_ = 0;  // entries that hold a handle (Entry::open()), under mu_
   const std::chrono::nanoseconds refs_interval_;
   mutable std::mutex mu_;  // guards every Entry's handle lists and the LRU clock
   std::vector<std::unique_ptr<Entry>> entries_;

@@ -1132,7 +1132,7 @@ TEST_F(ConfTest, RenderDefaultsAndErrors) {
   auto c = LoadOk("");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->virtual_root, "/");
-  EXPECT_EQ(c->max_open_repos, 64u);
+  EXPECT_EQ(c->max_open_repos, 1024u);
   EXPECT_GE(c->render_threads, 1u);
   EXPECT_EQ(c->render_queue, 1024u);
   EXPECT_EQ(c->render_queue_timeout, 30s);

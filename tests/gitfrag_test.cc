@@ -994,9 +994,13 @@ TEST_F(GitfragPages, RegistryClosesLeastRecentlyUsedAndSeesNewRefs) {
   std::string bad_error;
   conf::Config::Repository missing = repos[0];
   missing.path = fx.dir().File("missing.git");
-  Registry bad({missing}, 1);
+  Registry bad({missing, repos[0]}, 1);
   EXPECT_FALSE(bad.Acquire(0, &bad_error));
   EXPECT_NE(bad_error.find("cannot open"), std::string::npos);
+  // A repository that failed to open does not count as open: the other one stays open after use.
+  EXPECT_EQ(bad.open_count(), 0u);
+  EXPECT_TRUE(bad.Acquire(1, &bad_error)) << bad_error;
+  EXPECT_EQ(bad.open_count(), 1u);
 }
 
 // A fork that borrows its objects through objects/info/alternates renders like its upstream.
