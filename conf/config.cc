@@ -481,6 +481,8 @@ class Builder {
       if (ec != std::errc() || end != value.data() + value.size() || begin == end)
         throw Failure{origin.Describe() + ": renamelimit: not a whole number"};
       config_->rename_limit = limit;
+    } else if (key == "noplainemail") {
+      config_->noplainemail = CgitFlag(value);
     } else if (key == "enable-http-clone") {
       config_->enable_http_clone = CgitFlag(value);
     } else if (key == "enable-log-filecount") {

@@ -187,6 +187,9 @@ struct Config {
   // From an imported cgitrc: enable-http-clone (on by default, as cgit): the dumb-HTTP clone paths
   // (info/refs, objects/..., HEAD) are served from the repositories' files.
   bool enable_http_clone = true;
+  // cgit's noplainemail: the commit, tag and blame pages and the Atom feed show no e-mail address,
+  // and the patch names its author without one.
+  bool noplainemail = false;
   unsigned max_stats = 0;          // max-stats= (Repository::max_stats; off by default, as cgit)
 
   std::string access_log;                // a file path, "stderr" or "off"

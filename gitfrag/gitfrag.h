@@ -299,6 +299,8 @@ class Site {
   };
   const SummaryOptions& summary() const { return summary_; }
   unsigned max_atom_items() const { return max_atom_items_; }  // cgit's max-atom-items
+  // Whether pages show e-mail addresses (cgit's noplainemail=1 turns them off).
+  bool plain_email() const { return plain_email_; }
   // How long a cgitrc filter (about-filter, source-filter) may run (filter-timeout) and write.
   const FilterLimits& filter_limits() const { return filter_limits_; }
   // blame-timeout: a blame page stops (503) once its blame has taken this long.
@@ -351,6 +353,7 @@ class Site {
   bool backend_ = false;        // an upstream is configured (smart-HTTP info/refs go to it)
   SummaryOptions summary_;
   unsigned max_atom_items_ = 10;
+  bool plain_email_ = true;
   FilterLimits filter_limits_;
   std::chrono::milliseconds blame_timeout_{20000};
   std::unique_ptr<Registry> registry_;

@@ -204,6 +204,7 @@ Site::Site(const conf::Config& config)
       summary_{config.summary_branches, config.summary_tags, config.summary_log,
                config.clone_prefix},
       max_atom_items_(config.max_atom_items),
+      plain_email_(!config.noplainemail),
       blame_timeout_(config.blame_timeout.count() > 0 ? config.blame_timeout
                                                       : std::chrono::seconds(20)),
       registry_(std::make_unique<Registry>(
@@ -472,7 +473,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
         AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
       }
     } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
-      route.cache_key = "gitfrag/patch/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
+      // The mail's header names the author's address unless noplainemail is set.
+      route.cache_key = "gitfrag/patch/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev) +
+                        (plain_email_ ? "" : "&noplainemail=1");
     } else if (route.kind == PageKind::kRawDiff && route.id2.empty()) {
       route.cache_key =
           "gitfrag/rawdiff/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);

@@ -103,7 +103,7 @@ std::string_view Utf8View(std::string_view text, const char* encoding, std::stri
   return *converted;
 }
 
-std::shared_ptr<const AtomEntry> MakeAtomEntry(const CommitFields& commit) {
+std::shared_ptr<const AtomEntry> MakeAtomEntry(const CommitFields& commit, bool plain_email) {
   auto entry = std::make_shared<AtomEntry>();
   char date[kAtomDateMax];
   entry->updated.assign(date, AtomDate(commit.committer_time, date));
@@ -121,9 +121,13 @@ std::shared_ptr<const AtomEntry> MakeAtomEntry(const CommitFields& commit) {
       .append(entry->updated)
       .append("</updated>\n<author>\n<name>"sv);
   XmlText(head, name);
-  head.append("</name>\n<email>"sv);
-  XmlText(head, commit.author_email);
-  head.append("</email>\n</author>\n<published>"sv)
+  head.append("</name>\n"sv);
+  if (plain_email) {
+    head.append("<email>"sv);
+    XmlText(head, commit.author_email);
+    head.append("</email>\n"sv);
+  }
+  head.append("</author>\n<published>"sv)
       .append(date, AtomDate(commit.author_time, date));
   entry->tail.append("</id>\n<content type='text'>\n"sv);
   XmlText(entry->tail, body);
@@ -134,15 +138,19 @@ std::shared_ptr<const AtomEntry> MakeAtomEntry(const CommitFields& commit) {
 // Commit `id`'s entry, from the memo or read; null when the commit cannot be read. The commit's
 // bytes come raw from the pack reader (no libgit2 object, parse or hash check); one of another
 // shape than git writes is read by libgit2, as before.
-std::shared_ptr<const AtomEntry> AtomEntryOf(RawObjects& objects, const git_oid& id) {
-  static SharedMemo<git_oid, std::shared_ptr<const AtomEntry>, OidHash, OidEqual, AtomEntryWeight>
-      memo(kAtomGenerationBytes);
+std::shared_ptr<const AtomEntry> AtomEntryOf(RawObjects& objects, const git_oid& id,
+                                             bool plain_email) {
+  // One memo with the authors' addresses and one without (noplainemail).
+  using Memo =
+      SharedMemo<git_oid, std::shared_ptr<const AtomEntry>, OidHash, OidEqual, AtomEntryWeight>;
+  static Memo with(kAtomGenerationBytes), without(kAtomGenerationBytes);
+  Memo& memo = plain_email ? with : without;
   if (std::optional<std::shared_ptr<const AtomEntry>> known = memo.Find(id)) return *known;
   std::shared_ptr<const AtomEntry> entry;
   CommitFields parsed;
   if (const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
       raw && ParsePlainCommit(raw.bytes(), &parsed)) {
-    entry = MakeAtomEntry(parsed);
+    entry = MakeAtomEntry(parsed, plain_email);
   } else {
     git_commit* commit = nullptr;
     {
@@ -150,7 +158,7 @@ std::shared_ptr<const AtomEntry> AtomEntryOf(RawObjects& objects, const git_oid&
       if (git_commit_lookup(&commit, objects.repo(), &id) != 0) return nullptr;
     }
     const CommitPtr owned(commit);
-    entry = MakeAtomEntry(FieldsOf(commit));
+    entry = MakeAtomEntry(FieldsOf(commit), plain_email);
   }
   memo.Add(id, entry);
   return entry;
@@ -202,7 +210,8 @@ Page RenderAtom(const PageContext& ctx) {
   bool first = true;
   git_oid id;
   for (unsigned n = 0; n < ctx.site.max_atom_items() && walk.NextId(&id); ++n) {
-    const std::shared_ptr<const AtomEntry> entry = AtomEntryOf(objects, id);
+    const std::shared_ptr<const AtomEntry> entry =
+        AtomEntryOf(objects, id, ctx.site.plain_email());
     if (!entry) break;
     if (first) out.Raw("<updated>").Raw(entry->updated).Raw("</updated>\n");
     first = false;

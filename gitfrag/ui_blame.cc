@@ -33,18 +33,23 @@ struct CommitTitle {
 using TitlePtr = std::shared_ptr<const CommitTitle>;
 constexpr size_t kTitles = 20000;
 
-SharedMemo<git_oid, TitlePtr, OidHash, OidEqual>& Titles() {
-  static SharedMemo<git_oid, TitlePtr, OidHash, OidEqual> memo(kTitles);
-  return memo;
+// One memo with the addresses in the titles and one without (noplainemail).
+SharedMemo<git_oid, TitlePtr, OidHash, OidEqual>& Titles(bool plain_email) {
+  static SharedMemo<git_oid, TitlePtr, OidHash, OidEqual> with(kTitles), without(kTitles);
+  return plain_email ? with : without;
 }
 
-std::string Signature(const char* role, const git_signature* sig, const char* encoding) {
+std::string Signature(const char* role, const git_signature* sig, const char* encoding,
+                      bool plain_email) {
   std::string out = role;
   out += "  ";
   out += ToUtf8(sig->name, encoding);
-  out += " <";
-  out += ToUtf8(sig->email, encoding);
-  out += ">  ";
+  if (plain_email) {
+    out += " <";
+    out += ToUtf8(sig->email, encoding);
+    out += '>';
+  }
+  out += "  ";
   out += FormatDate(sig->when);
   return out;
 }
@@ -152,12 +157,13 @@ Page RenderBlame(const PageContext& page_ctx) {
     std::string abbrev;  // unique in this repository: not remembered beyond the page
   };
   std::unordered_map<git_oid, CommitInfo, OidHash, OidEqual> infos;
+  const bool plain_email = ctx.site.plain_email();
   auto info_of = [&](const BlameEntry& h) -> const CommitInfo& {
     auto it = infos.find(h.commit);
     if (it != infos.end()) return it->second;
     CommitInfo info;
     info.abbrev = UniqueAbbrev(odb.get(), h.commit, abbrev_len);
-    if (std::optional<TitlePtr> known = Titles().Find(h.commit)) {
+    if (std::optional<TitlePtr> known = Titles(plain_email).Find(h.commit)) {
       info.title = std::move(*known);
     } else {
       auto made = std::make_shared<CommitTitle>();
@@ -168,14 +174,15 @@ Page RenderBlame(const PageContext& page_ctx) {
         std::string_view subject, body;
         const char* message = git_commit_message(c.get());
         SplitMessage(message != nullptr ? message : "", &subject, &body);
-        made->title = Signature("author", git_commit_author(c.get()), encoding) + "\n" +
-                       Signature("committer", git_commit_committer(c.get()), encoding) + "\n\n" +
-                       ToUtf8(subject.substr(0, subject.find('\n')), encoding);
+        made->title =
+            Signature("author", git_commit_author(c.get()), encoding, plain_email) + "\n" +
+            Signature("committer", git_commit_committer(c.get()), encoding, plain_email) +
+            "\n\n" + ToUtf8(subject.substr(0, subject.find('\n')), encoding);
         // cgit's "^" link: the blame of the same path at the first parent, whether or not the
         // parent has that path.
         if (git_commit_parentcount(c.get()) > 0)
           made->previous = OidHex(*git_commit_parent_id(c.get(), 0));
-        Titles().Add(h.commit, made);  // (a commit that cannot be read is not remembered)
+        Titles(plain_email).Add(h.commit, made);  // (a commit that cannot be read is not remembered)
       }
       info.title = std::move(made);
     }

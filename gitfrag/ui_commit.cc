@@ -51,7 +51,8 @@ namespace {
 void WriteSignature(const PageContext& ctx, const char* label, const git_signature* sig,
                     const char* encoding) {
   ctx.out.Raw("<tr><th>").Raw(label).Raw("</th><td>").Text(ToUtf8(sig->name, encoding));
-  ctx.out.Raw(" &lt;").Text(ToUtf8(sig->email, encoding)).Raw("&gt;</td><td class='right'>");
+  if (ctx.site.plain_email()) ctx.out.Raw(" &lt;").Text(ToUtf8(sig->email, encoding)).Raw("&gt;");
+  ctx.out.Raw("</td><td class='right'>");
   ctx.out.Text(FormatDate(sig->when)).Raw("</td></tr>\n");
 }
 

@@ -467,9 +467,63 @@ std::shared_ptr<const CommitDiffText> CommitDiffTextOf(git_repository* repo, git
   return made;
 }
 
+// C's isspace(), which git's is_blank_line() trims.
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+std::string_view TrimRight(std::string_view line) {
+  while (!line.empty() && IsSpace(line.back())) line.remove_suffix(1);
+  return line;
+}
+
+// The next line of *rest with its '\n' (the last one may have none), taken off *rest.
+std::string_view TakeLine(std::string_view* rest) {
+  const size_t eol = rest->find('\n');
+  const std::string_view line = rest->substr(0, eol == std::string_view::npos ? eol : eol + 1);
+  rest->remove_prefix(line.size());
+  return line;
+}
+
+// Takes the lines that hold nothing but whitespace off the front of *rest.
+void SkipBlankLines(std::string_view* rest) {
+  for (std::string_view after = *rest; !after.empty() && TrimRight(TakeLine(&after)).empty();)
+    *rest = after;
+}
+
+// A commit message as git's pretty-printer splits it (pretty.c): blank lines (nothing but
+// whitespace) before the subject are skipped; the subject is the lines up to the next blank one,
+// each without its trailing whitespace, joined by spaces; the body starts after the blank lines
+// that follow.
+void SplitMail(std::string_view message, std::string* subject, std::string_view* body) {
+  SkipBlankLines(&message);
+  subject->clear();
+  for (std::string_view line; !(line = TrimRight(TakeLine(&message))).empty();) {
+    if (!subject->empty()) *subject += ' ';
+    *subject += line;
+  }
+  SkipBlankLines(&message);
+  *body = message;
+}
+
+// The body as git's mail format prints it: each line without its trailing whitespace, the blank
+// lines at the end left out.
+void AppendMailBody(std::string* out, std::string_view body) {
+  size_t kept = out->size();  // where the last line that is not blank ends
+  while (!body.empty()) {
+    const std::string_view line = TrimRight(TakeLine(&body));
+    out->append(line).push_back('\n');
+    if (!line.empty()) kept = out->size();
+  }
+  out->resize(kept);
+}
+
 // One mail of the series. False when the commit has no changes (format-patch skips it).
+// `plain_email` false (cgit's noplainemail): cgit asks git for a format of its own instead of
+// --format=email, "From %H Mon Sep 17 00:00:00 2001%nFrom: %an%nDate: %aD%n%w(78,0,1)Subject:
+// %s%n%n%w(0)%b": the author's name alone, no MIME headers, the body as it is.
 bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
-                std::string* out, std::string* reason) {
+                bool plain_email, std::string* out, std::string* reason) {
   const std::shared_ptr<const CommitDiffText> diff =
       CommitDiffTextOf(repo, odb, abbrev, commit, reason);
   if (diff == nullptr || diff->stats.empty()) return false;
@@ -477,36 +531,37 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
   const char* encoding = git_commit_message_encoding(commit);
   const git_signature* author = git_commit_author(commit);
   const std::string message = ToUtf8(git_commit_message_raw(commit), encoding);
-  // The subject is the first paragraph, its lines joined by spaces.
-  std::string_view rest = message;
-  while (rest.starts_with('\n')) rest.remove_prefix(1);
   std::string subject;
-  while (!rest.empty() && rest.front() != '\n') {
-    const size_t eol = rest.find('\n');
-    if (!subject.empty()) subject += ' ';
-    subject += rest.substr(0, eol);
-    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
-  }
-  while (rest.starts_with('\n')) rest.remove_prefix(1);
+  std::string_view body;
+  SplitMail(message, &subject, &body);
   const std::string name = ToUtf8(author->name, encoding);
 
   *out += "From " + OidHex(*git_commit_id(commit)) + " Mon Sep 17 00:00:00 2001\n";
-  AppendFrom(out, name, ToUtf8(author->email, encoding));
-  *out += "Date: " + FormatMailDate(author->when) + "\n";
-  if (subject.empty())
-    *out += "Subject:\n";  // git writes no blank after the colon of an empty subject
-  else
-    AppendWrapped(out, "Subject: ", subject);
-  // git marks the mail 8-bit when the message (not the author's name) has a byte git counts as
-  // non-ASCII.
-  if (!IsAscii(message)) {
-    *out +=
-        "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: "
-        "8bit\n";
+  if (plain_email) {
+    AppendFrom(out, name, ToUtf8(author->email, encoding));
+  } else {
+    *out += "From: " + name + "\n";
   }
-  *out += "\n";
-  *out += rest;
-  if (!rest.empty() && !rest.ends_with('\n')) *out += '\n';
+  *out += "Date: " + FormatMailDate(author->when) + "\n";
+  if (!plain_email) {
+    AppendWrapped(out, "Subject: ", subject);  // "Subject: " even when the subject is empty
+    *out += "\n";
+    *out += body;
+  } else {
+    if (subject.empty())
+      *out += "Subject:\n";  // git writes no blank after the colon of an empty subject
+    else
+      AppendWrapped(out, "Subject: ", subject);
+    // git marks the mail 8-bit when the message (not the author's name) has a byte git counts as
+    // non-ASCII.
+    if (!IsAscii(message)) {
+      *out +=
+          "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: "
+          "8bit\n";
+    }
+    *out += "\n";
+    AppendMailBody(out, body);
+  }
   *out += "---\n";
   WriteStat(out, diff->stats);
   *out += diff->summary;
@@ -577,7 +632,8 @@ Page RenderPatch(const PageContext& ctx) {
   const int abbrev = EffectiveDiffOptions(ctx).abbrev;
   for (auto it = series.rbegin(); it != series.rend(); ++it) {
     std::string mail;
-    if (!AppendMail(repo, odb.get(), abbrev, it->get(), &mail, &reason)) continue;
+    if (!AppendMail(repo, odb.get(), abbrev, it->get(), ctx.site.plain_email(), &mail, &reason))
+      continue;
     if (mails++ > 0) text += '\n';
     text += mail;
     text += "-- \nshellac " SHELLAC_VERSION "\n\n";

@@ -378,7 +378,8 @@ Page RenderTag(const PageContext& page_ctx) {
       out.Raw("<tr><td>tag date</td><td>").Text(FormatDate(tagger->when)).Raw("</td></tr>\n");
     if (tagger != nullptr) {
       out.Raw("<tr><td>tagged by</td><td>").Text(tagger->name);
-      out.Raw(" &lt;").Text(tagger->email).Raw("&gt;</td></tr>\n");
+      if (ctx.site.plain_email()) out.Raw(" &lt;").Text(tagger->email).Raw("&gt;");
+      out.Raw("</td></tr>\n");
     }
     out.Raw("<tr><td>tagged object</td><td class='oid'>");
     WriteObjectLink(ctx, git_tag_target_type(tag), *git_tag_target_id(tag));

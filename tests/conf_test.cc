@@ -973,6 +973,15 @@ TEST_F(ConfTest, CgitrcEnableHttpClone) {
       Write("off.conf", "cgitrc = " + Write("off.rc", "enable-http-clone=0\nrepo.url=a\nrepo.path=/a\n") + "\n"));
   ASSERT_NE(off, nullptr);
   EXPECT_FALSE(off->enable_http_clone);
+  EXPECT_FALSE(on->noplainemail);
+}
+
+// noplainemail: off unless the cgitrc sets it; a global key, the last one wins (cgit's atoi flag).
+TEST_F(ConfTest, CgitrcNoPlainEmail) {
+  const std::string rc = Write("e.rc", "noplainemail=0\nrepo.url=a\nrepo.path=/a\nnoplainemail=1\n");
+  auto c = LoadOk(Write("e.conf", "cgitrc = " + rc + "\n"));
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->noplainemail);
 }
 
 // The summary, about and feed keys of a cgitrc: readme= and clone-url= / about-filter= apply to the

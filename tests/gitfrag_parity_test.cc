@@ -79,6 +79,19 @@ std::string Widths(const std::string& html) {
   return out;
 }
 
+// Every title attribute's value, one a line (the blame's commit details are in them).
+std::string Titles(const std::string& html) {
+  std::string out;
+  for (size_t p = 0; (p = html.find("title='", p)) != std::string::npos;) {
+    p += 7;
+    const size_t end = html.find('\'', p);
+    if (end == std::string::npos) break;
+    out += html.substr(p, end - p) + "\n";
+    p = end;
+  }
+  return out;
+}
+
 // One repository served by both: gitfrag's Site and cgit run as a CGI with the same settings.
 class Peers {
  public:
@@ -115,6 +128,13 @@ class Peers {
   void SetRenameLimit(int limit) {
     std::ofstream(rc_, std::ios::app) << "renamelimit=" << limit << "\n";
     config_.rename_limit = limit;
+    site_ = std::make_unique<Site>(config_);
+  }
+
+  // noplainemail=1 for both (a new Site).
+  void SetNoPlainEmail() {
+    std::ofstream(rc_, std::ios::app) << "noplainemail=1\n";
+    config_.noplainemail = true;
     site_ = std::make_unique<Site>(config_);
   }
 
@@ -786,6 +806,58 @@ T=$((T - 100)); echo x > d/f; c 'last, same date as filler 8'
   for (const char* h : {"master", "side-a", "v1.0", "light"})
     EXPECT_EQ(AtomDifference(peers, "/repo/atom/", std::string("h=") + h), "") << h;
   EXPECT_EQ(AtomDifference(peers, "/repo/atom/latin1.txt", ""), "");
+}
+
+// Messages git would never write itself (commit --cleanup=verbatim, as other tools make them):
+// blank lines of spaces and tabs around the subject, a subject over two lines with trailing
+// whitespace, tabs and a CR in the body, trailing blank lines, no final newline, an empty message;
+// and noplainemail=1, with which cgit shows no address on the commit, tag and blame pages nor in
+// the feed, and writes its patch with a format of its own (the author's name alone, the body as it
+// is). The patch bytes, the pages' visible text and the blame's commit titles equal cgit's.
+TEST(GitfragParity, MessagesAndNoPlainEmailEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+v() { git add -A; T=$((T + 100)); printf "$1" > ../msg; GIT_AUTHOR_DATE="$T +0000" GIT_COMMITTER_DATE="$T +0000" git commit -q --allow-empty-message --cleanup=verbatim -F ../msg; }
+echo 0 > f; c root
+echo 1 > f; v '\n  \nfirst subject line  \nsecond\tsubject line\t\n \t \nbody\twith\ttabs and trailing \r\n\tleading tab\nabc\tdef\n \n\nend\n\n\n'
+echo 2 > f; v 'subject only, no newline'
+echo 3 > f; v 'subj\n\nend without newline'
+echo 4 > f; v 'subj\n\nend\n \n'
+echo 5 > f; v ''
+echo 6 > f; v 'a subject long enough to be wrapped: it goes on and on well past the seventy-eight columns\n\nbody\n'
+export GIT_AUTHOR_NAME='René "Q" Name' GIT_AUTHOR_EMAIL=rene@example.org
+echo 7 > f; v 'quoted name\n'
+GIT_COMMITTER_NAME=Tagger GIT_COMMITTER_EMAIL=tagger@example.org git tag -a -m 'tag message' v1 HEAD~2
+)");
+  for (const bool noplainemail : {false, true}) {
+    TempDir rc;
+    Peers peers(bare, rc.path(), /*blame=*/true);
+    if (noplainemail) peers.SetNoPlainEmail();
+    PageList pages = PagesOfMaster(bare, {});
+    pages.push_back({"/repo/tag/", "h=v1"});
+    pages.push_back({"/repo/atom/", ""});
+    pages.push_back({"/repo/blame/f", ""});
+    pages.push_back({"/repo/blame/f", "id=" + GitIn(bare, "rev-parse master~3")});
+    for (const auto& [path, query] : pages) {
+      EXPECT_EQ(peers.Difference(path, query), "")
+          << "noplainemail=" << noplainemail << " " << path << "?" << query;
+    }
+    EXPECT_EQ(AtomDifference(peers, "/repo/atom/", ""), "") << "noplainemail=" << noplainemail;
+    // The blame's commit links carry each commit's author and committer in their titles.
+    for (const std::string& query :
+         std::vector<std::string>{"", "id=" + GitIn(bare, "rev-parse master~3")}) {
+      auto route = peers.site().Match("/repo/blame/f", query);
+      ASSERT_TRUE(route);
+      const std::string ours = peers.site().RenderAssembled(*route).body;
+      const std::string theirs = peers.Cgit("/repo/blame/f", query);
+      EXPECT_EQ(Titles(ours), Titles(theirs)) << "noplainemail=" << noplainemail;
+      EXPECT_NE(Titles(theirs).find("committer"), std::string::npos);
+    }
+    // The address is there exactly when cgit shows it.
+    const std::string commit = peers.Cgit("/repo/commit/", "");
+    EXPECT_EQ(commit.find("rene@example.org") == std::string::npos, noplainemail);
+  }
 }
 
 // The stats page against cgit's on a repository whose commits are dated relative to now (cgit
