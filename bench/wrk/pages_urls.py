@@ -13,14 +13,14 @@ tree listing) may be asked for again through another fork, as a crawler walking 
 The commit-based kinds draw from disjoint slices of the base's non-merge commits on B (the commits
 of --skip, the corpus' sample, left out: the scenario's checks use them), so that no kind is served
 by parts another kind already had rendered. A kind that has fewer possible URLs than --count
-(summary, about, atom, stats, clone) has what there is; the scenario reports the repeats when a run
+(summary, about, stats, clone) has what there is; the scenario reports the repeats when a run
 walks past the end of a list.
 
 Kinds: commit, diff, patch, rawdiff (?id=SHA); log (?id=SHA: the 100 commits from there); log-ofs
 (?ofs=N, N a multiple of 100); tree-dir and tree-file (/tree/PATH?id=SHA, PATH a folder or a file
 the commit touched); plain (/plain/FILE?id=SHA); blame (/blame/FILE?id=SHA) and log-path
 (/log/FILE?id=SHA: the file's history from there); refs (?id=SHA); tag (?h=TAG); summary (/REPO/
-and /REPO/?h=BRANCH); about (?h=BRANCH); atom (?h=BRANCH); stats (?period=w|m|q&h=BRANCH); snapshot
+and /REPO/?h=BRANCH); about (?h=BRANCH); atom (?h=BRANCH or TAG); stats (?period=w|m|q&h=BRANCH); snapshot
 (/snapshot/SHA.tar.gz); clone (info/refs, HEAD, objects/info/packs).
 
 --mix FILE also writes one list of the kinds a crawler walks, interleaved by MIX_WEIGHTS (of every
@@ -61,7 +61,7 @@ WHAT = {
     "tag": "/R/tag/?h=TAG",
     "summary": "/R/[?h=BRANCH]",
     "about": "/R/about/?h=BRANCH",
-    "atom": "/R/atom/?h=BRANCH",
+    "atom": "/R/atom/?h=BRANCH|TAG",
     "stats": "/R/stats/?period=P&h=BRANCH",
     "snapshot": "/R/snapshot/SHA.tar.gz",
     "clone": "/R/info/refs, /R/HEAD, /R/objects/info/packs",
@@ -173,7 +173,9 @@ def main():
     lists["tag"] = ["/%s/tag/?h=%s" % (r, t) for r in names for t in tags[r]]
     lists["summary"] = ["/%s/" % r for r in names] + ["/%s/?h=%s" % (r, b) for r in names for b in heads[r]]
     lists["about"] = ["/%s/about/?h=%s" % (r, b) for r in names for b in heads[r]]
-    lists["atom"] = ["/%s/atom/?h=%s" % (r, b) for r in names for b in heads[r]]
+    # the feed at every branch and tag (each page viewed at h=REF names atom/?h=REF in its head):
+    # with branches alone a fork farm has a few hundred, walked in a few hundredths of a second
+    lists["atom"] = ["/%s/atom/?h=%s" % (r, b) for r in names for b in heads[r] + tags[r]]
     lists["stats"] = ["/%s/stats/?period=%s&h=%s" % (r, p, b) for r in names for b in heads[r] for p in "wmq"]
     lists["clone"] = ["/%s/%s" % (r, f) for r in names for f in ("info/refs", "HEAD", "objects/info/packs")]
     os.makedirs(a.out, exist_ok=True)
