@@ -537,6 +537,8 @@ class Builder {
       config_->max_stats = StatsPeriods(value);
     } else if (key == "repo.max-stats") {
       if (repo) repo->max_stats = StatsPeriods(value);
+    } else if (key == "repo.homepage") {
+      if (repo) repo->homepage = std::string(value);
     }
   }
 

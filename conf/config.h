@@ -125,6 +125,9 @@ struct Config {
     // quarter and year); 0: no stats tab. The cgitrc's max-stats when the stanza began, or
     // repo.max-stats.
     unsigned max_stats = 0;
+    // repo.homepage: a "homepage" tab on every page, and where the about page sends a reader when
+    // no readme is found.
+    std::string homepage;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;

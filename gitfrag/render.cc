@@ -246,6 +246,7 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
                  {"dt", dt}}));
   // cgit shows the stats tab when max-stats enables a period.
   if (ctx.repo.max_stats > 0) tab("stats", "stats", true, head_query);
+  if (!ctx.repo.homepage.empty()) out.Raw("<a href='").Text(ctx.repo.homepage).Raw("'>homepage</a>");
   out.Raw("</td><td class='form'><form class='right' method='get' action='");
   link("log", path, "");
   out.Raw("'>\n");
@@ -522,6 +523,27 @@ void WriteUrlAttribute(Writer& out, std::string_view url) {
           out.Raw(std::string_view(escape, 3));
         }
       });
+}
+
+std::string UrlPath(std::string_view url) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr ByteSet kEscaped = [] {
+    ByteSet escaped{};
+    for (int c = 0; c < 256; ++c) escaped[c] = c <= 0x20 || c >= 0x7f;
+    for (const char c : std::string_view("\"#%'<=>?\\^`{|}"))
+      escaped[static_cast<unsigned char>(c)] = true;
+    return escaped;
+  }();
+  std::string out;
+  out.reserve(url.size());
+  EscapeRuns(
+      url, [](const char* p, const char* end) { return FindInSet(p, end, kEscaped); },
+      [&out](std::string_view run) { out.append(run); },
+      [&out](char byte) {
+        const auto c = static_cast<unsigned char>(byte);
+        out.append({'%', kHex[c >> 4], kHex[c & 15]});
+      });
+  return out;
 }
 
 std::vector<std::string> CloneUrls(const PageContext& ctx) {

@@ -336,6 +336,9 @@ std::optional<Readme> ChooseReadme(const PageContext& ctx);
 std::vector<std::string> CloneUrls(const PageContext& ctx);
 // A URL in an attribute as cgit's html_url_path writes it: bytes a URL cannot hold escaped.
 void WriteUrlAttribute(Writer& out, std::string_view url);
+// A URL as cgit's html_url_path writes it into a Location header: controls, blank, non-ASCII and
+// "#%'<=>?\^`{|}, DEL percent-escaped ('+' and '&' kept).
+std::string UrlPath(std::string_view url);
 
 // cgit's links leave out h= when it names the default branch, and id= when it names the branch
 // shown: the route as links spell it.

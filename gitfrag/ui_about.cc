@@ -78,8 +78,16 @@ Page RenderAbout(const PageContext& page_ctx) {
                         page_ctx.out};
   const std::optional<Readme> readme = ChooseReadme(page_ctx);
   if (!readme) {
-    return ErrorPage(404, ctx.repo.readme.empty() ? "no readme is configured for this repository"
-                                                  : "no readme at this revision");
+    // Where cgit sends the reader: the repository's homepage, else its own "URL../" (the page's
+    // URL without its slash: a path that names no page, as cgit writes it).
+    Page page = ErrorPage(302, ctx.repo.readme.empty() ? "no readme is configured for this repository"
+                                                       : "no readme at this revision");
+    page.body.clear();
+    page.headers.emplace_back(
+        "Location", UrlPath(!ctx.repo.homepage.empty()
+                                ? ctx.repo.homepage
+                                : ctx.chrome.virtual_root + ctx.repo.url + "/about../"));
+    return page;
   }
   // A readme in the repository is a part kept by its blob id (and the about-filter and the name
   // it is given), which every fork and branch with that readme shares: the page is a frame

@@ -452,6 +452,13 @@ void ClientConnection::OnRendered(Rendered rendered) {
     StartStream(std::move(rendered));
     return;
   }
+  if (rendered.status == 301 || rendered.status == 302) {  // a redirect, as cgit's (no body)
+    state_ = State::kReadingHead;
+    std::string location;
+    for (const auto& [name, value] : rendered.headers) location += name + ": " + value + "\r\n";
+    Respond(rendered.status, "text/plain; charset=utf-8", "", request_.keep_alive, location);
+    return;
+  }
   if (!rendered.object ||
       !Deliver(rendered.object, rendered.stored ? "miss" : "pass", std::move(rendered.text))) {
     state_ = State::kReadingHead;

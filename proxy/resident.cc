@@ -90,7 +90,9 @@ Rendered Finish(Worker& worker, const Runtime& runtime, const std::string& fill_
                 std::string_view kind, bool gzip, const std::string& memo_base,
                 gitfrag::Page page) {
   Rendered r{page.status, page.reason, {}, false, page.refusal};
-  if (page.status == 200 && page.stream) {
+  if (page.status == 301 || page.status == 302) {
+    r.headers = std::move(page.headers);  // its Location
+  } else if (page.status == 200 && page.stream) {
     r.headers.emplace_back("Content-Type", page.content_type);
     for (auto& header : page.headers) r.headers.push_back(std::move(header));
     r.stream = std::move(page.stream);

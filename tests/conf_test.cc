@@ -998,6 +998,7 @@ TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
                                    "repo.url=one\nrepo.path=/srv/one.git\n"
                                    "repo.url=two\nrepo.path=/srv/two.git\nrepo.readme=:doc/x.md\n"
                                    "repo.readme=:y\nrepo.clone-url=ssh://two\n"
+                                   "repo.homepage=https://two.example/\n"
                                    "repo.about-filter=/ignored\nenable-filter-overrides=1\n"
                                    "repo.about-filter=exec:/usr/bin/f\n");
   auto c = LoadOk(Write("shellac.conf", "cgitrc = " + cgitrc + "\n"));
@@ -1010,6 +1011,8 @@ TEST_F(ConfTest, CgitrcSummaryAboutAndFeedKeys) {
   ASSERT_EQ(c->repositories.size(), 3u);
   EXPECT_TRUE(c->repositories[0].readme.empty());
   EXPECT_EQ(c->repositories[0].clone_url, "");
+  EXPECT_EQ(c->repositories[0].homepage, "");
+  EXPECT_EQ(c->repositories[2].homepage, "https://two.example/");
   EXPECT_EQ(c->repositories[1].readme, (std::vector<std::string>{":README.md", "master:README"}));
   EXPECT_EQ(c->repositories[1].clone_url, "https://z/$CGIT_REPO_URL");
   EXPECT_EQ(c->repositories[1].about_filter, "/bin/cat");

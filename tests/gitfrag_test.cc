@@ -2278,15 +2278,39 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
       ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
   }
-  // No readme at the revision (an annotated tag names no commit), or none configured: 404s.
+  // No readme at the revision (an annotated tag names no commit), or none configured: cgit sends
+  // the reader on (302) to the repository's homepage, else to its own "about../"; shellac to the
+  // same Location. A homepage is a tab of every page too.
   conf::Config c = fx.Config();
   c.repositories[0].readme = {":dir/f.c"};
-  Site site(c);
-  Page page = site.Render(MustMatch(site, "/fix/about/", "h=annotated"));
-  EXPECT_EQ(page.status, 404);
-  EXPECT_EQ(page.reason, "no readme at this revision");
+  const std::string stanza = "repo.url=fix\nrepo.path=" + fx.bare() + "\n";
+  const std::string homepage = "https://example.org/a b?x=1&y=\"2\"";
+  for (const bool with_homepage : {false, true}) {
+    SCOPED_TRACE(with_homepage ? "homepage" : "no homepage");
+    c.repositories[0].homepage = with_homepage ? homepage : "";
+    const std::string rc = "virtual-root=/\nreadme=:dir/f.c\n" + stanza +
+                           (with_homepage ? "repo.homepage=" + homepage + "\n" : "");
+    Site site(c);
+    for (const char* const query : {"h=annotated", "h=master"}) {
+      const Page page = site.Render(MustMatch(site, "/fix/about/", query));
+      const std::string theirs = fx.CgitWith(rc, "/fix/about/", query);
+      const bool found = std::string_view(query) == "h=master";
+      ASSERT_EQ(page.status, found ? 200 : 302) << query;
+      EXPECT_EQ(theirs.find("Status: 302 Found\n") != std::string::npos, !found) << theirs;
+      if (found) {
+        ExpectSameTextAndLinks(site.RenderAssembled(MustMatch(site, "/fix/about/", query)).body,
+                               CgiBody(theirs), "/fix/about/");
+        continue;
+      }
+      EXPECT_EQ(page.reason, "no readme at this revision");
+      ASSERT_EQ(page.headers.size(), 1u);
+      EXPECT_EQ(page.headers[0].first, "Location");
+      EXPECT_NE(theirs.find("Location: " + page.headers[0].second + "\n"), std::string::npos)
+          << page.headers[0].second << "\n" << theirs;
+    }
+  }
   Site bare(fx.Config());
-  EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/about/", "")).status, 404);
+  EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/about/", "")).status, 302);
   EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/", "")).body.find("/about/"), std::string::npos);
   // A Lua filter runs inside cgit: such about pages stay with the upstream.
   c.repositories[0].about_filter = "lua:/usr/lib/cgit/filters/x.lua";

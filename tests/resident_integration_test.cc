@@ -325,6 +325,22 @@ TEST(Resident, AboutPagesShareTheStoredReadmePart) {
   EXPECT_EQ(HttpGet(proxy.Port(), "/base/esi-about/?id=" + numbers).status, 404);
 }
 
+// A repository whose readme is not found: cgit's redirect (its Location, no body), and the
+// connection stays open for the next request.
+TEST(Resident, AboutWithoutReadmeRedirectsAsCgit) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(0, "readme=:nope.md\n")));
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  const Response moved = client.RoundTrip("GET /base/about/ HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(moved.status, 302) << moved.Describe();
+  EXPECT_EQ(moved.Header("location"), "/base/about../");
+  EXPECT_EQ(moved.body, "");
+  EXPECT_EQ(client.RoundTrip("GET /base/ HTTP/1.1\r\nHost: x\r\n\r\n").status, 200)
+      << "the connection serves the next request";
+}
+
 // Pages made for one request that are not frames (tag, tree, plain, log, refs, summary): a gzip
 // client gets the page compressed whole in one call (igzip, segments ending on a sync flush),
 // an identity client the rendered text as it is; both are gitfrag's page, rendered afresh (no
