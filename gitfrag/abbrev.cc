@@ -1,12 +1,17 @@
 #include "gitfrag/abbrev.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 
 #include "base/owned.h"
+#include "gitfrag/pack_reader.h"
 
 namespace shellac::gitfrag {
 namespace {
@@ -67,11 +72,78 @@ int AbbrevLength(uint64_t packed_objects) {
   return len < 7 ? 7 : len > GIT_OID_HEXSZ ? GIT_OID_HEXSZ : len;
 }
 
-std::string UniqueAbbrev(git_odb* odb, const git_oid& oid, int min_len) {
+namespace {
+
+// min_len as both paths bound it.
+int ClampedLength(int min_len) {
+  return min_len < 4 ? 4 : min_len > GIT_OID_HEXSZ ? GIT_OID_HEXSZ : min_len;
+}
+
+// The most leading digits of `hex` (an id) that a loose object in object folder `folder` shares,
+// the id itself aside, into *shared (kept when none shares more). As libgit2's loose backend
+// reads: every entry of objects/XX whose name is 38 characters and that is not a folder (stat
+// follows a link). False for an entry that is not a lowercase id (libgit2's answer is then its
+// own).
+bool LooseSharedDigits(std::string_view folder, const char* hex, int* shared) {
+  char path[PATH_MAX];
+  if (folder.size() + 4 > sizeof path) return false;
+  std::memcpy(path, folder.data(), folder.size());
+  path[folder.size()] = '/';
+  std::memcpy(path + folder.size() + 1, hex, 2);
+  path[folder.size() + 3] = '\0';
+  const base::Owned<closedir> dir(opendir(path));
+  if (dir == nullptr) return true;  // no such folder: no loose object starts so
+  constexpr size_t kRest = GIT_OID_HEXSZ - 2;
+  while (const dirent* e = readdir(dir.get())) {
+    if (std::strlen(e->d_name) != kRest) continue;
+    if (e->d_type != DT_REG) {
+      struct stat st {};
+      if (e->d_type == DT_DIR ||
+          (fstatat(dirfd(dir.get()), e->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode)))
+        continue;
+    }
+    size_t same = 0;
+    while (same < kRest && e->d_name[same] == hex[2 + same]) ++same;
+    for (size_t i = same; i < kRest; ++i) {
+      const char c = e->d_name[i];
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    if (same < kRest) *shared = std::max(*shared, static_cast<int>(2 + same));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string UniqueAbbrev(git_repository* repo, git_odb* odb, const git_oid& oid, int min_len) {
   char hex[GIT_OID_HEXSZ + 1];
   git_oid_tostr(hex, sizeof hex, &oid);
-  int len = min_len < 4 ? 4 : min_len > GIT_OID_HEXSZ ? GIT_OID_HEXSZ : min_len;
+  const int len = ClampedLength(min_len);
   // The null id names no object: looking it up would only make libgit2 rescan the packs.
+  if (git_oid_is_zero(&oid) || odb == nullptr) return std::string(hex, len);
+  // Kept by the thread: a page abbreviates many ids of one repository.
+  thread_local std::string git_dir, objects;
+  thread_local std::vector<std::string_view> folders;
+  PackReader* reader = ThreadReaderIfOn();
+  const char* path = repo == nullptr ? nullptr : git_repository_path(repo);
+  if (path != nullptr && git_dir != path) {
+    git_dir = path;
+    if (!ObjectsFolder(repo, &objects)) objects.clear();
+  }
+  int shared = 0;
+  if (reader == nullptr || path == nullptr || objects.empty() ||
+      !reader->SharedHexDigits(objects, oid, &shared, &folders))
+    return UniqueAbbrevThroughOdb(odb, oid, min_len);
+  for (const std::string_view folder : folders) {
+    if (!LooseSharedDigits(folder, hex, &shared)) return UniqueAbbrevThroughOdb(odb, oid, min_len);
+  }
+  return std::string(hex, std::clamp(shared + 1, len, GIT_OID_HEXSZ));
+}
+
+std::string UniqueAbbrevThroughOdb(git_odb* odb, const git_oid& oid, int min_len) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &oid);
+  int len = ClampedLength(min_len);
   if (git_oid_is_zero(&oid) || odb == nullptr) return std::string(hex, len);
   for (; len < GIT_OID_HEXSZ; ++len) {
     git_oid prefix, found;

@@ -22,8 +22,23 @@ uint64_t PackedObjectCount(const std::string& git_dir);
 // git's default abbreviation length for `packed_objects` objects (7 .. 40).
 int AbbrevLength(uint64_t packed_objects);
 
-// The shortest prefix of `oid`, `min_len` hex digits or more, that no other object in `odb`
-// shares. The null id (an added or deleted file's side) is `min_len` zeros.
-std::string UniqueAbbrev(git_odb* odb, const git_oid& oid, int min_len);
+// The shortest prefix of `oid`, `min_len` hex digits or more, that no other object in `repo`
+// (`odb`: its object database) shares. The null id (an added or deleted file's side) is `min_len`
+// zeros.
+//
+// That is min_len or one more than the most digits any other object shares with `oid`, and only
+// `oid`'s neighbours can share the most: in each pack index the entries on either side of where
+// `oid` is or would be (this thread's PackReader looks), and of the loose objects those in the one
+// folder objects/XX that holds ids beginning with `oid`'s first two digits, in the repository and
+// in each alternate (one directory opened each: it fails when there are none). Where the reader
+// cannot speak for every pack (pack_reader.h: SharedHexDigits), or a loose entry is not a
+// lowercase id, the answer is libgit2's (UniqueAbbrevThroughOdb).
+std::string UniqueAbbrev(git_repository* repo, git_odb* odb, const git_oid& oid, int min_len);
+
+// The same through libgit2: git_odb_exists_prefix for each length from min_len until no other
+// object has the prefix (each call reads every backend: a stat of objects/XX and a search of every
+// pack index, in the repository and each alternate). UniqueAbbrev's fallback, and its tests'
+// oracle.
+std::string UniqueAbbrevThroughOdb(git_odb* odb, const git_oid& oid, int min_len);
 
 }  // namespace shellac::gitfrag

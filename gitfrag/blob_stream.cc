@@ -169,6 +169,21 @@ std::optional<uint64_t> PackIndex::Find(const git_oid& id) const {
   return std::nullopt;
 }
 
+uint32_t PackIndex::LowerBound(const git_oid& id) const {
+  const unsigned first = id.id[0];
+  uint32_t lo = first == 0 ? 0 : BigEndian32(fanout_ + 4 * (first - 1));
+  uint32_t hi = BigEndian32(fanout_ + 4 * first);
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (std::memcmp(ids_ + size_t{mid} * GIT_OID_RAWSZ, id.id, GIT_OID_RAWSZ) < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 bool ParsePackEntryHeader(std::string_view bytes, PackEntryHeader* out) {
   if (bytes.empty()) return false;
   auto c = static_cast<unsigned char>(bytes[0]);

@@ -60,6 +60,9 @@ class PackIndex {
   // The offset of `id`'s entry in the pack, or nullopt when the index does not have it or its
   // offset points outside the 64-bit table.
   std::optional<uint64_t> Find(const git_oid& id) const;
+  // The first position whose id is not below `id` (size() when none is): where `id` is or would
+  // be in a sorted index. Its neighbours there are the ids nearest it (abbrev.h).
+  uint32_t LowerBound(const git_oid& id) const;
 
  private:
   PackIndex() = default;

@@ -58,8 +58,13 @@ struct Pack {
 
 // One object folder's packs, as last listed.
 struct Folder {
+  std::string path;  // the object folder's real path
   std::string pack_dir;
   bool listed = false;
+  // Every pack index in the folder is mapped and there is no multi-pack-index: the reader's
+  // packs are all of the folder's packed objects (libgit2 also reads v1 indexes, any NAME.idx and
+  // multi-pack-indexes).
+  bool whole = true;
   ino_t ino = 0;
   timespec mtime{};
   std::vector<std::unique_ptr<Pack>> packs;
@@ -250,6 +255,9 @@ struct PackReader::State {
   // folders each repository's objects folder reads.
   std::unordered_map<std::string, std::unique_ptr<Folder>> folders;
   std::unordered_map<std::string, std::vector<Folder*>> chains;
+  // The chain last asked for (a page asks for one repository's many times): no hash of the path.
+  std::string last_objects;
+  const std::vector<Folder*>* last_chain = nullptr;
   uint32_t next_serial = 1;
   uint64_t rescans = 0;
 
@@ -302,19 +310,26 @@ struct PackReader::State {
 };
 
 const std::vector<Folder*>& PackReader::State::Chain(const std::string& objects) {
-  if (const auto it = chains.find(objects); it != chains.end()) return it->second;
-  std::vector<Folder*> chain;
-  for (const std::string& path : ObjectFolders(objects)) {
-    char real[PATH_MAX];
-    const std::string key = realpath(path.c_str(), real) != nullptr ? std::string(real) : path;
-    std::unique_ptr<Folder>& folder = folders[key];
-    if (!folder) {
-      folder = std::make_unique<Folder>();
-      folder->pack_dir = key + "/pack";
+  if (last_chain != nullptr && objects == last_objects) return *last_chain;
+  auto it = chains.find(objects);
+  if (it == chains.end()) {
+    std::vector<Folder*> chain;
+    for (const std::string& path : ObjectFolders(objects)) {
+      char real[PATH_MAX];
+      const std::string key = realpath(path.c_str(), real) != nullptr ? std::string(real) : path;
+      std::unique_ptr<Folder>& folder = folders[key];
+      if (!folder) {
+        folder = std::make_unique<Folder>();
+        folder->path = key;
+        folder->pack_dir = key + "/pack";
+      }
+      chain.push_back(folder.get());
     }
-    chain.push_back(folder.get());
+    it = chains.emplace(objects, std::move(chain)).first;
   }
-  return chains.emplace(objects, std::move(chain)).first->second;
+  last_objects = objects;
+  last_chain = &it->second;  // map nodes stay put
+  return it->second;
 }
 
 bool PackReader::State::Refresh(Folder* folder) {
@@ -330,11 +345,17 @@ bool PackReader::State::Refresh(Folder* folder) {
   folder->mtime = exists ? st.st_mtim : timespec{};
   std::vector<std::unique_ptr<Pack>> packs;
   const base::Owned<closedir> dir(exists ? opendir(folder->pack_dir.c_str()) : nullptr);
+  bool whole = !exists || dir != nullptr;
   while (dir != nullptr) {
     const dirent* e = readdir(dir.get());
     if (e == nullptr) break;
     const std::string_view name = e->d_name;
-    if (!name.starts_with("pack-") || !name.ends_with(".idx")) continue;
+    if (name == "multi-pack-index") whole = false;
+    if (!name.ends_with(".idx")) continue;
+    if (!name.starts_with("pack-")) {
+      whole = false;
+      continue;
+    }
     const std::string stem(name.substr(0, name.size() - 4));
     // A pack mapped before stays (its bytes never change: the name is their hash).
     bool kept = false;
@@ -350,16 +371,19 @@ bool PackReader::State::Refresh(Folder* folder) {
     pack->name = stem;
     pack->idx_file = MappedFile::Of(folder->pack_dir + "/" + stem + ".idx");
     pack->pack_file = MappedFile::Of(folder->pack_dir + "/" + stem + ".pack");
-    if (!pack->idx_file || !pack->pack_file) continue;  // a pack being written: libgit2's then
-    pack->index = PackIndex::FromBytes(pack->idx_file->bytes(), nullptr);
-    const std::string_view bytes = pack->pack_file->bytes();
-    if (!pack->index || bytes.size() < kPackHeader + kPackTrailer ||
-        std::memcmp(bytes.data(), "PACK", 4) != 0)
+    const bool mapped = pack->idx_file && pack->pack_file &&
+                        (pack->index = PackIndex::FromBytes(pack->idx_file->bytes(), nullptr)) &&
+                        pack->pack_file->bytes().size() >= kPackHeader + kPackTrailer &&
+                        std::memcmp(pack->pack_file->bytes().data(), "PACK", 4) == 0;
+    if (!mapped) {  // a pack being written, a version-1 index, a broken file: libgit2's then
+      whole = false;
       continue;
+    }
     pack->serial = next_serial++;
     packs.push_back(std::move(pack));
   }
   folder->packs = std::move(packs);
+  folder->whole = whole;
   return true;
 }
 
@@ -658,6 +682,53 @@ bool PackReader::Contains(const std::string& objects, const git_oid& id) {
 }
 
 namespace {
+
+// Leading hex digits two ids share.
+int SharedDigits(const git_oid& a, const git_oid& b) {
+  for (int i = 0; i < GIT_OID_RAWSZ; ++i) {
+    if (a.id[i] != b.id[i]) return 2 * i + ((a.id[i] >> 4) == (b.id[i] >> 4) ? 1 : 0);
+  }
+  return GIT_OID_HEXSZ;
+}
+
+}  // namespace
+
+bool PackReader::SharedHexDigits(const std::string& objects, const git_oid& id, int* shared,
+                                 std::vector<std::string_view>* folders) {
+  State& s = *state_;
+  const std::vector<Folder*>& chain = s.Chain(objects);
+  folders->clear();
+  for (const Folder* folder : chain) folders->push_back(folder->path);
+  for (int look = 0; look < 2; ++look) {
+    int most = 0;
+    bool whole = true, present = false;
+    for (Folder* folder : chain) {
+      if (!folder->listed) s.Refresh(folder);
+      whole = whole && folder->whole;
+      for (const std::unique_ptr<Pack>& pack : folder->packs) {
+        const PackIndex& index = *pack->index;
+        uint32_t at = index.LowerBound(id);
+        if (at > 0) most = std::max(most, SharedDigits(index.Id(at - 1), id));
+        if (at < index.size() && SharedDigits(index.Id(at), id) == GIT_OID_HEXSZ) {
+          present = true;
+          ++at;
+        }
+        if (at < index.size()) most = std::max(most, SharedDigits(index.Id(at), id));
+      }
+    }
+    bool changed = false;
+    if (!present && look == 0) {  // as Contains: folders that changed are listed again, once
+      for (Folder* folder : chain) changed |= s.Refresh(folder);
+    }
+    if (!changed) {
+      *shared = most;
+      return whole;
+    }
+  }
+  return false;  // not reached: the second look changes nothing
+}
+
+namespace {
 std::atomic<size_t> pack_cache_bytes{kPackCacheBytes};
 }  // namespace
 
@@ -670,9 +741,6 @@ PackReader& ThreadPackReader() {
   return reader;
 }
 
-namespace {
-
-// The repository's objects folder, as the reader names it.
 bool ObjectsFolder(git_repository* repo, std::string* objects) {
   const char* git_dir = git_repository_path(repo);
   if (git_dir == nullptr) return false;
@@ -682,7 +750,6 @@ bool ObjectsFolder(git_repository* repo, std::string* objects) {
   return true;
 }
 
-// This thread's reader, its limit brought to pack-cache-size; null when the reader is off.
 PackReader* ThreadReaderIfOn() {
   const size_t bytes = pack_cache_bytes.load(std::memory_order_relaxed);
   if (bytes == 0) return nullptr;
@@ -690,6 +757,8 @@ PackReader* ThreadReaderIfOn() {
   if (reader.cache_limit() != bytes) reader.set_cache_limit(bytes);
   return &reader;
 }
+
+namespace {
 
 // Object `id` through this thread's reader, or false when the reader is off or does not have it.
 bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object) {

@@ -139,6 +139,16 @@ class PackReader {
   // read). False also for a loose object.
   bool Contains(const std::string& objects, const git_oid& id);
 
+  // For abbreviations (abbrev.h): the most leading hex digits `id` shares with another object in
+  // a pack of `objects` or its alternates (0: none), from each index's entries on either side of
+  // where `id` is or would be. When `id` is in none of the packs, the folders that changed are
+  // listed again first (as Contains). *folders: the object folders read (it, then its
+  // alternates': ObjectFolders) by their real paths, good until the next call, for the caller to
+  // look at their loose objects. False when the reader cannot speak for every pack there (an index
+  // it could not map or read, not version 2, not named pack-*.idx; a multi-pack-index).
+  bool SharedHexDigits(const std::string& objects, const git_oid& id, int* shared,
+                       std::vector<std::string_view>* folders);
+
   // Bounds the cache to `bytes` (what is over is dropped, in PackCache's order).
   void set_cache_limit(size_t bytes);
   size_t cache_limit() const;
@@ -154,6 +164,10 @@ class PackReader {
 
 // This thread's reader.
 PackReader& ThreadPackReader();
+// This thread's reader with its limit brought to pack-cache-size, or null when the reader is off.
+PackReader* ThreadReaderIfOn();
+// `repo`'s objects folder as the reader names it (GIT_DIR/objects); false when it has none.
+bool ObjectsFolder(git_repository* repo, std::string* objects);
 
 // The bytes each thread's reader may cache (pack-cache-size, set by every Site made; a reader
 // takes a new value at its next read). 0: ReadPacked answers null, every object goes through

@@ -162,7 +162,7 @@ Page RenderBlame(const PageContext& page_ctx) {
     auto it = infos.find(h.commit);
     if (it != infos.end()) return it->second;
     CommitInfo info;
-    info.abbrev = UniqueAbbrev(odb.get(), h.commit, abbrev_len);
+    info.abbrev = UniqueAbbrev(repo, odb.get(), h.commit, abbrev_len);
     if (std::optional<TitlePtr> known = Titles(plain_email).Find(h.commit)) {
       info.title = std::move(*known);
     } else {

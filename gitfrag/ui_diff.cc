@@ -58,7 +58,8 @@ void FragmentArgs(Writer& out, const std::string& id, const std::string& id2,
 }
 
 void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
-                   const std::string& old_id, std::string_view up, git_odb* odb, int abbrev) {
+                   const std::string& old_id, std::string_view up, git_repository* repo,
+                   git_odb* odb, int abbrev) {
   const bool added = d.status == GIT_DELTA_ADDED, deleted = d.status == GIT_DELTA_DELETED;
   out.Raw("<div class='head'>diff --git a/").Text(d.old_file.path).Raw(" b/").Text(d.new_file.path);
   char mode[16];
@@ -74,9 +75,9 @@ void WriteDiffHead(Writer& out, const git_diff_delta& d, const std::string& id,
     return;
   }
   out.Raw("<br/>index ")
-      .Raw(UniqueAbbrev(odb, d.old_file.id, abbrev))
+      .Raw(UniqueAbbrev(repo, odb, d.old_file.id, abbrev))
       .Raw("..")
-      .Raw(UniqueAbbrev(odb, d.new_file.id, abbrev));
+      .Raw(UniqueAbbrev(repo, odb, d.new_file.id, abbrev));
   if (!added && !deleted) {
     // cgit puts a mode change on the index line: "index a..b 100644..100755".
     std::snprintf(mode, sizeof mode, " %06o", d.old_file.mode);
@@ -445,7 +446,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
     out.Raw(
         "<tr><td class='space' colspan='4'><div></div></td></tr><tr><td class='head' "
         "colspan='4'>");
-    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
+    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.repo, f.odb.get(), f.abbrev);
     out.Raw("</td></tr>");
     if (IsLinkChange(*d)) {
       SideBySide{out, *d, f.old_id, f.id, f.up}.WriteLink();
@@ -476,7 +477,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
   for (size_t i = 0; i < f.files.files.size(); ++i) {
     if (!f.files.files[i].own.made) continue;
     const git_diff_delta* d = &f.files.files[i].delta;
-    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.odb.get(), f.abbrev);
+    WriteDiffHead(out, *d, f.id, f.old_id, f.up, f.repo, f.odb.get(), f.abbrev);
     if (IsLinkChange(*d)) {
       WriteLinkLines(out, *d);
       continue;

@@ -256,8 +256,8 @@ void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDi
                     d.old_file.mode == 0 ? d.new_file.mode : d.old_file.mode);
       *out += buf;
     }
-    *out += "index " + UniqueAbbrev(odb, d.old_file.id, abbrev) + ".." +
-            UniqueAbbrev(odb, d.new_file.id, abbrev);
+    *out += "index " + UniqueAbbrev(repo, odb, d.old_file.id, abbrev) + ".." +
+            UniqueAbbrev(repo, odb, d.new_file.id, abbrev);
     if (d.old_file.mode == d.new_file.mode) {
       std::snprintf(buf, sizeof buf, " %o", d.old_file.mode);
       *out += buf;
