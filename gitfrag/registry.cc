@@ -33,9 +33,9 @@ std::vector<std::string> SearchPath(int level) {
   return out;
 }
 
-// Whether a config file (absent: none) may set core.attributesFile or include another file that
-// may: a mention of either anywhere, in any case, counts. Its text without blanks, lower case,
-// into *text.
+// Whether a config file (absent: none) may set core.attributesFile or core.worktree, or include
+// another file that may: a mention of one anywhere, in any case, counts. Its text without blanks,
+// lower case, into *text.
 bool MayNameAttributes(const std::string& path, std::string* text) {
   std::ifstream in(path, std::ios::binary);
   text->clear();
@@ -47,7 +47,7 @@ bool MayNameAttributes(const std::string& path, std::string* text) {
       text->push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
   }
   return text->find("attributesfile") != std::string::npos ||
-         text->find("include") != std::string::npos;
+         text->find("include") != std::string::npos || text->find("worktree") != std::string::npos;
 }
 
 // FNV-1a, so a number made from files' identities is the same in every run.
@@ -174,13 +174,8 @@ uint64_t Registry::CheckAttributes(Entry& entry, git_repository* repo) const {
     for (const std::string& f : entry.attr_files) AddFileFingerprint(f, &fingerprint);
     if (fingerprint == entry.attr_fingerprint) return entry.attributes;
   }
-  const std::string common = git_repository_commondir(repo);
-  std::vector<std::string> files = {common + "info/attributes",
-                                    std::string(git_repository_path(repo)) + "index"};
-  files.insert(files.end(), global_attribute_files_.begin(), global_attribute_files_.end());
-  const size_t attribute_files = files.size();
-  files.push_back(common + "config");
-  files.insert(files.end(), global_config_files_.begin(), global_config_files_.end());
+  std::vector<std::string> files =
+      SourceFiles(git_repository_commondir(repo), git_repository_path(repo));
   // libgit2 reads core.attributesFile when it first looks an attribute up (the XDG file when it
   // is unset); a repository with a work tree reads each folder's .gitattributes.
   bool found = git_repository_workdir(repo) != nullptr;
@@ -202,11 +197,7 @@ uint64_t Registry::CheckAttributes(Entry& entry, git_repository* repo) const {
     git_buf_dispose(&path);
   }
   std::string fingerprint = setting + '\n';
-  for (size_t i = 0; i < files.size(); ++i) {
-    const bool exists = AddFileFingerprint(files[i], &fingerprint);
-    found = found || (exists && i < attribute_files);
-  }
-  const uint64_t attributes = found ? Hash(fingerprint) | 1 : 0;
+  const uint64_t attributes = SourcesNumber(files, found, &fingerprint);
   std::lock_guard lock(entry.attr_mu);
   entry.attr_files = std::move(files);
   entry.attr_fingerprint = std::move(fingerprint);
@@ -220,7 +211,7 @@ bool Registry::Attributes(size_t index, uint64_t* out) const {
   const int64_t checked = entry.checked_ns.load(std::memory_order_acquire);
   const int64_t now =
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-  if (checked == 0) return NoAttributeSources(index, out);
+  if (checked == 0) return FirstAttributes(index, out);
   std::vector<std::string> files;
   std::string fingerprint;
   {
@@ -240,26 +231,48 @@ bool Registry::Attributes(size_t index, uint64_t* out) const {
   return true;
 }
 
-bool Registry::NoAttributeSources(size_t index, uint64_t* out) const {
-  // A bare repository (its config says so; git init --bare writes "bare = true"), not a
-  // worktree's (no commondir), without any attribute file, and no config file that may name one.
-  const std::string& dir = repos_[index].path;
+std::vector<std::string> Registry::SourceFiles(const std::string& common,
+                                               const std::string& git_dir) const {
+  std::vector<std::string> files = {common + "info/attributes", git_dir + "index"};
+  files.insert(files.end(), global_attribute_files_.begin(), global_attribute_files_.end());
+  files.push_back(common + "config");
+  files.insert(files.end(), global_config_files_.begin(), global_config_files_.end());
+  return files;
+}
+
+uint64_t Registry::SourcesNumber(const std::vector<std::string>& files, bool found,
+                                 std::string* fingerprint) const {
+  // The attribute files come first (SourceFiles), then the config files (and the setting's).
+  const size_t attribute_files = 2 + global_attribute_files_.size();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const bool exists = AddFileFingerprint(files[i], fingerprint);
+    found = found || (exists && i < attribute_files);
+  }
+  return found ? Hash(*fingerprint) | 1 : 0;
+}
+
+bool Registry::FirstAttributes(size_t index, uint64_t* out) const {
+  // A repository whose config says whether it is bare ("bare = true" or "bare = false", as git
+  // init writes it; libgit2 gives any repository not bare a work tree), not a linked worktree's
+  // (no commondir), and no config file that may set core.attributesFile: the number
+  // CheckAttributes will make, from the same files.
+  const std::string& path = repos_[index].path;
   struct stat st;
-  if (stat((dir + "/objects").c_str(), &st) != 0 || stat((dir + "/commondir").c_str(), &st) == 0)
+  std::string git_dir = path + "/";
+  if (stat((git_dir + "objects").c_str(), &st) != 0) git_dir = path + "/.git/";
+  if (stat((git_dir + "objects").c_str(), &st) != 0 ||
+      stat((git_dir + "commondir").c_str(), &st) == 0)
     return false;
   std::string text;
-  if (MayNameAttributes(dir + "/config", &text) || text.find("bare=true") == std::string::npos)
-    return false;
+  if (MayNameAttributes(git_dir + "config", &text)) return false;
+  const bool bare = text.find("bare=true") != std::string::npos;
+  const bool work_tree = text.find("bare=false") != std::string::npos;
+  if (bare == work_tree) return false;
   for (const std::string& f : global_config_files_) {
     if (MayNameAttributes(f, &text)) return false;
   }
-  for (const std::string& f : {dir + "/info/attributes", dir + "/index"}) {
-    if (stat(f.c_str(), &st) == 0) return false;
-  }
-  for (const std::string& f : global_attribute_files_) {
-    if (stat(f.c_str(), &st) == 0) return false;
-  }
-  *out = 0;
+  std::string fingerprint = "\n";
+  *out = SourcesNumber(SourceFiles(git_dir, git_dir), work_tree, &fingerprint);
   return true;
 }
 

@@ -74,10 +74,10 @@ class Registry {
   // The Lease::attributes() a render of repository `index` would get, for routing to put in the
   // patch's and rawdiff's keys (their text depends on it): the one a render found less than the
   // refs interval ago, or else, if the sources' files on disk are as that render found them, its
-  // one (a few stat calls, no libgit2); before the first render, 0 when the repository's files
-  // show it has none (NoAttributeSources: stat calls, the config files read). False when none of
-  // these holds (a file changed since, a config that may name an attributes file): the caller
-  // must not key an output by it.
+  // one (a few stat calls, no libgit2); before the first render, the one its files give
+  // (FirstAttributes: stat calls, the config files read). False when none of these holds (a
+  // file changed since, a config that may name an attributes file): the caller must not key an
+  // output by it.
   bool Attributes(size_t index, uint64_t* out) const;
   // What a render of repository `index` would read its refs, abbreviation length and attribute
   // sources from, as a number that changes whenever one does (Lease::state), if a render looked at
@@ -89,9 +89,17 @@ class Registry {
   struct Entry;
   void Release(size_t index, RepositoryPtr repo);
   void CloseLeastRecentlyUsed();  // with mu_ held
-  // Attributes() before the repository's first render: true with *out 0 when its files show it
-  // has no attribute source (as CheckAttributes would find), false when that is not sure.
-  bool NoAttributeSources(size_t index, uint64_t* out) const;
+  // Attributes() before the repository's first render: the number CheckAttributes will make,
+  // from the files alone (stat calls, the config files read as text), when its config files
+  // cannot name an attributes file or a work tree elsewhere; else false.
+  bool FirstAttributes(size_t index, uint64_t* out) const;
+  // The files CheckAttributes looks at for a repository (folders end in '/'): the attribute
+  // files first, then the config files.
+  std::vector<std::string> SourceFiles(const std::string& common, const std::string& git_dir) const;
+  // Appends the identities of `files` (SourceFiles' order) to *fingerprint; the number for them:
+  // 0 when none of the attribute files exists and not `found`.
+  uint64_t SourcesNumber(const std::vector<std::string>& files, bool found,
+                         std::string* fingerprint) const;
   // Looks at the attribute sources of `repo` (entry `index`, with its refs_mu held) and records
   // what it found; returns the number for them (Lease::attributes).
   uint64_t CheckAttributes(Entry& entry, git_repository* repo) const;
