@@ -22,6 +22,7 @@ using OdbPtr = base::Owned<git_odb_free>;
 using OdbObjectPtr = base::Owned<git_odb_object_free>;
 using ReferencePtr = base::Owned<git_reference_free>;
 using TreeEntryPtr = base::Owned<git_tree_entry_free>;
+using ConfigPtr = base::Owned<git_config_free>;
 
 // libgit2's process-wide state; constructed once by the first Site.
 void EnsureLibgit2();

@@ -116,9 +116,10 @@ struct Route {
   // start with, set by the proxy from the request (cgit: HTTP_HOST, HTTPS); empty: no links.
   std::string query, origin;
   // Repository-neutral outputs addressed by full SHAs only: "gitfrag/diff/SHA[/SHA2]?context=3&
-  // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N", "gitfrag/rawdiff/SHA?
-  // abbrev=N", "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
-  // output is rendered per request).
+  // ignorews=0&dt=0&abbrev=N[&path=P]", "gitfrag/patch/SHA?abbrev=N[&attributes=A]",
+  // "gitfrag/rawdiff/SHA?abbrev=N[&attributes=A]" (A: the repository's gitattributes sources,
+  // Registry::Attributes; none: no A), "gitfrag/blob/SHA". Empty for frames and whenever an id is not a full SHA (a branch name moves, so that
+  // output is rendered per request), and for patch and rawdiff while A is not known.
   std::string cache_key;
 };
 

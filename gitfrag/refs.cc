@@ -168,20 +168,8 @@ void MergeLoose(std::vector<NamedRef> loose, std::vector<NamedRef>* refs) {
   *refs = std::move(merged);
 }
 
-void AddFingerprint(const std::string& path, std::string* out) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    out->append("-;");
-    return;
-  }
-  out->append(std::to_string(st.st_ino)).push_back(':');
-  out->append(std::to_string(st.st_size)).push_back(':');
-  out->append(std::to_string(st.st_mtim.tv_sec)).push_back('.');
-  out->append(std::to_string(st.st_mtim.tv_nsec)).push_back(';');
-}
-
 void FingerprintDirs(const std::string& dir, std::string* out) {
-  AddFingerprint(dir, out);
+  AddFileFingerprint(dir, out);
   const base::Owned<closedir> d(opendir(dir.c_str()));
   if (d == nullptr) return;
   std::vector<std::string> subdirs;
@@ -207,10 +195,23 @@ Decoration::Kind KindOf(std::string_view name, bool annotated) {
 
 }  // namespace
 
+bool AddFileFingerprint(const std::string& path, std::string* out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    out->append("-;");
+    return false;
+  }
+  out->append(std::to_string(st.st_ino)).push_back(':');
+  out->append(std::to_string(st.st_size)).push_back(':');
+  out->append(std::to_string(st.st_mtim.tv_sec)).push_back('.');
+  out->append(std::to_string(st.st_mtim.tv_nsec)).push_back(';');
+  return true;
+}
+
 std::string RefsFingerprint(const std::string& git_dir) {
   std::string out;
-  AddFingerprint(git_dir + "/HEAD", &out);
-  AddFingerprint(git_dir + "/packed-refs", &out);
+  AddFileFingerprint(git_dir + "/HEAD", &out);
+  AddFileFingerprint(git_dir + "/packed-refs", &out);
   // A loose ref is updated by renaming a lock file over it, which changes its folder's mtime.
   FingerprintDirs(git_dir + "/refs", &out);
   return out;

@@ -105,6 +105,10 @@ class RefIndex {
   mutable std::string info_refs_;
 };
 
+// Appends a file's identity (inode, size, modification time; "-" when it does not exist) to *out,
+// as RefsFingerprint does for each of its files. Whether it exists.
+bool AddFileFingerprint(const std::string& path, std::string* out);
+
 // A cheap fingerprint of everything a RefIndex is built from (sizes, inodes and modification
 // times of HEAD, packed-refs and every folder under refs/). Equal fingerprints: same refs.
 std::string RefsFingerprint(const std::string& git_dir);

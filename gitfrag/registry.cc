@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <sstream>
 
 #include "gitfrag/abbrev.h"
 #include "gitfrag/pack_reader.h"
@@ -11,6 +13,51 @@
 namespace shellac::gitfrag {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The folders on one of libgit2's search paths (GIT_OPT_GET_SEARCH_PATH), separated by ':' as
+// libgit2 separates them (a ':' after a backslash is part of a name).
+std::vector<std::string> SearchPath(int level) {
+  std::vector<std::string> out;
+  git_buf buf = GIT_BUF_INIT;
+  if (git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, level, &buf) != 0) return out;
+  const std::string_view all(buf.ptr != nullptr ? buf.ptr : "", buf.size);
+  size_t start = 0;
+  for (size_t i = 0; i <= all.size(); ++i) {
+    if (i < all.size() && (all[i] != ':' || (i > start && all[i - 1] == '\\'))) continue;
+    if (i > start) out.emplace_back(all.substr(start, i - start));
+    start = i + 1;
+  }
+  git_buf_dispose(&buf);
+  return out;
+}
+
+// Whether a config file (absent: none) may set core.attributesFile or core.worktree, or include
+// another file that may: a mention of one anywhere, in any case, counts. Its text without blanks,
+// lower case, into *text.
+bool MayNameAttributes(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  text->clear();
+  if (!in) return false;
+  std::ostringstream all;
+  all << in.rdbuf();
+  for (char c : all.str()) {
+    if (c != ' ' && c != '\t')
+      text->push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
+  }
+  return text->find("attributesfile") != std::string::npos ||
+         text->find("include") != std::string::npos || text->find("worktree") != std::string::npos;
+}
+
+// FNV-1a, so a number made from files' identities is the same in every run.
+uint64_t Hash(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
 
 struct Registry::Entry {
   std::vector<RepositoryPtr> idle;
@@ -29,6 +76,20 @@ struct Registry::Entry {
   // were last looked at: written under refs_mu, read without it (State).
   std::atomic<uint64_t> state{0};
   std::atomic<int64_t> checked_ns{0};
+  // The gitattributes sources libgit2 reads for the repository's paths (git_attr_get with
+  // GIT_ATTR_CHECK_FILE_THEN_INDEX, libgit2 1.5's attr.c): its info/attributes, the index's
+  // .gitattributes (a bare repository has no index file unless a tool wrote one; git would not
+  // read it), a work tree's .gitattributes in each folder (a repository with a work tree counts
+  // as having sources), core.attributesFile (else the XDG attributes file) and the system's
+  // gitattributes. git 2.39 (cgit) reads the same files for a bare repository but the index.
+  // attr_files: every file that may hold attributes or name one (the config files), looked at
+  // with the refs; attr_fingerprint: their identities then; attributes: 0 when no attribute file
+  // existed (and no core.attributesFile was set), else a number made from the identities (and
+  // the setting). Written with refs_mu held; attr_mu (held for no I/O) lets routing compare.
+  std::mutex attr_mu;
+  std::vector<std::string> attr_files;
+  std::string attr_fingerprint;
+  uint64_t attributes = 0;
   bool open() const { return leased > 0 || !idle.empty(); }
 };
 
@@ -38,6 +99,16 @@ Registry::Registry(std::vector<conf::Config::Repository> repos, unsigned max_ope
       max_open_(std::max(1u, max_open)),
       refs_interval_(std::max(refs_interval, std::chrono::nanoseconds(1))) {
   EnsureLibgit2();
+  for (const std::string& dir : SearchPath(GIT_CONFIG_LEVEL_SYSTEM)) {
+    global_attribute_files_.push_back(dir + "/gitattributes");
+    global_config_files_.push_back(dir + "/gitconfig");
+  }
+  for (const std::string& dir : SearchPath(GIT_CONFIG_LEVEL_XDG)) {
+    global_attribute_files_.push_back(dir + "/attributes");
+    global_config_files_.push_back(dir + "/config");
+  }
+  for (const std::string& dir : SearchPath(GIT_CONFIG_LEVEL_GLOBAL))
+    global_config_files_.push_back(dir + "/.gitconfig");
   for (size_t i = 0; i < repos_.size(); ++i) entries_.push_back(std::make_unique<Entry>());
 }
 
@@ -49,6 +120,7 @@ Registry::Lease::Lease(Lease&& other) noexcept
       repo_(std::move(other.repo_)),
       refs_(std::move(other.refs_)),
       abbrev_(other.abbrev_),
+      attributes_(other.attributes_),
       state_(other.state_) {
   other.registry_ = nullptr;
 }
@@ -93,6 +165,117 @@ void Registry::CloseLeastRecentlyUsed() {
   }
 }
 
+uint64_t Registry::CheckAttributes(Entry& entry, git_repository* repo) const {
+  // The files as last found (entry.attr_* are written only here, with refs_mu held): the
+  // number stands. The config is read only when one changed (a snapshot costs 30 K
+  // instructions).
+  if (!entry.attr_files.empty()) {
+    std::string fingerprint(entry.attr_fingerprint, 0, entry.attr_fingerprint.find('\n') + 1);
+    for (const std::string& f : entry.attr_files) AddFileFingerprint(f, &fingerprint);
+    if (fingerprint == entry.attr_fingerprint) return entry.attributes;
+  }
+  std::vector<std::string> files =
+      SourceFiles(git_repository_commondir(repo), git_repository_path(repo));
+  // libgit2 reads core.attributesFile when it first looks an attribute up (the XDG file when it
+  // is unset); a repository with a work tree reads each folder's .gitattributes.
+  bool found = git_repository_workdir(repo) != nullptr;
+  std::string setting;
+  git_config* raw_config = nullptr;
+  if (git_repository_config_snapshot(&raw_config, repo) != 0) {
+    found = true;  // libgit2's lookup cannot read it either: let it say so
+  } else {
+    ConfigPtr config(raw_config);
+    git_buf path = GIT_BUF_INIT;
+    const int error = git_config_get_path(&path, config.get(), "core.attributesFile");
+    if (error == 0) {
+      found = true;
+      setting.assign(path.ptr, path.size);
+      files.push_back(setting);
+    } else if (error != GIT_ENOTFOUND) {
+      found = true;
+    }
+    git_buf_dispose(&path);
+  }
+  std::string fingerprint = setting + '\n';
+  const uint64_t attributes = SourcesNumber(files, found, &fingerprint);
+  std::lock_guard lock(entry.attr_mu);
+  entry.attr_files = std::move(files);
+  entry.attr_fingerprint = std::move(fingerprint);
+  entry.attributes = attributes;
+  return attributes;
+}
+
+bool Registry::Attributes(size_t index, uint64_t* out) const {
+  if (index >= entries_.size()) return false;
+  Entry& entry = *entries_[index];
+  const int64_t checked = entry.checked_ns.load(std::memory_order_acquire);
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  if (checked == 0) return FirstAttributes(index, out);
+  std::vector<std::string> files;
+  std::string fingerprint;
+  {
+    std::lock_guard lock(entry.attr_mu);
+    if (now - checked < refs_interval_.count()) {
+      *out = entry.attributes;
+      return true;
+    }
+    files = entry.attr_files;
+    fingerprint.assign(entry.attr_fingerprint, 0, entry.attr_fingerprint.find('\n') + 1);
+  }
+  // Older than the interval: the files as they are now against the ones last found.
+  for (const std::string& f : files) AddFileFingerprint(f, &fingerprint);
+  std::lock_guard lock(entry.attr_mu);
+  if (fingerprint != entry.attr_fingerprint) return false;
+  *out = entry.attributes;
+  return true;
+}
+
+std::vector<std::string> Registry::SourceFiles(const std::string& common,
+                                               const std::string& git_dir) const {
+  std::vector<std::string> files = {common + "info/attributes", git_dir + "index"};
+  files.insert(files.end(), global_attribute_files_.begin(), global_attribute_files_.end());
+  files.push_back(common + "config");
+  files.insert(files.end(), global_config_files_.begin(), global_config_files_.end());
+  return files;
+}
+
+uint64_t Registry::SourcesNumber(const std::vector<std::string>& files, bool found,
+                                 std::string* fingerprint) const {
+  // The attribute files come first (SourceFiles), then the config files (and the setting's).
+  const size_t attribute_files = 2 + global_attribute_files_.size();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const bool exists = AddFileFingerprint(files[i], fingerprint);
+    found = found || (exists && i < attribute_files);
+  }
+  return found ? Hash(*fingerprint) | 1 : 0;
+}
+
+bool Registry::FirstAttributes(size_t index, uint64_t* out) const {
+  // A repository whose config says whether it is bare ("bare = true" or "bare = false", as git
+  // init writes it; libgit2 gives any repository not bare a work tree), not a linked worktree's
+  // (no commondir), and no config file that may set core.attributesFile: the number
+  // CheckAttributes will make, from the same files.
+  const std::string& path = repos_[index].path;
+  struct stat st;
+  std::string git_dir = path + "/";
+  if (stat((git_dir + "objects").c_str(), &st) != 0) git_dir = path + "/.git/";
+  if (stat((git_dir + "objects").c_str(), &st) != 0 ||
+      stat((git_dir + "commondir").c_str(), &st) == 0)
+    return false;
+  std::string text;
+  if (MayNameAttributes(git_dir + "config", &text)) return false;
+  const bool bare = text.find("bare=true") != std::string::npos;
+  const bool work_tree = text.find("bare=false") != std::string::npos;
+  if (bare == work_tree) return false;
+  for (const std::string& f : global_config_files_) {
+    if (MayNameAttributes(f, &text)) return false;
+  }
+  std::string fingerprint = "\n";
+  *out = SourcesNumber(SourceFiles(git_dir, git_dir), work_tree, &fingerprint);
+  return true;
+}
+
 Registry::Lease Registry::Acquire(size_t index, std::string* error) {
   Lease lease;
   if (index >= entries_.size()) {
@@ -132,7 +315,7 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
   }
 
   // Ref index: rebuilt only when the refs on disk changed, looked at no more than once an interval
-  // (refs-check-interval).
+  // (refs-check-interval); the abbreviation length and the attribute sources with it.
   {
     std::lock_guard lock(entry.refs_mu);
     const auto now = Clock::now();
@@ -170,6 +353,8 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
         entry.abbrev.store(abbrev);
         entry.pack_fingerprint = std::move(pack_fingerprint);
       }
+      const uint64_t attributes = entry.attributes;
+      changed = CheckAttributes(entry, lease.repo_.get()) != attributes || changed;
       // Counted across the process (never 0), so a number names one state of one repository.
       static std::atomic<uint64_t> states{0};
       if (changed) entry.state.store(states.fetch_add(1) + 1, std::memory_order_release);
@@ -179,6 +364,7 @@ Registry::Lease Registry::Acquire(size_t index, std::string* error) {
     }
     lease.refs_ = entry.refs;
     lease.abbrev_ = entry.abbrev.load();
+    lease.attributes_ = entry.attributes;  // written with refs_mu held, as here
     lease.state_ = entry.state.load(std::memory_order_relaxed);
   }
   return lease;

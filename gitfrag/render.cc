@@ -976,8 +976,12 @@ DiffPtr DiffOfTrees(git_repository* repo, git_tree* old_tree, git_tree* new_tree
 }
 
 // The diff attribute of a file's path (git's defaults: patch and rawdiff read it), as libgit2 reads
-// it. False when the lookup fails.
-bool DiffAttribute(git_repository* repo, const git_diff_delta& d, git_attr_value_t* out) {
+// it; unspecified without a lookup when the repository has no attribute sources (`sources`:
+// Registry::Lease::attributes, 0 then). False when the lookup fails.
+bool DiffAttribute(git_repository* repo, uint64_t sources, const git_diff_delta& d,
+                   git_attr_value_t* out) {
+  *out = GIT_ATTR_VALUE_UNSPECIFIED;
+  if (sources == 0) return true;
   const char* path = d.new_file.path != nullptr ? d.new_file.path : d.old_file.path;
   const char* value = nullptr;
   if (path != nullptr &&
@@ -995,9 +999,11 @@ bool DiffAttribute(git_repository* repo, const git_diff_delta& d, git_attr_value
 // patch, rawdiff) libgit2 reads the diff attribute as git does (a bare repository's
 // info/attributes: `-diff` and `binary` make a file binary, `diff` makes it text, `diff=NAME` takes
 // diff.NAME.binary from the config); cgit's own xdiff call (kCgitPages) reads no attributes, only
-// a NUL in the first 8000 bytes of either side makes the file binary.
+// a NUL in the first 8000 bytes of either side makes the file binary. `attributes`: the
+// repository's attribute sources (DiffAttribute).
 PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_options opts,
-                   DiffEngine engine, std::deque<std::string>* texts, BlobPtr* old_blob_out) {
+                   DiffEngine engine, uint64_t attributes, std::deque<std::string>* texts,
+                   BlobPtr* old_blob_out) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   const bool old_link = old_side && d.old_file.mode == GIT_FILEMODE_COMMIT;
@@ -1031,7 +1037,7 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
     opts.flags |= binary(old_blob) || binary(new_blob) ? GIT_DIFF_FORCE_BINARY : GIT_DIFF_FORCE_TEXT;
   } else {
     git_attr_value_t value = GIT_ATTR_VALUE_UNSPECIFIED;
-    if (!DiffAttribute(repo, d, &value)) return PatchPtr();
+    if (!DiffAttribute(repo, attributes, d, &value)) return PatchPtr();
     switch (value) {
       case GIT_ATTR_VALUE_UNSPECIFIED:
         break;
@@ -1080,15 +1086,15 @@ PatchPtr BlobPatch(git_repository* repo, const git_diff_delta& d, git_diff_optio
 // (BlobPatch): a side over libgit2's limit for xdiff (1 GiB: its error, the file left out); for
 // git's defaults also a diff driver's name (diff=NAME), a side over libgit2's size from which a
 // file is binary (512 MiB), and equal blobs (a mode change alone). False when a blob or the
-// attribute cannot be read.
+// attribute cannot be read. `attributes`: the repository's attribute sources (DiffAttribute).
 bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opts,
-                  DiffEngine engine, std::deque<std::string>* texts) {
+                  DiffEngine engine, uint64_t attributes, std::deque<std::string>* texts) {
   const git_diff_delta& d = f->delta;
   git_attr_value_t attribute = GIT_ATTR_VALUE_UNSPECIFIED;
   if (engine == DiffEngine::kGitDefaults) {
-    if (!DiffAttribute(repo, d, &attribute)) return false;
+    if (!DiffAttribute(repo, attributes, d, &attribute)) return false;
     if (attribute == GIT_ATTR_VALUE_STRING || git_oid_equal(&d.old_file.id, &d.new_file.id)) {
-      f->patch = BlobPatch(repo, d, opts, engine, texts, &f->old_blob);
+      f->patch = BlobPatch(repo, d, opts, engine, attributes, texts, &f->old_blob);
       return true;
     }
   }
@@ -1111,7 +1117,7 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opt
   const size_t limit =
       engine == DiffEngine::kCgitPages ? size_t{1} << 30 : (size_t{1} << 29) - 1;
   if (a.size() > limit || b.size() > limit) {
-    f->patch = BlobPatch(repo, d, opts, engine, texts, &f->old_blob);
+    f->patch = BlobPatch(repo, d, opts, engine, attributes, texts, &f->old_blob);
     return true;
   }
   FilePatch& p = f->own;
@@ -1258,10 +1264,11 @@ bool FilesOfChanges(git_repository* repo, std::vector<TreeChange> changes,
     git_oid_cpy(&d.new_file.id, &c.new_id);
     if (!out->patches) continue;
     if (out->own_patches && !options.ignorews && options.context > 0 && !IsLinkChange(d)) {
-      if (!OwnBlobPatch(repo, &out->files[i], opts, engine, &out->paths))
+      if (!OwnBlobPatch(repo, &out->files[i], opts, engine, out->attributes, &out->paths))
         out->files[i].own = FilePatch{};
     } else {
-      out->files[i].patch = BlobPatch(repo, d, opts, engine, &out->paths, &out->files[i].old_blob);
+      out->files[i].patch = BlobPatch(repo, d, opts, engine, out->attributes, &out->paths,
+                                      &out->files[i].old_blob);
     }
   }
   return true;
@@ -1368,8 +1375,8 @@ FilePatch PatchLinesOf(git_patch* patch) {
   return p;
 }
 
-bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* deletion,
-                     FileDiff* addition, std::deque<std::string>* texts) {
+bool SplitKindChange(git_repository* repo, uint64_t attributes, const FileDiff& change,
+                     FileDiff* deletion, FileDiff* addition, std::deque<std::string>* texts) {
   const git_diff_options opts = EngineOptions(DiffOptions{}, DiffEngine::kGitDefaults);
   deletion->delta = change.delta;
   deletion->delta.status = GIT_DELTA_DELETED;
@@ -1381,10 +1388,10 @@ bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* del
   addition->delta.nfiles = 1;
   addition->delta.old_file.mode = 0;
   addition->delta.old_file.id = git_oid{};
-  deletion->patch =
-      BlobPatch(repo, deletion->delta, opts, DiffEngine::kGitDefaults, texts, &deletion->old_blob);
-  addition->patch =
-      BlobPatch(repo, addition->delta, opts, DiffEngine::kGitDefaults, texts, &addition->old_blob);
+  deletion->patch = BlobPatch(repo, deletion->delta, opts, DiffEngine::kGitDefaults, attributes,
+                              texts, &deletion->old_blob);
+  addition->patch = BlobPatch(repo, addition->delta, opts, DiffEngine::kGitDefaults, attributes,
+                              texts, &addition->old_blob);
   return deletion->patch && addition->patch;
 }
 

@@ -235,6 +235,10 @@ struct CommitFiles {
   // hunk joins), not for a submodule's side, nor (kGitDefaults) for a diff driver's name, equal
   // blobs or a side of 512 MiB or more (OwnBlobPatch in render.cc).
   bool own_patches = false;
+  // The repository's gitattributes sources for kGitDefaults (Registry::Lease::attributes): 0
+  // when it has none, so no file's diff attribute is looked up (each is unspecified). Not
+  // 0 (the default): libgit2 looks each file's up.
+  uint64_t attributes = 1;
   std::vector<FileDiff> files;
   DiffPtr diff;                   // libgit2's diff, when it made the list
   std::deque<std::string> paths;  // the own tree diff's paths (and submodules' patch texts)
@@ -265,9 +269,10 @@ bool CommitFileDiffs(git_repository* repo, git_commit* commit, git_commit* other
 
 // A kind change (GIT_DELTA_TYPECHANGE) as git's patch output writes it: the old side deleted, then
 // the new side added, each with its patch by git's defaults (kGitDefaults); their paths point where
-// `change`'s do and a submodule's text into *texts. False when a blob cannot be read.
-bool SplitKindChange(git_repository* repo, const FileDiff& change, FileDiff* deletion,
-                     FileDiff* addition, std::deque<std::string>* texts);
+// `change`'s do and a submodule's text into *texts; `attributes` as CommitFiles::attributes.
+// False when a blob cannot be read.
+bool SplitKindChange(git_repository* repo, uint64_t attributes, const FileDiff& change,
+                     FileDiff* deletion, FileDiff* addition, std::deque<std::string>* texts);
 
 // cgit's count of a change with a submodule on a side (its commit and diff pages and the log read
 // both ids as objects and diff what they read with a minimal diff): a submodule's side is its
@@ -284,10 +289,12 @@ LinkCounts CountLinkChange(git_repository* repo, const git_diff_delta& d, bool i
 // The diff of `commit` against `other` (null: its first parent or the empty tree) as cgit's rawdiff
 // and patch pages print it (git's `diff` with git's default options and no rename detection), ids
 // abbreviated to `abbrev` digits or more as git does, each file's patch the own line diff's
-// (CommitFiles::own_patches) or, with kLibgit2 (the tests' reference), libgit2's. False with
-// *reason when the trees cannot be read or diffed.
+// (CommitFiles::own_patches) or, with kLibgit2 (the tests' reference), libgit2's. `attributes`
+// as CommitFiles::attributes (the default: look them up). False with *reason when the trees
+// cannot be read or diffed.
 bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
-                    std::string* out, std::string* reason, FileDiffPath how = FileDiffPath::kOwn);
+                    std::string* out, std::string* reason, FileDiffPath how = FileDiffPath::kOwn,
+                    uint64_t attributes = 1);
 
 // route.diff with the abbreviation length filled in: the route's (from a cache key) or else the
 // repository's.

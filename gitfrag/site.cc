@@ -472,13 +472,19 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
         route.cache_key += "&path=";
         AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
       }
-    } else if (route.kind == PageKind::kPatch && route.id2.empty()) {
-      // The mail's header names the author's address unless noplainemail is set.
-      route.cache_key = "gitfrag/patch/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev) +
-                        (plain_email_ ? "" : "&noplainemail=1");
-    } else if (route.kind == PageKind::kRawDiff && route.id2.empty()) {
-      route.cache_key =
-          "gitfrag/rawdiff/" + route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
+    } else if ((route.kind == PageKind::kPatch || route.kind == PageKind::kRawDiff) &&
+               route.id2.empty()) {
+      // git's diff machinery reads the repository's gitattributes: the text is every fork's
+      // where there are none (0), else this repository's while its attribute files stay as they
+      // are. Not known (no render yet, or a file changed since the last): rendered, not stored.
+      uint64_t attributes = 0;
+      if (registry_->Attributes(route.repo, &attributes)) {
+        route.cache_key = (route.kind == PageKind::kPatch ? "gitfrag/patch/" : "gitfrag/rawdiff/") +
+                          route.id + "?abbrev=" + std::to_string(route.diff.abbrev);
+        if (attributes != 0) route.cache_key += "&attributes=" + std::to_string(attributes);
+        // The mail's header names the author's address unless noplainemail is set.
+        if (route.kind == PageKind::kPatch && !plain_email_) route.cache_key += "&noplainemail=1";
+      }
     }
   }
   return route;

@@ -353,15 +353,15 @@ void AppendFrom(std::string* out, std::string_view name, std::string_view email)
 
 // One changed file's text; a kind change as git writes it, a deletion and then an addition (its
 // stat and summary keep it one file with a mode change).
-void AppendChangeText(git_repository* repo, git_odb* odb, int abbrev, const FileDiff& f,
-                      std::string* out) {
+void AppendChangeText(git_repository* repo, git_odb* odb, int abbrev, uint64_t attributes,
+                      const FileDiff& f, std::string* out) {
   if (f.delta.status != GIT_DELTA_TYPECHANGE) {
     AppendFileText(repo, odb, abbrev, f, out);
     return;
   }
   FileDiff deletion, addition;
   std::deque<std::string> texts;
-  if (!SplitKindChange(repo, f, &deletion, &addition, &texts)) return;
+  if (!SplitKindChange(repo, attributes, f, &deletion, &addition, &texts)) return;
   AppendFileText(repo, odb, abbrev, deletion, out);
   AppendFileText(repo, odb, abbrev, addition, out);
 }
@@ -397,10 +397,11 @@ struct CommitDiffTextWeight {
 constexpr size_t kDiffTextGenerationBytes = size_t{8} << 20;
 
 std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, git_odb* odb,
-                                                         int abbrev, git_commit* commit,
-                                                         std::string* reason) {
+                                                         int abbrev, uint64_t attributes,
+                                                         git_commit* commit, std::string* reason) {
   CommitFiles files;
   files.own_patches = true;
+  files.attributes = attributes;
   if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason,
                        FileDiffPath::kOwnRaw, nullptr, DiffEngine::kGitDefaults))
     return nullptr;
@@ -434,34 +435,39 @@ std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, g
     out->stats.push_back(std::move(s));
   }
   WriteSummary(&out->summary, files.files);
-  for (const FileDiff& f : files.files) AppendChangeText(repo, odb, abbrev, f, &out->text);
+  for (const FileDiff& f : files.files)
+    AppendChangeText(repo, odb, abbrev, attributes, f, &out->text);
   return out;
 }
 
 // `commit`'s diff text against its first parent with ids abbreviated to `abbrev` digits or more,
 // from the memo or made; null with *reason when the trees cannot be read or diffed. Keyed by the
-// commit and `abbrev` alone, as the stored patch and rawdiff parts are (site.cc's cache keys):
-// the text is the same in every fork.
+// commit, `abbrev` and the repository's attribute sources (Registry::Lease::attributes), as the
+// stored patch and rawdiff parts are (site.cc's cache keys): the text is the same in every fork
+// without gitattributes (0), and a fork's own while its attribute files stay as they are.
 std::shared_ptr<const CommitDiffText> CommitDiffTextOf(git_repository* repo, git_odb* odb,
-                                                       int abbrev, git_commit* commit,
-                                                       std::string* reason) {
+                                                       int abbrev, uint64_t attributes,
+                                                       git_commit* commit, std::string* reason) {
   struct Key {
     git_oid id;
     int abbrev;
-    bool operator==(const Key& o) const { return OidEqual()(id, o.id) && abbrev == o.abbrev; }
+    uint64_t attributes;
+    bool operator==(const Key& o) const {
+      return OidEqual()(id, o.id) && abbrev == o.abbrev && attributes == o.attributes;
+    }
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      return OidHash()(k.id) ^ static_cast<size_t>(k.abbrev);
+      return OidHash()(k.id) ^ static_cast<size_t>(k.abbrev) ^ static_cast<size_t>(k.attributes);
     }
   };
   static SharedMemo<Key, std::shared_ptr<const CommitDiffText>, KeyHash, std::equal_to<Key>,
                     CommitDiffTextWeight>
       memo(kDiffTextGenerationBytes);
-  const Key key{*git_commit_id(commit), abbrev};
+  const Key key{*git_commit_id(commit), abbrev, attributes};
   if (std::optional<std::shared_ptr<const CommitDiffText>> known = memo.Find(key)) return *known;
   std::shared_ptr<const CommitDiffText> made =
-      MakeCommitDiffText(repo, odb, abbrev, commit, reason);
+      MakeCommitDiffText(repo, odb, abbrev, attributes, commit, reason);
   if (made != nullptr && CommitDiffTextWeight()(made) <= kDiffTextGenerationBytes / 16)
     memo.Add(key, made);
   return made;
@@ -522,10 +528,10 @@ void AppendMailBody(std::string* out, std::string_view body) {
 // `plain_email` false (cgit's noplainemail): cgit asks git for a format of its own instead of
 // --format=email, "From %H Mon Sep 17 00:00:00 2001%nFrom: %an%nDate: %aD%n%w(78,0,1)Subject:
 // %s%n%n%w(0)%b": the author's name alone, no MIME headers, the body as it is.
-bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* commit,
-                bool plain_email, std::string* out, std::string* reason) {
+bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, uint64_t attributes,
+                git_commit* commit, bool plain_email, std::string* out, std::string* reason) {
   const std::shared_ptr<const CommitDiffText> diff =
-      CommitDiffTextOf(repo, odb, abbrev, commit, reason);
+      CommitDiffTextOf(repo, odb, abbrev, attributes, commit, reason);
   if (diff == nullptr || diff->stats.empty()) return false;
 
   const char* encoding = git_commit_message_encoding(commit);
@@ -573,16 +579,18 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, git_commit* comm
 }  // namespace
 
 bool AppendDiffText(git_repository* repo, git_commit* commit, git_commit* other, int abbrev,
-                    std::string* out, std::string* reason, FileDiffPath how) {
+                    std::string* out, std::string* reason, FileDiffPath how,
+                    uint64_t attributes) {
   CommitFiles files;
   files.own_patches = how != FileDiffPath::kLibgit2;
+  files.attributes = attributes;
   if (!CommitFileDiffs(repo, commit, other, DiffOptions{}, "", &files, reason, how, nullptr,
                        DiffEngine::kGitDefaults))
     return false;
   git_odb* raw_odb = nullptr;
   OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
   for (const FileDiff& f : files.files) {
-    if (f.patch || f.own.made) AppendChangeText(repo, odb.get(), abbrev, f, out);
+    if (f.patch || f.own.made) AppendChangeText(repo, odb.get(), abbrev, attributes, f, out);
   }
   return true;
 }
@@ -632,7 +640,8 @@ Page RenderPatch(const PageContext& ctx) {
   const int abbrev = EffectiveDiffOptions(ctx).abbrev;
   for (auto it = series.rbegin(); it != series.rend(); ++it) {
     std::string mail;
-    if (!AppendMail(repo, odb.get(), abbrev, it->get(), ctx.site.plain_email(), &mail, &reason))
+    if (!AppendMail(repo, odb.get(), abbrev, ctx.lease.attributes(), it->get(),
+                    ctx.site.plain_email(), &mail, &reason))
       continue;
     if (mails++ > 0) text += '\n';
     text += mail;
@@ -656,13 +665,13 @@ Page RenderRawDiff(const PageContext& ctx) {
     git_odb* raw_odb = nullptr;
     const OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
     const std::shared_ptr<const CommitDiffText> diff =
-        CommitDiffTextOf(repo, odb.get(), abbrev, commit.get(), &reason);
+        CommitDiffTextOf(repo, odb.get(), abbrev, ctx.lease.attributes(), commit.get(), &reason);
     if (diff == nullptr) return ErrorPage(500, reason);
     ctx.out.Raw(diff->text);
   } else {
     std::string text;
     if (!AppendDiffText(repo, commit.get(), other.get(), abbrev, &text, &reason,
-                        FileDiffPath::kOwnRaw))
+                        FileDiffPath::kOwnRaw, ctx.lease.attributes()))
       return ErrorPage(500, reason);
     ctx.out.Raw(text);
   }

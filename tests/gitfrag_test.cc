@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -573,14 +574,12 @@ TEST(GitfragMatch, LongestRepositoryPrefixAndNeutralKeys) {
             "gitfrag/diff/" + sha + "/" + sha2 + "?context=40&ignorews=0&dt=0&abbrev=8");
   EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&dt=2&abbrev=7")->cache_key,
             "gitfrag/diff/" + sha + "?context=3&ignorews=0&dt=2&abbrev=7");
-  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha + "&abbrev=12")->cache_key,
-            "gitfrag/patch/" + sha + "?abbrev=12");
-  EXPECT_EQ(site.Match("/cgit/git/rawdiff/", "id=" + sha + "&abbrev=12")->cache_key,
-            "gitfrag/rawdiff/" + sha + "?abbrev=12");
+  // patch and rawdiff are keyed once a render has found the repository's gitattributes sources
+  // (GitfragPages.AddedInfoAttributesTakeEffect): none has here.
+  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha + "&abbrev=12")->cache_key, "");
+  EXPECT_EQ(site.Match("/cgit/git/rawdiff/", "id=" + sha + "&abbrev=12")->cache_key, "");
   // Without one in the URL (or with one git would never use), the repository's own: 7 for a
   // repository without packs.
-  EXPECT_EQ(site.Match("/cgit/git/patch/", "id=" + sha)->cache_key,
-            "gitfrag/patch/" + sha + "?abbrev=7");
   EXPECT_EQ(site.Match("/cgit/git/esi-diff/", "id=" + sha + "&abbrev=3")->cache_key,
             "gitfrag/diff/" + sha + "?context=3&ignorews=0&dt=0&abbrev=7");
   EXPECT_EQ(site.Match("/cgit/git/patch/", "id=master")->cache_key, "") << "a branch moves";
@@ -773,6 +772,8 @@ TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
   };
   std::string all = fx.Git("rev-list --all");
   size_t compared = 0;
+  // A render finds the repository's attribute sources (none): patch and rawdiff are keyed then.
+  ASSERT_EQ(site.Render(MustMatch(site, "/fix/", "")).status, 200);
   for (size_t p = 0; p < all.size(); p += 41) {
     const std::string id = all.substr(p, 40);
     SCOPED_TRACE(id);
@@ -780,6 +781,7 @@ TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
       const std::string path = "/fix/" + std::string(page) + "/";
       Route route = MustMatch(site, path, "id=" + id);
       EXPECT_FALSE(route.cache_key.empty());
+      EXPECT_EQ(route.cache_key.find("attributes"), std::string::npos) << route.cache_key;
       Page ours = site.Render(route);
       ASSERT_EQ(ours.status, 200) << ours.reason;
       EXPECT_EQ(ours.content_type, "text/plain; charset=UTF-8");
@@ -790,6 +792,120 @@ TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
     }
   }
   EXPECT_GE(compared, 18u);
+}
+
+// An operator who adds info/attributes sees it take effect within the refs-check-interval: a
+// render looks at the repository's gitattributes sources again with its refs (Registry), and
+// patch and rawdiff key their text by them (the memoised text of a commit, the stored output's
+// key), so a commit's patch turns from text to "Binary files differ" and, the file removed,
+// back, with the key every fork without attributes shares.
+TEST_F(GitfragPages, AddedInfoAttributesTakeEffect) {
+  conf::Config c = fx.Config();
+  c.refs_check_interval = std::chrono::milliseconds(20);
+  Site site(c);
+  ASSERT_EQ(site.Render(MustMatch(site, "/fix/", "")).status, 200);
+  auto page = [&](const std::string& kind, const std::string& id) {
+    const Route route = MustMatch(site, "/fix/" + kind + "/", "id=" + id);
+    const Page p = site.Render(route);
+    EXPECT_EQ(p.status, 200) << p.reason;
+    return std::pair{route.cache_key, p.body};
+  };
+  // A commit whose diff has text hunks and no binary file.
+  std::string id;
+  const std::string all = fx.Git("rev-list --all");
+  for (size_t p = 0; p < all.size() && id.empty(); p += 41) {
+    const std::string body = page("rawdiff", all.substr(p, 40)).second;
+    if (body.find("\n@@ ") != std::string::npos && body.find("Binary files") == std::string::npos)
+      id = all.substr(p, 40);
+  }
+  ASSERT_FALSE(id.empty());
+  const auto [text_key, text] = page("patch", id);
+  ASSERT_EQ(text.find("Binary files"), std::string::npos);
+  ASSERT_EQ(text_key.find("attributes"), std::string::npos) << text_key;
+  const std::string raw_key = page("rawdiff", id).first;
+
+  std::filesystem::create_directories(fx.bare() + "/info");
+  test::WriteFile(fx.bare() + "/info/attributes", "* -diff\n");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto until = [&](const std::function<bool()>& condition) {
+    while (!condition()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+  };
+  auto binary_in = [&](const char* kind) {
+    return page(kind, id).second.find("Binary files ") != std::string::npos;
+  };
+  ASSERT_TRUE(until([&] { return binary_in("patch"); }));
+  const auto [binary_key, binary] = page("patch", id);
+  EXPECT_EQ(binary.find("\n@@ "), std::string::npos) << binary;
+  EXPECT_NE(binary_key, text_key);
+  EXPECT_NE(binary_key.find("&attributes="), std::string::npos) << binary_key;
+  ASSERT_TRUE(until([&] { return binary_in("rawdiff"); }));
+  EXPECT_NE(page("rawdiff", id).first, raw_key);
+
+  std::filesystem::remove(fx.bare() + "/info/attributes");
+  ASSERT_TRUE(until([&] { return page("patch", id).second == text; }));
+  EXPECT_EQ(page("patch", id).first, text_key);
+  ASSERT_TRUE(until([&] { return page("rawdiff", id).first == raw_key; }));
+}
+
+// A repository without gitattributes sources (no info/attributes, no index file, none of the
+// system's or the user's attributes files, no core.attributesFile): its leases say so (0), and
+// every commit's diff text made without looking an attribute up is the one made with libgit2's
+// lookups. An empty info/attributes, an index file or a core.attributesFile is a source.
+TEST_F(GitfragPages, RepositoryWithoutAttributeSourcesSkipsTheLookup) {
+  Registry registry(fx.Config().repositories, 4, std::chrono::milliseconds(1));
+  std::string error;
+  {
+    Registry::Lease lease = registry.Acquire(0, &error);
+    ASSERT_TRUE(lease) << error;
+    ASSERT_EQ(lease.attributes(), 0u);
+    const std::string all = fx.Git("rev-list --all");
+    size_t compared = 0;
+    for (size_t p = 0; p < all.size(); p += 41) {
+      git_oid oid;
+      ASSERT_EQ(git_oid_fromstr(&oid, all.substr(p, 40).c_str()), 0);
+      git_commit* raw = nullptr;
+      ASSERT_EQ(git_commit_lookup(&raw, lease.repo(), &oid), 0);
+      const CommitPtr commit(raw);
+      std::string skipped, looked_up, reason;
+      ASSERT_TRUE(AppendDiffText(lease.repo(), commit.get(), nullptr, 7, &skipped, &reason,
+                                 FileDiffPath::kOwnRaw, 0))
+          << reason;
+      ASSERT_TRUE(AppendDiffText(lease.repo(), commit.get(), nullptr, 7, &looked_up, &reason,
+                                 FileDiffPath::kOwnRaw, 1))
+          << reason;
+      EXPECT_EQ(skipped, looked_up) << all.substr(p, 40);
+      ++compared;
+    }
+    EXPECT_GE(compared, 9u);
+  }
+  auto attributes = [&] {
+    Registry::Lease lease = registry.Acquire(0, &error);
+    EXPECT_TRUE(lease) << error;
+    return lease.attributes();
+  };
+  auto until = [&](bool sources) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((attributes() != 0) != sources) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+  };
+  std::filesystem::create_directories(fx.bare() + "/info");
+  test::WriteFile(fx.bare() + "/info/attributes", "");
+  EXPECT_TRUE(until(true)) << "an empty info/attributes";
+  std::filesystem::remove(fx.bare() + "/info/attributes");
+  EXPECT_TRUE(until(false));
+  test::WriteFile(fx.bare() + "/index", "");
+  EXPECT_TRUE(until(true)) << "an index file";
+  std::filesystem::remove(fx.bare() + "/index");
+  EXPECT_TRUE(until(false));
+  fx.Git("config core.attributesFile /nonexistent/attributes");
+  EXPECT_TRUE(until(true)) << "core.attributesFile";
+  fx.Git("config --unset core.attributesFile");
+  EXPECT_TRUE(until(false));
 }
 
 TEST_F(GitfragPages, GitDataIsEscaped) {
