@@ -1,12 +1,14 @@
 // libFuzzer target: how a URL becomes a resident page (gitfrag::Site::Match, through the proxy's
 // proxy::MatchResident): percent-decoding, the longest repository prefix, page names, path limits,
-// query parameters, cache keys. No git I/O happens in routing; the repositories need not exist.
+// query parameters, cache keys. No git I/O happens in routing (patch and rawdiff look at their
+// repository's gitattribute files' stamps); the repositories need not exist.
 // Input: one control byte (virtual-root, whether a backend is configured), then the request target
 // (path and query) as a client sent it. Checked on every input:
 // - no crash, hang or undefined behaviour;
 // - a route keeps its promises: a known repository; a path without leading, trailing or doubled
 //   '/' and without "..", and only on commit and diff pages; options in range; a cache key only
-//   for full SHAs, and then the key the route's kind and ids make;
+//   for full SHAs, and then the key the route's kind and ids make (patch and rawdiff: none while
+//   their repository's attribute sources are unknown);
 // - percent-encoding a plain character of the path, or adding an unknown query parameter, gives
 //   the same route;
 // - a diff fragment's URL made by Site::FragmentUrl routes back to the same fragment.
@@ -103,8 +105,9 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
                  r.cache_key.starts_with("gitfrag/diff/" + r.id));
     }
   } else if (FullSha(r.id) && r.id2.empty()) {
-    FUZZ_CHECK(r.kind != PageKind::kPatch && r.kind != PageKind::kRawDiff &&
-               r.kind != PageKind::kDiffFragment && r.kind != PageKind::kBlob &&
+    // Patch and rawdiff are keyed only once the repository's gitattribute sources are known (a
+    // render, or their files; these repositories do not exist): the others always.
+    FUZZ_CHECK(r.kind != PageKind::kDiffFragment && r.kind != PageKind::kBlob &&
                r.kind != PageKind::kReadme);
   }
 }
