@@ -498,50 +498,53 @@ std::string ExpandMacros(std::string_view text, const conf::Config::Repository& 
 
 }  // namespace
 
+namespace {
+
+// The bytes cgit's URL escapes turn into "%xx": controls, blank, non-ASCII, DEL and `more`.
+constexpr ByteSet UrlEscapedBytes(std::string_view more) {
+  ByteSet escaped{};
+  for (int c = 0; c < 256; ++c) escaped[c] = c <= 0x20 || c >= 0x7f;
+  for (const char c : more) escaped[static_cast<unsigned char>(c)] = true;
+  return escaped;
+}
+
+// `byte` as "%xx" (lower-case hex, as cgit writes it).
+std::array<char, 3> Percent(char byte) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto c = static_cast<unsigned char>(byte);
+  return {'%', kHex[c >> 4], kHex[c & 15]};
+}
+
+}  // namespace
+
 // A URL for an href as cgit's html_url_path writes it: bytes a URL cannot hold escaped.
 void WriteUrlAttribute(Writer& out, std::string_view url) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  // The bytes percent-escaped (controls, blank, non-ASCII and these) and '&', the only byte left
-  // as it is that needs an entity in an attribute (the others HTML escapes are percent-escaped):
-  // runs of the rest go in one copy.
-  static constexpr ByteSet kSpecial = [] {
-    ByteSet special{};
-    for (int c = 0; c < 256; ++c) special[c] = c <= 0x20 || c >= 0x7f;
-    for (const char c : std::string_view("\"#%'<>\\^`{|}&"))
-      special[static_cast<unsigned char>(c)] = true;
-    return special;
-  }();
+  // The bytes percent-escaped and '&', the only byte left as it is that needs an entity in an
+  // attribute (the others HTML escapes are percent-escaped): runs of the rest go in one copy.
+  static constexpr ByteSet kSpecial = UrlEscapedBytes("\"#%'<>\\^`{|}&");
   EscapeRuns(
       url, [](const char* p, const char* end) { return FindInSet(p, end, kSpecial); },
       [&out](std::string_view run) { out.Raw(run); },
       [&out](char byte) {
-        const auto c = static_cast<unsigned char>(byte);
-        if (c == '&') {
+        if (byte == '&') {
           out.Raw("&amp;");
         } else {
-          const char escape[] = {'%', kHex[c >> 4], kHex[c & 15]};
-          out.Raw(std::string_view(escape, 3));
+          const std::array<char, 3> escape = Percent(byte);
+          out.Raw(std::string_view(escape.data(), escape.size()));
         }
       });
 }
 
 std::string UrlPath(std::string_view url) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  static constexpr ByteSet kEscaped = [] {
-    ByteSet escaped{};
-    for (int c = 0; c < 256; ++c) escaped[c] = c <= 0x20 || c >= 0x7f;
-    for (const char c : std::string_view("\"#%'<=>?\\^`{|}"))
-      escaped[static_cast<unsigned char>(c)] = true;
-    return escaped;
-  }();
+  static constexpr ByteSet kEscaped = UrlEscapedBytes("\"#%'<=>?\\^`{|}");
   std::string out;
   out.reserve(url.size());
   EscapeRuns(
       url, [](const char* p, const char* end) { return FindInSet(p, end, kEscaped); },
       [&out](std::string_view run) { out.append(run); },
       [&out](char byte) {
-        const auto c = static_cast<unsigned char>(byte);
-        out.append({'%', kHex[c >> 4], kHex[c & 15]});
+        const std::array<char, 3> escape = Percent(byte);
+        out.append(escape.data(), escape.size());
       });
   return out;
 }
