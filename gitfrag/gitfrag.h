@@ -109,6 +109,8 @@ struct Route {
   int ofs_signed = 0;
   std::optional<std::string> period;  // stats: period= as given (w, m, q, y or a period's name)
   bool showmsg = false;  // log: each commit's whole message under its subject
+  // about: asked as "/REPO/about", without the slash (cgit answers 301 to "about/", query dropped)
+  bool slashless = false;
   // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as
   // given (cgit's links carry both when both were given, even empty).
   std::optional<std::string> grep, search;

@@ -320,8 +320,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.kind = PageKind::kRefs;
     else if (page == "tag")
       route.kind = PageKind::kTag;
-    else if (page == "about")
+    else if (page == "about") {
       route.kind = PageKind::kAbout;
+      route.slashless = slash == std::string_view::npos;
+    }
     else if (page == "atom") {
       route.kind = PageKind::kAtom;
       route.query = query;

@@ -73,6 +73,14 @@ void WriteReadme(const PageContext& ctx, const Readme& readme, std::string_view 
 }  // namespace
 
 Page RenderAbout(const PageContext& page_ctx) {
+  if (page_ctx.route.slashless) {
+    // cgit sends "/REPO/about" (no path, no slash) to "/REPO/about/" for good, without the query.
+    Page page = ErrorPage(301, "the about page's address ends with a slash");
+    page.body.clear();
+    page.headers.emplace_back(
+        "Location", UrlPath(page_ctx.chrome.virtual_root + page_ctx.repo.url + "/about/"));
+    return page;
+  }
   const Route link_route = LinkRoute(page_ctx);
   const PageContext ctx{page_ctx.site, page_ctx.chrome, link_route, page_ctx.repo, page_ctx.lease,
                         page_ctx.out};

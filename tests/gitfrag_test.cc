@@ -2425,6 +2425,20 @@ TEST_F(GitfragTree, AboutEqualsCgit) {
           << page.headers[0].second << "\n" << theirs;
     }
   }
+  // "/REPO/about" without its slash: cgit answers 301 with "about/" (the query dropped) before it
+  // looks for a readme; a readme's file beside it (about/PATH) is another page.
+  for (const char* const query : {"", "h=master", "h=annotated"}) {
+    SCOPED_TRACE(std::string("/fix/about?") + query);
+    Site site(c);
+    const Page page = site.Render(MustMatch(site, "/fix/about", query));
+    const std::string theirs = fx.CgitWith("virtual-root=/\nreadme=:dir/f.c\n" + stanza, "/fix/about", query);
+    ASSERT_EQ(page.status, 301) << page.reason;
+    EXPECT_EQ(page.body, "");
+    EXPECT_NE(theirs.find("Status: 301 Moved\n"), std::string::npos) << theirs;
+    ASSERT_EQ(page.headers.size(), 1u);
+    EXPECT_EQ(page.headers[0].second, "/fix/about/");
+    EXPECT_NE(theirs.find("Location: " + page.headers[0].second + "\n"), std::string::npos) << theirs;
+  }
   Site bare(fx.Config());
   EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/about/", "")).status, 302);
   EXPECT_EQ(bare.Render(MustMatch(bare, "/fix/", "")).body.find("/about/"), std::string::npos);

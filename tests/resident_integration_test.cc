@@ -341,6 +341,25 @@ TEST(Resident, AboutWithoutReadmeRedirectsAsCgit) {
       << "the connection serves the next request";
 }
 
+// "/REPO/about" without its slash is cgit's permanent redirect to "about/" (no body, the query
+// dropped), before and after "about/" itself was rendered and its readme part stored.
+TEST(Resident, AboutWithoutItsSlashRedirectsAsCgit) {
+  Repos repos;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repos.Config(0, "readme=:numbers\n")));
+  RawClient client;
+  ASSERT_TRUE(client.Connect(proxy.Port()));
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    const Response page = client.RoundTrip("GET /base/about/?h=master HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_EQ(page.status, 200) << page.Describe();
+    const Response moved = client.RoundTrip("GET /base/about?h=master HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_EQ(moved.status, 301) << moved.Describe();
+    EXPECT_EQ(moved.Header("location"), "/base/about/");
+    EXPECT_EQ(moved.body, "");
+  }
+}
+
 // Pages made for one request that are not frames (tag, tree, plain, log, refs, summary): a gzip
 // client gets the page compressed whole in one call (igzip, segments ending on a sync flush),
 // an identity client the rendered text as it is; both are gitfrag's page, rendered afresh (no
