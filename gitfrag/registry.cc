@@ -90,6 +90,10 @@ struct Registry::Entry {
   std::vector<std::string> attr_files;
   std::string attr_fingerprint;
   uint64_t attributes = 0;
+  // When routing last found the files as a render had (Attributes, under attr_mu): until the
+  // refs interval after it, routing takes the number without looking at the files again (no
+  // stat calls on the event loop for every request between two renders).
+  int64_t attr_checked_ns = 0;
   bool open() const { return leased > 0 || !idle.empty(); }
 };
 
@@ -216,7 +220,7 @@ bool Registry::Attributes(size_t index, uint64_t* out) const {
   std::string fingerprint;
   {
     std::lock_guard lock(entry.attr_mu);
-    if (now - checked < refs_interval_.count()) {
+    if (now - std::max(checked, entry.attr_checked_ns) < refs_interval_.count()) {
       *out = entry.attributes;
       return true;
     }
@@ -227,6 +231,7 @@ bool Registry::Attributes(size_t index, uint64_t* out) const {
   for (const std::string& f : files) AddFileFingerprint(f, &fingerprint);
   std::lock_guard lock(entry.attr_mu);
   if (fingerprint != entry.attr_fingerprint) return false;
+  entry.attr_checked_ns = std::max(entry.attr_checked_ns, now);
   *out = entry.attributes;
   return true;
 }

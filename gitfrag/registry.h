@@ -72,9 +72,10 @@ class Registry {
   int Abbrev(size_t index) const;
   size_t open_count() const;  // repositories holding at least one handle (tests)
   // The Lease::attributes() a render of repository `index` would get, for routing to put in the
-  // patch's and rawdiff's keys (their text depends on it): the one a render found less than the
-  // refs interval ago, or else, if the sources' files on disk are as that render found them, its
-  // one (a few stat calls, no libgit2); before the first render, the one its files give
+  // patch's and rawdiff's keys (their text depends on it): the one a render found (or this call
+  // confirmed) less than the refs interval ago, or else, if the sources' files on disk are as that
+  // render found them, its one (a few stat calls, no libgit2; confirmed for another interval);
+  // before the first render, the one its files give
   // (FirstAttributes: stat calls, the config files read). False when none of these holds (a
   // file changed since, a config that may name an attributes file): the caller must not key an
   // output by it.

@@ -850,6 +850,29 @@ TEST_F(GitfragPages, AddedInfoAttributesTakeEffect) {
   ASSERT_TRUE(until([&] { return page("rawdiff", id).first == raw_key; }));
 }
 
+// Routing asks for a repository's attribute sources on every patch and rawdiff request; once the
+// last render's look is older than the refs interval it looks at the files (stat calls, on the
+// event loop), and a look that finds them unchanged stands for another interval, as a render's
+// does: requests between two renders do not each look again. A change is still seen within it.
+TEST_F(GitfragPages, AttributeSourcesConfirmedByRoutingStandForAnInterval) {
+  Registry registry(fx.Config().repositories, 4, std::chrono::milliseconds(1500));
+  std::string error;
+  ASSERT_TRUE(registry.Acquire(0, &error)) << error;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (registry.State(0) != 0) ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+  uint64_t before = 1, after = 1;
+  ASSERT_TRUE(registry.Attributes(0, &before)) << "the files are as the render found them";
+  EXPECT_EQ(before, 0u);
+  std::filesystem::create_directories(fx.bare() + "/info");
+  test::WriteFile(fx.bare() + "/info/attributes", "* -diff\n");
+  ASSERT_TRUE(registry.Attributes(0, &after)) << "confirmed a moment ago: not looked at again";
+  EXPECT_EQ(after, 0u);
+  while (registry.Attributes(0, &after)) ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+  ASSERT_TRUE(registry.Acquire(0, &error)) << error;
+  ASSERT_TRUE(registry.Attributes(0, &after));
+  EXPECT_NE(after, 0u) << "a render found the new file";
+}
+
 // A repository without gitattributes sources (no info/attributes, no index file, none of the
 // system's or the user's attributes files, no core.attributesFile): its leases say so (0), and
 // every commit's diff text made without looking an attribute up is the one made with libgit2's
