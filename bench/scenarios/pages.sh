@@ -10,7 +10,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 
-begin pages
+begin pages "${REPORT:-pages}"
 peers_need
 corpus_prepare
 [ "$IDENTITY" = 1 ] || echo "Accept-Encoding: gzip" >"$BENCH_TMP/headers.txt"
