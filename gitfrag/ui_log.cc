@@ -153,10 +153,28 @@ std::string CountsKey(const git_oid& commit, std::string_view path, bool ignorew
   return key;
 }
 
-// A changed file's lines as cgit counts them: a minimal diff's, none for a binary file or one
-// that cannot be read. (A change with a submodule on a side is counted as the commit page counts
-// it, by CountLinkChange, before this is asked.)
-LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
+// A file change's blobs (an absent side: the zero id), the key of its line counts: they depend on
+// the two blobs alone. A merge's diff against its first parent repeats the pairs of the topic's
+// commits wherever the first parent left the file as the topic found it, and a path log's rows
+// and the whole log's share every pair.
+struct BlobPair {
+  git_oid old_id, new_id;
+};
+struct BlobPairHash {
+  size_t operator()(const BlobPair& p) const { return OidHash()(p.old_id) ^ OidHash()(p.new_id); }
+};
+struct BlobPairEqual {
+  bool operator()(const BlobPair& a, const BlobPair& b) const {
+    return OidEqual()(a.old_id, b.old_id) && OidEqual()(a.new_id, b.new_id);
+  }
+};
+constexpr size_t kPairGeneration = 200000;  // entries (~100 bytes each) per generation
+
+// A changed file's lines as cgit counts them: a minimal diff's, none for a binary file;
+// nullopt when a side cannot be read (counted as none, never remembered). (A change with a
+// submodule on a side is counted as the commit page counts it, by CountLinkChange, before this
+// is asked.)
+std::optional<LineDelta> FileLineDeltaOf(git_repository* repo, const git_diff_delta& d) {
   const bool old_side = !git_oid_is_zero(&d.old_file.id);
   const bool new_side = !git_oid_is_zero(&d.new_file.id);
   static const auto kNone = std::make_shared<const BlobLines>();
@@ -166,8 +184,20 @@ LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
       old_side ? BlobLinesOf(repo, d.old_file.id, new_side ? &d.new_file.id : nullptr) : kNone;
   const auto new_lines =
       new_side ? BlobLinesOf(repo, d.new_file.id, old_side ? &d.old_file.id : nullptr) : kNone;
-  if (!old_lines || !new_lines || old_lines->binary || new_lines->binary) return LineDelta{};
+  if (!old_lines || !new_lines) return std::nullopt;
+  if (old_lines->binary || new_lines->binary) return LineDelta{};
   return MinimalLineDelta(old_lines->hashes, new_lines->hashes);
+}
+
+// FileLineDeltaOf, remembered by the pair of blobs.
+LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
+  static SharedMemo<BlobPair, LineDelta, BlobPairHash, BlobPairEqual> memo(kPairGeneration);
+  const BlobPair key{d.old_file.id, d.new_file.id};
+  if (const std::optional<LineDelta> known = memo.Find(key)) return *known;
+  const std::optional<LineDelta> delta = FileLineDeltaOf(repo, d);
+  if (!delta) return LineDelta{};
+  memo.Add(key, *delta);
+  return *delta;
 }
 
 Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
