@@ -168,7 +168,7 @@ struct BlobPairEqual {
     return OidEqual()(a.old_id, b.old_id) && OidEqual()(a.new_id, b.new_id);
   }
 };
-constexpr size_t kPairGeneration = 200000;  // entries (~100 bytes each) per generation
+constexpr size_t kPairGeneration = 100000;  // entries (~90 bytes each) per generation
 
 // A changed file's lines as cgit counts them: a minimal diff's, none for a binary file;
 // nullopt when a side cannot be read (counted as none, never remembered). (A change with a
