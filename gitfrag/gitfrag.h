@@ -149,7 +149,8 @@ struct Page {
   bool esi = false;    // body contains <esi:include> tags the proxy must resolve
   std::vector<std::pair<std::string, std::string>> headers;  // extra (Content-Disposition, ...)
   // [begin, end) byte ranges of body that other pages repeat exactly (the chrome around a frame's
-  // commit: head, branch list, option panel, footer), in order: the proxy compresses each once.
+  // commit: head, branch list, option panel, footer; a file view's part, its line numbers in runs
+  // of 256), in order: the proxy compresses each once.
   std::vector<std::pair<uint64_t, uint64_t>> shared;
   // [begin, end) byte ranges of body that are its <esi:include src="URL"/> tags, in order (a page
   // with `esi` set): the renderer wrote them and no other ESI markup (git data is escaped), so the

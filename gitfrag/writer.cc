@@ -9,6 +9,12 @@ namespace shellac::gitfrag {
 Writer::Writer(std::string* sink) : sink_(sink), buffer_(new char[kBufferSize]) {}
 
 Writer& Writer::RawAcrossFlush(std::string_view s) {
+  if (s.size() >= kDirectBytes) {
+    Flush();
+    sink_->append(s);
+    flushed_ += s.size();
+    return *this;
+  }
   while (!s.empty()) {
     if (used_ == kBufferSize) Flush();
     const size_t n = std::min(s.size(), kBufferSize - used_);

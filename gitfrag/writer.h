@@ -21,6 +21,9 @@ void AppendUrlEncoded(std::string* out, std::string_view s, bool keep_slash);
 class Writer {
  public:
   static constexpr size_t kBufferSize = 64 << 10;
+  // A piece of Raw bytes at least this large goes to the sink in one copy (after what is
+  // buffered), not through the buffer: a plain file's bytes, a file view's made line numbers.
+  static constexpr size_t kDirectBytes = 4 << 10;
 
   explicit Writer(std::string* sink);
   ~Writer() { Flush(); }
@@ -31,7 +34,7 @@ class Writer {
   // hundreds of these calls, most of a few bytes that fit the buffer, and a literal's length is
   // then known where it is called.
   Writer& Raw(std::string_view s) {
-    if (s.size() > kBufferSize - used_) return RawAcrossFlush(s);
+    if (s.size() > kBufferSize - used_ || s.size() >= kDirectBytes) return RawAcrossFlush(s);
     if (s.empty()) return *this;  // its data() may be null, which memcpy must not be given
     std::memcpy(buffer_.get() + used_, s.data(), s.size());
     used_ += s.size();
@@ -62,6 +65,10 @@ class Writer {
 
   // Moves buffered bytes to the sink.
   void Flush();
+  // Makes room in the sink for `more` bytes past those written so far, so that a page whose size
+  // is known ahead (a file's bytes, its numbered lines) is not copied again each time the sink
+  // grows. Only a hint: writing more or less is fine.
+  void Reserve(size_t more) { sink_->reserve(size() + more); }
   // Bytes written so far (buffered + flushed).
   uint64_t size() const { return flushed_ + used_; }
 

@@ -37,26 +37,46 @@ class SegmentMemo {
       return nullptr;
     }
     cache::Segment segment = std::move(pieces_[0]);
+    bytes_ += text.size() + segment.deflate.size();
+    return &memo_.emplace(std::string(text), std::move(segment)).first->second;
+  }
+  // Called before a page's pieces are looked up, never between them: what Find and Add gave for
+  // a page stays valid until its object is made (a page of many pieces may pass the bound).
+  void Trim() {
     if (memo_.size() >= kMaxEntries || bytes_ >= kMaxBytes) {
       memo_.clear();
       bytes_ = 0;
     }
-    bytes_ += text.size() + segment.deflate.size();
-    return &memo_.emplace(std::string(text), std::move(segment)).first->second;
   }
 
  private:
   static constexpr size_t kMaxEntries = 4096;
   static constexpr size_t kMaxBytes = 8 << 20;
+  // A long text is hashed by its length and its first and last kHashedEnds bytes: a file view's
+  // line numbers are ~10 KB a piece, hashing all of it cost more than the look-up saved. Texts
+  // alike at both ends (a fork's branch lists, with another branch selected) only share a bucket;
+  // the map still compares whole texts.
+  static constexpr size_t kHashedEnds = 512;
   struct Hash {
     using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+    size_t operator()(std::string_view s) const {
+      if (s.size() <= 2 * kHashedEnds) return std::hash<std::string_view>()(s);
+      const size_t ends = std::hash<std::string_view>()(s.substr(0, kHashedEnds)) * 31 +
+                          std::hash<std::string_view>()(s.substr(s.size() - kHashedEnds));
+      return ends ^ (s.size() * 0x9e3779b97f4a7c15ull);
+    }
   };
   std::unordered_map<std::string, cache::Segment, Hash, std::equal_to<>> memo_;
   size_t bytes_ = 0;
   cache::FlushEncoder encoder_;
   std::vector<cache::Segment> pieces_;  // the encoder's output, one segment
 };
+
+// The render thread's memo: frames' chrome and stored parts' shared ranges.
+SegmentMemo& ThreadSegmentMemo() {
+  thread_local SegmentMemo memo;
+  return memo;
+}
 
 // A transient page: each literal span cut at the shared ranges (a page without ESI is one
 // literal span). A shared piece comes from the memo; the others of a literal span are compressed
@@ -74,7 +94,8 @@ class SegmentMemo {
 cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool esi,
                               std::vector<cache::Segment>* owned,
                               std::vector<cache::SegmentView>* views) {
-  thread_local SegmentMemo memo;
+  SegmentMemo& memo = ThreadSegmentMemo();
+  memo.Trim();
   thread_local base::FixedChain chain;
   std::vector<uint64_t> cuts{0, body.size()};
   std::vector<std::pair<uint64_t, uint64_t>> literals;
@@ -138,6 +159,56 @@ cache::Status EncodeTransient(std::string_view body, const PageSpec& spec, bool 
   return s;
 }
 
+// A stored part at level 1 that names shared ranges (a file view's line numbers, which every
+// file of as many lines repeats): each shared range a segment from the thread's memo, compressed
+// once; the text between them by `encoder` (igzip level 1), each stretch a body of its own (it
+// refers to nothing before it), in 64 KiB segments. Ranges out of order, overlapping or past the
+// body are ignored (the bytes between go with the rest).
+cache::Status EncodeStoredShared(std::string_view body, const PageSpec& spec,
+                                 cache::FlushEncoder& encoder, std::vector<cache::Segment>* owned,
+                                 std::vector<cache::SegmentView>* views) {
+  SegmentMemo& memo = ThreadSegmentMemo();
+  memo.Trim();
+  // Each piece of the body in order: a memo segment, or the count of `owned` segments it made.
+  struct Piece {
+    const cache::Segment* memo = nullptr;
+    size_t owned = 0;
+  };
+  std::vector<Piece> pieces;
+  std::vector<cache::Segment> made;
+  const size_t segment_size = cache::SegmentEncoder::Options{}.segment_size;
+  auto encode = [&](uint64_t begin, uint64_t end) {
+    if (begin == end) return cache::Status();
+    cache::Status s = encoder.Encode(body.substr(begin, end - begin), segment_size, &made);
+    pieces.push_back({nullptr, made.size()});
+    for (cache::Segment& segment : made) owned->push_back(std::move(segment));
+    return s;
+  };
+  uint64_t at = 0;
+  cache::Status s;
+  for (const auto& [begin, end] : spec.shared) {
+    if (begin < at || begin >= end || end > body.size()) continue;
+    if (s = encode(at, begin); !s.ok()) return s;
+    const std::string_view text = body.substr(begin, end - begin);
+    const cache::Segment* segment = memo.Find(text);
+    if (segment == nullptr) segment = memo.Add(text, &s);
+    if (segment == nullptr) return s;
+    pieces.push_back({segment, 0});
+    at = end;
+  }
+  if (s = encode(at, body.size()); !s.ok()) return s;
+  // `owned` is complete: its segments stay where they are while the views are taken.
+  size_t next = 0;
+  for (const Piece& piece : pieces) {
+    if (piece.memo != nullptr) {
+      views->push_back(piece.memo->view());
+      continue;
+    }
+    for (size_t i = 0; i < piece.owned; ++i) views->push_back((*owned)[next++].view());
+  }
+  return s;
+}
+
 // The object for `spec` with the body `views` (and its ESI template when `esi`).
 cache::ObjectRef CreateObject(std::string_view key, const PageSpec& spec,
                               std::span<const cache::SegmentView> views, bool esi,
@@ -154,6 +225,21 @@ cache::ObjectRef CreateObject(std::string_view key, const PageSpec& spec,
     object.esi_template_bytes = spec.esi_template->memory_bytes();
   }
   return cache::Object::Create(key, object, status);
+}
+
+// CreateObject over the segments `encode(&owned, &views)` gives: Object::Create copies every
+// segment's bytes into the object, so views into the memo and into `owned` need only last until
+// it returns.
+template <typename Encode>
+cache::ObjectRef ObjectOfPieces(std::string_view key, const PageSpec& spec, bool esi,
+                                Encode encode, cache::Status* status) {
+  std::vector<cache::Segment> owned;
+  std::vector<cache::SegmentView> views;
+  if (cache::Status s = encode(&owned, &views); !s.ok()) {
+    *status = s;
+    return {};
+  }
+  return CreateObject(key, spec, views, esi, status);
 }
 
 // CreateObject over owned segments (Object::Create copies their bytes).
@@ -192,16 +278,10 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
   // unless it names shared ranges itself (info/refs: the tags a fork farm's forks list alike,
   // ~160 KB, bench/results/kinds-callgrind-2.md).
   if (spec.transient && (esi || !spec.compress || !spec.shared.empty())) {
-    // Object::Create copies every segment's bytes into the object, so views into the memo and
-    // into `owned` need only last until it returns.
-    std::vector<cache::Segment> owned;
-    std::vector<cache::SegmentView> views;
-    cache::Status s = EncodeTransient(body, spec, esi, &owned, &views);
-    if (!s.ok()) {
-      *status = s;
-      return {};
-    }
-    return CreateObject(key, spec, views, esi, status);
+    return ObjectOfPieces(
+        key, spec, esi,
+        [&](auto* owned, auto* views) { return EncodeTransient(body, spec, esi, owned, views); },
+        status);
   }
   if ((spec.transient && spec.compress) || (!esi && spec.level == 1)) {
     // Any other page made for one request (a folder's listing, a plain file, a feed), and a
@@ -216,6 +296,14 @@ cache::ObjectRef MakePageObject(std::string_view key, std::string_view body, con
     thread_local cache::FlushEncoder markup(cache::FlushEncoder::Codes::kMarkup);
     thread_local cache::FlushEncoder per_block(cache::FlushEncoder::Codes::kPerBlock);
     cache::FlushEncoder& flush = spec.transient ? markup : per_block;
+    if (!spec.transient && !spec.shared.empty()) {
+      return ObjectOfPieces(
+          key, spec, false,
+          [&](auto* owned, auto* views) {
+            return EncodeStoredShared(body, spec, flush, owned, views);
+          },
+          status);
+    }
     std::vector<cache::Segment> segments;  // not kept: a large part's bytes would stay behind
     cache::Status s = flush.Encode(body, cache::SegmentEncoder::Options{}.segment_size, &segments);
     if (!s.ok()) {

@@ -7,7 +7,9 @@
 // rest, and the result is still valid deflate (a full flush leaves nothing to refer back to).
 // Any other body is compressed as the store always does (sync flush, 64 KiB segments; at level 1,
 // a resident part's, by igzip, and a page made for one request (PageSpec::transient) by igzip's
-// level 0 with codes made from cgit markup: cache::FlushEncoder).
+// level 0 with codes made from cgit markup: cache::FlushEncoder). A resident part that names
+// `shared` ranges (a file view's line numbers) takes each from the render thread's memo of such
+// pieces, compressed once, and compresses only the text between them.
 #pragma once
 
 #include <chrono>
@@ -35,7 +37,8 @@ struct PageSpec {
   // compressed once per thread (igzip) and reused, the rest compressed small and fast
   // (base::FixedChain). Any other page is compressed whole by igzip (level 0, markup codes), or,
   // when it names `shared` ranges, cut at them as a frame is. With `compress` false (an identity client, or a type compressed
-  // already) nothing is compressed: stored blocks.
+  // already) nothing is compressed: stored blocks. A stored part at level 1 takes its `shared`
+  // ranges from the same memo.
   bool transient = false;
   bool compress = true;
   std::span<const std::pair<uint64_t, uint64_t>> shared;

@@ -333,6 +333,19 @@ TEST(GitfragWriter, EscapesGitDataAndFlushesInLargeChunks) {
   }
   EXPECT_EQ(big.size(), 1000000u);
   EXPECT_LE(appends, 1000000u / Writer::kBufferSize + 1) << "the sink must see 64 KiB chunks";
+
+  // A large piece goes to the sink at once, after what was buffered, in order.
+  std::string direct;
+  {
+    Writer w(&direct);
+    w.Raw("<pre>");
+    const std::string piece(Writer::kDirectBytes, 'x');
+    w.Raw(piece);
+    EXPECT_EQ(direct, "<pre>" + piece) << "not through the buffer";
+    w.Raw("</pre>").Text("&");
+    EXPECT_EQ(w.size(), 5 + piece.size() + 6 + 5);
+  }
+  EXPECT_EQ(direct, "<pre>" + std::string(Writer::kDirectBytes, 'x') + "</pre>&amp;");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1698,6 +1711,7 @@ ln -s dir/f.c link && ln -s ../bin.dat dir/up
 printf '\000\001bin' > bin.dat
 head -c 100 /dev/zero | tr '\0' '\001' > zeros.bin && printf '\000tail' >> zeros.bin
 : > empty && seq 1 20000 > big.txt && printf 'x\n' > "$(printf 'caf\351.txt')"
+seq 1 1100 | sed 's/^/<l> /' > lines.txt && printf 'no newline' >> lines.txt
 mkdir "$(printf 'd\351')" && echo 1 > "$(printf 'd\351')/x" && echo '.a' > .hidden
 git add -A
 git update-index --add --cacheinfo 160000,$(git -C ../sub rev-parse HEAD),subm
@@ -1773,6 +1787,7 @@ TEST_F(GitfragTree, TreePagesEqualCgit) {
       {"/fix/tree/bin.dat", "/fix/tree/bin.dat", ""},
       {"/fix/tree/zeros.bin", "/fix/tree/zeros.bin", ""},
       {"/fix/tree/big.txt", "/fix/tree/big.txt", ""},
+      {"/fix/tree/lines.txt", "/fix/tree/lines.txt", ""},  // numbers from 1 to 1101
       {"/fix/tree/empty", "/fix/tree/empty", ""},
       {"/fix/tree/.hidden", "/fix/tree/.hidden", ""},
       {"/fix/tree/caf%E9.txt", "/fix/tree/caf\xe9.txt", ""},
@@ -1937,6 +1952,72 @@ TEST_F(GitfragTree, FileViewIncludesTheBlobPartByItsId) {
   EXPECT_EQ(MustMatch(site, "/fix/esi-blob/", "id=" + blob.substr(0, 10)).cache_key, "");
   EXPECT_EQ(site.Render(MustMatch(site, "/fix/esi-blob/", "id=" + std::string(40, 'a'))).status,
             404);
+}
+
+// The file view's line numbers, the same bytes in every file of as many lines, are marked shared
+// in whole runs of 256 lines from the table's start on (the proxy compresses each run once): the
+// runs of two files of different lengths are the same text, and the rest of the numbers follow
+// the last whole run.
+TEST_F(GitfragTree, BlobPartMarksItsLineNumbersShared) {
+  Site site(fx.Config());
+  auto part = [&](const std::string& path) {
+    Page page = site.Render(MustMatch(site, "/fix/esi-blob/", "id=" + fx.Rev("master:" + path)));
+    EXPECT_EQ(page.status, 200) << page.reason;
+    return page;
+  };
+  const Page lines = part("lines.txt"), big = part("big.txt"), small = part("dir/f.c");
+  EXPECT_TRUE(small.shared.empty()) << "no whole run in 4 lines";
+  ASSERT_EQ(lines.shared.size(), 4u) << "1101 lines: 4 runs of 256";
+  ASSERT_EQ(big.shared.size(), 78u) << "20000 lines: 78 runs of 256";
+  EXPECT_EQ(lines.shared[0].first, 0u);
+  for (size_t run = 0; run < lines.shared.size(); ++run) {
+    SCOPED_TRACE(run);
+    const auto [begin, end] = lines.shared[run];
+    if (run > 0) EXPECT_EQ(begin, lines.shared[run - 1].second);
+    const std::string text = lines.body.substr(begin, end - begin);
+    EXPECT_EQ(text, big.body.substr(big.shared[run].first,
+                                    big.shared[run].second - big.shared[run].first));
+    const std::string first = std::to_string(run * 256 + 1), last = std::to_string(run * 256 + 256);
+    EXPECT_EQ(text.substr(text.find("<a id='n")),
+              text.substr(text.find("<a id='n" + first + "' href='#n" + first + "'>" + first +
+                                    "</a>\n")));
+    EXPECT_TRUE(text.ends_with("<a id='n" + last + "' href='#n" + last + "'>" + last + "</a>\n"));
+  }
+  EXPECT_EQ(lines.body.substr(lines.shared.back().second, 32), "<a id='n1025' href='#n1025'>1025");
+  EXPECT_NE(lines.body.find("<a id='n1101' href='#n1101'>1101</a>\n</pre>"), std::string::npos);
+  EXPECT_EQ(lines.body.find("<a id='n1102'"), std::string::npos);
+}
+
+// plain of a blob in a pack, whole or a delta (several versions of a file, repacked): the pack
+// reader's bytes, as git gives them.
+TEST(GitfragPlain, PackedBlobsAreTheirBytes) {
+  TempDir dir;
+  MakeFixture(dir, R"SH(
+set -e
+git init -q -b master work && cd work
+for i in 1 2 3 4 5 6; do seq $i 3 9000 > f.txt && echo "v$i" >> f.txt && git add f.txt && git commit -q -m "v$i"; done
+cd .. && git clone -q --bare --no-local work packed.git && git -C packed.git repack -adfq --depth=4
+)SH",
+              kThor);
+  conf::Config c;
+  conf::Config::Repository r;
+  r.url = r.name = "packed";
+  r.path = dir.File("packed.git");
+  c.repositories.push_back(r);
+  Site site(c);
+  const std::string git = "git -C " + ShellQuote(dir.File("packed.git")) + " ";
+  ASSERT_EQ(Trimmed(Shell("find " + ShellQuote(dir.File("packed.git/objects")) +
+                          " -type f -path '*/objects/??/*' | wc -l")),
+            "0")
+      << "every object packed";
+  for (int back = 0; back < 6; ++back) {
+    const std::string id = Trimmed(Shell(git + "rev-parse master~" + std::to_string(back)));
+    SCOPED_TRACE(id);
+    const Page page = site.Render(MustMatch(site, "/packed/plain/f.txt", "id=" + id));
+    ASSERT_EQ(page.status, 200) << page.reason;
+    EXPECT_EQ(page.body, Shell(git + "cat-file blob " + id + ":f.txt"));
+    EXPECT_EQ(page.content_type, "text/plain; charset=UTF-8");
+  }
 }
 
 // A file over 256 KiB (more than libgit2 keeps in its cache) is not read whole for the file

@@ -1133,6 +1133,70 @@ TEST(MakePageObject, TransientPageWithoutChromeCompressesOnlyForGzip) {
   EXPECT_TRUE(TransientPage("", /*compress=*/false, {}));
 }
 
+// A stored part at level 1 that names shared ranges (a file view's line numbers): each range is
+// a segment of its own, compressed once per thread and the same bytes in every part that repeats
+// it; the text between is compressed as a body of its own (several 64 KiB segments when long);
+// every part inflates to its body. Ranges out of order or past the body are left out.
+TEST(MakePageObject, StoredPartTakesItsSharedRangesFromTheMemo) {
+  std::string run;
+  for (int line = 1; line <= 256; ++line) {
+    const std::string n = std::to_string(line);
+    run += "<a id='n" + n + "' href='#n" + n + "'>" + n + "</a>\n";
+  }
+  auto part = [](std::string_view body, std::span<const std::pair<uint64_t, uint64_t>> shared) {
+    proxy::PageSpec spec;
+    spec.level = 1;
+    spec.shared = shared;
+    shellac::cache::Status status;
+    shellac::cache::ObjectRef object = proxy::MakePageObject("gitfrag/blob/x", body, spec, &status);
+    EXPECT_TRUE(object) << status.message();
+    return object;
+  };
+  std::string text;
+  for (int i = 0; i < 12000; ++i) text += "line " + std::to_string(i * 7919 % 100003) + " &lt;\n";
+  const std::string a = "<table>" + run + run + "tail one", b = "<table>" + run + text;
+  const std::vector<std::pair<uint64_t, uint64_t>> a_shared{{0, 7 + run.size()},
+                                                            {7 + run.size(), 7 + 2 * run.size()}};
+  const std::vector<std::pair<uint64_t, uint64_t>> b_shared{
+      {0, 7 + run.size()}, {3, 10}, {7 + run.size() + 10, b.size() + 1}};
+  const shellac::cache::ObjectRef pa = part(a, a_shared), pb = part(b, b_shared);
+  ASSERT_TRUE(pa && pb);
+  EXPECT_EQ(Identity(*pa), a);
+  EXPECT_EQ(Identity(*pb), b);
+  const std::vector<shellac::cache::SegmentView> sa(pa->segments().begin(), pa->segments().end());
+  const std::vector<shellac::cache::SegmentView> sb(pb->segments().begin(), pb->segments().end());
+  ASSERT_EQ(sa.size(), 3u) << "two runs and the tail";
+  EXPECT_EQ(sa[0].length, 7 + run.size());
+  EXPECT_EQ(sa[1].length, run.size());
+  ASSERT_GE(sb.size(), 3u) << "the run, then the text in 64 KiB segments";
+  EXPECT_EQ(sb[0].deflate, sa[0].deflate) << "compressed once";
+  EXPECT_EQ(sb[1].length, 64u << 10);
+  EXPECT_LT(pb->deflate_bytes(), b.size() / 3);
+}
+
+// A page whose shared pieces outgrow the memo's bound (4096 pieces) is made whole: the memo is
+// cleared between pages, never while one page's pieces are being gathered.
+TEST(MakePageObject, ManySharedPiecesOutlastTheMemosBound) {
+  for (const bool transient : {true, false}) {
+    std::string body;
+    std::vector<std::pair<uint64_t, uint64_t>> shared;
+    for (int i = 0; i < 5000; ++i) {
+      const uint64_t begin = body.size();
+      body += "<piece " + std::to_string(i) + (transient ? "t" : "s") + ">";
+      shared.emplace_back(begin, body.size());
+      body += " ";
+    }
+    proxy::PageSpec spec;
+    spec.level = 1;
+    spec.transient = transient;
+    spec.shared = shared;
+    shellac::cache::Status status;
+    shellac::cache::ObjectRef object = proxy::MakePageObject("page", body, spec, &status);
+    ASSERT_TRUE(object) << status.message();
+    EXPECT_EQ(Identity(*object), body) << (transient ? "transient" : "stored");
+  }
+}
+
 TEST(Compressible, CompressedAndUnknownBytesAreNot) {
   for (const char* type : {"text/plain; charset=UTF-8", "text/html; charset=UTF-8",
                            "application/atom+xml; charset=UTF-8", "image/svg+xml", "TEXT/CSS"}) {
