@@ -986,6 +986,33 @@ TEST(GitfragParity, StatsEqualCgit) {
   EXPECT_EQ(weekly.CgitStatus("/repo/stats/", "period=m"), 400);
 }
 
+// Commits dated after the current period (a clock set wrong) are walked and counted in their
+// author's total, which orders the rows, but in no period shown: an author of two such commits
+// comes first with empty columns, before one of a single commit this week.
+TEST(GitfragParity, StatsOfFutureCommitsEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const int64_t now = std::time(nullptr);
+  const std::string script = R"(set -e
+git init -q -b master work
+cd work
+c() { printf '%s\n' "$2" >> f; git add f; d=$((NOW + $2)); GIT_AUTHOR_NAME="$1" GIT_AUTHOR_DATE="$d +0000" GIT_COMMITTER_DATE="$d +0000" git commit -q -m "at $2"; }
+c Now -3600
+c Later 40000000
+c Later 80000000
+cd "$HOME" && git clone -q --bare work repo.git
+)";
+  MakeFixture(dir, "NOW=" + std::to_string(now) + "\n" + script, GitIdentity{"", "C O Mitter"});
+  TempDir rc;
+  Peers peers(dir.File("repo.git"), rc.path(), false, 4);
+  for (const char* query : {"period=w", "period=m", "period=q", "period=y"}) {
+    EXPECT_EQ(peers.Difference("/repo/stats/", query), "") << query;
+    EXPECT_NE(peers.Cgit("/repo/stats/", query).find("<td class='left'>Later</td><td>0</td>"),
+              std::string::npos)
+        << query;
+  }
+}
+
 // The blame table's links (commit and "^" links: ids and paths), which the visible text leaves
 // out.
 std::string BlameLinks(const std::string& html) {
