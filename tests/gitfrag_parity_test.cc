@@ -808,6 +808,42 @@ T=$((T - 100)); echo x > d/f; c 'last, same date as filler 8'
   EXPECT_EQ(AtomDifference(peers, "/repo/atom/latin1.txt", ""), "");
 }
 
+// Feeds of tags (h=TAG), whose walk starts from what packed-refs says the tag peels to: an
+// annotated tag, a lightweight one, a tag of a tag, a tag that shares its name with a branch (git
+// takes the tag) and one that refs/NAME comes before in git's order; tags of a tree and of a blob
+// are errors as before. The bodies equal cgit's.
+TEST(GitfragParity, AtomOfTagsEqualsCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+for i in 1 2 3 4 5; do echo $i > f; c "commit $i"; done
+git tag -a -m 'annotated' annotated HEAD~3
+git tag light HEAD~2
+git tag -a -m 'of a tag' nested annotated
+git branch same HEAD~1
+git tag -a -m 'tag named as a branch' same HEAD~4
+git tag shadowed HEAD~1
+git tag -a -m 'a tree' treetag HEAD^{tree}
+git tag -a -m 'a blob' blobtag HEAD:f
+)");
+  // Only in the bare repository: refs/shadowed, before refs/tags/shadowed in git's order.
+  Shell("git -C " + ShellQuote(bare) + " update-ref refs/shadowed master~3");
+  // The clone packed the tags with the objects they peel to.
+  ASSERT_NE(Shell("cat " + ShellQuote(bare + "/packed-refs")).find("refs/tags/nested\n^"),
+            std::string::npos);
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  for (const char* h : {"annotated", "light", "nested", "same", "shadowed"})
+    EXPECT_EQ(AtomDifference(peers, "/repo/atom/", std::string("h=") + h), "") << h;
+  // The feed of `same` is the tag's (commit 1), not the branch's.
+  EXPECT_EQ(peers.Cgit("/repo/atom/", "h=same").find("<title>commit 4</title>"), std::string::npos);
+  for (const char* h : {"treetag", "blobtag"}) {
+    auto route = peers.site().Match("/repo/atom/", std::string("h=") + h);
+    ASSERT_TRUE(route);
+    EXPECT_EQ(peers.site().Render(*route).status, 404) << h;
+  }
+}
+
 // Messages git would never write itself (commit --cleanup=verbatim, as other tools make them):
 // blank lines of spaces and tabs around the subject, a subject over two lines with trailing
 // whitespace, tabs and a CR in the body, trailing blank lines, no final newline, an empty message;
