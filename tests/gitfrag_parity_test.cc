@@ -131,6 +131,15 @@ class Peers {
     site_ = std::make_unique<Site>(config_);
   }
 
+  // summary-branches and summary-tags for both (a new Site).
+  void SetSummaryTables(unsigned branches, unsigned tags) {
+    std::ofstream(rc_, std::ios::app)
+        << "summary-branches=" << branches << "\nsummary-tags=" << tags << "\n";
+    config_.summary_branches = branches;
+    config_.summary_tags = tags;
+    site_ = std::make_unique<Site>(config_);
+  }
+
   // noplainemail=1 for both (a new Site).
   void SetNoPlainEmail() {
     std::ofstream(rc_, std::ios::app) << "noplainemail=1\n";
@@ -841,6 +850,29 @@ git tag -a -m 'a blob' blobtag HEAD:f
     auto route = peers.site().Match("/repo/atom/", std::string("h=") + h);
     ASSERT_TRUE(route);
     EXPECT_EQ(peers.site().Render(*route).status, 404) << h;
+  }
+}
+
+// The summary's newest branches and tags when the table's cut falls among refs of one age (it
+// shows the first of them in name order, as cgit's stable sort does), and the refs page's whole
+// lists in the same order.
+TEST(GitfragParity, SummaryCutAmongEqualAgesEqualsCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+for i in 1 2 3; do echo $i > f; c "commit $i"; done
+for t in t-d t-b t-e t-a t-c; do git tag $t HEAD~1; done
+git tag newest HEAD
+git tag oldest HEAD~2
+for b in b-c b-a b-d b-b; do git branch $b HEAD~1; done
+)");
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  for (const auto& [branches, tags] :
+       std::vector<std::pair<unsigned, unsigned>>{{2, 3}, {3, 4}, {10, 10}}) {
+    peers.SetSummaryTables(branches, tags);
+    for (const char* path : {"/repo/", "/repo/refs/"})
+      EXPECT_EQ(peers.Difference(path, ""), "") << branches << " " << tags << " " << path;
   }
 }
 
