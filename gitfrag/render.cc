@@ -356,12 +356,30 @@ std::string ReadmeKey(const git_oid& commit, const std::string& path) {
   return std::string(reinterpret_cast<const char*>(commit.id), GIT_OID_RAWSZ) + path;
 }
 
-// Whether `refs` has a ref of this full name.
-bool HasRef(const RefIndex& refs, std::string_view name) {
+// The ref named `name` ("refs/tags/v1.0") in the index, or null.
+const RefIndex::Ref* FindRef(const RefIndex& refs, std::string_view name) {
   const std::vector<RefIndex::Ref>& all = refs.refs();
   const auto it = std::lower_bound(all.begin(), all.end(), name,
                                    [](const RefIndex::Ref& ref, std::string_view n) { return ref.name < n; });
-  return it != all.end() && it->name == name;
+  return it != all.end() && it->name == name ? &*it : nullptr;
+}
+
+// Whether `refs` has a ref of this full name.
+bool HasRef(const RefIndex& refs, std::string_view name) {
+  return FindRef(refs, name) != nullptr;
+}
+
+// The object tag `name` (a short name) finally points at, when git would resolve `name` to that
+// tag (refs/tags/NAME in the ref index, no $GIT_DIR/NAME or refs/NAME before it in git's order)
+// and packed-refs recorded what it peels to; else none.
+std::optional<git_oid> TagTarget(const PageContext& ctx, const std::string& name) {
+  if (name.empty() || IsFullSha(name)) return std::nullopt;
+  const RefIndex::Ref* tag = FindRef(ctx.lease.refs(), "refs/tags/" + name);
+  if (tag == nullptr || !tag->peel_known) return std::nullopt;
+  if (HasRef(ctx.lease.refs(), "refs/" + name) ||
+      ::access((std::string(git_repository_path(ctx.lease.repo())) + name).c_str(), F_OK) == 0)
+    return std::nullopt;
+  return tag->peeled ? *tag->peeled : tag->id;
 }
 
 }  // namespace
@@ -391,7 +409,10 @@ std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name
 
 std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip, int* status,
                                  std::string* reason) {
-  if (std::optional<git_oid> start = BranchTip(ctx, tip)) {
+  // A branch, or (feeds of tags) a tag, whose commit the ref index knows.
+  std::optional<git_oid> start = BranchTip(ctx, tip);
+  if (!start) start = TagTarget(ctx, tip);
+  if (start) {
     const PackedReadsScope packed_reads;
     git_odb* raw_odb = nullptr;
     size_t size = 0;

@@ -124,9 +124,10 @@ CommitPtr ResolveCommit(git_repository* repo, std::string_view id, std::string_v
 // libgit2's lookups of the ref files.
 std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name);
 
-// The id of the commit a walk starts from for h=`tip` (empty: HEAD): BranchTip's when the object's
-// header says it is a commit (no commit read), else the revision resolved and peeled
-// (ResolveCommit: none, with its *status and *reason, when that fails).
+// The id of the commit a walk starts from for h=`tip` (empty: HEAD): BranchTip's, or for a tag git
+// would resolve `tip` to the object packed-refs says it peels to, when the object's header says it
+// is a commit (no commit read); else the revision resolved and peeled (ResolveCommit: none, with
+// its *status and *reason, when that fails).
 std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip, int* status,
                                  std::string* reason);
 

@@ -18,7 +18,7 @@ namespace {
 
 // One branch or tag with what its row shows.
 struct RefRow {
-  std::string name;  // short name ("master", "v1.0")
+  std::string_view name;  // short name ("master", "v1.0"), owned by the page's ref index
   git_oid id{};      // what the ref names: a commit, or for a tag maybe a tag object
   git_object_t type = GIT_OBJECT_INVALID;
   int64_t age = 0;   // cgit's sort key: committer date, or tagger date (0: none)
@@ -64,7 +64,7 @@ std::vector<RefRow> ListRefs(const PageContext& ctx, std::string_view prefix) {
     if (!ref.name.starts_with(prefix)) continue;
     const std::optional<Age> age = ObjectAge(ctx.lease.repo(), ref.id);
     if (!age) continue;
-    rows.push_back(RefRow{std::string(ref.name.substr(prefix.size())), ref.id, age->type, age->age});
+    rows.push_back(RefRow{ref.name.substr(prefix.size()), ref.id, age->type, age->age});
   }
   return rows;
 }
@@ -117,12 +117,17 @@ std::optional<RowFacts> Facts(const PageContext& ctx, const git_oid& id) {
 }
 
 // cgit's age order: newest first, undated last; equal ages keep name order (glibc's qsort is a
-// merge sort).
-void SortByAge(std::vector<RefRow>* rows) {
-  std::stable_sort(rows->begin(), rows->end(), [](const RefRow& a, const RefRow& b) {
-    if (a.age != 0 && b.age != 0) return a.age > b.age;
-    return a.age != 0 && b.age == 0;
-  });
+// merge sort). `rows` come in name order (ListRefs) and names differ, so ties broken by name make
+// it a total order: only the first `count` rows are put in it (a summary shows the newest 10 of
+// a thousand tags).
+void SortByAge(std::vector<RefRow>* rows, size_t count) {
+  const auto newer = [](const RefRow& a, const RefRow& b) {
+    if (a.age != b.age && a.age != 0 && b.age != 0) return a.age > b.age;
+    if ((a.age == 0) != (b.age == 0)) return b.age == 0;
+    return a.name < b.name;
+  };
+  std::partial_sort(rows->begin(), rows->begin() + static_cast<ptrdiff_t>(count), rows->end(),
+                    newer);
 }
 
 const char* TypeName(git_object_t type) {
@@ -156,7 +161,7 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
   const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
   if (count < rows.size()) {
     // The newest `max` branches, shown in name order.
-    SortByAge(&rows);
+    SortByAge(&rows, count);
     std::sort(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(count),
               [](const RefRow& a, const RefRow& b) { return a.name < b.name; });
   }
@@ -190,8 +195,8 @@ void WriteTagTable(const PageContext& ctx, unsigned max, int64_t now) {
   Writer& out = ctx.out;
   std::vector<RefRow> rows = ListRefs(ctx, "refs/tags/");
   if (rows.empty()) return;
-  SortByAge(&rows);
   const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
+  SortByAge(&rows, count);
   out.Raw(
       "<tr class='nohover'><th class='left'>Tag</th><th class='left'>Download</th>"
       "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");

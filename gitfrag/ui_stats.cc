@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gitfrag/history.h"
+#include "gitfrag/memo.h"
 #include "gitfrag/raw_objects.h"
 #include "gitfrag/render.h"
 
@@ -96,22 +97,59 @@ int64_t Since(time_t window_start, time_t now) {
   return static_cast<int64_t>(mktime(&local));
 }
 
+// What the page counts of a commit, which its id fixes: kept in a SharedMemo, so the periods of a
+// branch, its other branches and every fork with the same history read each commit once.
+struct CommitStat {
+  int64_t committer_time = 0;
+  bool merge = false;
+  std::string author;  // the author's name in UTF-8
+};
+
+struct CommitStatWeight {
+  size_t operator()(const CommitStat& s) const { return sizeof(CommitStat) + s.author.size(); }
+};
+
+// The memo holds at most two generations of this many bytes (~60 K commits each).
+constexpr size_t kStatGenerationBytes = size_t{4} << 20;
+
+// Commit `id`'s counted fields, from the memo or read (raw through the pack reader and parsed
+// there; one of another shape than git writes through libgit2); nullopt when it cannot be read.
+std::optional<CommitStat> StatOf(RawObjects& objects, const git_oid& id) {
+  static SharedMemo<git_oid, CommitStat, OidHash, OidEqual, CommitStatWeight> memo(
+      kStatGenerationBytes);
+  if (std::optional<CommitStat> known = memo.Find(id)) return known;
+  // The fields are views into the raw bytes or libgit2's commit: both live to the block's end.
+  const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
+  CommitPtr read;
+  CommitFields fields;
+  if (!raw || !ParsePlainCommit(raw.bytes(), &fields)) {
+    git_commit* commit = nullptr;
+    if (git_commit_lookup(&commit, objects.repo(), &id) != 0) return std::nullopt;
+    read.reset(commit);
+    fields = FieldsOf(commit);
+  }
+  CommitStat stat;
+  stat.committer_time = fields.committer_time;
+  stat.merge = fields.parents > 1;
+  if (!stat.merge)  // a merge is not counted: its author is never asked for
+    stat.author = ToUtf8(fields.author_name, fields.encoding ? fields.encoding->c_str() : nullptr);
+  memo.Add(id, stat);
+  return stat;
+}
+
 struct Author {
   long total = 0;  // every commit walked (the sort order), shown or not
-  std::map<std::string, long> by_period;
+  long by_period[kColumns] = {};  // the periods shown, oldest first
 };
 
 void WriteRow(Writer& out, std::string_view name_class, std::string_view name,
               std::string_view cell_class, std::string_view sum_class,
-              const std::vector<const Author*>& authors, const std::vector<std::string>& labels) {
+              const std::vector<const Author*>& authors) {
   out.Raw("<tr><td class='").Raw(name_class).Raw("'>").Text(name).Raw("</td>");
   long total = 0;
-  for (const std::string& label : labels) {
+  for (int column = 0; column < kColumns; ++column) {
     long n = 0;
-    for (const Author* a : authors) {
-      const auto it = a->by_period.find(label);
-      if (it != a->by_period.end()) n += it->second;
-    }
+    for (const Author* a : authors) n += a->by_period[column];
     total += n;
     out.Raw("<td class='").Raw(cell_class).Raw("'>").Number(static_cast<uint64_t>(n)).Raw("</td>");
   }
@@ -144,35 +182,32 @@ Page RenderStats(const PageContext& page_ctx) {
   if (index + 1 > static_cast<int>(ctx.repo.max_stats))
     return ErrorPage(400, std::string("Statistics type disabled: ") + period.name);
 
-  // The periods shown, oldest first, and the walk back to the oldest one's first day.
+  // The periods shown, oldest first (their first days, and the next period's: `starts`), and the
+  // walk back to the oldest one's first day. A commit is counted in the period whose first day it
+  // follows (cgit: by the period's label, which names one period); one outside them (dated before
+  // the oldest, as the walk's start at the current time of day in local time may let in, or after
+  // now) only in its author's total.
   const time_t now = std::time(nullptr);
-  const time_t window = PeriodStart(period.code, now, 1 - kColumns);
+  time_t starts[kColumns + 1];
   std::vector<std::string> labels;
-  for (int i = 1 - kColumns; i <= 0; ++i) labels.push_back(Label(period.code, PeriodStart(period.code, now, i)));
+  for (int i = 0; i <= kColumns; ++i) starts[i] = PeriodStart(period.code, now, i + 1 - kColumns);
+  for (int i = 0; i < kColumns; ++i) labels.push_back(Label(period.code, starts[i]));
   std::map<std::string, Author> by_name;  // byte order, as cgit's string list
   DateWalk walk(ctx.lease.repo(), {*start}, nullptr, r.path);
-  walk.set_since(Since(window, now));
+  walk.set_since(Since(starts[0], now));
   walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
-  // Each commit read raw through the pack reader and parsed there (libgit2 reads one of another
-  // shape than git writes).
   RawObjects objects(ctx.lease.repo());
   git_oid id;
   while (walk.NextId(&id)) {
-    // The fields are views into the raw bytes or libgit2's commit: both live to the loop's end.
-    const BackendObject raw = objects.Read(id, GIT_OBJECT_COMMIT);
-    CommitPtr read;
-    CommitFields fields;
-    if (!raw || !ParsePlainCommit(raw.bytes(), &fields)) {
-      git_commit* commit = nullptr;
-      if (git_commit_lookup(&commit, ctx.lease.repo(), &id) != 0) continue;
-      read.reset(commit);
-      fields = FieldsOf(commit);
+    const std::optional<CommitStat> stat = StatOf(objects, id);
+    if (!stat || stat->merge) continue;  // cgit counts no merges
+    const time_t when = static_cast<time_t>(stat->committer_time);
+    Author& author = by_name[stat->author];
+    if (when >= starts[0] && when < starts[kColumns]) {
+      int column = kColumns - 1;
+      while (when < starts[column]) --column;
+      ++author.by_period[column];
     }
-    if (fields.parents > 1) continue;  // cgit counts no merges
-    const time_t when = static_cast<time_t>(fields.committer_time);
-    Author& author =
-        by_name[ToUtf8(fields.author_name, fields.encoding ? fields.encoding->c_str() : nullptr)];
-    ++author.by_period[Label(period.code, PeriodStart(period.code, when, 0))];
     ++author.total;
   }
   // Most commits first; equal totals in name order (cgit's sort keeps that order).
@@ -223,9 +258,7 @@ Page RenderStats(const PageContext& page_ctx) {
   for (size_t i = 0; i < top; ++i) {
     out.Raw("<tr><td class='left'>").Text(*authors[i].first).Raw("</td>");
     long total = 0;
-    for (const std::string& label : labels) {
-      const auto it = authors[i].second->by_period.find(label);
-      const long n = it == authors[i].second->by_period.end() ? 0 : it->second;
+    for (const long n : authors[i].second->by_period) {
       total += n;
       out.Raw("<td>").Number(static_cast<uint64_t>(n)).Raw("</td>");
     }
@@ -237,8 +270,8 @@ Page RenderStats(const PageContext& page_ctx) {
     if (i >= top) rest.push_back(authors[i].second);
   }
   if (top < authors.size())
-    WriteRow(out, "left", "Others (" + std::to_string(rest.size()) + ")", "", "sum", rest, labels);
-  WriteRow(out, "total", "Total", "sum", "sum", all, labels);
+    WriteRow(out, "left", "Others (" + std::to_string(rest.size()) + ")", "", "sum", rest);
+  WriteRow(out, "total", "Total", "sum", "sum", all);
   out.Raw("</table>");
   if (walk.stopped()) {
     // Not cgit's: its walk has no bound. The page says where this one stopped.

@@ -131,6 +131,15 @@ class Peers {
     site_ = std::make_unique<Site>(config_);
   }
 
+  // summary-branches and summary-tags for both (a new Site).
+  void SetSummaryTables(unsigned branches, unsigned tags) {
+    std::ofstream(rc_, std::ios::app)
+        << "summary-branches=" << branches << "\nsummary-tags=" << tags << "\n";
+    config_.summary_branches = branches;
+    config_.summary_tags = tags;
+    site_ = std::make_unique<Site>(config_);
+  }
+
   // noplainemail=1 for both (a new Site).
   void SetNoPlainEmail() {
     std::ofstream(rc_, std::ios::app) << "noplainemail=1\n";
@@ -808,6 +817,65 @@ T=$((T - 100)); echo x > d/f; c 'last, same date as filler 8'
   EXPECT_EQ(AtomDifference(peers, "/repo/atom/latin1.txt", ""), "");
 }
 
+// Feeds of tags (h=TAG), whose walk starts from what packed-refs says the tag peels to: an
+// annotated tag, a lightweight one, a tag of a tag, a tag that shares its name with a branch (git
+// takes the tag) and one that refs/NAME comes before in git's order; tags of a tree and of a blob
+// are errors as before. The bodies equal cgit's.
+TEST(GitfragParity, AtomOfTagsEqualsCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+for i in 1 2 3 4 5; do echo $i > f; c "commit $i"; done
+git tag -a -m 'annotated' annotated HEAD~3
+git tag light HEAD~2
+git tag -a -m 'of a tag' nested annotated
+git branch same HEAD~1
+git tag -a -m 'tag named as a branch' same HEAD~4
+git tag shadowed HEAD~1
+git tag -a -m 'a tree' treetag HEAD^{tree}
+git tag -a -m 'a blob' blobtag HEAD:f
+)");
+  // Only in the bare repository: refs/shadowed, before refs/tags/shadowed in git's order.
+  Shell("git -C " + ShellQuote(bare) + " update-ref refs/shadowed master~3");
+  // The clone packed the tags with the objects they peel to.
+  ASSERT_NE(Shell("cat " + ShellQuote(bare + "/packed-refs")).find("refs/tags/nested\n^"),
+            std::string::npos);
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  for (const char* h : {"annotated", "light", "nested", "same", "shadowed"})
+    EXPECT_EQ(AtomDifference(peers, "/repo/atom/", std::string("h=") + h), "") << h;
+  // The feed of `same` is the tag's (commit 1), not the branch's.
+  EXPECT_EQ(peers.Cgit("/repo/atom/", "h=same").find("<title>commit 4</title>"), std::string::npos);
+  for (const char* h : {"treetag", "blobtag"}) {
+    auto route = peers.site().Match("/repo/atom/", std::string("h=") + h);
+    ASSERT_TRUE(route);
+    EXPECT_EQ(peers.site().Render(*route).status, 404) << h;
+  }
+}
+
+// The summary's newest branches and tags when the table's cut falls among refs of one age (it
+// shows the first of them in name order, as cgit's stable sort does), and the refs page's whole
+// lists in the same order.
+TEST(GitfragParity, SummaryCutAmongEqualAgesEqualsCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"(
+for i in 1 2 3; do echo $i > f; c "commit $i"; done
+for t in t-d t-b t-e t-a t-c; do git tag $t HEAD~1; done
+git tag newest HEAD
+git tag oldest HEAD~2
+for b in b-c b-a b-d b-b; do git branch $b HEAD~1; done
+)");
+  TempDir rc;
+  Peers peers(bare, rc.path());
+  for (const auto& [branches, tags] :
+       std::vector<std::pair<unsigned, unsigned>>{{2, 3}, {3, 4}, {10, 10}}) {
+    peers.SetSummaryTables(branches, tags);
+    for (const char* path : {"/repo/", "/repo/refs/"})
+      EXPECT_EQ(peers.Difference(path, ""), "") << branches << " " << tags << " " << path;
+  }
+}
+
 // Messages git would never write itself (commit --cleanup=verbatim, as other tools make them):
 // blank lines of spaces and tabs around the subject, a subject over two lines with trailing
 // whitespace, tabs and a CR in the body, trailing blank lines, no final newline, an empty message;
@@ -984,6 +1052,33 @@ TEST(GitfragParity, StatsEqualCgit) {
   EXPECT_EQ(disabled.status, 400);
   EXPECT_EQ(disabled.reason, "Statistics type disabled: month");
   EXPECT_EQ(weekly.CgitStatus("/repo/stats/", "period=m"), 400);
+}
+
+// Commits dated after the current period (a clock set wrong) are walked and counted in their
+// author's total, which orders the rows, but in no period shown: an author of two such commits
+// comes first with empty columns, before one of a single commit this week.
+TEST(GitfragParity, StatsOfFutureCommitsEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const int64_t now = std::time(nullptr);
+  const std::string script = R"(set -e
+git init -q -b master work
+cd work
+c() { printf '%s\n' "$2" >> f; git add f; d=$((NOW + $2)); GIT_AUTHOR_NAME="$1" GIT_AUTHOR_DATE="$d +0000" GIT_COMMITTER_DATE="$d +0000" git commit -q -m "at $2"; }
+c Now -3600
+c Later 40000000
+c Later 80000000
+cd "$HOME" && git clone -q --bare work repo.git
+)";
+  MakeFixture(dir, "NOW=" + std::to_string(now) + "\n" + script, GitIdentity{"", "C O Mitter"});
+  TempDir rc;
+  Peers peers(dir.File("repo.git"), rc.path(), false, 4);
+  for (const char* query : {"period=w", "period=m", "period=q", "period=y"}) {
+    EXPECT_EQ(peers.Difference("/repo/stats/", query), "") << query;
+    EXPECT_NE(peers.Cgit("/repo/stats/", query).find("<td class='left'>Later</td><td>0</td>"),
+              std::string::npos)
+        << query;
+  }
 }
 
 // The blame table's links (commit and "^" links: ids and paths), which the visible text leaves
