@@ -785,6 +785,17 @@ bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit,
   return false;
 }
 
+std::string_view BlobText(const git_blob* blob) {
+  return {static_cast<const char*>(git_blob_rawcontent(blob)),
+          static_cast<size_t>(git_blob_rawsize(blob))};
+}
+
+std::optional<std::string_view> FileDiff::OldText() const {
+  if (old_bytes) return old_bytes.view();
+  if (old_blob != nullptr) return BlobText(old_blob.get());
+  return std::nullopt;
+}
+
 size_t HunkHeaders::LineStart(long line) {
   while (cursor_line_ < line && cursor_pos_ < text_.size()) {
     const size_t eol = text_.find('\n', cursor_pos_);
@@ -805,16 +816,13 @@ const std::string& HunkHeaders::Next(const git_diff_hunk& hunk) {
   const long from = start - 1;
   if (from > previous_start_ && !loaded_) {
     loaded_ = true;
-    const git_blob* blob = given_;
     git_blob* raw_blob = nullptr;
-    if (blob == nullptr && !git_oid_is_zero(&delta_.old_file.id) &&
-        git_blob_lookup(&raw_blob, repo_, &delta_.old_file.id) == 0) {
+    if (given_) {
+      text_ = *given_;
+    } else if (!git_oid_is_zero(&delta_.old_file.id) &&
+               git_blob_lookup(&raw_blob, repo_, &delta_.old_file.id) == 0) {
       old_blob_.reset(raw_blob);
-      blob = raw_blob;
-    }
-    if (blob != nullptr) {
-      text_ = std::string_view(static_cast<const char*>(git_blob_rawcontent(blob)),
-                               static_cast<size_t>(git_blob_rawsize(blob)));
+      text_ = BlobText(raw_blob);
     }
   }
   if (from > previous_start_ && !text_.empty()) {
@@ -1122,22 +1130,27 @@ bool OwnBlobPatch(git_repository* repo, FileDiff* f, const git_diff_options& opt
       return true;
     }
   }
-  git_blob* raw_blob = nullptr;
-  if (!git_oid_is_zero(&d.old_file.id)) {
-    if (git_blob_lookup(&raw_blob, repo, &d.old_file.id) != 0) return false;
-    f->old_blob.reset(raw_blob);
-  }
-  if (!git_oid_is_zero(&d.new_file.id)) {
-    if (git_blob_lookup(&raw_blob, repo, &d.new_file.id) != 0) return false;
-    f->new_blob.reset(raw_blob);
-  }
-  auto bytes = [](const BlobPtr& blob) {
-    return blob == nullptr
-               ? std::string_view()
-               : std::string_view(static_cast<const char*>(git_blob_rawcontent(blob.get())),
-                                  static_cast<size_t>(git_blob_rawsize(blob.get())));
+  // Each side from the pack reader: the patch points into its bytes as they are (no copy into
+  // libgit2's buffer, nothing kept in libgit2's object cache); a blob it does not have (a loose
+  // object) through libgit2.
+  auto read = [repo](const git_oid& id, ObjectBytes* bytes, BlobPtr* blob,
+                     std::string_view* text) {
+    if (git_oid_is_zero(&id)) return true;
+    *bytes = ReadPacked(repo, id, GIT_OBJECT_BLOB);
+    if (*bytes) {
+      *text = bytes->view();
+      return true;
+    }
+    git_blob* raw_blob = nullptr;
+    if (git_blob_lookup(&raw_blob, repo, &id) != 0) return false;
+    blob->reset(raw_blob);
+    *text = BlobText(raw_blob);
+    return true;
   };
-  const std::string_view a = bytes(f->old_blob), b = bytes(f->new_blob);
+  std::string_view a, b;
+  if (!read(d.old_file.id, &f->old_bytes, &f->old_blob, &a) ||
+      !read(d.new_file.id, &f->new_bytes, &f->new_blob, &b))
+    return false;
   const size_t limit =
       engine == DiffEngine::kCgitPages ? size_t{1} << 30 : (size_t{1} << 29) - 1;
   if (a.size() > limit || b.size() > limit) {

@@ -16,6 +16,7 @@
 #include "gitfrag/git.h"
 #include "gitfrag/gitfrag.h"
 #include "gitfrag/memo.h"
+#include "gitfrag/pack_reader.h"
 #include "gitfrag/registry.h"
 #include "gitfrag/writer.h"
 
@@ -150,18 +151,22 @@ std::string QuotedFilename(std::string_view name);
 bool ResolveCommits(git_repository* repo, const Route& route, CommitPtr* commit, CommitPtr* other,
                     Page* error);
 
+// A blob's content.
+std::string_view BlobText(const git_blob* blob);
+
 // The hunk headers ("@@ -a,b +c,d @@ function") of one file's diff as cgit shows them. cgit runs
 // xdiff without a funcname driver, so the function part is xdiff's own: the nearest line above the
 // hunk, searched no further back than the previous hunk's start, that begins with an ASCII letter,
 // '_' or '$', cut after 80 bytes (even inside a UTF-8 sequence) and then stripped of trailing
 // blanks; a hunk that finds none repeats the previous hunk's. libgit2 trims before it cuts, so its
 // own headers differ on long lines. The old blob is searched in place, only as far as the hunks go;
-// it is read only when a hunk needs the search and `old_blob` (the old side's blob, if the caller
-// has it) is null.
+// it is read only when a hunk needs the search and `old_text` (the old side's content, if the
+// caller has it: FileDiff::OldText) is not given.
 class HunkHeaders {
  public:
-  HunkHeaders(git_repository* repo, const git_diff_delta& delta, const git_blob* old_blob = nullptr)
-      : repo_(repo), delta_(delta), given_(old_blob) {}
+  HunkHeaders(git_repository* repo, const git_diff_delta& delta,
+              std::optional<std::string_view> old_text = std::nullopt)
+      : repo_(repo), delta_(delta), given_(old_text) {}
   // Call once per hunk, in order.
   const std::string& Next(const git_diff_hunk& hunk);
 
@@ -172,7 +177,7 @@ class HunkHeaders {
 
   git_repository* repo_;
   const git_diff_delta& delta_;
-  const git_blob* given_;
+  std::optional<std::string_view> given_;
   bool loaded_ = false;
   BlobPtr old_blob_;
   std::string_view text_;     // the old blob's content
@@ -218,9 +223,17 @@ FilePatch PatchLinesOf(git_patch* patch);
 struct FileDiff {
   git_diff_delta delta{};
   PatchPtr patch;
-  BlobPtr old_blob;  // the old side's blob when the own tree diff read it (for HunkHeaders), or null
-  BlobPtr new_blob;  // the new side's, kept while `own` points into it
-  FilePatch own;     // the own line diff's patch (CommitFiles::own_patches), when made
+  // The sides' contents when the patch was made from them (for HunkHeaders; `own` points into
+  // the new side's): the own patch reads them from the pack reader (*_bytes), else through
+  // libgit2 (*_blob), as libgit2's patch does (old_blob).
+  BlobPtr old_blob;
+  BlobPtr new_blob;
+  ObjectBytes old_bytes;
+  ObjectBytes new_bytes;
+  FilePatch own;  // the own line diff's patch (CommitFiles::own_patches), when made
+
+  // The old side's content as read for the patch, if it was.
+  std::optional<std::string_view> OldText() const;
 };
 
 // The changed files of a diff, and what their deltas' paths point into.

@@ -454,7 +454,7 @@ void WriteSideBySideDiff(const DiffFragment& f) {
       out.Raw("<tr><td colspan='4'>Binary files differ</td></tr>");
     } else {
       SideBySide ss{out, *d, f.old_id, f.id, f.up};
-      HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
+      HunkHeaders headers(f.repo, *d, f.files.files[i].OldText());
       ss.Write(f.files.files[i].own, headers);
     }
     out.Raw("<tr><td class='foot' colspan='4'></td></tr>");
@@ -486,7 +486,7 @@ void WriteUnifiedDiff(const DiffFragment& f) {
       out.Raw("Binary files differ");
       continue;
     }
-    HunkHeaders headers(f.repo, *d, f.files.files[i].old_blob.get());
+    HunkHeaders headers(f.repo, *d, f.files.files[i].OldText());
     WriteHunks(out, f.files.files[i].own, headers);
   }
   out.Raw("</td></tr></table>");

@@ -280,7 +280,7 @@ void AppendFileText(git_repository* repo, git_odb* odb, int abbrev, const FileDi
     }
     return;
   }
-  HunkHeaders headers(repo, d, f.old_blob.get());
+  HunkHeaders headers(repo, d, f.OldText());
   for (const PatchHunk& hunk : patch.hunks) {
     // git's diff output (not cgit's own xdiff call) ends a hunk header before its first byte that
     // is not valid UTF-8: a function name cut inside a character, or Latin-1 text.

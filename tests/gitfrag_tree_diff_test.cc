@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -299,6 +300,34 @@ awk 'BEGIN { srand(8) } { r = rand(); if (r < 0.3) next; print; if (r > 0.8) pri
 printf 'a\nb\nc\nend\n' > slide.txt && git commit -q -am 'blocks removed'
 )SH";
 
+// The files of `commit`'s diff against its first parent with the own patches, as the fragment,
+// patch and rawdiff make them; false (a test failure) when they cannot be made.
+bool OwnPatchFiles(git_repository* repo, git_commit* commit, CommitFiles* files) {
+  files->own_patches = true;
+  std::string reason;
+  const bool made = CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", files, &reason,
+                                    FileDiffPath::kOwnRaw);
+  EXPECT_TRUE(made) << reason;
+  return made;
+}
+
+// The fragment of `commit` made the own way (kOwnRaw) equals libgit2's path's, in both layouts
+// and each of `contexts`.
+void ExpectOwnFragmentsEqualLibgit2s(git_repository* repo, git_commit* commit,
+                                     std::initializer_list<int> contexts) {
+  for (int context : contexts) {
+    for (int dt : {0, 1}) {
+      DiffOptions options;
+      options.context = context;
+      options.dt = dt;
+      options.abbrev = 7;
+      EXPECT_EQ(FragmentOf(repo, commit, nullptr, options, "", FileDiffPath::kOwnRaw),
+                FragmentOf(repo, commit, nullptr, options, "", FileDiffPath::kLibgit2))
+          << git_commit_summary(commit) << " context=" << context << " dt=" << dt;
+    }
+  }
+}
+
 TEST(OwnPatches, FragmentEqualsLibgit2sXdiff) {
   TempDir dir;
   RepositoryPtr repo;
@@ -310,11 +339,7 @@ TEST(OwnPatches, FragmentEqualsLibgit2sXdiff) {
     {
       // The own patches are the ones the fragment writes: made for every file, libgit2's none.
       CommitFiles files;
-      files.own_patches = true;
-      std::string reason;
-      ASSERT_TRUE(CommitFileDiffs(repo.get(), commit.get(), nullptr, DiffOptions{}, "", &files,
-                                  &reason, FileDiffPath::kOwnRaw))
-          << reason;
+      ASSERT_TRUE(OwnPatchFiles(repo.get(), commit.get(), &files));
       for (const FileDiff& f : files.files) {
         EXPECT_TRUE(f.own.made && !f.patch) << subject << ": " << f.delta.new_file.path;
         own += f.own.made;
@@ -322,18 +347,7 @@ TEST(OwnPatches, FragmentEqualsLibgit2sXdiff) {
         binary += f.own.binary;
       }
     }
-    for (int context : {3, 1, 2, 5, 40}) {
-      for (int dt : {0, 1}) {
-        DiffOptions options;
-        options.context = context;
-        options.dt = dt;
-        options.abbrev = 7;
-        EXPECT_EQ(
-            FragmentOf(repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kOwnRaw),
-            FragmentOf(repo.get(), commit.get(), nullptr, options, "", FileDiffPath::kLibgit2))
-            << subject << " context=" << context << " dt=" << dt;
-      }
-    }
+    ExpectOwnFragmentsEqualLibgit2s(repo.get(), commit.get(), {3, 1, 2, 5, 40});
   }
   EXPECT_GE(own, 20u);
   EXPECT_EQ(renamed, 1u);
@@ -364,6 +378,56 @@ TEST_F(TreeDiffFixture, DiffTextEqualsGitDiff) {
     EXPECT_EQ(ours, Shell(git + parent + " " + id)) << Subject(commit.get());
     EXPECT_FALSE(ours.empty()) << Subject(commit.get());
   }
+}
+
+// With the blobs packed (deltas of each other, as git repacks them), the own patches read each
+// side from the pack reader (FileDiff::old_bytes/new_bytes: its bytes, not libgit2's copy) and
+// the hunk headers search those bytes: the fragment equals libgit2's path, and the patch and
+// rawdiff text libgit2's and `git diff`'s, on both fixtures.
+TEST(OwnPatches, PackedBlobsEqualLibgit2sAndGit) {
+  size_t from_packs = 0;
+  for (const char* fixture : {kScript, kHunkScript}) {
+    TempDir dir;
+    RepositoryPtr repo;
+    const std::string script = std::string(fixture) + "git repack -adfq --depth=50 --window=50\n";
+    const std::vector<CommitPtr> commits = FixtureCommits(dir, script.c_str(), "--all", &repo);
+    ASSERT_FALSE(commits.empty());
+    ASSERT_FALSE(Shell("ls " + ShellQuote(dir.File("work/.git/objects/pack"))).empty());
+    const std::string git = "env HOME=" + ShellQuote(dir.path()) +
+                            " GIT_CONFIG_NOSYSTEM=1 git -C " + ShellQuote(dir.File("work/.git")) +
+                            " diff --no-renames --no-color --no-ext-diff ";
+    for (const auto& commit : commits) {
+      const std::string subject = git_commit_summary(commit.get());
+      CommitFiles files;
+      ASSERT_TRUE(OwnPatchFiles(repo.get(), commit.get(), &files));
+      for (const FileDiff& f : files.files) {
+        if (!f.own.made) continue;
+        // Every side the patch read came from the pack reader.
+        EXPECT_EQ(static_cast<bool>(f.old_bytes), !git_oid_is_zero(&f.delta.old_file.id))
+            << subject << ": " << f.delta.new_file.path;
+        EXPECT_EQ(static_cast<bool>(f.new_bytes), !git_oid_is_zero(&f.delta.new_file.id))
+            << subject << ": " << f.delta.new_file.path;
+        EXPECT_EQ(f.old_blob, nullptr);
+        from_packs += f.old_bytes && f.new_bytes;
+      }
+      // libgit2's patch of a kind change has no lines (FragmentEqualsTheLibgit2Path).
+      if (!HasKindChange(files)) ExpectOwnFragmentsEqualLibgit2s(repo.get(), commit.get(), {3, 1});
+      std::string ours, theirs, reason;
+      ASSERT_TRUE(AppendDiffText(repo.get(), commit.get(), nullptr, 7, &ours, &reason,
+                                 FileDiffPath::kOwnRaw))
+          << reason;
+      ASSERT_TRUE(AppendDiffText(repo.get(), commit.get(), nullptr, 7, &theirs, &reason,
+                                 FileDiffPath::kLibgit2))
+          << reason;
+      EXPECT_EQ(ours, theirs) << subject;
+      if (git_commit_parentcount(commit.get()) > 0) {
+        EXPECT_EQ(ours, Shell(git + OidHex(*git_commit_parent_id(commit.get(), 0)) + " " +
+                              OidHex(*git_commit_id(commit.get()))))
+            << subject;
+      }
+    }
+  }
+  EXPECT_GE(from_packs, 20u);
 }
 
 TEST_F(TreeDiffFixture, DiffBetweenTwoCommitsAndPathLimits) {
