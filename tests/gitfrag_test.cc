@@ -1973,7 +1973,9 @@ TEST_F(GitfragTree, BlobPartMarksItsLineNumbersShared) {
   for (size_t run = 0; run < lines.shared.size(); ++run) {
     SCOPED_TRACE(run);
     const auto [begin, end] = lines.shared[run];
-    if (run > 0) EXPECT_EQ(begin, lines.shared[run - 1].second);
+    if (run > 0) {
+      EXPECT_EQ(begin, lines.shared[run - 1].second);
+    }
     const std::string text = lines.body.substr(begin, end - begin);
     EXPECT_EQ(text, big.body.substr(big.shared[run].first,
                                     big.shared[run].second - big.shared[run].first));
@@ -2007,7 +2009,7 @@ cd .. && git clone -q --bare --no-local work packed.git && git -C packed.git rep
   Site site(c);
   const std::string git = "git -C " + ShellQuote(dir.File("packed.git")) + " ";
   ASSERT_EQ(Trimmed(Shell("find " + ShellQuote(dir.File("packed.git/objects")) +
-                          " -type f -path '*/objects/??/*' | wc -l")),
+                          " -type f -path '*/objects/[0-9a-f][0-9a-f]/*' | wc -l")),
             "0")
       << "every object packed";
   for (int back = 0; back < 6; ++back) {
