@@ -1014,11 +1014,17 @@ forge_run() {  # SCENARIO WORKLOAD LUA [REPORT-NAME]
   [ -z "$SHELLAC_DIED" ]
 }
 
-render_counts() {  # -> "KIND RENDERS SECONDS;..." (bench/report.py takes the differences), from shellac's /metrics (admin port), or nothing
+# -> "KIND RENDERS SECONDS;..." (bench/report.py takes the differences), from shellac's /metrics
+# (admin port), or nothing; a kind whose bodies were streamed also gives "KIND:stream PIECES
+# SECONDS" (the pieces made after the render: a snapshot's archive).
+render_counts() {
   [ -n "${SHELLAC_ADMIN_PORT:-}" ] || return 0
   { curl -sS --max-time 10 "http://127.0.0.1:$SHELLAC_ADMIN_PORT/metrics" 2>/dev/null || true; } |
-    sed -n 's/^shellac_render\(s\|_seconds\)_total{kind="\([^"]*\)"} \(.*\)/\2 \1 \3/p' |
-    awk '{ if ($2 == "s") n[$1] = $3; else t[$1] = $3; k[$1] = 1 } END { for (x in k) print x, n[x] + 0, t[x] + 0 }' |
+    sed -n 's/^shellac_render\(s\|_seconds\|_stream_pieces\|_stream_seconds\)_total{kind="\([^"]*\)"} \(.*\)/\2 \1 \3/p' |
+    awk '{ k[$1] = 1; v[$1, $2] = $3 }
+         END { for (x in k) {
+                 print x, v[x, "s"] + 0, v[x, "_seconds"] + 0
+                 if (v[x, "_stream_pieces"] > 0) print x ":stream", v[x, "_stream_pieces"] + 0, v[x, "_stream_seconds"] + 0 } }' |
     sort | paste -sd';'
 }
 

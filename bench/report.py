@@ -682,11 +682,13 @@ def mix_table(run):
     out = ["## shellac's renders by kind", "",
            "From its /metrics before and after its measured run at each level, summed over the sweep (warm-ups not",
            "counted). A page may render several parts (a frame and a stored fragment), and a part stored for one",
-           "URL serves later ones: pages that found their parts stored render only their frame.", "",
-           "| part | renders | mean ms of render time |", "|---|---:|---:|"]
+           "URL serves later ones: pages that found their parts stored render only their frame. A row",
+           "KIND:stream counts the pieces of bodies streamed after their render (a snapshot's archive) and",
+           "their time (shellac_render_stream_*).", "",
+           "| part | renders | mean ms of render time | seconds in all |", "|---|---:|---:|---:|"]
     for kind in sorted(total, key=lambda k: -total[k][1]):
         n, sec = total[kind]
-        out.append("| %s | %d | %.3f |" % (kind, n, sec / n * 1000 if n else 0))
+        out.append("| %s | %d | %.3f | %.2f |" % (kind, n, sec / n * 1000 if n else 0, sec))
     kinds = read_tsv(run.file("kinds.tsv"))  # kind, urls, what
     if kinds:
         out += ["", "The lists the mix was drawn from (bench/wrk/pages_urls.py): " + ", ".join(

@@ -419,6 +419,10 @@ struct PoolMetrics {
     uint64_t errors = 0;  // status != 200
     uint64_t render_us = 0;
     uint64_t buckets[kRenderBucketCount] = {};  // renders by time, not cumulative
+    // A streamed body's pieces (a snapshot, a large plain file, a clone's pack), made on render
+    // threads after the render: how many, and the time they took (not in render_us).
+    uint64_t stream_pieces = 0;
+    uint64_t stream_us = 0;
   } kinds[kPageKinds];
 };
 
@@ -502,6 +506,13 @@ class RenderPool {
     std::atomic<uint64_t> renders{0}, errors{0}, render_us{0};
     std::atomic<uint64_t> buckets[kRenderBucketCount] = {};
   } kinds_[kPageKinds];
+  // Shared with the streams of the pages rendered (a stream may outlive the pool at shutdown).
+  struct StreamCounters {
+    struct Kind {
+      std::atomic<uint64_t> pieces{0}, us{0};
+    } kinds[kPageKinds];
+  };
+  const std::shared_ptr<StreamCounters> streams_ = std::make_shared<StreamCounters>();
 };
 
 }  // namespace shellac::gitfrag

@@ -185,6 +185,34 @@ Page RefusedPage(Refusal why, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
+namespace {
+
+// A page's body stream whose pieces count their time under the page's kind.
+template <typename Counters>
+class TimedStream final : public BodyStream {
+ public:
+  TimedStream(std::shared_ptr<BodyStream> inner, std::shared_ptr<Counters> counters, size_t kind)
+      : inner_(std::move(inner)), counters_(std::move(counters)), kind_(kind) {}
+  Result Next(std::string* out, std::string* error) override {
+    const auto start = std::chrono::steady_clock::now();
+    const Result result = inner_->Next(out, error);
+    auto& c = counters_->kinds[kind_];
+    ++c.pieces;
+    c.us += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::steady_clock::now() - start)
+                                      .count());
+    return result;
+  }
+  std::optional<uint64_t> Length() const override { return inner_->Length(); }
+
+ private:
+  const std::shared_ptr<BodyStream> inner_;
+  const std::shared_ptr<Counters> counters_;
+  const size_t kind_;
+};
+
+}  // namespace
+
 RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route route,
                                          Admission admission, Done done) {
   // `done` is called by exactly one of the two callbacks; both hold it, so share it.
@@ -207,6 +235,10 @@ RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route
                static_cast<double>(us.count()) > kRenderBuckets[bucket] * 1e6)
           ++bucket;
         ++k.buckets[bucket];
+        if (page.stream) {
+          page.stream = std::make_shared<TimedStream<StreamCounters>>(
+              std::move(page.stream), streams_, static_cast<size_t>(route.kind));
+        }
         (*shared_done)(std::move(page));
       },
       std::move(refused));
@@ -243,6 +275,8 @@ PoolMetrics RenderPool::Metrics() const {
     m.kinds[i].renders = kinds_[i].renders.load();
     m.kinds[i].errors = kinds_[i].errors.load();
     m.kinds[i].render_us = kinds_[i].render_us.load();
+    m.kinds[i].stream_pieces = streams_->kinds[i].pieces.load();
+    m.kinds[i].stream_us = streams_->kinds[i].us.load();
     for (size_t b = 0; b < kRenderBucketCount; ++b)
       m.kinds[i].buckets[b] = kinds_[i].buckets[b].load();
   }

@@ -295,6 +295,18 @@ std::string Shared::RenderMetrics() const {
               std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.render_us) / 1e6);
               return std::string(text);
             });
+    by_kind("shellac_render_stream_pieces_total", "counter",
+            "Pieces of streamed bodies (snapshots, large plain files, clone files) made on render "
+            "threads after their page's render, by page kind.",
+            [](const auto& k) { return std::to_string(k.stream_pieces); });
+    by_kind("shellac_render_stream_seconds_total", "counter",
+            "Time render threads spent making the pieces of streamed bodies, by page kind (not in "
+            "shellac_render_seconds_total).",
+            [](const auto& k) {
+              char text[32];
+              std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.stream_us) / 1e6);
+              return std::string(text);
+            });
     out += "# HELP shellac_render_duration_seconds Render time on a render thread, by page kind.\n"
            "# TYPE shellac_render_duration_seconds histogram\n";
     for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {

@@ -673,8 +673,16 @@ cd .. && git clone -q --bare work repo.git
             "same\n");
   // Each file's compressed pieces were kept in the store (one object per blob), for every later
   // archive with that file: the zip below compresses nothing again.
-  const double inserts = MetricSum(FetchMetrics(proxy.AdminPort()), "shellac_cache_inserts_total");
+  const std::string after_tar = FetchMetrics(proxy.AdminPort());
+  const double inserts = MetricSum(after_tar, "shellac_cache_inserts_total");
   EXPECT_GE(inserts, 8);
+  // The archive was made piece by piece after its render, and that time is counted: each piece
+  // is counted before it is sent, so all are by the time the body has ended.
+  EXPECT_GE(MetricSum(after_tar, "shellac_render_stream_pieces_total", {{"kind", "snapshot"}}), 2)
+      << after_tar;
+  EXPECT_GT(MetricSum(after_tar, "shellac_render_stream_seconds_total", {{"kind", "snapshot"}}), 0)
+      << after_tar;
+  EXPECT_EQ(MetricSum(after_tar, "shellac_render_stream_pieces_total", {{"kind", "log"}}), 0);
 
   // HEAD, then a GET on the same connection: the stream's end leaves it ready for the next.
   RawClient client;

@@ -192,8 +192,9 @@ class ReportTest(unittest.TestCase):
             f.write("blame\t400\t/R/blame/FILE?id=SHA\n")
         # c=1: 10 blames in 2 s, 100 tree frames in 0.05 s; c=2: 30 more blames in 3 s
         with open(os.path.join(raw, "cold-renders.tsv"), "w") as f:
-            f.write("1\tblame 0 0;tree 0 0\tblame 10 2;tree 100 0.05\n"
-                    "2\tblame 10 2;tree 100 0.05\tblame 40 5;tree 100 0.05\n")
+            f.write("1\tblame 0 0;tree 0 0\tblame 10 2;snapshot:stream 8 0.5;tree 100 0.05\n"
+                    "2\tblame 10 2;snapshot:stream 8 0.5;tree 100 0.05\tblame 40 5;snapshot:stream 20 2;"
+                    "tree 100 0.05\n")
         # shellac's c=2 walk reached the end of the list (both threads) after 2.5 s
         with open(os.path.join(raw, "crawl.tsv"), "w") as f:
             f.write("cgit\t1\tmeasured\t0\t9000\t0\t0\nshellac\t1\tmeasured\t0\t9000\t0\t0\n"
@@ -215,8 +216,10 @@ class ReportTest(unittest.TestCase):
         self.assertIn(">= 20x cgit direct on the mix: **not met** (12.50x at peak)", text)
         self.assertIn("| 2 | shellac | 300 (ran out) |", text)
         self.assertIn("| 2 | cgit direct | 12 | 150.0 | 0.00 | 200.0 | 0 | - | n/a (ran out) |", text)
-        # blame: 40 renders in 5 s = 125 ms each, first (the most render time); tree: 100 in 0.05 s
-        self.assertIn("| blame | 40 | 125.000 |\n| tree | 100 | 0.500 |", text)
+        # blame: 40 renders in 5 s = 125 ms each, first (the most render time); a snapshot's archive:
+        # 20 pieces in 2 s; tree: 100 in 0.05 s
+        self.assertIn("| blame | 40 | 125.000 | 5.00 |\n| snapshot:stream | 20 | 100.000 | 2.00 |\n"
+                      "| tree | 100 | 0.500 | 0.05 |", text)
         self.assertIn("blame 400 (`/R/blame/FILE?id=SHA`)", text)
         self.assertIn("no measured request repeated a URL for its target (measured list: 9000 URLs, walked to "
                       "line 9000", text)
