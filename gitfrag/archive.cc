@@ -464,11 +464,12 @@ class ZipWriter {
 // --- blobs compressed once ---
 
 constexpr size_t kChunk = BodyStream::kPieceBytes;  // a blob's bytes per piece, at most
-// igzip's levels (0-3). A piece made to keep is made once and read by every later archive: its
-// highest, 4.4 times as fast as zlib's level 6 over the bench corpus's blobs for 7 % more bytes
-// (bench/results/snapwall-callgrind.md). A piece made for one archive (no store, or a blob too
-// large): its level 1.
-constexpr uint32_t kKeptLevel = 3;
+// igzip's levels (0-3). A piece made to keep is made once and read by every later archive: level
+// 2, which costs about what level 1 does for fewer bytes; level 3 took 1.37 times the instructions
+// a git/git snapshot (most of its blobs new) for 2.5 % fewer bytes
+// (bench/results/snaplevel-callgrind.md; zlib's level 6 was 4.4 times level 3's time,
+// snapwall-callgrind.md). A piece made for one archive (no store, or a blob too large): level 1.
+constexpr uint32_t kKeptLevel = 2;
 constexpr uint32_t kPassingLevel = 1;
 
 std::mutex piece_store_mu;
@@ -480,7 +481,7 @@ std::shared_ptr<ArchivePieceStore> PieceStore() {
 }
 
 // The store's key of a blob's pieces: what makes them (compressor, level, piece size) is in it.
-std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/igzip3-256k/" + Hex(oid); }
+std::string PieceKey(const git_oid& oid) { return "gitfrag-archive/igzip2-256k/" + Hex(oid); }
 
 // zlib's crc32 (gzip's), by ISA-L (folding with carry-less multiplies: five times zlib's speed).
 uint32_t Crc32(uint32_t crc, std::string_view bytes) {
