@@ -183,11 +183,8 @@ Page RefusedPage(Refusal why, std::chrono::milliseconds timeout) {
   return page;
 }
 
-}  // namespace
-
-namespace {
-
-// A page's body stream whose pieces count their time under the page's kind.
+// A page's body stream whose pieces count their time under the page's kind (Counters: the pool's
+// private StreamCounters).
 template <typename Counters>
 class TimedStream final : public BodyStream {
  public:

@@ -290,11 +290,7 @@ std::string Shared::RenderMetrics() const {
             "Renders that gave a status other than 200, by page kind.",
             [](const auto& k) { return std::to_string(k.errors); });
     by_kind("shellac_render_seconds_total", "counter", "Time spent rendering, by page kind.",
-            [](const auto& k) {
-              char text[32];
-              std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.render_us) / 1e6);
-              return std::string(text);
-            });
+            [&](const auto& k) { return seconds(k.render_us); });
     by_kind("shellac_render_stream_pieces_total", "counter",
             "Pieces of streamed bodies (snapshots, large plain files, clone files) made on render "
             "threads after their page's render, by page kind.",
@@ -302,11 +298,7 @@ std::string Shared::RenderMetrics() const {
     by_kind("shellac_render_stream_seconds_total", "counter",
             "Time render threads spent making the pieces of streamed bodies, by page kind (not in "
             "shellac_render_seconds_total).",
-            [](const auto& k) {
-              char text[32];
-              std::snprintf(text, sizeof text, "%.6f", static_cast<double>(k.stream_us) / 1e6);
-              return std::string(text);
-            });
+            [&](const auto& k) { return seconds(k.stream_us); });
     out += "# HELP shellac_render_duration_seconds Render time on a render thread, by page kind.\n"
            "# TYPE shellac_render_duration_seconds histogram\n";
     for (size_t k = 0; k < gitfrag::kPageKinds; ++k) {
