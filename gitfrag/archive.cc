@@ -13,9 +13,11 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "base/owned.h"
+#include "gitfrag/archive_attributes.h"
 #include "gitfrag/blob_stream.h"
 #include "base/fixed_deflate.h"
 #include "gitfrag/pack_reader.h"
@@ -110,11 +112,14 @@ struct Entry {
   std::string path;  // with the prefix; folders end with '/'
   uint32_t mode;     // git's: 040000, 0100644, 0100755, 0120000, 0160000
   git_oid oid;
+  ArchiveEol eol = ArchiveEol::kAsIs;  // a file's line ends as its gitattributes ask
+  int8_t binary = -1;  // zip's text flag as they say (ArchiveAttributes::Path), -1: by the bytes
 };
 
 bool IsDir(uint32_t mode) { return (mode & 0170000) == 0040000; }
 bool IsLink(uint32_t mode) { return (mode & 0170000) == 0120000; }
 bool IsGitlink(uint32_t mode) { return (mode & 0170000) == 0160000; }
+bool IsFile(uint32_t mode) { return !IsDir(mode) && !IsGitlink(mode) && !IsLink(mode); }
 
 // Depth first, a folder before its contents; a folder with nothing written inside is left out
 // (git queues folders and writes them with their first file).
@@ -142,6 +147,55 @@ bool ListTree(git_repository* repo, const git_tree* tree, const std::string& bas
     if (!ListTree(repo, sub.get(), path, entries, error)) return false;
     if (entries->size() == at + 1) entries->pop_back();  // nothing inside
   }
+  return true;
+}
+
+// git archive's export-ignore, end-of-line conversion and zip text flag (archive_attributes.h)
+// on the listed entries. An ignored folder leaves the list with what is inside it, an ignored
+// file leaves it alone; a folder is written when something not inside an ignored folder is
+// inside it, an ignored file too (git writes a folder before it looks at its first file's
+// attributes). `base`: the length of the prefix every path starts with (its folder is always
+// written).
+bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base,
+                     std::vector<Entry>* entries, std::string* error) {
+  std::vector<ArchiveAttributes::File> files;
+  for (const Entry& e : *entries) {
+    const std::string_view relative =
+        std::string_view(e.path).substr(std::min(base, e.path.size()));
+    if (IsFile(e.mode) && (relative == ".gitattributes" || relative.ends_with("/.gitattributes")))
+      files.push_back({std::string(relative.substr(0, relative.size() - 14)), e.oid});
+  }
+  const ArchiveAttributes attributes(repo, commit, files);
+  if (!attributes.active()) return true;
+  std::vector<Entry> kept;
+  std::vector<bool> ignored_file;  // per kept entry: written only as a reason for its folders
+  std::string skip;                // an ignored folder: the paths inside it are left out unread
+  for (Entry& e : *entries) {
+    if (!skip.empty() && e.path.starts_with(skip)) continue;
+    ArchiveAttributes::Path a;
+    if (e.path.size() > base &&
+        !attributes.Of(std::string_view(e.path).substr(base), IsDir(e.mode), &a, error))
+      return false;
+    if (a.ignored && IsDir(e.mode)) {
+      skip = e.path;
+      continue;
+    }
+    if (IsFile(e.mode)) e.eol = a.eol;
+    e.binary = a.binary;
+    kept.push_back(std::move(e));
+    ignored_file.push_back(a.ignored);
+  }
+  // From the end, so that a folder emptied inside an emptied folder goes first.
+  std::vector<Entry> written;
+  std::string next;  // the path of the entry after this one that stays in the list
+  for (size_t i = kept.size(); i-- > 0;) {
+    Entry& e = kept[i];
+    if (IsDir(e.mode) && e.path.size() > base && !next.starts_with(e.path)) continue;
+    next = e.path;
+    if (!ignored_file[i]) written.push_back(std::move(e));
+  }
+  std::reverse(written.begin(), written.end());
+  *entries = std::move(written);
   return true;
 }
 
@@ -546,8 +600,10 @@ class PieceDeflater {
 // that does not have, by libgit2.
 class BlobReader {
  public:
-  // Its size from the object's header; false with *error when it cannot be read.
-  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, std::string* error) {
+  // Its size from the object's header, or, when `eol` converts its line ends, read whole and
+  // converted (converted()); false with *error when it cannot be read.
+  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, ArchiveEol eol,
+            std::string* error) {
     git_object_t type = GIT_OBJECT_INVALID;
     size_t size = 0;
     if (git_odb_read_header(&size, &type, odb, &oid) != 0 || type != GIT_OBJECT_BLOB) {
@@ -558,6 +614,15 @@ class BlobReader {
     oid_ = oid;
     repo_ = repo;
     odb_ = odb;
+    if (eol != ArchiveEol::kAsIs) {
+      if (!Load(error)) return false;
+      std::string converted;
+      if (ConvertEol(All(), eol, &converted)) {
+        converted_ = std::move(converted);
+        size_ = converted_->size();
+      }
+      return true;
+    }
     if (size_ > kChunk) {
       std::string why;
       stream_ = OpenBlobStream(git_repository_path(repo), oid, size_, &why);
@@ -565,6 +630,8 @@ class BlobReader {
     return true;
   }
   uint64_t size() const { return size_; }
+  // Its bytes are not the blob's (its line ends converted).
+  bool converted() const { return converted_.has_value(); }
   // The next chunk (empty at the end); valid until the next call. False with *error.
   bool Read(std::string_view* chunk, std::string* error) {
     if (stream_) {
@@ -579,25 +646,33 @@ class BlobReader {
       *chunk = buffer_;
       return true;
     }
-    if (!whole_ && !packed_) {
-      packed_ = ReadPacked(repo_, oid_, GIT_OBJECT_BLOB);
-      git_odb_object* raw = nullptr;
-      if (!packed_ && git_odb_read(&raw, odb_, &oid_) != 0) {
-        *error = "cannot read blob " + Hex(oid_);
-        return false;
-      }
-      whole_.reset(raw);
-    }
-    const std::string_view all =
-        packed_ ? packed_.view()
-                : std::string_view(static_cast<const char*>(git_odb_object_data(whole_.get())),
-                                   git_odb_object_size(whole_.get()));
+    if (!Load(error)) return false;
+    const std::string_view all = All();
     *chunk = all.substr(std::min(at_, all.size()), kChunk);
     at_ += chunk->size();
     return true;
   }
 
  private:
+  // The whole blob, read once.
+  bool Load(std::string* error) {
+    if (whole_ || packed_) return true;
+    packed_ = ReadPacked(repo_, oid_, GIT_OBJECT_BLOB);
+    git_odb_object* raw = nullptr;
+    if (!packed_ && git_odb_read(&raw, odb_, &oid_) != 0) {
+      *error = "cannot read blob " + Hex(oid_);
+      return false;
+    }
+    whole_.reset(raw);
+    return true;
+  }
+  std::string_view All() const {
+    if (converted_) return *converted_;
+    return packed_ ? packed_.view()
+                   : std::string_view(static_cast<const char*>(git_odb_object_data(whole_.get())),
+                                      git_odb_object_size(whole_.get()));
+  }
+
   git_repository* repo_ = nullptr;
   git_odb* odb_ = nullptr;
   git_oid oid_{};
@@ -607,6 +682,7 @@ class BlobReader {
   bool done_ = false;
   ObjectBytes packed_;  // or whole_
   OdbObjectPtr whole_;
+  std::optional<std::string> converted_;  // what is read instead of them
   size_t at_ = 0;
 };
 
@@ -626,11 +702,19 @@ class BlobPieces {
  public:
   using Piece = ArchivePieceStore::Piece;
 
-  // False with *error when the blob cannot be read.
+  // False with *error when the blob cannot be read. A file whose line ends `eol` converts is
+  // compressed for this archive alone (its pieces are not the blob's).
   bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, ArchivePieceStore* store,
-            std::string* error) {
-    store_ = store;
+            ArchiveEol eol, std::string* error) {
     oid_ = oid;
+    if (eol != ArchiveEol::kAsIs) {
+      if (!reader_.Open(repo, odb, oid, eol, error)) return false;
+      if (reader_.converted()) {
+        size_ = reader_.size();
+        return true;
+      }
+    }
+    store_ = store;
     if (store && store->Find(PieceKey(oid), &kept_)) {
       from_store_ = true;
       for (const Piece& p : kept_.pieces) size_ += p.length;
@@ -642,7 +726,7 @@ class BlobPieces {
                      : static_cast<uint32_t>(std::strtoul(kept_.meta.c_str() + space + 1, nullptr, 16));
       return true;
     }
-    if (!reader_.Open(repo, odb, oid, error)) return false;
+    if (eol == ArchiveEol::kAsIs && !reader_.Open(repo, odb, oid, eol, error)) return false;
     size_ = reader_.size();
     keep_ = store && size_ > 0 && size_ <= store->max_blob_bytes();
     return true;
@@ -747,8 +831,6 @@ struct ArchiveSource {
   }
 };
 
-bool IsFile(uint32_t mode) { return !IsDir(mode) && !IsGitlink(mode) && !IsLink(mode); }
-
 // tar, tar.bz2, tar.xz: the tar made whole, blob by blob, through the compressor.
 class ArchiveStream : public BodyStream {
  public:
@@ -779,6 +861,8 @@ class ArchiveStream : public BodyStream {
       std::string_view data;
       if (!IsDir(e.mode) && !IsGitlink(e.mode) && !src_.Target(e, &blob, &data, error))
         return Result::kFailed;
+      std::string converted;
+      if (ConvertEol(data, e.eol, &converted)) data = converted;
       tar_.Add(&raw, e, data);
     }
     const bool last = next_ == src_.entries.size();
@@ -843,7 +927,7 @@ class StitchedTarGz : public BodyStream {
       const Entry& e = src_.entries[next_++];
       if (IsFile(e.mode)) {
         auto blob = std::make_unique<BlobPieces>();
-        if (!blob->Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), error))
+        if (!blob->Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.eol, error))
           return Result::kFailed;
         tar_.Header(&records_, e, blob->size(), {});
         if (blob->size() > 0) {
@@ -923,7 +1007,7 @@ class StitchedZip : public BodyStream {
         d.size = d.compressed = target.size();
         d.crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(target.data()),
                                             static_cast<uInt>(target.size())));
-        d.binary = LooksBinary(target);
+        d.binary = e.binary >= 0 ? e.binary == 1 : LooksBinary(target);
         zip_.Add(out, e, d);
         out->append(target);
         continue;
@@ -933,7 +1017,7 @@ class StitchedZip : public BodyStream {
         continue;
       }
       BlobPieces blob;
-      if (!blob.Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), error))
+      if (!blob.Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.eol, error))
         return Result::kFailed;
       std::string deflated;
       ArchivePieceStore::Piece piece;
@@ -945,7 +1029,7 @@ class StitchedZip : public BodyStream {
         d.crc = blob.Combine(d.crc, piece);
       }
       d.size = blob.size();
-      d.binary = blob.binary();
+      d.binary = e.binary >= 0 ? e.binary == 1 : blob.binary();
       deflated.append("\x03\x00", 2);  // an empty final block (fixed codes: BFINAL, 01, EOB)
       if (d.size > 0 && deflated.size() < d.size) {
         d.method = 8;
@@ -958,7 +1042,8 @@ class StitchedZip : public BodyStream {
       zip_.Add(out, e, d);
       if (d.size > 0) {
         reader_ = std::make_unique<BlobReader>();
-        if (!reader_->Open(src_.repo.get(), src_.odb.get(), e.oid, error)) return Result::kFailed;
+        if (!reader_->Open(src_.repo.get(), src_.odb.get(), e.oid, e.eol, error))
+          return Result::kFailed;
       }
     }
     return Result::kMore;
@@ -1014,7 +1099,9 @@ std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path
     base = std::string(prefix) + "/";
     entries.push_back({base, 040777, *git_tree_id(tree.get())});
   }
-  if (!ListTree(repo.get(), tree.get(), base, &entries, error)) return nullptr;
+  if (!ListTree(repo.get(), tree.get(), base, &entries, error) ||
+      !ApplyAttributes(repo.get(), commit_id, base.size(), &entries, error))
+    return nullptr;
   ArchiveSource source;
   git_odb* raw_odb = nullptr;
   if (git_repository_odb(&raw_odb, repo.get()) != 0) {

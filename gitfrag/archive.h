@@ -8,8 +8,9 @@
 // written inside, symlinks, submodules as empty folders, long names split into ustar's prefix or
 // carried in a pax header, the trailer padded to 10 KiB records; zip with deflate (zlib level 6)
 // unless storing is smaller, the extended-timestamp field, DOS time in local time, the commit id
-// as the archive comment. Not applied: .gitattributes (export-ignore, export-subst, eol
-// conversion) and tar.umask / core.bigFileThreshold from the repository's config.
+// as the archive comment; the commit's gitattributes' export-ignore, line-end conversion and zip
+// text flag (archive_attributes.h). Not applied: export-subst, ident, filter drivers and
+// tar.umask / core.bigFileThreshold from the repository's config.
 //
 // tar.gz and zip are stitched from each blob's deflate pieces, made once per blob id and kept in
 // the process's ArchivePieceStore (gitfrag.h) when one is set: one gzip member whose deflate data

@@ -32,8 +32,9 @@ using test::CgitInstalled;
 // submodule, annotated tags.
 class SnapshotFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const std::string script = R"SH(
+  void SetUp() override { Make(kShapes); }
+
+  static constexpr const char* kShapes = R"SH(
 set -e
 git init -q -b master work
 cd work
@@ -65,6 +66,9 @@ git read-tree HEAD && echo odd > odd-mode.txt  # (a later commit stores it canon
 git tag -a v1.0 -m 'one'
 git tag -a fix-2.0 -m 'two' HEAD~1
 )SH";
+
+  // The repository `script` makes in work/, cloned bare as repo.git, served as "fix".
+  void Make(const std::string& script) {
     std::ofstream(dir_.File("make.sh")) << script;
     Shell("cd " + ShellQuote(dir_.path()) + " && env HOME=" + ShellQuote(dir_.path()) +
           " GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL=a@example.org"
@@ -434,6 +438,96 @@ TEST_F(SnapshotFixture, StitchedArchivesReuseBlobPieces) {
   check(new_commit, ".tar.gz");
   check(new_commit, ".zip");
   ConfigureSnapshotCache(32 << 20, 8 << 20);
+}
+
+// A commit's gitattributes, as cgit (git's archive code) applies them: export-ignore leaves files
+// and folders out (a folder whose only file it leaves out is still written, as git writes it
+// before it looks at the file), eol=crlf, text=auto and the legacy crlf attribute
+// convert line ends as a checkout would, a nested .gitattributes and info/attributes count, and
+// the same blob is converted under one name and not under another. Every format against cgit's,
+// with a store of blob pieces and without.
+class SnapshotAttributes : public SnapshotFixture {
+ protected:
+  void SetUp() override {
+    Make(R"SH(
+set -e
+git init -q -b master work
+cd work
+git config core.autocrlf false
+printf 'a\nb\n' > w.bat
+printf 'a\nb\n' > same-blob.txt
+printf 'a\r\nb\nc\n' > mixed.bat
+printf 'p\nq\n' > auto.cmd
+printf 'p\r\nq\n' > autocr.cmd
+printf '\001\002\003\004\nz\n' > autobin.cmd
+printf 'l\nm\n' > legacy.src
+printf 'n\n' > bin.bat
+printf 'i\n' > ignored.log
+mkdir -p gone/deep emptied sub && printf 'g\n' > gone/deep/g.txt && printf 'e\n' > emptied/e.log
+printf 's\n' > sub/s.bat && printf 't\n' > sub/t.bat
+mkdir -p sub/deep && printf 'x\n' > sub/deep/x.txt && printf 'y\n' > sub/y.txt && printf 'd\n' > m.dos
+printf 'm\n' > info.md
+git add . && git commit -q -m files  # stored as they are: the attributes come after
+printf '*.bat text eol=crlf\n*.cmd text=auto eol=crlf\nlegacy.src crlf\nbin.bat binary\n*.log export-ignore\ngone export-ignore\n' > .gitattributes
+printf 's.bat -text\n/deep/*.txt eol=crlf\n' > sub/.gitattributes
+printf '[attr]dos text eol=crlf\n*.dos dos\n' >> .gitattributes
+git add . && git commit -q -m attributes
+)SH");
+    std::ofstream(bare_ + "/info/attributes") << "*.md eol=crlf\n";
+  }
+};
+
+TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
+  ASSERT_TRUE(CgitInstalled());
+  ConfigureSnapshotCache(0, 0);  // every request makes its archive
+  auto pieces = std::make_shared<MemoryPieces>(1 << 20);
+  for (const bool store : {true, false}) {
+    SetArchivePieceStore(store ? pieces : nullptr);
+    for (const char* ext : {".tar", ".tar.gz", ".zip", ".tar.xz", ".tar.bz2"}) {
+      SCOPED_TRACE(std::string(ext) + (store ? " with a store" : " without"));
+      auto [head, cgit] = Cgit("fix/snapshot/fix-master" + std::string(ext), "");
+      ASSERT_EQ(head.find("Status: "), std::string::npos) << head;
+      std::string ours;
+      ASSERT_EQ(Shellac("/fix/snapshot/fix-master" + std::string(ext), "", &ours).status, 200);
+      if (std::string(ext) == ".tar.gz") {
+        EXPECT_TRUE(Decompress("gzip", ours) == Decompress("gzip", cgit)) << "the tars differ";
+      } else if (std::string(ext) == ".zip") {
+        EXPECT_EQ(SameZip(ours, cgit), "same");
+      } else {
+        EXPECT_TRUE(ours == cgit) << "archives differ";
+      }
+    }
+  }
+  SetArchivePieceStore(nullptr);
+  ConfigureSnapshotCache(32 << 20, 8 << 20);
+  // What cgit's archive holds, said without cgit.
+  std::string tar;
+  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &tar).status, 200);
+  const std::string file = dir_.File("attrs.tar");
+  std::ofstream(file, std::ios::binary) << tar;
+  auto member = [&](const std::string& name) {
+    return Shell("tar xOf " + ShellQuote(file) + " fix-master/" + name +
+                 " 2>/dev/null | od -An -c | tr -s ' ' | tr -d '\\n'");
+  };
+  EXPECT_EQ(member("w.bat"), " a \\r \\n b \\r \\n");
+  EXPECT_EQ(member("same-blob.txt"), " a \\n b \\n") << "the same blob, no attribute";
+  EXPECT_EQ(member("mixed.bat"), " a \\r \\n b \\r \\n c \\r \\n");
+  EXPECT_EQ(member("auto.cmd"), " p \\r \\n q \\r \\n");
+  EXPECT_EQ(member("autocr.cmd"), " p \\r \\n q \\n") << "text=auto leaves a file with a CR";
+  EXPECT_EQ(member("legacy.src"), " l \\n m \\n") << "crlf is text: LF on this system";
+  EXPECT_EQ(member("bin.bat"), " n \\n") << "binary unsets text";
+  EXPECT_EQ(member("sub/s.bat"), " s \\n") << "the nested file's -text";
+  EXPECT_EQ(member("sub/t.bat"), " t \\r \\n");
+  EXPECT_EQ(member("info.md"), " m \\r \\n") << "info/attributes";
+  EXPECT_EQ(member("sub/deep/x.txt"), " x \\r \\n") << "a pattern with a folder";
+  EXPECT_EQ(member("sub/y.txt"), " y \\n");
+  EXPECT_EQ(member("m.dos"), " d \\r \\n") << "a macro";
+  const std::string listing = Shell("tar tf " + ShellQuote(file));
+  for (const char* gone : {"ignored.log", "gone/", "emptied/e.log"})
+    EXPECT_EQ(listing.find(std::string("fix-master/") + gone), std::string::npos)
+        << gone << listing;
+  EXPECT_NE(listing.find("fix-master/emptied/\n"), std::string::npos)
+      << "git writes a folder before it looks at its file's export-ignore" << listing;
 }
 
 TEST_F(SnapshotFixture, BadRequestsAreCgits) {
