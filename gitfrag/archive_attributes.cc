@@ -94,17 +94,20 @@ ArchiveAttributes::ArchiveAttributes(git_repository* repo, const git_oid& commit
     git_buf_dispose(&value);
     attributes_file = git_config_get_string_buf(&value, raw, "core.attributesFile") == 0;
     git_buf_dispose(&value);
-    git_config_iterator* it = nullptr;
-    if (git_config_iterator_glob_new(&it, raw, "^diff\\..*\\.binary$") == 0) {
-      git_config_entry* entry = nullptr;
-      while (git_config_next(&entry, it) == 0) {
-        const std::string_view key = entry->name;  // diff.NAME.binary, NAME as written
-        int on = 0;
-        if (git_config_parse_bool(&on, entry->value) == 0)
-          diff_binary_.emplace_back(std::string(key.substr(5, key.size() - 5 - 7)), on != 0);
-      }
-      git_config_iterator_free(it);
-    }
+    // Every entry, not git_config_iterator_glob_new: libgit2's regex match data leaks there.
+    git_config_foreach(
+        raw,
+        [](const git_config_entry* entry, void* payload) {
+          const std::string_view key = entry->name;  // diff.NAME.binary, NAME as written
+          int on = 0;
+          if (key.size() > 12 && key.starts_with("diff.") && key.ends_with(".binary") &&
+              git_config_parse_bool(&on, entry->value) == 0) {
+            static_cast<std::vector<std::pair<std::string, bool>>*>(payload)->emplace_back(
+                std::string(key.substr(5, key.size() - 12)), on != 0);
+          }
+          return 0;
+        },
+        &diff_binary_);
     git_config_free(raw);
     text_crlf_ = auto_crlf_ == AutoCrlf::kTrue || (auto_crlf_ == AutoCrlf::kFalse && eol_crlf);
   }
