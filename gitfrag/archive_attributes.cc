@@ -19,23 +19,34 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// Whether libgit2 finds an attribute file outside the repository at `level`: the system's
-// gitattributes or the XDG attributes file, in the folders of its search path for that level
-// (core.attributesFile is looked at with the config).
-bool OutsideFileExists(int level) {
+// The attribute file outside any repository libgit2 reads at `level` (the system's gitattributes
+// or the XDG attributes file): the first in the folders of its search path for that level, ""
+// when there is none; false when the search path cannot be read.
+bool OutsideFile(int level, std::string* found) {
+  found->clear();
   const char* name = level == GIT_CONFIG_LEVEL_SYSTEM ? "/gitattributes" : "/attributes";
   git_buf paths = GIT_BUF_INIT;
-  if (git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, level, &paths) != 0) return true;  // unknown
+  if (git_libgit2_opts(GIT_OPT_GET_SEARCH_PATH, level, &paths) != 0) return false;
   const std::string list(paths.ptr == nullptr ? "" : paths.ptr, paths.size);
   git_buf_dispose(&paths);
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(GIT_PATH_LIST_SEPARATOR, start);
     if (end == std::string::npos) end = list.size();
-    if (end > start && Exists(list.substr(start, end - start) + name)) return true;
+    if (end > start && Exists(list.substr(start, end - start) + name)) {
+      *found = list.substr(start, end - start) + name;
+      return true;
+    }
     start = end + 1;
   }
-  return false;
+  return true;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool Lookup(git_repository* repo, git_attr_options* options, std::string_view path, size_t count,
@@ -71,28 +82,24 @@ Action CrlfAttribute(const char* value) {
 
 }  // namespace
 
-ArchiveAttributes::ArchiveAttributes(git_repository* repo, const git_oid& commit,
-                                     const std::vector<File>& files)
-    : repo_(repo) {
-  const bool tree_has_attributes = !files.empty();
-  options_.flags = GIT_ATTR_CHECK_INDEX_ONLY;
-  bool attributes_file = false;
+ArchiveSources::ArchiveSources(git_repository* repo) {
   git_config* raw = nullptr;
   if (git_repository_config_snapshot(&raw, repo) == 0) {
     git_buf value = GIT_BUF_INIT;
     if (git_config_get_string_buf(&value, raw, "core.autocrlf") == 0) {
       int on = 0;
       if (std::strcmp(value.ptr, "input") == 0)
-        auto_crlf_ = AutoCrlf::kInput;
+        auto_crlf = AutoCrlf::kInput;
       else if (git_config_parse_bool(&on, value.ptr) == 0 && on)
-        auto_crlf_ = AutoCrlf::kTrue;
+        auto_crlf = AutoCrlf::kTrue;
     }
     git_buf_dispose(&value);
-    bool eol_crlf = false;
     if (git_config_get_string_buf(&value, raw, "core.eol") == 0)
       eol_crlf = std::strcmp(value.ptr, "crlf") == 0;
     git_buf_dispose(&value);
-    attributes_file = git_config_get_string_buf(&value, raw, "core.attributesFile") == 0;
+    if (git_config_get_path(&value, raw, "core.attributesFile") == 0 ||
+        git_config_get_string_buf(&value, raw, "core.attributesFile") == 0)  // ~ not expanded
+      config_file.assign(value.ptr, value.size);
     git_buf_dispose(&value);
     // Every entry, not git_config_iterator_glob_new: libgit2's regex match data leaks there.
     git_config_foreach(
@@ -107,26 +114,59 @@ ArchiveAttributes::ArchiveAttributes(git_repository* repo, const git_oid& commit
           }
           return 0;
         },
-        &diff_binary_);
+        &diff_binary);
     git_config_free(raw);
-    text_crlf_ = auto_crlf_ == AutoCrlf::kTrue || (auto_crlf_ == AutoCrlf::kFalse && eol_crlf);
+    text_crlf = auto_crlf == AutoCrlf::kTrue || (auto_crlf == AutoCrlf::kFalse && eol_crlf);
   }
-  const std::string info = std::string(git_repository_commondir(repo)) + "info/attributes";
-  const bool info_exists = Exists(info);
+  info = std::string(git_repository_commondir(repo)) + "info/attributes";
+  if (!Exists(info)) info.clear();
+  unknown = !OutsideFile(GIT_CONFIG_LEVEL_SYSTEM, &system) ||
+            !OutsideFile(GIT_CONFIG_LEVEL_XDG, &xdg);
+}
+
+std::string ArchiveSources::Digest() const {
+  if (auto_crlf == AutoCrlf::kFalse && !eol_crlf && info.empty() && config_file.empty() &&
+      system.empty() && xdg.empty() && !unknown && diff_binary.empty())
+    return "";
+  // Each part as its length and bytes, so no two lists of parts read as one text.
+  std::string text;
+  const auto add = [&](std::string_view part) {
+    text += std::to_string(part.size());
+    text += ':';
+    text += part;
+  };
+  add(auto_crlf == AutoCrlf::kTrue ? "autocrlf" : auto_crlf == AutoCrlf::kInput ? "input" : "-");
+  add(eol_crlf ? "crlf" : "-");
+  add(unknown ? "unknown" : "-");
+  for (const std::string* file : {&info, &config_file, &system, &xdg}) {
+    add(*file);
+    add(file->empty() ? "" : ReadFile(*file));
+  }
+  for (const auto& [name, binary] : diff_binary) {
+    add(name);
+    add(binary ? "1" : "0");
+  }
+  git_oid digest;
+  if (git_odb_hash(&digest, text.data(), text.size(), GIT_OBJECT_BLOB) != 0) return "?";
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &digest);
+  return hex;
+}
+
+ArchiveAttributes::ArchiveAttributes(git_repository* repo, const git_oid& commit,
+                                     const std::vector<File>& files)
+    : repo_(repo), sources_(repo) {
+  const bool tree_has_attributes = !files.empty();
+  options_.flags = GIT_ATTR_CHECK_INDEX_ONLY;
   // Without a system attributes file, libgit2 need not look for it at every path.
-  const bool system = OutsideFileExists(GIT_CONFIG_LEVEL_SYSTEM);
-  if (!system) options_.flags |= GIT_ATTR_CHECK_NO_SYSTEM;
-  ask_all_ = attributes_file || system || OutsideFileExists(GIT_CONFIG_LEVEL_XDG) ||
-             auto_crlf_ != AutoCrlf::kFalse || text_crlf_;
-  active_ = ask_all_ || tree_has_attributes || info_exists;
+  if (sources_.system.empty() && !sources_.unknown) options_.flags |= GIT_ATTR_CHECK_NO_SYSTEM;
+  ask_all_ = !sources_.config_file.empty() || !sources_.system.empty() ||
+             !sources_.xdg.empty() || sources_.unknown ||
+             sources_.auto_crlf != ArchiveSources::AutoCrlf::kFalse || sources_.text_crlf;
+  active_ = ask_all_ || tree_has_attributes || !sources_.info.empty();
   if (!active_) return;
   if (!ask_all_) {
-    if (info_exists) {
-      std::ifstream in(info, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      AddRules("", text.str());
-    }
+    if (!sources_.info.empty()) AddRules("", ReadFile(sources_.info));
     for (const File& f : files) {
       git_blob* blob = nullptr;
       if (git_blob_lookup(&blob, repo, &f.blob) != 0) {
@@ -175,7 +215,7 @@ void ArchiveAttributes::AddRules(const std::string& folder, std::string_view tex
     at = end + 1;
   }
   std::set<std::string> triggers = {"export-ignore", "binary"};
-  for (const auto& [name, binary] : diff_binary_) triggers.insert("diff=" + name);
+  for (const auto& [name, binary] : sources_.diff_binary) triggers.insert("diff=" + name);
   auto trigger = [&](std::string token) {
     if (token == "eol=crlf" || token == "-diff") return true;
     if (!token.empty() && (token[0] == '-' || token[0] == '!')) token.erase(0, 1);
@@ -253,22 +293,22 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
     else if (crlf)
       action = Action::kTextCrlf;
   }
-  if (action == Action::kText) action = text_crlf_ ? Action::kTextCrlf : Action::kTextInput;
+  if (action == Action::kText) action = sources_.text_crlf ? Action::kTextCrlf : Action::kTextInput;
   if (action == Action::kUndefined) {
-    action = auto_crlf_ == AutoCrlf::kTrue    ? Action::kAutoCrlf
-             : auto_crlf_ == AutoCrlf::kInput ? Action::kAutoInput
+    action = sources_.auto_crlf == ArchiveSources::AutoCrlf::kTrue ? Action::kAutoCrlf
+             : sources_.auto_crlf == ArchiveSources::AutoCrlf::kInput ? Action::kAutoInput
                                               : Action::kBinary;
   }
   if (action == Action::kTextCrlf)
     out->eol = ArchiveEol::kCrlf;
-  else if (action == Action::kAutoCrlf || (action == Action::kAuto && text_crlf_))
+  else if (action == Action::kAutoCrlf || (action == Action::kAuto && sources_.text_crlf))
     out->eol = ArchiveEol::kCrlfAuto;
   // git's userdiff_find_by_path: -diff is binary, a driver with diff.NAME.binary says.
   const char* diff = values[4];
   if (GIT_ATTR_IS_FALSE(diff)) {
     out->binary = 1;
   } else if (GIT_ATTR_HAS_VALUE(diff)) {
-    for (const auto& [name, binary] : diff_binary_)
+    for (const auto& [name, binary] : sources_.diff_binary)
       if (name == diff) out->binary = binary ? 1 : 0;
   }
   return true;

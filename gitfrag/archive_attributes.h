@@ -27,6 +27,28 @@ enum class ArchiveEol : uint8_t {
   kCrlfAuto,  // the same unless the file has a CR already or looks binary (git's text=auto)
 };
 
+// What outside an archived tree can change its archive, as read from a repository: its config
+// (core.autocrlf, core.eol, core.attributesFile, diff.NAME.binary) and the attribute files
+// libgit2 reads besides the tree's (info/attributes, core.attributesFile's, the system's and the
+// XDG one).
+struct ArchiveSources {
+  explicit ArchiveSources(git_repository* repo);
+
+  // "" when none of them can change an archive (no such file, core.autocrlf false, core.eol not
+  // crlf, no diff.NAME.binary); else a digest (hex) of the settings and of the files' bytes, for
+  // the key of a kept archive: repositories whose sources differ do not share one.
+  std::string Digest() const;
+
+  enum class AutoCrlf : uint8_t { kFalse, kTrue, kInput } auto_crlf = AutoCrlf::kFalse;
+  bool eol_crlf = false;    // core.eol is crlf
+  bool text_crlf = false;   // text files get CRLF (git's text_eol_is_crlf)
+  std::string info;         // info/attributes, when it exists
+  std::string config_file;  // core.attributesFile, when set (the file may not exist)
+  std::string system, xdg;  // the system's and the XDG attributes files, when found
+  bool unknown = false;     // libgit2's search path could not be read: assume files exist
+  std::vector<std::pair<std::string, bool>> diff_binary;  // diff.NAME.binary settings
+};
+
 class ArchiveAttributes {
  public:
   // A .gitattributes file of the archived tree: the folder it is in (relative to the root, with
@@ -56,10 +78,7 @@ class ArchiveAttributes {
   git_repository* repo_;
   mutable git_attr_options options_ = GIT_ATTR_OPTIONS_INIT;  // libgit2 takes it non-const
   bool active_ = false;
-  // core.autocrlf (true, input, false) and whether text files get CRLF (git's text_eol_is_crlf).
-  enum class AutoCrlf : uint8_t { kFalse, kTrue, kInput } auto_crlf_ = AutoCrlf::kFalse;
-  bool text_crlf_ = false;
-  std::vector<std::pair<std::string, bool>> diff_binary_;  // diff.NAME.binary settings
+  ArchiveSources sources_;
 
   // libgit2's lookup stats the repository's and the user's attribute files at every path (~5 us
   // a path on git/git, 4,500 paths an archive), so paths no line could change are not asked

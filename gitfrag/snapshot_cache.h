@@ -2,8 +2,9 @@
 // branch and URL spelling that asks for the same archive.
 //
 // An archive's bytes depend only on the commit (its tree, and its id and committer time, which
-// tar's pax header, tar's mtimes and zip's dates and comment carry), the format and the folder
-// prefix: the key is "COMMIT-ID FORMAT PREFIX". A request opens a reader on the key:
+// tar's pax header, tar's mtimes and zip's dates and comment carry), the format, the folder
+// prefix and what outside the tree can change it (ArchiveSources): the key is "COMMIT-ID FORMAT
+// PREFIX[ SOURCES-DIGEST]". A request opens a reader on the key:
 //   - an archive kept whole: read from memory (its length known: sent with Content-Length);
 //   - an archive being made for another request: joined; whichever reader is ahead makes the
 //     next piece (under the archive's lock), the others read the pieces already made;

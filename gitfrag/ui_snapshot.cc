@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gitfrag/archive.h"
+#include "gitfrag/archive_attributes.h"
 #include "gitfrag/render.h"
 #include "gitfrag/snapshot_cache.h"
 
@@ -76,10 +77,13 @@ Page RenderSnapshot(const PageContext& ctx) {
   if (git_object_peel(&peeled, object.get(), GIT_OBJECT_COMMIT) != 0)
     return ErrorPage(400, "Not a commit reference: " + revision);
   const ObjectPtr commit(peeled);
-  // The archive depends on the commit (tree, id, time), the format and the folder only: one kept
-  // copy serves every fork, branch and spelling of the URL (snapshot_cache.h).
+  // The archive depends on the commit (tree, id, time), the format, the folder and what outside
+  // the tree can change it (archive_attributes.h): one kept copy serves every fork, branch and
+  // spelling of the URL that have those in common (snapshot_cache.h).
   const git_oid& id = *git_object_id(commit.get());
-  const std::string key = OidHex(id) + " " + format->suffix + " " + prefix;
+  std::string key = OidHex(id) + " " + format->suffix + " " + prefix;
+  if (const std::string sources = ArchiveSources(repo).Digest(); !sources.empty())
+    key += " " + sources;
   std::string error;
   std::unique_ptr<BodyStream> stream = Snapshots().Open(
       key,

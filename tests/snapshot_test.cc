@@ -467,13 +467,18 @@ mkdir -p gone/deep emptied sub && printf 'g\n' > gone/deep/g.txt && printf 'e\n'
 printf 's\n' > sub/s.bat && printf 't\n' > sub/t.bat
 mkdir -p sub/deep && printf 'x\n' > sub/deep/x.txt && printf 'y\n' > sub/y.txt && printf 'd\n' > m.dos
 printf 'm\n' > info.md
+printf 'k\n' > drv.cfg && printf 'n\000ul\n' > nul.dat
 git add . && git commit -q -m files  # stored as they are: the attributes come after
 printf '*.bat text eol=crlf\n*.cmd text=auto eol=crlf\nlegacy.src crlf\nbin.bat binary\n*.log export-ignore\ngone export-ignore\n' > .gitattributes
 printf 's.bat -text\n/deep/*.txt eol=crlf\n' > sub/.gitattributes
 printf '[attr]dos text eol=crlf\n*.dos dos\n' >> .gitattributes
+printf '*.cfg diff=bindrv\n*.dat diff=txtdrv\n' >> .gitattributes
 git add . && git commit -q -m attributes
 )SH");
     std::ofstream(bare_ + "/info/attributes") << "*.md eol=crlf\n";
+    // A diff driver's binary setting is zip's text flag: drv.cfg binary, nul.dat text.
+    Shell("git -C " + ShellQuote(bare_) + " config diff.bindrv.binary true && git -C " +
+          ShellQuote(bare_) + " config diff.txtdrv.binary false");
   }
 };
 
@@ -521,14 +526,31 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
   EXPECT_EQ(member("sub/deep/x.txt"), " x \\r \\n") << "a pattern with a folder";
   EXPECT_EQ(member("sub/y.txt"), " y \\n");
   EXPECT_EQ(member("m.dos"), " d \\r \\n") << "a macro";
+  {
+    std::string zip;
+    ASSERT_EQ(Shellac("/fix/snapshot/fix-master.zip", "", &zip).status, 200);
+    std::ofstream(dir_.File("attrs.zip"), std::ios::binary) << zip;
+    EXPECT_EQ(Shell("python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print("
+                    "[z.getinfo(\"fix-master/\" + n).internal_attr for n in sys.argv[2:]])' " +
+                    ShellQuote(dir_.File("attrs.zip")) + " drv.cfg nul.dat info.md"),
+              "[0, 1, 1]\n")
+        << "zip's text flag: diff.bindrv.binary true, diff.txtdrv.binary false, by the bytes";
+  }
   // core.autocrlf=true in the repository's config: cgit's files without a text attribute get
-  // CRLF too, by text=auto's rules. (Kept archives are keyed by commit, format and folder: the
-  // cache is off here, as it is for the whole test.)
+  // CRLF too, by text=auto's rules. A kept archive's key says what outside the tree can change
+  // it: the one kept before the config changed is not served after.
+  ConfigureSnapshotCache(32 << 20, 8 << 20);
+  std::string before;
+  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &before).status, 200);
+  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &before).status, 200);
+  EXPECT_EQ(SnapshotCacheMetrics().made, 1u) << "kept, and served again";
+  EXPECT_TRUE(before == tar);
   Shell("git -C " + ShellQuote(bare_) + " config core.autocrlf true");
   {
     auto [head, cgit] = Cgit("fix/snapshot/fix-master.tar", "");
     std::string ours;
     ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &ours).status, 200);
+    EXPECT_EQ(SnapshotCacheMetrics().made, 2u) << "another key";
     EXPECT_TRUE(ours == cgit) << "archives differ with core.autocrlf";
     std::ofstream(dir_.File("autocrlf.tar"), std::ios::binary) << ours;
     EXPECT_EQ(Shell("tar xOf " + ShellQuote(dir_.File("autocrlf.tar")) +
