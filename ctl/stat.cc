@@ -115,6 +115,9 @@ std::string Json(const Report& r, const std::string& address, double seconds) {
     o += ",\"p99_ms\":" + Opt(r.QuantileMs("shellac_render_duration_seconds", l, 0.99, false));
     o += ",\"p50_ms_interval\":" + Opt(r.QuantileMs("shellac_render_duration_seconds", l, 0.5, true));
     o += ",\"p99_ms_interval\":" + Opt(r.QuantileMs("shellac_render_duration_seconds", l, 0.99, true));
+    o += ",\"render_seconds\":" + Num(r.Counter("shellac_render_duration_seconds_sum", l).total);
+    o += ",\"stream_pieces\":" + Num(r.Counter("shellac_render_stream_pieces_total", l).total);
+    o += ",\"stream_seconds\":" + Num(r.Counter("shellac_render_stream_seconds_total", l).total);
     o += "}";
   }
   o += "},\"render_queue\":{\"depth\":" + Num(r.Gauge("shellac_render_queue_depth"));
@@ -229,8 +232,8 @@ std::string Text(const Report& r, const std::string& address, double seconds, bo
   Add(&o, "%s", eol);
   const auto kinds = r.Kinds();
   if (!kinds.empty()) {
-    Add(&o, "%-15s %8s %9s %9s %10s %8s%s", "RENDERS", "/s", "p50 ms", "p99 ms", "total", "errors",
-        eol);
+    Add(&o, "%-15s %8s %9s %9s %10s %8s %10s%s", "RENDERS", "/s", "p50 ms", "p99 ms", "total",
+        "errors", "busy s", eol);
     for (const auto& kind : kinds) {
       const Labels l = {{"kind", kind}};
       const Figure f = r.Counter("shellac_renders_total", l);
@@ -239,10 +242,14 @@ std::string Text(const Report& r, const std::string& address, double seconds, bo
       const bool recent = f.rate > 0;
       const double p50 = r.QuantileMs("shellac_render_duration_seconds", l, 0.5, recent);
       const double p99 = r.QuantileMs("shellac_render_duration_seconds", l, 0.99, recent);
-      Add(&o, "%-15s %8.1f %9s %9s %10.0f %8.0f%s", kind.c_str(), f.rate,
+      // Seconds spent on this kind since start: its renders and the pieces of their streamed
+      // bodies (a snapshot's archive, a large plain file), made after the render.
+      const double spent = r.Counter("shellac_render_duration_seconds_sum", l).total +
+                             r.Counter("shellac_render_stream_seconds_total", l).total;
+      Add(&o, "%-15s %8.1f %9s %9s %10.0f %8.0f %10.1f%s", kind.c_str(), f.rate,
           ((recent || p50 < 0 ? "" : "~") + Ms(p50)).c_str(),
           ((recent || p99 < 0 ? "" : "~") + Ms(p99)).c_str(), f.total,
-          r.Counter("shellac_render_errors_total", l).total, eol);
+          r.Counter("shellac_render_errors_total", l).total, spent, eol);
     }
     Add(&o, "queue %.0f/%.0f waiting   %.0f/%.0f threads busy   refused %.0f (%.1f/s)%s",
         r.Gauge("shellac_render_queue_depth"), r.Gauge("shellac_render_queue_limit"),

@@ -513,6 +513,7 @@ class RenderPool {
     } kinds[kPageKinds];
   };
   const std::shared_ptr<StreamCounters> streams_ = std::make_shared<StreamCounters>();
+  class TimedStream;  // a rendered page's stream, its pieces counted in streams_ (pool.cc)
 };
 
 }  // namespace shellac::gitfrag

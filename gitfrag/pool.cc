@@ -183,12 +183,13 @@ Page RefusedPage(Refusal why, std::chrono::milliseconds timeout) {
   return page;
 }
 
-// A page's body stream whose pieces count their time under the page's kind (Counters: the pool's
-// private StreamCounters).
-template <typename Counters>
-class TimedStream final : public BodyStream {
+}  // namespace
+
+// A page's body stream whose pieces count their time under the page's kind.
+class RenderPool::TimedStream final : public BodyStream {
  public:
-  TimedStream(std::shared_ptr<BodyStream> inner, std::shared_ptr<Counters> counters, size_t kind)
+  TimedStream(std::shared_ptr<BodyStream> inner, std::shared_ptr<StreamCounters> counters,
+              size_t kind)
       : inner_(std::move(inner)), counters_(std::move(counters)), kind_(kind) {}
   Result Next(std::string* out, std::string* error) override {
     const auto start = std::chrono::steady_clock::now();
@@ -204,11 +205,9 @@ class TimedStream final : public BodyStream {
 
  private:
   const std::shared_ptr<BodyStream> inner_;
-  const std::shared_ptr<Counters> counters_;
+  const std::shared_ptr<StreamCounters> counters_;
   const size_t kind_;
 };
-
-}  // namespace
 
 RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route route,
                                          Admission admission, Done done) {
@@ -233,7 +232,7 @@ RenderPool::Submitted RenderPool::Submit(std::shared_ptr<const Site> site, Route
           ++bucket;
         ++k.buckets[bucket];
         if (page.stream) {
-          page.stream = std::make_shared<TimedStream<StreamCounters>>(
+          page.stream = std::make_shared<TimedStream>(
               std::move(page.stream), streams_, static_cast<size_t>(route.kind));
         }
         (*shared_done)(std::move(page));

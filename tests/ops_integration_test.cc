@@ -77,8 +77,13 @@ double JsonNumber(const std::string& json, const std::vector<std::string>& path)
 TEST(Stat, JsonFiguresEqualTheMetrics) {
   HistoryRepo repo(3);
   ShellacProcess proxy;
-  ASSERT_TRUE(proxy.Start(repo.Config()));
+  // A cgitrc, for snapshots= (the embedded one's options are shellac's).
+  const std::string cgitrc = repo.dir().File("cgitrc");
+  WriteFile(cgitrc, "virtual-root=/\nsnapshots=tar\nrepo.url=repo\nrepo.path=" +
+                        repo.dir().File("repo.git") + "\n");
+  ASSERT_TRUE(proxy.Start(BaseConfig(0, "cache=on\ncgitrc=" + cgitrc + "\n")));
   const std::string commit = "/repo/commit/?id=" + repo.head();
+  ASSERT_EQ(HttpGet(proxy.Port(), "/repo/snapshot/repo-master.tar").status, 200);
   ASSERT_EQ(HttpGet(proxy.Port(), commit).status, 200);
   ASSERT_EQ(HttpGet(proxy.Port(), commit).status, 200);
   ASSERT_EQ(HttpGet(proxy.Port(), "/repo/patch/?id=" + repo.head()).status, 200);
@@ -115,6 +120,15 @@ TEST(Stat, JsonFiguresEqualTheMetrics) {
     EXPECT_LE(p99, 10'000) << kind;
   }
   EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"commit\":", "\"total\":"}), 1);
+  // A snapshot's archive is made in pieces after its render: counted apart, per kind.
+  const double pieces =
+      MetricSum(metrics, "shellac_render_stream_pieces_total", {{"kind", "snapshot"}});
+  EXPECT_GE(pieces, 1);
+  EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"snapshot\":", "\"stream_pieces\":"}), pieces);
+  EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"snapshot\":", "\"stream_seconds\":"}),
+            MetricSum(metrics, "shellac_render_stream_seconds_total", {{"kind", "snapshot"}}));
+  EXPECT_EQ(JsonNumber(j, {"\"renders\":", "\"snapshot\":", "\"render_seconds\":"}),
+            MetricSum(metrics, "shellac_render_duration_seconds_sum", {{"kind", "snapshot"}}));
   EXPECT_EQ(JsonNumber(j, {"\"page_memo\":", "\"hits\":", "\"total\":"}), 1);
   EXPECT_EQ(JsonNumber(j, {"\"page_memo\":", "\"pages\":"}),
             MetricSum(metrics, "shellac_page_memo_pages"));
