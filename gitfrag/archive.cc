@@ -112,7 +112,7 @@ struct Entry {
   std::string path;  // with the prefix; folders end with '/'
   uint32_t mode;     // git's: 040000, 0100644, 0100755, 0120000, 0160000
   git_oid oid;
-  ArchiveEol eol = ArchiveEol::kAsIs;  // a file's line ends as its gitattributes ask
+  ArchiveConversion convert;  // what a checkout does to a file's bytes, as its gitattributes ask
   int8_t binary = -1;  // zip's text flag as they say (ArchiveAttributes::Path), -1: by the bytes
 };
 
@@ -180,7 +180,7 @@ bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base,
       skip = e.path;
       continue;
     }
-    if (IsFile(e.mode)) e.eol = a.eol;
+    if (IsFile(e.mode)) e.convert = a.convert;
     e.binary = a.binary;
     kept.push_back(std::move(e));
     ignored_file.push_back(a.ignored);
@@ -600,10 +600,10 @@ class PieceDeflater {
 // that does not have, by libgit2.
 class BlobReader {
  public:
-  // Its size from the object's header, or, when `eol` converts its line ends, read whole and
+  // Its size from the object's header, or, when `convert` may change its bytes, read whole and
   // converted (converted()); false with *error when it cannot be read.
-  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, ArchiveEol eol,
-            std::string* error) {
+  bool Open(git_repository* repo, git_odb* odb, const git_oid& oid,
+            const ArchiveConversion& convert, std::string* error) {
     git_object_t type = GIT_OBJECT_INVALID;
     size_t size = 0;
     if (git_odb_read_header(&size, &type, odb, &oid) != 0 || type != GIT_OBJECT_BLOB) {
@@ -614,10 +614,10 @@ class BlobReader {
     oid_ = oid;
     repo_ = repo;
     odb_ = odb;
-    if (eol != ArchiveEol::kAsIs) {
+    if (convert.any()) {
       if (!Load(error)) return false;
       std::string converted;
-      if (ConvertEol(All(), eol, &converted)) {
+      if (ConvertForCheckout(All(), oid, convert, &converted)) {
         converted_ = std::move(converted);
         size_ = converted_->size();
       }
@@ -702,13 +702,13 @@ class BlobPieces {
  public:
   using Piece = ArchivePieceStore::Piece;
 
-  // False with *error when the blob cannot be read. A file whose line ends `eol` converts is
+  // False with *error when the blob cannot be read. A file whose bytes `convert` changes is
   // compressed for this archive alone (its pieces are not the blob's).
   bool Open(git_repository* repo, git_odb* odb, const git_oid& oid, ArchivePieceStore* store,
-            ArchiveEol eol, std::string* error) {
+            const ArchiveConversion& convert, std::string* error) {
     oid_ = oid;
-    if (eol != ArchiveEol::kAsIs) {
-      if (!reader_.Open(repo, odb, oid, eol, error)) return false;
+    if (convert.any()) {
+      if (!reader_.Open(repo, odb, oid, convert, error)) return false;
       if (reader_.converted()) {
         size_ = reader_.size();
         return true;
@@ -726,7 +726,7 @@ class BlobPieces {
                      : static_cast<uint32_t>(std::strtoul(kept_.meta.c_str() + space + 1, nullptr, 16));
       return true;
     }
-    if (eol == ArchiveEol::kAsIs && !reader_.Open(repo, odb, oid, eol, error)) return false;
+    if (!convert.any() && !reader_.Open(repo, odb, oid, convert, error)) return false;
     size_ = reader_.size();
     keep_ = store && size_ > 0 && size_ <= store->max_blob_bytes();
     return true;
@@ -862,7 +862,7 @@ class ArchiveStream : public BodyStream {
       if (!IsDir(e.mode) && !IsGitlink(e.mode) && !src_.Target(e, &blob, &data, error))
         return Result::kFailed;
       std::string converted;
-      if (ConvertEol(data, e.eol, &converted)) data = converted;
+      if (ConvertForCheckout(data, e.oid, e.convert, &converted)) data = converted;
       tar_.Add(&raw, e, data);
     }
     const bool last = next_ == src_.entries.size();
@@ -927,7 +927,7 @@ class StitchedTarGz : public BodyStream {
       const Entry& e = src_.entries[next_++];
       if (IsFile(e.mode)) {
         auto blob = std::make_unique<BlobPieces>();
-        if (!blob->Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.eol, error))
+        if (!blob->Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.convert, error))
           return Result::kFailed;
         tar_.Header(&records_, e, blob->size(), {});
         if (blob->size() > 0) {
@@ -1017,7 +1017,7 @@ class StitchedZip : public BodyStream {
         continue;
       }
       BlobPieces blob;
-      if (!blob.Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.eol, error))
+      if (!blob.Open(src_.repo.get(), src_.odb.get(), e.oid, src_.store.get(), e.convert, error))
         return Result::kFailed;
       std::string deflated;
       ArchivePieceStore::Piece piece;
@@ -1042,7 +1042,7 @@ class StitchedZip : public BodyStream {
       zip_.Add(out, e, d);
       if (d.size > 0) {
         reader_ = std::make_unique<BlobReader>();
-        if (!reader_->Open(src_.repo.get(), src_.odb.get(), e.oid, e.eol, error))
+        if (!reader_->Open(src_.repo.get(), src_.odb.get(), e.oid, e.convert, error))
           return Result::kFailed;
       }
     }

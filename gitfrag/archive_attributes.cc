@@ -80,6 +80,94 @@ Action CrlfAttribute(const char* value) {
   return Action::kUndefined;
 }
 
+// "$Id$" and git's own "$Id: ... $" (no line break, no space before its last character) written
+// as "$Id: BLOB-ID $" (git's ident_to_worktree): true with the result in *out, false when no such
+// keyword is there.
+bool ExpandIdent(std::string_view in, const git_oid& blob, std::string* out) {
+  char hex[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(hex, sizeof hex, &blob);
+  const std::string keyword = std::string("Id: ") + hex + " $";
+  bool changed = false;
+  std::string result;
+  size_t at = 0, copied = 0;  // in[copied, ...) is not in `result` yet
+  while (true) {
+    const size_t dollar = in.find('$', at);
+    if (dollar == std::string_view::npos) break;
+    at = dollar + 1;
+    const std::string_view rest = in.substr(at);
+    if (rest.size() < 3 || !rest.starts_with("Id")) continue;
+    size_t end;  // just past the keyword's closing '$'
+    if (rest[2] == '$') {
+      end = at + 3;
+    } else if (rest[2] == ':') {
+      const size_t close = in.find('$', at + 3);
+      if (close == std::string_view::npos) break;  // no closing '$': nothing further
+      const std::string_view inside = in.substr(at + 3, close - at - 3);
+      if (inside.find('\n') != std::string_view::npos) continue;
+      // A space before the last character past "Id: ": another system's keyword, kept.
+      const size_t space = inside.empty() ? std::string_view::npos : inside.find(' ', 1);
+      if (space != std::string_view::npos && space + 1 < inside.size()) continue;
+      end = close + 1;
+    } else {
+      continue;
+    }
+    result.append(in.substr(copied, at - copied));
+    result += keyword;
+    copied = at = end;
+    changed = true;
+  }
+  if (!changed) return false;
+  result.append(in.substr(copied));
+  *out = std::move(result);
+  return true;
+}
+
+// `in` as a checkout writes it for `eol` (git's crlf_to_worktree): true with the converted bytes
+// in *out, false when nothing changes.
+bool ConvertEol(std::string_view in, ArchiveEol eol, std::string* out) {
+  if (eol == ArchiveEol::kAsIs || in.empty()) return false;
+  // git's gather_stats
+  size_t lone_lf = 0, crlf = 0, lone_cr = 0, nul = 0, printable = 0, nonprintable = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c == '\r') {
+      if (i + 1 < in.size() && in[i + 1] == '\n') {
+        ++crlf;
+        ++i;
+      } else {
+        ++lone_cr;
+      }
+    } else if (c == '\n') {
+      ++lone_lf;
+    } else if (c == 127) {
+      ++nonprintable;
+    } else if (c < 32) {
+      if (c == '\b' || c == '\t' || c == '\033' || c == '\014') {
+        ++printable;
+      } else {
+        if (c == 0) ++nul;
+        ++nonprintable;
+      }
+    } else {
+      ++printable;
+    }
+  }
+  if (in.back() == '\032') --nonprintable;  // a file ending in EOF: that one is not counted
+  if (lone_lf == 0) return false;
+  if (eol == ArchiveEol::kCrlfAuto &&
+      (lone_cr > 0 || crlf > 0 || nul > 0 || (printable >> 7) < nonprintable))
+    return false;
+  out->clear();
+  out->reserve(in.size() + lone_lf);
+  char last = 0;
+  for (const char c : in) {
+    if (c == '\n' && last != '\r') out->push_back('\r');
+    out->push_back(c);
+    last = c;
+  }
+  return true;
+}
+
 }  // namespace
 
 ArchiveSources::ArchiveSources(git_repository* repo) {
@@ -214,7 +302,7 @@ void ArchiveAttributes::AddRules(const std::string& folder, std::string_view tex
     if (!tokens.empty() && tokens[0][0] != '#') lines.push_back(std::move(tokens));
     at = end + 1;
   }
-  std::set<std::string> triggers = {"export-ignore", "binary"};
+  std::set<std::string> triggers = {"export-ignore", "binary", "ident"};
   for (const auto& [name, binary] : sources_.diff_binary) triggers.insert("diff=" + name);
   auto trigger = [&](std::string token) {
     if (token == "eol=crlf" || token == "-diff") return true;
@@ -273,11 +361,12 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
                            std::string* error) const {
   *out = Path{};
   if (!active_ || !Might(path)) return true;
-  const char* names[] = {"export-ignore", "text", "crlf", "eol", "diff"};
-  const char* values[5] = {};
-  if (!Lookup(repo_, &options_, path, folder ? 1 : 5, names, values, error)) return false;
+  const char* names[] = {"export-ignore", "text", "crlf", "eol", "diff", "ident"};
+  const char* values[6] = {};
+  if (!Lookup(repo_, &options_, path, folder ? 1 : 6, names, values, error)) return false;
   out->ignored = GIT_ATTR_IS_TRUE(values[0]);
   if (folder || out->ignored) return true;
+  out->convert.ident = GIT_ATTR_IS_TRUE(values[5]);
   // git's convert_attrs: text, else the legacy crlf; then eol; then core.eol and core.autocrlf.
   Action action = CrlfAttribute(values[1]);
   if (action == Action::kUndefined) action = CrlfAttribute(values[2]);
@@ -300,9 +389,9 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
                                               : Action::kBinary;
   }
   if (action == Action::kTextCrlf)
-    out->eol = ArchiveEol::kCrlf;
+    out->convert.eol = ArchiveEol::kCrlf;
   else if (action == Action::kAutoCrlf || (action == Action::kAuto && sources_.text_crlf))
-    out->eol = ArchiveEol::kCrlfAuto;
+    out->convert.eol = ArchiveEol::kCrlfAuto;
   // git's userdiff_find_by_path: -diff is binary, a driver with diff.NAME.binary says.
   const char* diff = values[4];
   if (GIT_ATTR_IS_FALSE(diff)) {
@@ -314,48 +403,15 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
   return true;
 }
 
-bool ConvertEol(std::string_view in, ArchiveEol eol, std::string* out) {
-  if (eol == ArchiveEol::kAsIs || in.empty()) return false;
-  // git's gather_stats
-  size_t lone_lf = 0, crlf = 0, lone_cr = 0, nul = 0, printable = 0, nonprintable = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c == '\r') {
-      if (i + 1 < in.size() && in[i + 1] == '\n') {
-        ++crlf;
-        ++i;
-      } else {
-        ++lone_cr;
-      }
-    } else if (c == '\n') {
-      ++lone_lf;
-    } else if (c == 127) {
-      ++nonprintable;
-    } else if (c < 32) {
-      if (c == '\b' || c == '\t' || c == '\033' || c == '\014') {
-        ++printable;
-      } else {
-        if (c == 0) ++nul;
-        ++nonprintable;
-      }
-    } else {
-      ++printable;
-    }
-  }
-  if (in.back() == '\032') --nonprintable;  // a file ending in EOF: that one is not counted
-  if (lone_lf == 0) return false;
-  if (eol == ArchiveEol::kCrlfAuto &&
-      (lone_cr > 0 || crlf > 0 || nul > 0 || (printable >> 7) < nonprintable))
-    return false;
-  out->clear();
-  out->reserve(in.size() + lone_lf);
-  char last = 0;
-  for (const char c : in) {
-    if (c == '\n' && last != '\r') out->push_back('\r');
-    out->push_back(c);
-    last = c;
-  }
-  return true;
+
+bool ConvertForCheckout(std::string_view in, const git_oid& blob, const ArchiveConversion& convert,
+                        std::string* out) {
+  std::string expanded;
+  const bool ident = convert.ident && ExpandIdent(in, blob, &expanded);
+  if (ident) in = expanded;
+  if (ConvertEol(in, convert.eol, out)) return true;
+  if (ident) *out = std::move(expanded);
+  return ident;
 }
 
 }  // namespace shellac::gitfrag

@@ -3,10 +3,10 @@
 // tree in its index for the lookups), the repository's info/attributes, the system's and the
 // user's attribute files; and by core.autocrlf and core.eol.
 //
-// Applied: export-ignore (the path, and a folder's contents, left out) and the end-of-line
-// conversion a checkout makes (text, eol, crlf, the binary macro, core.autocrlf, core.eol: lone
-// LFs written as CRLF where git would). Not applied: export-subst, ident, filter drivers and
-// working-tree-encoding (gitfrag/README.md).
+// Applied: export-ignore (the path, and a folder's contents, left out) and the conversions a
+// checkout makes: ident ("$Id$" keywords given the blob's id) and line ends (text, eol, crlf, the
+// binary macro, core.autocrlf, core.eol: lone LFs written as CRLF where git would). Not applied:
+// export-subst, filter drivers and working-tree-encoding (gitfrag/README.md).
 #ifndef SHELLAC_GITFRAG_ARCHIVE_ATTRIBUTES_H_
 #define SHELLAC_GITFRAG_ARCHIVE_ATTRIBUTES_H_
 
@@ -31,6 +31,14 @@ enum class ArchiveEol : uint8_t {
 // (core.autocrlf, core.eol, core.attributesFile, diff.NAME.binary) and the attribute files
 // libgit2 reads besides the tree's (info/attributes, core.attributesFile's, the system's and the
 // XDG one).
+// What a checkout does to a file's bytes, in git's order (convert_to_working_tree): its "$Id$"
+// keywords, then its line ends.
+struct ArchiveConversion {
+  bool ident = false;                  // "$Id$" written as "$Id: BLOB-ID $" (the ident attribute)
+  ArchiveEol eol = ArchiveEol::kAsIs;  // line ends
+  bool any() const { return ident || eol != ArchiveEol::kAsIs; }
+};
+
 struct ArchiveSources {
   explicit ArchiveSources(git_repository* repo);
 
@@ -66,7 +74,7 @@ class ArchiveAttributes {
 
   struct Path {
     bool ignored = false;                // export-ignore
-    ArchiveEol eol = ArchiveEol::kAsIs;  // a file's line ends
+    ArchiveConversion convert;           // a file's bytes
     int8_t binary = -1;  // zip's text flag from the diff attribute (-diff, a driver's binary
                          // setting): 1 binary, 0 text, -1 by the bytes (a NUL in the first 8000)
   };
@@ -82,8 +90,8 @@ class ArchiveAttributes {
 
   // libgit2's lookup stats the repository's and the user's attribute files at every path (~5 us
   // a path on git/git, 4,500 paths an archive), so paths no line could change are not asked
-  // about: a line can only when it names export-ignore, eol=crlf, -diff, binary, a macro that
-  // does, or diff=NAME with diff.NAME.binary set (with core.autocrlf false and core.eol not
+  // about: a line can only when it names export-ignore, ident, eol=crlf, -diff, binary, a macro
+  // that does, or diff=NAME with diff.NAME.binary set (with core.autocrlf false and core.eol not
   // crlf; else every path is asked about). Such a line's pattern, kept as a superset of what it
   // matches: without a '/', the name matched by fnmatch(3) (git's wildmatch on a name is the
   // same); with one, the text before its first wildcard, which a path under the file's folder
@@ -99,9 +107,11 @@ class ArchiveAttributes {
   std::vector<Rule> rules_;
 };
 
-// `in` as a checkout writes it for `eol` (git's crlf_to_worktree): true with the converted bytes
-// in *out, false when nothing changes.
-bool ConvertEol(std::string_view in, ArchiveEol eol, std::string* out);
+// `in`, the bytes of blob `blob`, as a checkout writes them for `convert` (git's
+// ident_to_worktree, then crlf_to_worktree): true with the converted bytes in *out, false when
+// nothing changes.
+bool ConvertForCheckout(std::string_view in, const git_oid& blob, const ArchiveConversion& convert,
+                        std::string* out);
 
 }  // namespace shellac::gitfrag
 

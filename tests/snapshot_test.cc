@@ -468,12 +468,18 @@ printf 's\n' > sub/s.bat && printf 't\n' > sub/t.bat
 mkdir -p sub/deep && printf 'x\n' > sub/deep/x.txt && printf 'y\n' > sub/y.txt && printf 'd\n' > m.dos
 printf 'm\n' > info.md
 printf 'k\n' > drv.cfg && printf 'n\000ul\n' > nul.dat
+printf '$Id$\nz\n' > id.bat && printf '$Id$\n' > noid.h
 git add . && git commit -q -m files  # stored as they are: the attributes come after
 printf '*.bat text eol=crlf\n*.cmd text=auto eol=crlf\nlegacy.src crlf\nbin.bat binary\n*.log export-ignore\ngone export-ignore\n' > .gitattributes
 printf 's.bat -text\n/deep/*.txt eol=crlf\n' > sub/.gitattributes
 printf '[attr]dos text eol=crlf\n*.dos dos\n' >> .gitattributes
 printf '*.cfg diff=bindrv\n*.dat diff=txtdrv\n' >> .gitattributes
-git add . && git commit -q -m attributes
+printf '*.c ident\nid.bat ident\n' >> .gitattributes
+# Keywords as another system or an old checkout left them: stored as they are (git add would
+# clean them to "$Id$").
+printf '$Id$ a $Id: 0123 $ b $Id: other system $ $Id:$ $Id: x y$\nc $Id: no\nend $ $Id\n' > id.c
+git add . && git update-index --cacheinfo "100644,$(git hash-object -w --no-filters id.c),id.c"
+git commit -q -m attributes
 )SH");
     std::ofstream(bare_ + "/info/attributes") << "*.md eol=crlf\n";
     // A diff driver's binary setting is zip's text flag: drv.cfg binary, nul.dat text.
@@ -526,6 +532,17 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
   EXPECT_EQ(member("sub/deep/x.txt"), " x \\r \\n") << "a pattern with a folder";
   EXPECT_EQ(member("sub/y.txt"), " y \\n");
   EXPECT_EQ(member("m.dos"), " d \\r \\n") << "a macro";
+  // ident: git's "$Id$" and "$Id: ... $" get the blob's id, another system's (a space inside)
+  // and one broken by a line are kept; then the line ends (id.bat's eol=crlf).
+  const auto id = [&](const std::string& path) {
+    return Shell("git -C " + ShellQuote(bare_) + " rev-parse master:" + path).substr(0, 40);
+  };
+  EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-master/id.c"),
+            "$Id: " + id("id.c") + " $ a $Id: " + id("id.c") + " $ b $Id: other system $ $Id: " +
+                id("id.c") + " $ $Id: x y$\nc $Id: no\nend $ $Id\n");
+  EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-master/id.bat"),
+            "$Id: " + id("id.bat") + " $\r\nz\r\n");
+  EXPECT_EQ(member("noid.h"), " $ I d $ \\n") << "no ident attribute";
   {
     std::string zip;
     ASSERT_EQ(Shellac("/fix/snapshot/fix-master.zip", "", &zip).status, 200);
