@@ -18,6 +18,7 @@
 
 #include "base/owned.h"
 #include "gitfrag/archive_attributes.h"
+#include "gitfrag/archive_subst.h"
 #include "gitfrag/blob_stream.h"
 #include "base/fixed_deflate.h"
 #include "gitfrag/pack_reader.h"
@@ -156,8 +157,9 @@ bool ListTree(git_repository* repo, const git_tree* tree, const std::string& bas
 // inside it, an ignored file too (git writes a folder before it looks at its first file's
 // attributes). `base`: the length of the prefix every path starts with (its folder is always
 // written).
-bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base,
-                     std::vector<Entry>* entries, std::string* error) {
+bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base, int abbrev,
+                     std::vector<Entry>* entries, std::unique_ptr<ExportSubst>* formats,
+                     std::string* error) {
   std::vector<ArchiveAttributes::File> files;
   for (const Entry& e : *entries) {
     const std::string_view relative =
@@ -180,7 +182,13 @@ bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base,
       skip = e.path;
       continue;
     }
-    if (IsFile(e.mode)) e.convert = a.convert;
+    if (IsFile(e.mode)) {
+      e.convert = a.convert;
+      if (e.convert.subst) {
+        if (!*formats) *formats = std::make_unique<ExportSubst>(repo, commit, abbrev);
+        e.convert.formats = formats->get();
+      }
+    }
     e.binary = a.binary;
     kept.push_back(std::move(e));
     ignored_file.push_back(a.ignored);
@@ -816,6 +824,9 @@ struct ArchiveSource {
   uint64_t mtime = 0;
   std::vector<Entry> entries;
   std::shared_ptr<ArchivePieceStore> store;
+  // export-subst's expander, when a file has the attribute (its entries point to it): the
+  // archive then depends on the repository's refs and abbreviation too.
+  std::unique_ptr<ExportSubst> formats;
 
   // A symlink's target; false with *error.
   bool Target(const Entry& e, BlobPtr* blob, std::string_view* target, std::string* error) {
@@ -834,6 +845,7 @@ struct ArchiveSource {
 // tar, tar.bz2, tar.xz: the tar made whole, blob by blob, through the compressor.
 class ArchiveStream : public BodyStream {
  public:
+  bool Shareable() const override { return src_.formats == nullptr; }
   ArchiveStream(ArchiveSource source, ArchiveFormat format)
       : src_(std::move(source)), tar_(src_.mtime) {
     switch (format) {
@@ -889,6 +901,7 @@ class ArchiveStream : public BodyStream {
 // is combined from the runs' and the pieces' (crc32_combine), nothing inflated.
 class StitchedTarGz : public BodyStream {
  public:
+  bool Shareable() const override { return src_.formats == nullptr; }
   explicit StitchedTarGz(ArchiveSource source) : src_(std::move(source)), tar_(src_.mtime) {}
 
   Result Next(std::string* out, std::string* error) override {
@@ -976,6 +989,7 @@ class StitchedTarGz : public BodyStream {
 // written (its compressed bytes held meanwhile; a stored file is read again).
 class StitchedZip : public BodyStream {
  public:
+  bool Shareable() const override { return src_.formats == nullptr; }
   explicit StitchedZip(ArchiveSource source) : src_(std::move(source)), zip_(src_.mtime) {}
 
   Result Next(std::string* out, std::string* error) override {
@@ -1073,7 +1087,8 @@ const SnapshotFormat* SnapshotFormatOf(std::string_view filename) {
 
 std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path,
                                               const git_oid& commit_id, ArchiveFormat format,
-                                              std::string_view prefix, std::string* error) {
+                                              std::string_view prefix, int abbrev,
+                                              std::string* error) {
   git_repository* raw_repo = nullptr;
   if (git_repository_open_bare(&raw_repo, repository_path.c_str()) != 0 &&
       git_repository_open(&raw_repo, repository_path.c_str()) != 0) {
@@ -1099,10 +1114,11 @@ std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path
     base = std::string(prefix) + "/";
     entries.push_back({base, 040777, *git_tree_id(tree.get())});
   }
-  if (!ListTree(repo.get(), tree.get(), base, &entries, error) ||
-      !ApplyAttributes(repo.get(), commit_id, base.size(), &entries, error))
-    return nullptr;
   ArchiveSource source;
+  if (!ListTree(repo.get(), tree.get(), base, &entries, error) ||
+      !ApplyAttributes(repo.get(), commit_id, base.size(), abbrev, &entries, &source.formats,
+                       error))
+    return nullptr;
   git_odb* raw_odb = nullptr;
   if (git_repository_odb(&raw_odb, repo.get()) != 0) {
     *error = "cannot open the object database";

@@ -46,10 +46,12 @@ const SnapshotFormat* SnapshotFormatOf(std::string_view filename);
 
 // The archive of `commit`'s tree in `repository_path` with every path under `prefix` + "/".
 // Opens its own handle of the repository (the stream outlives the render that made it); the
-// tree's entries (names and ids) are listed at once, blobs read as the pieces are made. Null with
-// *error when the repository or the tree cannot be read.
+// tree's entries (names and ids) are listed at once, blobs read as the pieces are made. `abbrev`:
+// the repository's abbreviation length, for export-subst's %h (then the stream is not
+// Shareable()). Null with *error when the repository or the tree cannot be read.
 std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path,
                                               const git_oid& commit, ArchiveFormat format,
-                                              std::string_view prefix, std::string* error);
+                                              std::string_view prefix, int abbrev,
+                                              std::string* error);
 
 }  // namespace shellac::gitfrag

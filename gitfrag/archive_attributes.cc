@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "gitfrag/archive_subst.h"
+
 namespace shellac::gitfrag {
 
 namespace {
@@ -302,7 +304,7 @@ void ArchiveAttributes::AddRules(const std::string& folder, std::string_view tex
     if (!tokens.empty() && tokens[0][0] != '#') lines.push_back(std::move(tokens));
     at = end + 1;
   }
-  std::set<std::string> triggers = {"export-ignore", "binary", "ident"};
+  std::set<std::string> triggers = {"export-ignore", "export-subst", "binary", "ident"};
   for (const auto& [name, binary] : sources_.diff_binary) triggers.insert("diff=" + name);
   auto trigger = [&](std::string token) {
     if (token == "eol=crlf" || token == "-diff") return true;
@@ -361,12 +363,13 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
                            std::string* error) const {
   *out = Path{};
   if (!active_ || !Might(path)) return true;
-  const char* names[] = {"export-ignore", "text", "crlf", "eol", "diff", "ident"};
-  const char* values[6] = {};
-  if (!Lookup(repo_, &options_, path, folder ? 1 : 6, names, values, error)) return false;
+  const char* names[] = {"export-ignore", "text", "crlf", "eol", "diff", "ident", "export-subst"};
+  const char* values[7] = {};
+  if (!Lookup(repo_, &options_, path, folder ? 1 : 7, names, values, error)) return false;
   out->ignored = GIT_ATTR_IS_TRUE(values[0]);
   if (folder || out->ignored) return true;
   out->convert.ident = GIT_ATTR_IS_TRUE(values[5]);
+  out->convert.subst = GIT_ATTR_IS_TRUE(values[6]);
   // git's convert_attrs: text, else the legacy crlf; then eol; then core.eol and core.autocrlf.
   Action action = CrlfAttribute(values[1]);
   if (action == Action::kUndefined) action = CrlfAttribute(values[2]);
@@ -406,12 +409,17 @@ bool ArchiveAttributes::Of(std::string_view path, bool folder, Path* out,
 
 bool ConvertForCheckout(std::string_view in, const git_oid& blob, const ArchiveConversion& convert,
                         std::string* out) {
-  std::string expanded;
-  const bool ident = convert.ident && ExpandIdent(in, blob, &expanded);
-  if (ident) in = expanded;
-  if (ConvertEol(in, convert.eol, out)) return true;
-  if (ident) *out = std::move(expanded);
-  return ident;
+  std::string expanded, ends;
+  bool changed = convert.ident && ExpandIdent(in, blob, &expanded);
+  if (changed) in = expanded;
+  if (ConvertEol(in, convert.eol, &ends)) {
+    in = ends;
+    changed = true;
+  }
+  if (convert.subst && convert.formats != nullptr && convert.formats->Expand(in, out)) return true;
+  if (!changed) return false;
+  *out = std::string(in);
+  return true;
 }
 
 }  // namespace shellac::gitfrag

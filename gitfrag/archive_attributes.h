@@ -5,8 +5,9 @@
 //
 // Applied: export-ignore (the path, and a folder's contents, left out) and the conversions a
 // checkout makes: ident ("$Id$" keywords given the blob's id) and line ends (text, eol, crlf, the
-// binary macro, core.autocrlf, core.eol: lone LFs written as CRLF where git would). Not applied:
-// export-subst, filter drivers and working-tree-encoding (gitfrag/README.md).
+// binary macro, core.autocrlf, core.eol: lone LFs written as CRLF where git would), and
+// export-subst (archive_subst.h). Not applied: filter drivers and working-tree-encoding
+// (gitfrag/README.md).
 #ifndef SHELLAC_GITFRAG_ARCHIVE_ATTRIBUTES_H_
 #define SHELLAC_GITFRAG_ARCHIVE_ATTRIBUTES_H_
 
@@ -20,6 +21,8 @@
 
 namespace shellac::gitfrag {
 
+class ExportSubst;
+
 // How a file's line ends leave the archive.
 enum class ArchiveEol : uint8_t {
   kAsIs,      // as stored
@@ -32,11 +35,13 @@ enum class ArchiveEol : uint8_t {
 // libgit2 reads besides the tree's (info/attributes, core.attributesFile's, the system's and the
 // XDG one).
 // What a checkout does to a file's bytes, in git's order (convert_to_working_tree): its "$Id$"
-// keywords, then its line ends.
+// keywords, then its line ends; then git archive's export-subst.
 struct ArchiveConversion {
   bool ident = false;                  // "$Id$" written as "$Id: BLOB-ID $" (the ident attribute)
   ArchiveEol eol = ArchiveEol::kAsIs;  // line ends
-  bool any() const { return ident || eol != ArchiveEol::kAsIs; }
+  bool subst = false;                  // export-subst: "$Format:...$" expanded (archive_subst.h)
+  ExportSubst* formats = nullptr;      // the archive's expander, for `subst`
+  bool any() const { return ident || eol != ArchiveEol::kAsIs || subst; }
 };
 
 struct ArchiveSources {
@@ -90,9 +95,9 @@ class ArchiveAttributes {
 
   // libgit2's lookup stats the repository's and the user's attribute files at every path (~5 us
   // a path on git/git, 4,500 paths an archive), so paths no line could change are not asked
-  // about: a line can only when it names export-ignore, ident, eol=crlf, -diff, binary, a macro
-  // that does, or diff=NAME with diff.NAME.binary set (with core.autocrlf false and core.eol not
-  // crlf; else every path is asked about). Such a line's pattern, kept as a superset of what it
+  // about: a line can only when it names export-ignore, export-subst, ident, eol=crlf, -diff,
+  // binary, a macro that does, or diff=NAME with diff.NAME.binary set (with core.autocrlf false
+  // and core.eol not crlf; else every path is asked about). Such a line's pattern, kept as a superset of what it
   // matches: without a '/', the name matched by fnmatch(3) (git's wildmatch on a name is the
   // same); with one, the text before its first wildcard, which a path under the file's folder
   // must start with.
@@ -107,9 +112,9 @@ class ArchiveAttributes {
   std::vector<Rule> rules_;
 };
 
-// `in`, the bytes of blob `blob`, as a checkout writes them for `convert` (git's
-// ident_to_worktree, then crlf_to_worktree): true with the converted bytes in *out, false when
-// nothing changes.
+// `in`, the bytes of blob `blob`, as git archive writes them for `convert` (git's
+// ident_to_worktree, crlf_to_worktree, then format_subst): true with the converted bytes in *out,
+// false when nothing changes.
 bool ConvertForCheckout(std::string_view in, const git_oid& blob, const ArchiveConversion& convert,
                         std::string* out);
 

@@ -138,6 +138,10 @@ class BodyStream {
   // The body's length when it is known before the first piece (sent as Content-Length; a stream
   // that then fails cuts the connection): a file's. nullopt: chunked (HTTP/1.1) or to the close.
   virtual std::optional<uint64_t> Length() const { return std::nullopt; }
+  // False when the body depends on more than what it was asked by (a snapshot archive with an
+  // export-subst file: the repository's refs and abbreviation), so that it is neither kept nor
+  // joined by another repository's request (snapshot_cache.h).
+  virtual bool Shareable() const { return true; }
   static constexpr size_t kPieceBytes = 256 * 1024;
 };
 

@@ -19,6 +19,7 @@ struct SnapshotCache::Entry {
   uint64_t held = 0;                   // the memory they hold
   bool done = false, failed = false;
   bool too_large = false;  // passed max_stored: never kept, pieces released as readers pass them
+  bool unshared = false;   // its source is not Shareable(): as too_large from the start
   std::string error;
   std::map<uint64_t, size_t> readers;  // reader -> pieces it has read
   uint64_t next_reader = 0;
@@ -139,6 +140,10 @@ std::unique_ptr<BodyStream> SnapshotCache::Open(const std::string& key, const Ma
         Finished(entry);
         return nullptr;
       }
+      if (!entry->source->Shareable()) {
+        entry->too_large = entry->unshared = true;  // the joiners waiting make their own
+        Detach(entry);
+      }
       return std::make_unique<SnapshotReader>(this, entry);
     }
     if (entry->failed && !entry->done && entry->pieces.empty()) {
@@ -174,7 +179,7 @@ void SnapshotCache::Detach(const std::shared_ptr<Entry>& entry) {
   const auto it = making_.find(entry->key);
   if (it != making_.end() && it->second == entry) {
     making_.erase(it);
-    if (entry->too_large) ++counts_.too_large;
+    if (entry->too_large && !entry->unshared) ++counts_.too_large;
   }
 }
 

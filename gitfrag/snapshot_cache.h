@@ -12,7 +12,9 @@
 // An archive that grows past `max_stored` bytes is not kept: no new reader joins it, and each
 // piece is dropped once every reader has passed it. Kept archives are evicted, least recently
 // read first, to stay within `budget` bytes. One archive made per key, whatever number of forks
-// ask, while it stays kept: a second fork's request reads no tree.
+// ask, while it stays kept: a second fork's request reads no tree. An archive whose stream is
+// not Shareable() (an export-subst file: it depends on the repository's refs) is made for its
+// request alone.
 //
 // Threads: every method may be called from any thread; readers (BodyStream::Next) run on render
 // threads and may block briefly on an archive's lock while another reader makes a piece.

@@ -88,7 +88,8 @@ Page RenderSnapshot(const PageContext& ctx) {
   std::unique_ptr<BodyStream> stream = Snapshots().Open(
       key,
       [&](std::string* why) {
-        return MakeArchiveStream(ctx.repo.path, id, format->format, prefix, why);
+        return MakeArchiveStream(ctx.repo.path, id, format->format, prefix, ctx.lease.abbrev(),
+                                 why);
       },
       &error);
   if (!stream) return ErrorPage(500, error);

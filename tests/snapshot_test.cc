@@ -14,7 +14,9 @@
 
 #include "conf/config.h"
 #include "base/fixed_deflate.h"
+#include "gitfrag/archive_subst.h"
 #include "gitfrag/gitfrag.h"
+#include "gitfrag/git.h"
 #include "tests/harness.h"
 
 namespace shellac::gitfrag {
@@ -478,8 +480,23 @@ printf '*.c ident\nid.bat ident\n' >> .gitattributes
 # Keywords as another system or an old checkout left them: stored as they are (git add would
 # clean them to "$Id$").
 printf '$Id$ a $Id: 0123 $ b $Id: other system $ $Id:$ $Id: x y$\nc $Id: no\nend $ $Id\n' > id.c
+# export-subst: git's placeholders, the refs' decorations, the %+x %-x %' 'x forms.
+cat > version.txt <<'END'
+$Format:%H %h %T %t %P %p$ (%m)
+$Format:%an|%ae|%al|%ad|%aD|%ai|%aI|%as|%at$
+$Format:%cn|%ce|%cl|%cd|%cD|%ci|%cI|%cs|%ct$
+$Format:%s|%f|%e|%m$
+$Format:%d$ and $Format:%D$
+$Format:%b$<body
+$Format:[%B]$
+$Format:%n%x41%%%+s%-N%-b% H%gd%S%z%q$ $Format:$ $Format:unclosed
+END
+printf '$Format:%%H$\n' > not-subst.txt
+printf 'version.txt export-subst\n' >> .gitattributes
 git add . && git update-index --cacheinfo "100644,$(git hash-object -w --no-filters id.c),id.c"
-git commit -q -m attributes
+git commit -q -m 'attributes: the subject, said
+on two lines' -m 'A body.' -m 'Its second paragraph.'
+git tag -a v2.0 -m v2.0 && git tag light && git branch side
 )SH");
     std::ofstream(bare_ + "/info/attributes") << "*.md eol=crlf\n";
     // A diff driver's binary setting is zip's text flag: drv.cfg binary, nul.dat text.
@@ -543,6 +560,16 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
   EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-master/id.bat"),
             "$Id: " + id("id.bat") + " $\r\nz\r\n");
   EXPECT_EQ(member("noid.h"), " $ I d $ \\n") << "no ident attribute";
+  // export-subst (the archives equal cgit's above): what git's formats print, with the refs.
+  const std::string expanded = Shell("tar xOf " + ShellQuote(file) + " fix-master/version.txt");
+  EXPECT_EQ(expanded, Shell("git -C " + ShellQuote(bare_) + " archive master version.txt | tar xO"));
+  EXPECT_NE(expanded.find("(HEAD -> master, tag: v2.0, tag: light, side) and HEAD -> master"),
+            std::string::npos)
+      << expanded;
+  EXPECT_NE(expanded.find("Thu Mar 4 06:07:08 2021 -0700|Thu, 4 Mar 2021 06:07:08 -0700"),
+            std::string::npos)
+      << expanded;
+  EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-master/not-subst.txt"), "$Format:%H$\n");
   {
     std::string zip;
     ASSERT_EQ(Shellac("/fix/snapshot/fix-master.zip", "", &zip).status, 200);
@@ -553,27 +580,37 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
               "[0, 1, 1]\n")
         << "zip's text flag: diff.bindrv.binary true, diff.txtdrv.binary false, by the bytes";
   }
+  // An archive with an export-subst file depends on the repository's refs: neither kept nor
+  // shared. The commit before has none: kept, and served again.
+  ConfigureSnapshotCache(32 << 20, 8 << 20);
+  std::string again;
+  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &again).status, 200);
+  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &again).status, 200);
+  EXPECT_TRUE(again == tar);
+  EXPECT_EQ(SnapshotCacheMetrics().made, 2u) << "made for each request";
+  EXPECT_EQ(SnapshotCacheMetrics().kept, 0u);
+  const std::string files = "id=" + Rev("master~1");
+  std::string before;
+  ASSERT_EQ(Shellac("/fix/snapshot/fix.tar", files, &before).status, 200);
+  ASSERT_EQ(Shellac("/fix/snapshot/fix.tar", files, &before).status, 200);
+  EXPECT_EQ(SnapshotCacheMetrics().made, 3u) << "kept, and served again";
+  EXPECT_EQ(SnapshotCacheMetrics().kept, 1u);
   // core.autocrlf=true in the repository's config: cgit's files without a text attribute get
   // CRLF too, by text=auto's rules. A kept archive's key says what outside the tree can change
   // it: the one kept before the config changed is not served after.
-  ConfigureSnapshotCache(32 << 20, 8 << 20);
-  std::string before;
-  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &before).status, 200);
-  ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &before).status, 200);
-  EXPECT_EQ(SnapshotCacheMetrics().made, 1u) << "kept, and served again";
-  EXPECT_TRUE(before == tar);
   Shell("git -C " + ShellQuote(bare_) + " config core.autocrlf true");
-  {
-    auto [head, cgit] = Cgit("fix/snapshot/fix-master.tar", "");
+  for (const auto& [url, query] : {std::pair<std::string, std::string>{"fix/snapshot/fix.tar", files},
+                                   {"fix/snapshot/fix-master.tar", ""}}) {
+    auto [head, cgit] = Cgit(url, query);
     std::string ours;
-    ASSERT_EQ(Shellac("/fix/snapshot/fix-master.tar", "", &ours).status, 200);
-    EXPECT_EQ(SnapshotCacheMetrics().made, 2u) << "another key";
-    EXPECT_TRUE(ours == cgit) << "archives differ with core.autocrlf";
+    ASSERT_EQ(Shellac("/" + url, query, &ours).status, 200);
+    EXPECT_TRUE(ours == cgit) << "archives differ with core.autocrlf: " << url;
     std::ofstream(dir_.File("autocrlf.tar"), std::ios::binary) << ours;
     EXPECT_EQ(Shell("tar xOf " + ShellQuote(dir_.File("autocrlf.tar")) +
-                    " fix-master/sub/y.txt | od -An -c | tr -s ' ' | tr -d '\\n'"),
+                    " --wildcards '*/sub/y.txt' | od -An -c | tr -s ' ' | tr -d '\\n'"),
               " y \\r \\n");
   }
+  EXPECT_EQ(SnapshotCacheMetrics().made, 5u) << "another key";
   const std::string listing = Shell("tar tf " + ShellQuote(file));
   for (const char* gone : {"ignored.log", "gone/", "emptied/e.log"})
     EXPECT_EQ(listing.find(std::string("fix-master/") + gone), std::string::npos)
@@ -581,6 +618,43 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
   EXPECT_NE(listing.find("fix-master/emptied/\n"), std::string::npos)
       << "git writes a folder before it looks at its file's export-ignore" << listing;
   ConfigureSnapshotCache(32 << 20, 8 << 20);
+}
+
+// export-subst's formats one by one: git's output where this expands them; a format holding a
+// placeholder git knows but this does not expand is left as stored (documented), and one git does
+// not know is written as git writes it.
+TEST_F(SnapshotAttributes, ExportSubstFormats) {
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open_bare(&raw, bare_.c_str()), 0);
+  const RepositoryPtr repo(raw);
+  git_oid commit;
+  ASSERT_EQ(git_oid_fromstr(&commit, Rev("master").c_str()), 0);
+  ExportSubst subst(repo.get(), commit, 7);
+  const auto git = [&](const std::string& format) {
+    return Shell("git -C " + ShellQuote(bare_) + " log -1 --no-show-signature --format=" +
+                 ShellQuote("tformat:" + format) + " master | head -c -1");
+  };
+  for (const char* format : {"%H|%h|%T|%t|%P|%p", "%an %ae %al %ad %aD %ai %aI %as %at",
+                             "%cn %ce %cl %cd %cD %ci %cI %cs %ct", "%s|%f|%b|%B|%e", "%d|%D",
+                             "a%n%x42%%%+s%-b% h%q%z", "%ax%cQ%g", ""}) {
+    std::string out = "kept:";
+    EXPECT_TRUE(subst.Format(format, &out)) << format;
+    EXPECT_EQ(out, "kept:" + git(format)) << format;
+  }
+  // Without a walk (git log's --source, its notes): as git archive writes them.
+  std::string walk;
+  EXPECT_TRUE(subst.Format("%S|%N|%gd%gs|%-N\n%-N|", &walk));
+  EXPECT_EQ(walk, "%S|%N||NN|");
+  for (const char* unsupported : {"%aN", "%cE", "%aL", "%ar", "%ch", "%Cred%H", "%C(auto)",
+                                  "%w(20)%s", "%<(9)%h", "%G?", "%(describe)", "%(trailers)"}) {
+    std::string out = "kept:";
+    EXPECT_FALSE(subst.Format(unsupported, &out)) << unsupported;
+    EXPECT_EQ(out, "kept:") << unsupported;
+  }
+  std::string out;
+  EXPECT_TRUE(subst.Expand("a $Format:%h$ b $Format:%aN$ c $Format:%H", &out));
+  EXPECT_EQ(out, "a " + git("%h") + " b $Format:%aN$ c $Format:%H");
+  EXPECT_FALSE(subst.Expand("$Format:%ar$ $Formats", &out)) << "nothing expanded";
 }
 
 TEST_F(SnapshotFixture, BadRequestsAreCgits) {
