@@ -358,6 +358,58 @@ size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* 
   return 0;
 }
 
+size_t ExportSubst::Describe(std::string_view p) {
+  if (described_) return 0;  // git's max_invocations: one an archive
+  described_ = true;
+  std::string_view arg = p.substr(9);  // past "(describe"
+  // git's parse_describe_args: tags[=BOOL], abbrev=N, exclude=PATTERN, match=PATTERN, separated
+  // by ',' up to the ')'; a value git refuses leaves the placeholder as it stands.
+  const auto integer = [](std::string_view v) {
+    const std::string text(v);
+    char* end = nullptr;
+    std::strtol(text.c_str(), &end, 10);
+    return !text.empty() && end == text.c_str() + text.size();
+  };
+  const auto boolean = [&](std::string_view v) {  // git_parse_maybe_bool
+    std::string lower(v);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    return lower.empty() || lower == "true" || lower == "yes" || lower == "on" ||
+           lower == "false" || lower == "no" || lower == "off" || integer(lower);
+  };
+  if (arg.starts_with(':')) {
+    std::string_view options = arg.substr(1);
+    for (bool found = true; found;) {
+      found = false;
+      for (const std::string_view name : {"tags", "abbrev", "exclude", "match"}) {
+        if (!options.starts_with(name)) continue;
+        std::string_view rest = options.substr(name.size());
+        std::optional<std::string_view> value;
+        if (rest.starts_with('=')) {
+          const size_t len = std::min(rest.find_first_of(",)"), rest.size());
+          value = rest.substr(1, len - 1);
+          rest.remove_prefix(len);
+        }
+        if (!rest.starts_with(',') && !rest.starts_with(')')) continue;
+        if (name == "tags") {
+          if (value && !boolean(*value)) continue;
+        } else if (!value || value->empty() || (name == "abbrev" && !integer(*value))) {
+          return 0;
+        }
+        options = rest.starts_with(',') ? rest.substr(1) : rest;
+        found = true;
+        break;
+      }
+    }
+    arg = options;
+  }
+  if (!arg.starts_with(')')) return 0;
+  // cgit 1.2.3 as Debian builds it runs `git describe` from a folder that does not exist: that
+  // fails ("cannot run describe") and the placeholder becomes nothing. So it does here: an
+  // archive's bytes stay cgit's, which downstream checksums rely on.
+  return p.size() - arg.size() + 1;
+}
+
 size_t ExportSubst::One(std::string_view p, std::string* out) {
   if (p.empty()) return 0;
   // git's strbuf_expand_literal_cb
@@ -376,8 +428,9 @@ size_t ExportSubst::One(std::string_view p, std::string* out) {
     return 0;
   }
   if (p[0] == 'C' || p[0] == 'w' || p[0] == '<' || p[0] == '>' || p[0] == 'G' ||
-      p.starts_with("(describe") || p.starts_with("(trailers"))
+      p.starts_with("(trailers"))
     return kUnsupported;
+  if (p.starts_with("(describe")) return Describe(p);
   if (!Parse()) return kUnsupported;
   switch (p[0]) {
     case 'H':

@@ -5,11 +5,12 @@
 //
 // Expanded: %H %h %T %t %P %p, the author's and committer's %an %ae %al %ad %aD %ai %aI %as %at
 // (%c...), %s %f %b %B %e, %d %D (the repository's refs, as git decorates them), %m, %n %x00 %%,
-// the empty reflog ones (%gd %gD %gs %gn %gN %ge %gE), and the %+x %-x %' 'x forms; a placeholder
+// the empty reflog ones (%gd %gD %gs %gn %gN %ge %gE), %(describe) as Debian's cgit writes it
+// (nothing: its git cannot run describe), and the %+x %-x %' 'x forms; a placeholder
 // git does not know is written as it stands, as git writes it. A "$Format:...$" holding one git
 // knows but this does not (mailmap's %aN %aE %aL, dates relative to now %ar %ah, colours,
-// %w() and padding, signatures %G?, %(trailers), %(describe)) is left as stored, and so is every
-// one of a commit whose message is not UTF-8.
+// %w() and padding, signatures %G?, %(trailers)) is left as stored, and so is every one of a
+// commit whose message is not UTF-8.
 #ifndef SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 #define SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 
@@ -44,6 +45,9 @@ class ExportSubst {
   // 0 when git does not know it, kUnsupported when it is not expanded here.
   size_t One(std::string_view p, std::string* out);
   size_t Person(char part, std::string_view ident, std::string* out);
+  // %(describe[:OPTIONS]) (`p` past its '%') as cgit writes it: nothing (archive_subst.cc); once
+  // an archive, as git runs describe once, later ones written as they stand.
+  size_t Describe(std::string_view p);
   std::string Abbrev(const git_oid& id);
   // git's %D (prefix "", separator ", ", suffix "") and %d (" (", ", ", ")").
   void Decorations(const char* prefix, const char* separator, const char* suffix, std::string* out);
@@ -60,6 +64,7 @@ class ExportSubst {
   git_oid tree_{};
   std::vector<git_oid> parents_;
   std::optional<std::vector<std::string>> decorations_;  // "tag: v1.0", "HEAD -> main", ...
+  bool described_ = false;  // git archive runs describe once
 };
 
 }  // namespace shellac::gitfrag
