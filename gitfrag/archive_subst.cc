@@ -318,7 +318,26 @@ void ExportSubst::Decorations(const char* prefix, const char* separator, const c
 size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* out) {
   Ident ident;
   const bool split = SplitIdent(ident_line, &ident);
-  if (part == 'N' || part == 'E' || part == 'L' || part == 'r' || part == 'h') return kUnsupported;
+  if (part == 'r' || part == 'h') return kUnsupported;
+  std::string mapped_name, mapped_mail;
+  if (split && (part == 'N' || part == 'E' || part == 'L')) {
+    // git's mailmap_name: HEAD:.mailmap in a bare repository, mailmap.file, mailmap.blob.
+    if (!mailmap_) {
+      git_mailmap* raw = nullptr;
+      if (git_mailmap_from_repository(&raw, repo_) != 0) return kUnsupported;
+      mailmap_.reset(raw);
+    }
+    const char* name = nullptr;
+    const char* mail = nullptr;
+    if (git_mailmap_resolve(&name, &mail, mailmap_.get(), std::string(ident.name).c_str(),
+                            std::string(ident.mail).c_str()) != 0)
+      return kUnsupported;
+    mapped_name = name;
+    mapped_mail = mail;
+    ident.name = mapped_name;
+    ident.mail = mapped_mail;
+    part = static_cast<char>(std::tolower(static_cast<unsigned char>(part)));
+  }
   if (split) {
     if (part == 'n') return out->append(ident.name), 2;
     if (part == 'e') return out->append(ident.mail), 2;

@@ -3,14 +3,14 @@
 // --format=FMT` would print it (git's format_subst and format_commit_message; cgit 1.2.3 as Debian
 // builds it links git 2.39, whose placeholders these are).
 //
-// Expanded: %H %h %T %t %P %p, the author's and committer's %an %ae %al %ad %aD %ai %aI %as %at
-// (%c...), %s %f %b %B %e, %d %D (the repository's refs, as git decorates them), %m, %n %x00 %%,
-// the empty reflog ones (%gd %gD %gs %gn %gN %ge %gE), %(describe) as Debian's cgit writes it
-// (nothing: its git cannot run describe), and the %+x %-x %' 'x forms; a placeholder
-// git does not know is written as it stands, as git writes it. A "$Format:...$" holding one git
-// knows but this does not (mailmap's %aN %aE %aL, dates relative to now %ar %ah, colours,
-// %w() and padding, signatures %G?, %(trailers)) is left as stored, and so is every one of a
-// commit whose message is not UTF-8.
+// Expanded: %H %h %T %t %P %p; the author's and committer's %an %ae %al, %aN %aE %aL (through
+// the repository's mailmap), %ad %aD %ai %aI %as %at (and %c...); %s %f %b %B %e; %d %D (the
+// repository's refs, as git decorates them); %m, %n %x00 %%; the empty reflog ones (%gd %gD %gs
+// %gn %gN %ge %gE); %(describe) as Debian's cgit writes it (nothing: its git cannot run
+// describe); and the %+x %-x %' 'x forms. A placeholder git does not know is written as it
+// stands, as git writes it. A "$Format:...$" holding one git knows but this does not expand
+// (dates relative to now %ar %ah, colours, %w() and padding, signatures %G?, %(trailers)) is
+// left as stored, and so is every one of a commit whose message is not UTF-8.
 #ifndef SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 #define SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 
@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/owned.h"
 
 namespace shellac::gitfrag {
 
@@ -65,6 +67,7 @@ class ExportSubst {
   std::vector<git_oid> parents_;
   std::optional<std::vector<std::string>> decorations_;  // "tag: v1.0", "HEAD -> main", ...
   bool described_ = false;  // git archive runs describe once
+  base::Owned<git_mailmap_free> mailmap_;  // read when a format first asks for it
 };
 
 }  // namespace shellac::gitfrag

@@ -485,6 +485,7 @@ cat > version.txt <<'END'
 $Format:%H %h %T %t %P %p$ (%m)
 $Format:%an|%ae|%al|%ad|%aD|%ai|%aI|%as|%at$
 $Format:%cn|%ce|%cl|%cd|%cD|%ci|%cI|%cs|%ct$
+$Format:%aN|%aE|%aL|%cN|%cE|%cL$
 $Format:%s|%f|%e|%m$
 $Format:%d$ and $Format:%D$
 $Format:%b$<body
@@ -493,6 +494,7 @@ $Format:%n%x41%%%+s%-N%-b% H%gd%S%z%q$ $Format:$
 $Format:%(describe)$, once an archive: $Format:%(describe:tags)$ $Format:unclosed
 END
 printf '$Format:%%H$\n' > not-subst.txt
+printf 'Proper Name <proper@example.org> <a@example.org>\n' > .mailmap
 printf 'version.txt export-subst\n' >> .gitattributes
 git add . && git update-index --cacheinfo "100644,$(git hash-object -w --no-filters id.c),id.c"
 git commit -q -m 'attributes: the subject, said
@@ -576,6 +578,9 @@ TEST_F(SnapshotAttributes, AppliedAsCgitAppliesThem) {
   EXPECT_NE(expanded.find("Thu Mar 4 06:07:08 2021 -0700|Thu, 4 Mar 2021 06:07:08 -0700"),
             std::string::npos)
       << expanded;
+  EXPECT_NE(expanded.find("\nProper Name|proper@example.org|proper|C O Mitter|c@example.org|c\n"),
+            std::string::npos)
+      << "the mailmap at HEAD" << expanded;
   EXPECT_EQ(Shell("tar xOf " + ShellQuote(file) + " fix-master/not-subst.txt"), "$Format:%H$\n");
   {
     std::string zip;
@@ -642,6 +647,7 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
                  ShellQuote("tformat:" + format) + " master | head -c -1");
   };
   for (const char* format : {"%H|%h|%T|%t|%P|%p", "%an %ae %al %ad %aD %ai %aI %as %at",
+                             "%aN %aE %aL|%cN %cE %cL",
                              "%cn %ce %cl %cd %cD %ci %cI %cs %ct", "%s|%f|%b|%B|%e", "%d|%D",
                              "a%n%x42%%%+s%-b% h%q%z", "%ax%cQ%g", ""}) {
     std::string out = "kept:";
@@ -652,7 +658,7 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
   std::string walk;
   EXPECT_TRUE(subst.Format("%S|%N|%gd%gs|%-N\n%-N|", &walk));
   EXPECT_EQ(walk, "%S|%N||NN|");
-  for (const char* unsupported : {"%aN", "%cE", "%aL", "%ar", "%ch", "%Cred%H", "%C(auto)",
+  for (const char* unsupported : {"%ar", "%ch", "%Cred%H", "%C(auto)",
                                   "%w(20)%s", "%<(9)%h", "%G?", "%(trailers)"}) {
     std::string out = "kept:";
     EXPECT_FALSE(subst.Format(unsupported, &out)) << unsupported;
@@ -672,8 +678,8 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
     EXPECT_EQ(got, written) << format;
   }
   std::string out;
-  EXPECT_TRUE(subst.Expand("a $Format:%h$ b $Format:%aN$ c $Format:%H", &out));
-  EXPECT_EQ(out, "a " + git("%h") + " b $Format:%aN$ c $Format:%H");
+  EXPECT_TRUE(subst.Expand("a $Format:%h$ b $Format:%ar$ c $Format:%H", &out));
+  EXPECT_EQ(out, "a " + git("%h") + " b $Format:%ar$ c $Format:%H");
   EXPECT_FALSE(subst.Expand("$Format:%ar$ $Formats", &out)) << "nothing expanded";
 }
 
