@@ -171,6 +171,33 @@ std::string ShowDate(const Ident& ident, DateMode mode) {
   return buf;
 }
 
+// git's show_date_relative (%ar): how long before now, in git's English words.
+std::string Relative(const Ident& ident) {
+  const uint64_t time = std::strtoull(std::string(ident.date).c_str(), nullptr, 10);
+  const auto now = static_cast<uint64_t>(std::time(nullptr));
+  if (now < time) return "in the future";
+  const auto say = [](uint64_t n, const char* unit) {
+    return std::to_string(n) + " " + unit + (n == 1 ? "" : "s");
+  };
+  uint64_t diff = now - time;
+  if (diff < 90) return say(diff, "second") + " ago";
+  diff = (diff + 30) / 60;  // minutes
+  if (diff < 90) return say(diff, "minute") + " ago";
+  diff = (diff + 30) / 60;  // hours
+  if (diff < 36) return say(diff, "hour") + " ago";
+  diff = (diff + 12) / 24;  // days
+  if (diff < 14) return say(diff, "day") + " ago";
+  if (diff < 70) return say((diff + 3) / 7, "week") + " ago";
+  if (diff < 365) return say((diff + 15) / 30, "month") + " ago";
+  if (diff < 1825) {
+    const uint64_t months = (diff * 12 * 2 + 365) / (365 * 2);
+    if (months % 12 != 0)
+      return say(months / 12, "year") + ", " + say(months % 12, "month") + " ago";
+    return say(months / 12, "year") + " ago";
+  }
+  return say((diff + 183) / 365, "year") + " ago";
+}
+
 std::string_view Prettified(std::string_view name) {
   for (const std::string_view prefix : {"refs/heads/", "refs/tags/", "refs/remotes/"})
     if (name.starts_with(prefix)) return name.substr(prefix.size());
@@ -318,7 +345,7 @@ void ExportSubst::Decorations(const char* prefix, const char* separator, const c
 size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* out) {
   Ident ident;
   const bool split = SplitIdent(ident_line, &ident);
-  if (part == 'r' || part == 'h') return kUnsupported;
+  if (part == 'h') return kUnsupported;
   std::string mapped_name, mapped_mail;
   if (split && (part == 'N' || part == 'E' || part == 'L')) {
     // git's mailmap_name: HEAD:.mailmap in a bare repository, mailmap.file, mailmap.blob.
@@ -357,6 +384,9 @@ size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* 
         case 'D':
           *out += ShowDate(ident, DateMode::kRfc2822);
           return 2;
+        case 'r':
+          *out += Relative(ident);
+          return 2;
         case 'i':
           *out += ShowDate(ident, DateMode::kIso);
           return 2;
@@ -372,7 +402,8 @@ size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* 
     }
   }
   // git's "skip": these take their two bytes and write nothing.
-  if (part == 'n' || part == 'e' || part == 't' || part == 'd' || part == 'D' || part == 'i')
+  if (part == 'n' || part == 'e' || part == 't' || part == 'd' || part == 'D' || part == 'r' ||
+      part == 'i')
     return 2;
   return 0;
 }
