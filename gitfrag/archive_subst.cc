@@ -477,8 +477,19 @@ size_t ExportSubst::One(std::string_view p, std::string* out) {
     }
     return 0;
   }
-  if (p[0] == 'C' || p[0] == 'w' || p[0] == '<' || p[0] == '>' || p[0] == 'G' ||
-      p.starts_with("(trailers"))
+  if (p[0] == 'C') {
+    // git's colours, off in an archive: taken, nothing written (parse_color).
+    if (p.starts_with("C(")) {
+      const size_t end = p.find(')');
+      if (end == std::string_view::npos) return 0;
+      if (p.substr(2).starts_with("always,")) return kUnsupported;  // colour codes written
+      return end + 1;
+    }
+    for (const std::string_view name : {"red", "green", "blue", "reset"})
+      if (p.substr(1).starts_with(name)) return 1 + name.size();
+    return 0;
+  }
+  if (p[0] == 'w' || p[0] == '<' || p[0] == '>' || p[0] == 'G' || p.starts_with("(trailers"))
     return kUnsupported;
   if (p.starts_with("(describe")) return Describe(p);
   if (!Parse()) return kUnsupported;

@@ -7,10 +7,11 @@
 // the repository's mailmap), %ad %aD %ai %aI %as %at %ar (and %c...); %s %f %b %B %e; %d %D (the
 // repository's refs, as git decorates them); %m, %n %x00 %%; the empty reflog ones (%gd %gD %gs
 // %gn %gN %ge %gE); %(describe) as Debian's cgit writes it (nothing: its git cannot run
-// describe); and the %+x %-x %' 'x forms. A placeholder git does not know is written as it
-// stands, as git writes it. A "$Format:...$" holding one git knows but this does not expand
-// (git's "human" dates %ah, colours, %w() and padding, signatures %G?, %(trailers)) is
-// left as stored, and so is every one of a commit whose message is not UTF-8.
+// describe); colours (off in an archive: nothing written); and the %+x %-x %' 'x forms. A
+// placeholder git does not know is written as it stands, as git writes it. A "$Format:...$"
+// holding one git knows but this does not expand (git's "human" dates %ah, %C(always,...),
+// %w() and padding, signatures %G?, %(trailers)) is left as stored, and so is every one of a
+// commit whose message is not UTF-8.
 #ifndef SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 #define SHELLAC_GITFRAG_ARCHIVE_SUBST_H_
 

@@ -649,7 +649,8 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
   for (const char* format : {"%H|%h|%T|%t|%P|%p", "%an %ae %al %ad %aD %ai %aI %as %at",
                              "%aN %aE %aL|%cN %cE %cL", "%ar|%cr",
                              "%cn %ce %cl %cd %cD %ci %cI %cs %ct", "%s|%f|%b|%B|%e", "%d|%D",
-                             "a%n%x42%%%+s%-b% h%q%z", "%ax%cQ%g", ""}) {
+                             "a%n%x42%%%+s%-b% h%q%z", "%ax%cQ%g", "",
+                             "%Cred%h%Creset%Cgreen%Cblue%Cx%C(auto)%C(bold red)%C(auto,blue)%C("}) {
     std::string out = "kept:";
     EXPECT_TRUE(subst.Format(format, &out)) << format;
     EXPECT_EQ(out, "kept:" + git(format)) << format;
@@ -658,7 +659,7 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
   std::string walk;
   EXPECT_TRUE(subst.Format("%S|%N|%gd%gs|%-N\n%-N|", &walk));
   EXPECT_EQ(walk, "%S|%N||NN|");
-  for (const char* unsupported : {"%ah", "%ch", "%Cred%H", "%C(auto)",
+  for (const char* unsupported : {"%ah", "%ch", "%C(always,red)",
                                   "%w(20)%s", "%<(9)%h", "%G?", "%(trailers)"}) {
     std::string out = "kept:";
     EXPECT_FALSE(subst.Format(unsupported, &out)) << unsupported;
