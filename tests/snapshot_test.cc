@@ -643,7 +643,9 @@ TEST_F(SnapshotAttributes, ExportSubstFormats) {
   ASSERT_EQ(git_oid_fromstr(&commit, Rev("master").c_str()), 0);
   ExportSubst subst(repo.get(), commit, 7);
   const auto git = [&](const std::string& format) {
-    return Shell("git -C " + ShellQuote(bare_) + " log -1 --no-show-signature --format=" +
+    // A user's config (colours, mailmap) must not reach it.
+    return Shell("env HOME=" + ShellQuote(dir_.path()) + " GIT_CONFIG_NOSYSTEM=1 git -C " +
+                 ShellQuote(bare_) + " log -1 --no-show-signature --format=" +
                  ShellQuote("tformat:" + format) + " master | head -c -1");
   };
   for (const char* format : {"%H|%h|%T|%t|%P|%p", "%an %ae %al %ad %aD %ai %aI %as %at",
