@@ -354,10 +354,12 @@ size_t ExportSubst::Person(char part, std::string_view ident_line, std::string* 
       if (git_mailmap_from_repository(&raw, repo_) != 0) return kUnsupported;
       mailmap_.reset(raw);
     }
+    // The answers point into the mailmap or, when it maps nothing, into the strings asked about.
+    const std::string asked_name(ident.name), asked_mail(ident.mail);
     const char* name = nullptr;
     const char* mail = nullptr;
-    if (git_mailmap_resolve(&name, &mail, mailmap_.get(), std::string(ident.name).c_str(),
-                            std::string(ident.mail).c_str()) != 0)
+    if (git_mailmap_resolve(&name, &mail, mailmap_.get(), asked_name.c_str(), asked_mail.c_str()) !=
+        0)
       return kUnsupported;
     mapped_name = name;
     mapped_mail = mail;
