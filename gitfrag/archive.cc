@@ -158,8 +158,8 @@ bool ListTree(git_repository* repo, const git_tree* tree, const std::string& bas
 // attributes). `base`: the length of the prefix every path starts with (its folder is always
 // written).
 bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base, int abbrev,
-                     std::vector<Entry>* entries, std::unique_ptr<ExportSubst>* formats,
-                     std::string* error) {
+                     const ArchiveSources& sources, std::vector<Entry>* entries,
+                     std::unique_ptr<ExportSubst>* formats, std::string* error) {
   std::vector<ArchiveAttributes::File> files;
   for (const Entry& e : *entries) {
     const std::string_view relative =
@@ -167,7 +167,7 @@ bool ApplyAttributes(git_repository* repo, const git_oid& commit, size_t base, i
     if (IsFile(e.mode) && (relative == ".gitattributes" || relative.ends_with("/.gitattributes")))
       files.push_back({std::string(relative.substr(0, relative.size() - 14)), e.oid});
   }
-  const ArchiveAttributes attributes(repo, commit, files);
+  const ArchiveAttributes attributes(repo, commit, files, sources);
   if (!attributes.active()) return true;
   std::vector<Entry> kept;
   std::vector<bool> ignored_file;  // per kept entry: written only as a reason for its folders
@@ -1088,7 +1088,7 @@ const SnapshotFormat* SnapshotFormatOf(std::string_view filename) {
 std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path,
                                               const git_oid& commit_id, ArchiveFormat format,
                                               std::string_view prefix, int abbrev,
-                                              std::string* error) {
+                                              const ArchiveSources& sources, std::string* error) {
   git_repository* raw_repo = nullptr;
   if (git_repository_open_bare(&raw_repo, repository_path.c_str()) != 0 &&
       git_repository_open(&raw_repo, repository_path.c_str()) != 0) {
@@ -1116,8 +1116,8 @@ std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path
   }
   ArchiveSource source;
   if (!ListTree(repo.get(), tree.get(), base, &entries, error) ||
-      !ApplyAttributes(repo.get(), commit_id, base.size(), abbrev, &entries, &source.formats,
-                       error))
+      !ApplyAttributes(repo.get(), commit_id, base.size(), abbrev, sources, &entries,
+                       &source.formats, error))
     return nullptr;
   git_odb* raw_odb = nullptr;
   if (git_repository_odb(&raw_odb, repo.get()) != 0) {

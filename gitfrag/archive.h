@@ -29,6 +29,8 @@
 
 namespace shellac::gitfrag {
 
+struct ArchiveSources;  // archive_attributes.h
+
 enum class ArchiveFormat { kTar, kTarGz, kTarBz2, kTarXz, kZip };
 
 struct SnapshotFormat {
@@ -48,10 +50,11 @@ const SnapshotFormat* SnapshotFormatOf(std::string_view filename);
 // Opens its own handle of the repository (the stream outlives the render that made it); the
 // tree's entries (names and ids) are listed at once, blobs read as the pieces are made. `abbrev`:
 // the repository's abbreviation length, for export-subst's %h (then the stream is not
-// Shareable()). Null with *error when the repository or the tree cannot be read.
+// Shareable()). `sources`: the repository's settings and files that change an archive, as the
+// caller read them for its key. Null with *error when the repository or the tree cannot be read.
 std::unique_ptr<BodyStream> MakeArchiveStream(const std::string& repository_path,
                                               const git_oid& commit, ArchiveFormat format,
                                               std::string_view prefix, int abbrev,
-                                              std::string* error);
+                                              const ArchiveSources& sources, std::string* error);
 
 }  // namespace shellac::gitfrag

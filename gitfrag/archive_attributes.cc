@@ -244,8 +244,8 @@ std::string ArchiveSources::Digest() const {
 }
 
 ArchiveAttributes::ArchiveAttributes(git_repository* repo, const git_oid& commit,
-                                     const std::vector<File>& files)
-    : repo_(repo), sources_(repo) {
+                                     const std::vector<File>& files, const ArchiveSources& sources)
+    : repo_(repo), sources_(sources) {
   const bool tree_has_attributes = !files.empty();
   options_.flags = GIT_ATTR_CHECK_INDEX_ONLY;
   // Without a system attributes file, libgit2 need not look for it at every path.

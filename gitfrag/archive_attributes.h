@@ -70,10 +70,12 @@ class ArchiveAttributes {
     std::string folder;
     git_oid blob;
   };
-  // For `commit` of `repo`, whose tree holds `files`. When nothing can set an attribute or
-  // convert a line end (no such file, no info/attributes, no system or user attributes file,
+  // For `commit` of `repo`, whose tree holds `files`, with `repo`'s sources (read once by the
+  // caller, whose archive key holds their digest). When nothing can set an attribute or convert
+  // a line end (no such file, no info/attributes, no system or user attributes file,
   // core.autocrlf false, core.eol not crlf), every path is as stored and no lookup is made.
-  ArchiveAttributes(git_repository* repo, const git_oid& commit, const std::vector<File>& files);
+  ArchiveAttributes(git_repository* repo, const git_oid& commit, const std::vector<File>& files,
+                    const ArchiveSources& sources);
 
   bool active() const { return active_; }
 

@@ -82,14 +82,14 @@ Page RenderSnapshot(const PageContext& ctx) {
   // spelling of the URL that have those in common (snapshot_cache.h).
   const git_oid& id = *git_object_id(commit.get());
   std::string key = OidHex(id) + " " + format->suffix + " " + prefix;
-  if (const std::string sources = ArchiveSources(repo).Digest(); !sources.empty())
-    key += " " + sources;
+  const ArchiveSources sources(repo);
+  if (const std::string digest = sources.Digest(); !digest.empty()) key += " " + digest;
   std::string error;
   std::unique_ptr<BodyStream> stream = Snapshots().Open(
       key,
       [&](std::string* why) {
         return MakeArchiveStream(ctx.repo.path, id, format->format, prefix, ctx.lease.abbrev(),
-                                 why);
+                                 sources, why);
       },
       &error);
   if (!stream) return ErrorPage(500, error);
