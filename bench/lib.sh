@@ -445,7 +445,8 @@ bench_version_wrk() { wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }'; }
 
 bench_cmdline() {  # ARGV... -> the command as typed from the repository root, shell-quoted
   local out="" a
-  [ -n "${SHELLAC_BIN:-}" ] && out="SHELLAC_BIN=$(printf '%q' "$SHELLAC_BIN") "
+  [ -n "${SHELLAC_CONF:-}" ] && out="SHELLAC_CONF=$(printf '%q' "$SHELLAC_CONF") "
+  [ -n "${SHELLAC_BIN:-}" ] && out+="SHELLAC_BIN=$(printf '%q' "$SHELLAC_BIN") "
   out+="bench/$(basename "$0")"
   for a in "$@"; do
     if [[ $a =~ ^[A-Za-z0-9_,./=:+@%-]+$ ]]; then out+=" $a"; else out+=" $(printf '%q' "$a")"; fi

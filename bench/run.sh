@@ -155,7 +155,8 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # 1,000 burst clients and wrk ne
 
 # The command as typed, from the repository root (in every report)
 BENCH_COMMAND=""
-[ -n "${SHELLAC_BIN:-}" ] && BENCH_COMMAND="SHELLAC_BIN=$(printf '%q' "$SHELLAC_BIN") "
+[ -n "${SHELLAC_CONF:-}" ] && BENCH_COMMAND="SHELLAC_CONF=$(printf '%q' "$SHELLAC_CONF") "
+[ -n "${SHELLAC_BIN:-}" ] && BENCH_COMMAND+="SHELLAC_BIN=$(printf '%q' "$SHELLAC_BIN") "
 BENCH_COMMAND+="bench/run.sh"
 for a in "${ARGS[@]}"; do
   if [[ $a =~ ^[A-Za-z0-9_,./=:+@%-]+$ ]]; then BENCH_COMMAND+=" $a"; else BENCH_COMMAND+=" $(printf '%q' "$a")"; fi
