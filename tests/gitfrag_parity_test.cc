@@ -1549,8 +1549,14 @@ TEST(GitfragParity, SampleOfRepository) {
     // The tree pages of the commit: its root, and a file it added or changed (with a plain name),
     // the file's folder, its bytes and its history from there.
     all_equal &= compare("/repo/tree/ (root)", "/repo/tree/", "id=" + id);
-    for (const std::string& file :
-         Lines(Shell(git + "diff-tree --no-commit-id -r --name-only --diff-filter=AM " + id))) {
+    // A submodule it moved is left out: its tree page ends once where cgit ends it twice, and its
+    // plain page is shellac's 404 with a reason (gitfrag/README.md; GitfragTree.TreePagesEqualCgit
+    // compares the tree page's text).
+    for (const std::string& raw :
+         Lines(Shell(git + "diff-tree --no-commit-id -r --diff-filter=AM " + id))) {
+      const size_t tab = raw.find('\t');
+      if (tab == std::string::npos || tab < 15 || raw.compare(8, 7, "160000 ") == 0) continue;
+      const std::string file = raw.substr(tab + 1);
       if (file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") !=
           std::string::npos)
         continue;
