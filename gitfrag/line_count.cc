@@ -141,50 +141,115 @@ std::vector<uint32_t> Kept(const std::vector<uint32_t>& middle, size_t lines,
   return kept;
 }
 
-// Myers' greedy forward search: the fewest insertions and deletions that turn `a` into `b`. v[k]
-// is the furthest x reached on diagonal k = x - y (-1: not yet); every point reached is inside the
-// grid, and a move only leaves one that is (so no index is ever negative or past the end). Gives
-// up (nullopt) once it has taken more than `budget` steps (diagonals looked at plus lines matched).
+// One of the two searches of EditDistance on files of n and m lines: v[k] is the furthest x it
+// has reached on diagonal k = x - y (kNone: none); every point reached is inside the grid, and a
+// move only leaves one that is. The cells are not cleared first: step d reads diagonals -d - 1 ..
+// d + 1, and sets those its predecessors did not write to kNone as it starts (a big file searched
+// briefly pays for what it reads). A backward search reads both files from their ends.
+struct MyersSearch {
+  static constexpr ptrdiff_t kNone = PTRDIFF_MIN / 4;  // no point: below every sum it meets
+  ptrdiff_t* v;
+  const uint32_t* a;
+  const uint32_t* b;
+  ptrdiff_t n, m;
+  size_t* steps;  // diagonals looked at plus lines matched, by both searches
+
+  // Step d (>= 1): extends each diagonal of d's parity by a move and the equal lines that follow.
+  // With kMeet, after each, returns whether the path has met one of the other search's, whose
+  // cells are `other` and whose last step was `other_d` (a path of it on diagonal n - m - k that
+  // ends at or before this one's x, in this search's terms).
+  template <bool kBackward, bool kMeet>
+  bool Step(ptrdiff_t d, const ptrdiff_t* other, ptrdiff_t other_d) {
+    v[-d - 1] = v[d + 1] = kNone;
+    ptrdiff_t low = std::max(-d, -m);
+    low += (low + d) & 1;  // diagonals of d's parity only
+    const ptrdiff_t high = std::min(d, n);
+    for (ptrdiff_t k = low; k <= high; k += 2) {
+      // Down from diagonal k + 1 unless that leaves the grid's last row, or right from k - 1
+      // unless that leaves its last column, whichever goes further.
+      const ptrdiff_t down = v[k + 1], right = v[k - 1] + 1;
+      ptrdiff_t x = down - k <= m ? down : kNone;
+      if (right <= n && right > x) x = right;
+      if (x < 0) continue;
+      const ptrdiff_t y = x - k;
+      // Most diagonals end where they start: their first pair of lines differs.
+      if constexpr (kBackward) {
+        if (x < n && y < m && a[n - 1 - x] == b[m - 1 - y]) {
+          const ptrdiff_t run = std::min(n - x, m - y);
+          ptrdiff_t i = 1;
+          while (i < run && a[n - 1 - x - i] == b[m - 1 - y - i]) ++i;
+          x += i;
+          *steps += static_cast<size_t>(i);
+        }
+      } else {
+        if (x < n && y < m && a[x] == b[y]) {
+          const ptrdiff_t run = std::min(n - x, m - y);
+          ptrdiff_t i = 1;
+          while (i < run && a[x + i] == b[y + i]) ++i;
+          x += i;
+          *steps += static_cast<size_t>(i);
+        }
+      }
+      v[k] = x;
+      if constexpr (kMeet) {
+        const ptrdiff_t k2 = n - m - k;  // the diagonal in the other search's terms
+        if (k2 >= -other_d && k2 <= other_d && x + other[k2] >= n) return true;
+      }
+    }
+    *steps += static_cast<size_t>(d + 1);  // the diagonals looked at
+    return false;
+  }
+
+  // Step 0: the equal lines at the start (at the end, backward).
+  template <bool kBackward>
+  void First() {
+    const ptrdiff_t run = std::min(n, m);
+    ptrdiff_t i = 0;
+    if constexpr (kBackward) {
+      while (i < run && a[n - 1 - i] == b[m - 1 - i]) ++i;
+    } else {
+      while (i < run && a[i] == b[i]) ++i;
+    }
+    v[-1] = v[1] = kNone;
+    v[0] = i;
+    *steps += static_cast<size_t>(i);
+  }
+};
+
+// Myers' search for the fewest insertions and deletions that turn `a` into `b`, from both ends at
+// once (his "middle snake"): a forward search from the start and a backward one from the end
+// take turns, d steps each, until a path of one meets a path of the other on a diagonal; the
+// distance is then the sum of their steps, 2d - 1 or 2d by the parity of |a| - |b|. Together
+// they look at about d^2 / 2 diagonals for files d lines apart, where a forward-only search looks
+// at d^2. Gives up (nullopt) once they have taken more than `budget` steps (diagonals looked at
+// plus lines matched).
 std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                                    size_t budget) {
   const ptrdiff_t n = static_cast<ptrdiff_t>(a.size()), m = static_cast<ptrdiff_t>(b.size());
-  const ptrdiff_t max = n + m;
-  if (n == 0 || m == 0) return static_cast<size_t>(max);
-  // v is not cleared first: iteration d reads diagonals -d - 1 .. d + 1 only, and those its
-  // predecessors did not write are set to -1 as it starts (a file of many lines searched briefly
-  // pays for what it reads, not for 2 (|a| + |b|) cells).
-  const auto v_cells =
-      std::make_unique_for_overwrite<ptrdiff_t[]>(static_cast<size_t>(2 * max + 3));
-  ptrdiff_t* const v = v_cells.get();
-  const ptrdiff_t off = max + 1;
-  ptrdiff_t start = 0;  // d = 0: the common head
-  while (start < n && start < m && a[static_cast<size_t>(start)] == b[static_cast<size_t>(start)])
-    ++start;
-  if (start >= n && start >= m) return 0;
-  v[off] = start;
-  size_t steps = static_cast<size_t>(start);
-  v[off - 1] = v[off + 1] = -1;
-  for (ptrdiff_t d = 1; d <= max; ++d) {
-    v[off - d - 1] = v[off + d + 1] = -1;
-    ptrdiff_t low = std::max(-d, -m);
-    low += (low + d) & 1;  // diagonals of d's parity only
-    for (ptrdiff_t k = low; k <= std::min(d, n); k += 2) {
-      ptrdiff_t x = -1;
-      const ptrdiff_t down = v[off + k + 1], right = v[off + k - 1];
-      if (down >= 0 && down - k <= m) x = down;
-      if (right >= 0 && right + 1 <= n) x = std::max(x, right + 1);
-      if (x < 0) continue;
-      ptrdiff_t y = x - k;
-      const ptrdiff_t x0 = x;
-      while (x < n && y < m && a[static_cast<size_t>(x)] == b[static_cast<size_t>(y)]) ++x, ++y;
-      v[off + k] = x;
-      if (x >= n && y >= m) return static_cast<size_t>(d);
-      steps += static_cast<size_t>(x - x0);
+  if (n == 0 || m == 0) return static_cast<size_t>(n + m);
+  const ptrdiff_t half = (n + m + 1) / 2;
+  const size_t cells = static_cast<size_t>(2 * half + 3);
+  const auto cell_memory = std::make_unique_for_overwrite<ptrdiff_t[]>(2 * cells);
+  size_t steps = 0;
+  MyersSearch fwd{cell_memory.get() + half + 1, a.data(), b.data(), n, m, &steps};
+  MyersSearch bwd{fwd.v + cells, a.data(), b.data(), n, m, &steps};
+  fwd.First<false>();
+  bwd.First<true>();
+  if (fwd.v[0] + bwd.v[0] >= n && n == m) return 0;
+  // With |a| - |b| odd, paths meet after a forward step (d forward, d - 1 backward); even, after
+  // a backward one (d each).
+  const bool odd = ((n - m) & 1) != 0;
+  for (ptrdiff_t d = 1; d <= half; ++d) {
+    if (odd) {
+      if (fwd.Step<false, true>(d, bwd.v, d - 1)) return static_cast<size_t>(2 * d - 1);
+      bwd.Step<true, false>(d, nullptr, 0);
+    } else {
+      fwd.Step<false, false>(d, nullptr, 0);
+      if (bwd.Step<true, true>(d, fwd.v, d)) return static_cast<size_t>(2 * d);
     }
-    steps += static_cast<size_t>(2 * d + 1);  // the diagonals looked at, half of them skipped
     if (steps > budget) return std::nullopt;
   }
-  return static_cast<size_t>(max);
+  return static_cast<size_t>(n + m);
 }
 
 // Rows of the bit-parallel search's table for `a`: row[id] is the row of a line id of `a`, 0 for
@@ -307,15 +372,15 @@ size_t LcsLength(const std::vector<uint32_t>& a_in, const std::vector<uint32_t>&
   for (const uint32_t id : b_in)
     if (row[id] == 2) b.push_back(id);
   if (a.empty() || b.empty()) return 0;
-  // Myers' search costs about (|a| + |b|) + D^2 steps for D differing lines. It goes first, and
+  // Myers' search from both ends costs about (|a| + |b|) + D^2 / 4 steps for D differing lines
+  // (from one end it was D^2: bench/results/myers-both-ends-callgrind.md). It goes first, and
   // gives up once it has spent what the bit-vectors would without their sparse table (|a| / 64
   // words for each line of `b`): on git/git's log pages, a quarter of that budget took 20 % more
   // instructions a page (logcost2-callgrind.md), so the files Myers finishes within it are
   // cheaper with Myers than with the sparse table (their kept lines repeat, and carries walk
   // far); the sparse table bounds what the others cost (no table of |a| / 64 words a row, no
-  // cap on its size). Myers is not tried
-  // when D is sure to be too large: a line that occurs k times in `a` and l times in `b` leaves
-  // |k - l| of them out of any common subsequence.
+  // cap on its size). Myers is not tried when D is sure to be too large: a line that occurs k
+  // times in `a` and l times in `b` leaves |k - l| of them out of any common subsequence.
   for (const uint32_t id : a) row[id] = 0;
   const uint32_t rows = MaskRows(a, &row);
   const size_t budget = b.size() * ((a.size() + 63) / 64) + a.size() + b.size();
@@ -324,7 +389,7 @@ size_t LcsLength(const std::vector<uint32_t>& a_in, const std::vector<uint32_t>&
   for (const uint32_t id : b) --surplus[row[id]];
   size_t unpaired = 0;  // a lower bound of D
   for (const int64_t x : surplus) unpaired += static_cast<size_t>(x < 0 ? -x : x);
-  if (unpaired * unpaired <= budget) {
+  if (unpaired * unpaired / 4 <= budget) {
     if (const std::optional<size_t> d = EditDistance(a, b, budget))
       return (a.size() + b.size() - *d) / 2;
   }

@@ -326,6 +326,29 @@ TEST(LineCount, BitParallelLcsEqualsMyers) {
   }
 }
 
+// Myers' search from both ends meets in the middle at the right distance whatever the parity of
+// |a| - |b|, the sizes and where the files' edges stop the paths: every pair of sequences of up
+// to 6 lines over 3 distinct lines (and up to 9 over 2), against the bit-vector recurrence,
+// which does not search.
+TEST(LineCount, MyersEqualsBitsOnEverySmallPair) {
+  for (const auto& [ids, longest] : {std::pair<uint32_t, size_t>{3, 6}, {2, 9}}) {
+    std::vector<std::vector<uint32_t>> all = {{}};
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].size() == longest) continue;
+      for (uint32_t id = 0; id < ids; ++id) {
+        all.push_back(all[i]);
+        all.back().push_back(id);
+      }
+    }
+    for (const auto& a : all) {
+      for (const auto& b : all) {
+        ASSERT_EQ(LcsMyers(a, b), LcsBits(a, b, ids))
+            << ::testing::PrintToString(a) << " " << ::testing::PrintToString(b);
+      }
+    }
+  }
+}
+
 // The same on long files of lines that seldom repeat (a rewritten translation), where the
 // bit-vectors step only the words a line's equals are in: runs of a hundred and more lines
 // deleted, inserted and moved, so that carries cross words of unmatched (all set) lines, and a few
