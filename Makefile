@@ -11,11 +11,12 @@ MESON   ?= meson
 WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libbz2-dev liblzma-dev \
-           libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev libgtest-dev libgmock-dev varnish cgit openssl
+           libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev libgoogle-perftools-dev libgtest-dev libgmock-dev varnish cgit openssl
 TEST_DEPS := systemd chromium memcached haproxy
 # What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
 DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
-            libbz2-dev liblzma-dev libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev
+            libbz2-dev liblzma-dev libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev \
+            libgoogle-perftools-dev
 # `make fuzz` only: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_DEPS := clang-14 libclang-rt-14-dev
 FUZZ_SECONDS ?= 60

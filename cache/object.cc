@@ -389,8 +389,9 @@ ETag Object::etag() const {
 }
 
 size_t Object::charge() const {
-  // glibc: a chunk in use spans its usable size plus one 8-byte size word. Asking the allocator
-  // instead of estimating counts its rounding exactly (and is cheap: it reads the chunk header).
+  // glibc: a chunk in use spans its usable size plus one 8-byte size word (tcmalloc, which the
+  // shellac binary links, keeps no word: 8 bytes an object counted that it does not use). Asking
+  // the allocator instead of estimating counts its rounding exactly (and is cheap).
   size_t bytes = malloc_usable_size(const_cast<Object*>(this)) + sizeof(size_t);
   if (const TemplateSlot* slot = template_slot()) bytes += slot->bytes;
   return bytes;
