@@ -220,9 +220,9 @@ struct MyersSearch {
 // once (his "middle snake"): a forward search from the start and a backward one from the end
 // take turns, d steps each, until a path of one meets a path of the other on a diagonal; the
 // distance is then the sum of their steps, 2d - 1 or 2d by the parity of |a| - |b|. Together
-// they look at about d^2 / 2 diagonals for files d lines apart, where a forward-only search looks
-// at d^2. Gives up (nullopt) once they have taken more than `budget` steps (diagonals looked at
-// plus lines matched).
+// they look at about D^2 / 4 diagonals for files D lines apart, where a forward-only search looks
+// at D^2 / 2. Gives up (nullopt) once they have taken more than `budget` steps (diagonals looked
+// at plus lines matched).
 std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
                                    size_t budget) {
   const ptrdiff_t n = static_cast<ptrdiff_t>(a.size()), m = static_cast<ptrdiff_t>(b.size());
@@ -373,7 +373,7 @@ size_t LcsLength(const std::vector<uint32_t>& a_in, const std::vector<uint32_t>&
     if (row[id] == 2) b.push_back(id);
   if (a.empty() || b.empty()) return 0;
   // Myers' search from both ends costs about (|a| + |b|) + D^2 / 4 steps for D differing lines
-  // (from one end it was D^2: bench/results/myers-both-ends-callgrind.md). It goes first, and
+  // (from one end, D^2 / 2: bench/results/myers-both-ends-callgrind.md). It goes first, and
   // gives up once it has spent what the bit-vectors would without their sparse table (|a| / 64
   // words for each line of `b`): on git/git's log pages, a quarter of that budget took 20 % more
   // instructions a page (logcost2-callgrind.md), so the files Myers finishes within it are
