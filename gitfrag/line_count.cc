@@ -235,7 +235,7 @@ std::optional<size_t> EditDistance(const std::vector<uint32_t>& a, const std::ve
   MyersSearch bwd{fwd.v + cells, a.data(), b.data(), n, m, &steps};
   fwd.First<false>();
   bwd.First<true>();
-  if (fwd.v[0] + bwd.v[0] >= n && n == m) return 0;
+  if (n == m && fwd.v[0] == n) return 0;  // the same lines
   // With |a| - |b| odd, paths meet after a forward step (d forward, d - 1 backward); even, after
   // a backward one (d each).
   const bool odd = ((n - m) & 1) != 0;
