@@ -3,8 +3,8 @@
 # reference the ESI differential test compares against, cgit the one the gitfrag tests compare with,
 # openssl the CLI the TLS tests make their certificates with; `make test` alone also installs
 # TEST_DEPS: chromium, the browser the status page test loads the page in, systemd for
-# systemd-analyze verify on the packaged unit, and memcached and haproxy, the peers the cluster
-# tests run shellac nodes with.)
+# systemd-analyze verify on the packaged unit, memcached and haproxy, the peers the cluster
+# tests run shellac nodes with, and wrk, which the benchmarks' crawl walk is tested under.)
 BUILD   ?= build
 MESON   ?= meson
 # CI builds with -Werror; a user's build only warns.
@@ -12,7 +12,7 @@ WERROR  := $(if $(CI),true,false)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEPS    := meson ninja-build pkg-config g++ git libevent-dev libssl-dev zlib1g-dev libbz2-dev liblzma-dev \
            libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev libgoogle-perftools-dev libgtest-dev libgmock-dev varnish cgit openssl
-TEST_DEPS := systemd chromium memcached haproxy
+TEST_DEPS := systemd chromium memcached haproxy wrk
 # What `make deb` needs besides DEPS' build libraries (dpkg-buildpackage and debhelper).
 DEB_DEPS := dpkg-dev debhelper meson ninja-build pkg-config g++ libevent-dev libssl-dev zlib1g-dev \
             libbz2-dev liblzma-dev libdeflate-dev libisal-dev libgit2-dev libre2-dev libsystemd-dev libmemcached-dev \

@@ -316,7 +316,8 @@ bench_wrk_raw() {  # OUTFILE CONNS SECONDS URL  runs wrk (bounded by timeout(1))
   # wrk script: $BENCH_WRK_SCRIPT when set (bench/run.sh's workloads), else bench/wrk/report.lua
   local out=$1 c=$2 secs=$3 url=$4 t=2 pid rc
   [ "$c" -lt 2 ] && t=1
-  timeout -k 5 $((secs + 30)) wrk -t"$t" -c"$c" -d"${secs}s" --timeout "$BENCH_WRK_TIMEOUT" \
+  rm -f -- "$out.stop"   # crawler.lua ends wrk through it once every thread stopped
+  CRAWL_STOP_FILE=$out.stop CRAWL_THREADS=$t timeout -k 5 $((secs + 30)) wrk -t"$t" -c"$c" -d"${secs}s" --timeout "$BENCH_WRK_TIMEOUT" \
     -s "${BENCH_WRK_SCRIPT:-$BENCH_DIR/wrk/report.lua}" "$url" >"$out" 2>&1 &
   pid=$!
   BENCH_PIDS+=("$pid")
@@ -457,7 +458,7 @@ bench_cmdline() {  # ARGV... -> the command as typed from the repository root, s
 # ---------------------------------------------------------------------------------------------
 # A scenario's run: options (from bench/run.sh's environment), raw results, the report
 
-# bench/run.sh exports the options: SWEEP DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE
+# bench/run.sh exports the options: SWEEP DURATION MIN_PAGES MAX_DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE
 # SEED FROM CORPUS REPORT IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION
 # BENCH_KEEP_TMP, the command as typed (BENCH_COMMAND), --note (BENCH_NOTE) and, within `all`,
 # BENCH_QUIET_FILE.
@@ -484,7 +485,7 @@ begin() {  # SCENARIO [REPORT-NAME]  temp dir, an empty $RAW, the run's common m
   bench_meta nproc "$(nproc)"
   bench_meta load_at_start "$(cut -d' ' -f1-3 /proc/loadavg)"
   local k
-  for k in SWEEP DURATION BENCH_WARMUP BENCH_WRK_TIMEOUT BURST BURST_TIMEOUT SMALL IDENTITY SEED WAIT_QUIET RETRIES; do
+  for k in SWEEP DURATION MIN_PAGES MAX_DURATION BENCH_WARMUP BENCH_WRK_TIMEOUT BURST BURST_TIMEOUT SMALL IDENTITY SEED WAIT_QUIET RETRIES; do
     bench_meta "options.$(tr 'A-Z' 'a-z' <<<"${k#BENCH_}")" "${!k:-}"
   done
   bench_meta options.shellac_conf "${SHELLAC_CONF:-}"
@@ -879,8 +880,9 @@ crawl_next() {  # WRK-OUTPUT -> where the run's list walk ended (BENCH_CRAWL nex
 }
 
 crawl_fields() {  # WRK-OUTPUT -> "REPEATS URLS ENDED WALKED_US" of crawler.lua's BENCH_CRAWL line (ENDED: threads that
-  # stopped at the list's end; WALKED_US: the walk's time when all did, else 0), or nothing
-  sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\)\( ended=\([0-9]*\)\)\{0,1\}\( walked_us=\([0-9]*\)\)\{0,1\}.*/\1\t\2\t\4\t\6/p' "$1" |
+  # stopped at the list's end; WALKED_US: the walk's time when every thread stopped, at the end or at
+  # the page floor, else 0), or nothing
+  sed -n 's/^BENCH_CRAWL .*repeats=\([0-9]*\) urls=\([0-9]*\)\( ended=\([0-9]*\)\)\{0,1\}\( enough=[0-9]*\)\{0,1\}\( walked_us=\([0-9]*\)\)\{0,1\}.*/\1\t\2\t\4\t\7/p' "$1" |
     awk -F'\t' -v OFS='\t' '{ if ($3 == "") $3 = 0; if ($4 == "") $4 = 0; print }' | head -n1
 }
 
@@ -888,6 +890,21 @@ crawl_row() {  # TARGET C measured|warmup WRK-OUTPUT  -> $RAW/crawl.tsv: "TARGET
   local r
   r=$(crawl_fields "$4")
   [ -z "$r" ] || printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$r" >>"$RAW/crawl.tsv"
+}
+
+# The page floor (--min-pages N): a measured walk lasts --duration and longer, up to --max-duration,
+# until the target answered N pages: each wrk thread stops (crawler.lua's CRAWL_ENOUGH) once it sent
+# its share of N plus one request per connection it holds (those may be unanswered at the stop).
+crawl_point() {  # TARGET URL CONNS  bench_point with no warm-up, with the page floor when there is one
+  local th=2 secs=$BENCH_DURATION rc
+  [ "$3" -lt 2 ] && th=1   # bench_wrk_raw's threads
+  if [ "${MIN_PAGES:-0}" -gt 0 ] && [[ ${BENCH_WRK_SCRIPT:-} == */crawler.lua ]]; then
+    export CRAWL_ENOUGH=$(((MIN_PAGES + th - 1) / th + ($3 + th - 1) / th)) CRAWL_MIN_US=$((BENCH_DURATION * 1000000))
+    secs=$MAX_DURATION
+  fi
+  BENCH_WARMUP=0 BENCH_DURATION=$secs bench_point "$@" && rc=0 || rc=$?
+  unset CRAWL_ENOUGH CRAWL_MIN_US
+  return $rc
 }
 
 point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENCH_TSV
@@ -902,7 +919,7 @@ point() {  # TARGET C  warm-up (own URLs), marks, measured run; one row in $BENC
   peer_origin_idle 60 || bench_log "cgit processes still running before $t c=$c"
   workload_env "$t"
   mark "$t-c$c-start"
-  BENCH_WARMUP=0 bench_point "$t" "${TARGET_URL[$t]}/" "$c" || true
+  crawl_point "$t" "${TARGET_URL[$t]}/" "$c" || true
   peer_origin_idle 60 || true
   mark "$t-c$c-end"
   next=$(crawl_next "$out")

@@ -277,11 +277,22 @@ def remeasured(run):
     return ["- levels measured again because other processes disturbed them: " + r] if r else []
 
 
+def floor_text(run):
+    """How long a point lasted when the run had a page floor (--min-pages), else ""."""
+    n = run.opt("min_pages")
+    if n in (None, "", "0"):
+        return ""
+    return (" and longer, up to %s s, until the target answered %s pages: --min-pages, so that a slow target's "
+            "rate is over enough pages that a few slow ones do not decide it" % (run.opt("max_duration"), n))
+
+
 def table_vs(run, ref, targets):
-    """Every row, levels ascending, targets in order; REF req/s / this target's req/s."""
-    out = ["| conns | target | req/s | p50 ms | p95 ms | p99 ms | errors | origin | %s / this | CPU %% (servers, wrk, other) |"
-           % run.label(ref),
-           "|---:|---|---:|---:|---:|---:|---|---:|---:|---|"]
+    """Every row, levels ascending, targets in order; REF req/s / this target's req/s. With a page floor
+    (--min-pages) also the pages each point answered and the seconds it lasted."""
+    floor = floor_text(run) != ""
+    out = ["| conns | target | req/s |%s p50 ms | p95 ms | p99 ms | errors | origin | %s / this | CPU %% (servers, wrk, other) |"
+           % (" pages in s |" if floor else "", run.label(ref)),
+           "|---:|---|---:|%s---:|---:|---:|---|---:|---:|---|" % ("---:|" if floor else "")]
     levels = sorted({p["conns"] for p in run.points if p["target"] in targets})
     for c in levels:
         r = run.row(ref, c)
@@ -303,9 +314,10 @@ def table_vs(run, ref, targets):
                 origin = "-"
             else:
                 origin = "%.0f%%" % (num(o) / p["requests"] * 100) if p["requests"] > 0 else o
-            out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                c, run.label(t), "%.0f%s" % (p["rps"], " (ran out)" if p.get("ran_out") else ""), ms(p["p50_us"]), ms(p["p95_us"]), ms(p["p99_us"]), err, origin, ratio,
-                cpu_text(p["cpu"])))
+            walk = " %d in %.1f |" % (p["requests"], num(p["secs"])) if floor else ""
+            out.append("| %d | %s | %s |%s %s | %s | %s | %s | %s | %s | %s |" % (
+                c, run.label(t), "%.0f%s" % (p["rps"], " (ran out)" if p.get("ran_out") else ""), walk, ms(p["p50_us"]),
+                ms(p["p95_us"]), ms(p["p99_us"]), err, origin, ratio, cpu_text(p["cpu"])))
     return out
 
 
@@ -519,8 +531,8 @@ def forge_report(run):
     render = run.opt("render") == "1"
     workload = run.m("workload")
     lines = head(run, title, desc)
-    lines.append("- load: wrk -t2 (-t1 at c=1) -c CONNS -d %ss --timeout %s, keep-alive," % (
-        run.opt("duration"), run.opt("wrk_timeout")))
+    lines.append("- load: wrk -t2 (-t1 at c=1) -c CONNS -d %ss --timeout %s, keep-alive (a point lasts %s s%s)," % (
+        run.opt("duration"), run.opt("wrk_timeout"), run.opt("duration"), floor_text(run)))
     lines.append("  %ss warm-up before each point (on URLs of its own), script bench/wrk/%s;" % (
         run.opt("warmup"), run.m("lua")))
     lines.append("  no Accept-Encoding" if run.opt("identity") == "1"
@@ -1489,8 +1501,8 @@ def pages_report(run):
     lines = head(run, "pages: every page kind a crawler walks, each URL once", [
         "Issue 13. Per page kind, a list of unique URLs (bench/wrk/pages_urls.py; commit-based kinds each on commits",
         "of their own, each commit through up to 3 repositories of the fork farm, drawn at random) walked by wrk",
-        "(bench/wrk/crawler.lua, -c %s, %s s a point, no warm-up), against cgit direct, shellac rendering (the" % (
-            conns, run.opt("duration") if run.opt("duration") != "5" else "3"),
+        "(bench/wrk/crawler.lua, -c %s, %s s a point%s, no warm-up), against cgit direct, shellac rendering (the" % (
+            conns, run.opt("duration") if run.opt("duration") != "5" else "3", floor_text(run)),
         "resident renderer with the corpus' cgitrc; its store empty at the start; pages it does not render go to",
         "the same cgit) and Varnish -> cgit. Then the kinds mixed: the last quarter of every list, one URL of each",
         "kind in turn (pages no kind's run asked for). Target (issue 13): each kind >= 20x cgit's pages/s."])

@@ -47,6 +47,12 @@
 #   --sweep LIST      connection counts (default 1,2,4,8,16,32; --small: 1,2,4)
 #   --duration S      measured seconds per point (default 5; --small: 2)
 #   --warmup S        discarded seconds of load before each point (default 1)
+#   --min-pages N     crawler, cold, crawler-mix, pages: a point lasts --duration and longer, up to
+#                     --max-duration, until the target answered N pages (bench/wrk/crawler.lua's
+#                     CRAWL_ENOUGH), so a slow peer's rate is over enough pages that a few slow ones
+#                     do not decide it (default 400 for crawler-mix, 100 for pages, else 0: every
+#                     point lasts --duration)
+#   --max-duration S  the cap of a point with --min-pages (default 60)
 #   --burst LIST      burst sizes (default 10,100,1000; --small: 10,50)
 #   --burst-timeout S a burst client waits at most S seconds (default 90)
 #   --small           a quick run for development: 2,000 commits, 100 tags, 10 forks, 30 sampled
@@ -100,7 +106,7 @@ case $SCENARIO in
   *) echo "run.sh: unknown scenario: $SCENARIO" >&2; usage 2 ;;
 esac
 
-SWEEP="" DURATION="" BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1 COMMIT_GRAPH=0
+SWEEP="" DURATION="" MIN_PAGES="" MAX_DURATION=60 BURST="" BURST_TIMEOUT=90 SMALL=0 COMMITS="" TAGS="" FORKS="" SAMPLE="" SEED=1 COMMIT_GRAPH=0
 BENCH_NOTE=${BENCH_NOTE:-} FROM="" CORPUS="" REPORT="" IDENTITY=0 WAIT_QUIET=0 RETRIES="" OUT="" MEM_OBJECTS="" SWEEP_GIVEN=0
 BENCH_WARMUP=${BENCH_WARMUP:-1} BENCH_KEEP_TMP=${BENCH_KEEP_TMP:-0}
 PASS_ARGS=()   # options forwarded to the scenarios of `all`
@@ -109,6 +115,8 @@ while [ $# -gt 0 ]; do
     --sweep) SWEEP=${2:?--sweep needs a list}; SWEEP_GIVEN=1; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --duration) DURATION=${2:?--duration needs seconds}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --warmup) BENCH_WARMUP=${2:?--warmup needs seconds}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
+    --min-pages) MIN_PAGES=${2:?--min-pages needs a count}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
+    --max-duration) MAX_DURATION=${2:?--max-duration needs seconds}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --burst) BURST=${2:?--burst needs a list}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --burst-timeout) BURST_TIMEOUT=${2:?}; PASS_ARGS+=("$1" "$2"); shift 2 ;;
     --small) SMALL=1; PASS_ARGS+=("$1"); shift ;;
@@ -139,13 +147,15 @@ else
   : "${SWEEP:=1,2,4,8,16,32}" "${DURATION:=5}" "${BURST:=10,100,1000}" "${COMMITS:=20000}" "${TAGS:=1000}" "${FORKS:=100}" "${SAMPLE:=150}"
   : "${MEM_OBJECTS:=20000}"
 fi
+case $SCENARIO in crawler-mix) : "${MIN_PAGES:=400}" ;; pages) : "${MIN_PAGES:=100}" ;; *) : "${MIN_PAGES:=0}" ;; esac
 [ -n "$RETRIES" ] || { [ "$WAIT_QUIET" -gt 0 ] && RETRIES=1 || RETRIES=0; }
 [[ $SWEEP =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--sweep: expected a list like 1,2,4,8"
 [[ $BURST =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--burst: expected a list like 10,100,1000"
-for v in DURATION BENCH_WARMUP BURST_TIMEOUT COMMITS TAGS FORKS SAMPLE SEED WAIT_QUIET RETRIES MEM_OBJECTS; do
+for v in DURATION MIN_PAGES MAX_DURATION BENCH_WARMUP BURST_TIMEOUT COMMITS TAGS FORKS SAMPLE SEED WAIT_QUIET RETRIES MEM_OBJECTS; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "${v,,}: expected a whole number, got '${!v}'"
 done
 [ "$DURATION" -ge 1 ] || die "--duration: at least 1 second"
+[ "$MIN_PAGES" = 0 ] || [ "$MAX_DURATION" -ge "$DURATION" ] || die "--max-duration: at least --duration ($DURATION s)"
 if [ -z "$OUT" ]; then
   if [ "$SMALL" = 1 ]; then OUT=$BENCH_REPO/bench/tmp; else OUT=$BENCH_REPO/bench/results; fi
 fi
@@ -153,17 +163,10 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # 1,000 burst clients and wrk need descriptors
 
-# The command as typed, from the repository root (in every report)
-BENCH_COMMAND=""
-[ -n "${SHELLAC_CONF:-}" ] && BENCH_COMMAND="SHELLAC_CONF=$(printf '%q' "$SHELLAC_CONF") "
-[ -n "${SHELLAC_BIN:-}" ] && BENCH_COMMAND+="SHELLAC_BIN=$(printf '%q' "$SHELLAC_BIN") "
-BENCH_COMMAND+="bench/run.sh"
-for a in "${ARGS[@]}"; do
-  if [[ $a =~ ^[A-Za-z0-9_,./=:+@%-]+$ ]]; then BENCH_COMMAND+=" $a"; else BENCH_COMMAND+=" $(printf '%q' "$a")"; fi
-done
+BENCH_COMMAND=$(source "$BENCH_DIR/lib.sh" && bench_cmdline "${ARGS[@]}")   # as typed, in every report
 BENCH_PASS_ARGS=$(printf '%q ' "${PASS_ARGS[@]}")
 BENCH_DURATION=$DURATION
-export SWEEP SWEEP_GIVEN DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE SEED FROM COMMIT_GRAPH CORPUS REPORT \
+export SWEEP SWEEP_GIVEN DURATION MIN_PAGES MAX_DURATION BURST BURST_TIMEOUT SMALL COMMITS TAGS FORKS SAMPLE SEED FROM COMMIT_GRAPH CORPUS REPORT \
   IDENTITY WAIT_QUIET RETRIES OUT MEM_OBJECTS BENCH_WARMUP BENCH_DURATION BENCH_KEEP_TMP BENCH_COMMAND BENCH_PASS_ARGS BENCH_NOTE
 
 if [ "$SCENARIO" = passthrough ]; then   # its own script and options (it also runs alone)

@@ -78,6 +78,15 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| 2 | varnish (ESI) | 6000 | 0.30 | 0.35 | 0.50 | 0 | - | **3.33x** |", table)
         self.assertIn("| 4 | varnish (ESI) | 8000 | 0.45 | 0.60 | 0.90 | 2 (status 2) |", table)
 
+    def test_page_floor(self):
+        # without --min-pages the table has no pages column and the load line no floor
+        self.assertEqual(report.floor_text(self.run_), "")
+        self.run_.meta["options"].update({"min_pages": "400", "max_duration": "60"})
+        self.assertIn("up to 60 s, until the target answered 400 pages", report.floor_text(self.run_))
+        table = "\n".join(report.table_vs(self.run_, "shellac", ["shellac", "varnish"]))
+        self.assertIn("| conns | target | req/s | pages in s | p50 ms |", table)
+        self.assertIn("| 2 | varnish (ESI) | 6000 | 30000 in 5.0 | 0.30 | 0.35 | 0.50 | 0 | - | **3.33x** |", table)
+
     def test_knee(self):
         # shellac: p99 100 -> 180 (x1.8 for x2 load) -> 400 (x2.2 > 2): the knee is c=4
         self.assertEqual(self.run_.knee("shellac"), (4, 2, 180, 400))
