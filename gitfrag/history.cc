@@ -88,6 +88,60 @@ std::optional<CommitLinks> ReadLinks(git_repository* repo, const git_oid& id) {
 
 }  // namespace
 
+namespace {
+
+struct WalkOrderWeight {
+  size_t operator()(const std::shared_ptr<const WalkOrder>& order) const {
+    return order->positions.size() * sizeof(uint32_t) + 128;
+  }
+};
+using WalkOrderMemo =
+    SharedMemo<std::string, std::shared_ptr<const WalkOrder>, std::hash<std::string>,
+               std::equal_to<std::string>, WalkOrderWeight>;
+
+// A start's order in one graph: the start's id and the graph's address (an order found under it
+// is used only while its graph is that one, alive).
+std::string WalkOrderKey(const git_oid& start, const CommitGraph* graph) {
+  std::string key(reinterpret_cast<const char*>(start.id), GIT_OID_RAWSZ);
+  key.append(reinterpret_cast<const char*>(&graph), sizeof graph);
+  return key;
+}
+
+}  // namespace
+
+std::shared_ptr<const WalkOrder> WalkOrderOf(git_repository* repo, const git_oid& start,
+                                             DateWalk::Clock::time_point deadline,
+                                             std::shared_ptr<const CommitGraph>* graph) {
+  static WalkOrderMemo memo(kWalkOrderBytes);
+  std::shared_ptr<const CommitGraph> current = HistoryGraph(repo);
+  if (!current) return nullptr;
+  const std::string key = WalkOrderKey(start, current.get());
+  if (const std::optional<std::shared_ptr<const WalkOrder>> known = memo.Find(key)) {
+    if ((*known)->graph.lock() == current) {
+      if (!(*known)->complete) return nullptr;
+      *graph = std::move(current);
+      return *known;
+    }
+  }
+  DateWalk walk(repo, std::vector<git_oid>{start}, nullptr, std::string());
+  walk.set_deadline(deadline);
+  if (walk.graph() != current) return nullptr;  // the graph changed meanwhile
+  auto order = std::make_shared<WalkOrder>();
+  order->graph = current;
+  git_oid id;
+  bool in_graph = true;
+  while (in_graph && walk.NextId(&id)) {
+    in_graph = walk.last_position() != CommitGraph::kNoPosition;
+    order->positions.push_back(walk.last_position());
+  }
+  order->complete = in_graph && !walk.stopped();
+  if (!order->complete) order->positions = {};
+  memo.Add(key, order);
+  if (!order->complete) return nullptr;
+  *graph = std::move(current);
+  return order;
+}
+
 bool DateWalk::NextId(git_oid* out) {
   while (!frontier_.empty()) {
     // The clock is read every 64 commits: a walk costs microseconds per commit.
@@ -104,10 +158,12 @@ bool DateWalk::NextId(git_oid* out) {
         if (path_.empty())
           for (const uint32_t parent : parents_) AddAt(parent);
         *out = node.id;
+        last_pos_ = node.pos;
         return true;
       }
       continue;
     }
+    last_pos_ = CommitGraph::kNoPosition;
     if (path_.empty()) {
       const std::optional<CommitLinks> links = ReadLinks(repo_, node.id);
       if (!links) continue;

@@ -58,6 +58,10 @@ class DateWalk {
   bool stopped() const { return stopped_; }
   // Commits taken off the frontier so far (returned or simplified away).
   size_t visited() const { return visited_; }
+  // The graph the walk takes links from (null: none), and the position in it of the commit
+  // NextId or Next returned last (CommitGraph::kNoPosition: not in it, every commit read).
+  const std::shared_ptr<const CommitGraph>& graph() const { return graph_; }
+  uint32_t last_position() const { return last_pos_; }
 
   static std::string Key(const git_oid& oid) {
     return std::string(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
@@ -106,7 +110,29 @@ class DateWalk {
   bool stopped_ = false;
   size_t visited_ = 0;
   int64_t since_ = INT64_MIN;
+  uint32_t last_pos_ = CommitGraph::kNoPosition;
 };
+
+// The commits a DateWalk from one commit returns (no path, no range), in order, as positions in
+// the graph it walked (4 bytes a commit): log?ofs=N reads its rows from the N-th on instead of
+// walking N commits. Made by one whole walk the first time a start is asked for (the caller's
+// deadline bounds it) and remembered process-wide by start and graph, bounded by bytes
+// (kWalkOrderBytes), so every later page of that log, in every fork whose branch points there,
+// costs no walk. Null when there is no graph, a commit of the walk is not in it (the graph is
+// older than the start: the walk reports it, for a refresh) or the deadline passed: the caller
+// walks as before, and that answer is remembered too (no second whole walk for the same start in
+// the same graph). *graph is set to the graph the positions are in. An order does not keep its
+// graph alive (an in-memory history index is replaced when refreshed): one made in another graph
+// is not used.
+struct WalkOrder {
+  std::weak_ptr<const CommitGraph> graph;
+  bool complete = false;  // false: the walk could not be indexed (remembered, not returned)
+  std::vector<uint32_t> positions;
+};
+inline constexpr size_t kWalkOrderBytes = size_t{64} << 20;  // per generation of the memo
+std::shared_ptr<const WalkOrder> WalkOrderOf(git_repository* repo, const git_oid& start,
+                                             DateWalk::Clock::time_point deadline,
+                                             std::shared_ptr<const CommitGraph>* graph);
 
 // A commit's committer date, parents and root tree: what history walks and blame read of a commit
 // without a commit-graph, which its id fixes.

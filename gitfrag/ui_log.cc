@@ -26,6 +26,10 @@ namespace {
 // A walk that filters (a path, a search) reads commits it does not show: it stops after walking
 // this long (writing the rows does not count) and says so on the page.
 constexpr std::chrono::seconds kWalkLimit{5};
+// From this ofs= on, a whole log's page takes its rows from the walk's order (WalkOrderOf): the
+// first walk to it walks all history once (git/git: 82,000 commits), so the first pages, which
+// people read, walk as before.
+constexpr unsigned kWalkOrderFrom = 1000;
 
 // cgit's max-msg-len.
 constexpr size_t kMaxMsgLen = 80;
@@ -405,8 +409,26 @@ Page RenderLog(const PageContext& ctx) {
   const bool counts = ctx.repo.enable_log_filecount || ctx.repo.enable_log_linecount;
   const bool lines = ctx.repo.enable_log_linecount;
   const bool count_while_walking = counts && !route.path.empty();
+  // A later page of a whole log (no search, range or path) reads its rows from the walk's order
+  // (made once per start and graph, WalkOrderOf) instead of walking the ofs commits before them.
+  std::shared_ptr<const CommitGraph> graph;
+  const std::shared_ptr<const WalkOrder> order =
+      route.ofs >= kWalkOrderFrom && filter == Filter::kNone && !plan.only && route.path.empty() &&
+              plan.starts.size() == 1
+          ? WalkOrderOf(repo, plan.starts[0], deadline, &graph)
+          : nullptr;
+  if (order) {
+    const std::vector<uint32_t>& positions = order->positions;
+    size_t i = route.ofs;
+    for (; i < positions.size() && rows.size() < per_page; ++i) {
+      const git_oid row = graph->Id(positions[i]);
+      git_commit* raw = nullptr;
+      if (git_commit_lookup(&raw, repo, &row) == 0) rows.emplace_back(raw);  // as the walk: skipped
+    }
+    more = i < positions.size();
+  }
   git_oid id;
-  while (walk.NextId(&id)) {
+  while (!order && walk.NextId(&id)) {
     // Without a search, a commit the page skips (ofs=) is never read: the walk knows its links.
     CommitPtr commit;
     if (filter != Filter::kNone || index >= route.ofs) {

@@ -1458,7 +1458,9 @@ TEST(GitfragParity, HistoryOfRepository) {
       {"/repo/log/", "qt=grep&q=rebase"},
       {"/repo/log/", "qt=author&q=junio"},
       {"/repo/log/", "ofs=500"},
-      {"/repo/log/", "ofs=18100"},
+      {"/repo/log/", "ofs=18100"},  // past kWalkOrderFrom: the walk's order
+      {"/repo/log/", "ofs=18150"},  // the same order, remembered
+      {"/repo/log/", "ofs=1000000"},  // past the end
   };
   for (const auto& [path, query] : pages) {
     SCOPED_TRACE(path + "?" + query);

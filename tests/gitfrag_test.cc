@@ -1493,6 +1493,77 @@ TEST_F(GitfragPages, DateWalkStopsAtItsDeadline) {
   EXPECT_LT(n, all.size());
 }
 
+// WalkOrderOf (log?ofs= past kWalkOrderFrom): the order of a whole walk, as graph positions, is
+// git's (`git rev-list`) over merges of older side commits and pairs of equal dates; it is made
+// once per start and graph; a start the graph lacks (committed after it was written) and a walk
+// past its deadline give none, and the deadline's answer is remembered.
+TEST(WalkOrder, EqualsGitAndIsMadeOnce) {
+  EnsureLibgit2();
+  TempDir dir;
+  const std::string bare = dir.File("r.git");
+  test::WriteFile(dir.File("stream.sh"), R"(
+base=1600000000
+for i in $(seq 1 1200); do
+  if [ $((i % 20)) = 0 ]; then
+    printf 'commit refs/heads/side\nmark :%d\ncommitter C <c@x> %d +0000\ndata <<END\ns%d\nEND\n' \
+      $((100000 + i)) $((base + (i - 10) * 30 + 1)) $i
+    printf 'from :%d\nM 100644 inline s\ndata <<END\n%d\nEND\n' $((i - 15)) $i
+  fi
+  printf 'commit refs/heads/master\nmark :%d\ncommitter C <c@x> %d +0000\ndata <<END\nc%d\nEND\n' \
+    $i $((base + i / 2 * 60)) $i
+  [ $i -gt 1 ] && printf 'from :%d\n' $((i - 1))
+  [ $((i % 20)) = 0 ] && printf 'merge :%d\n' $((100000 + i))
+  printf 'M 100644 inline f\ndata <<END\n%d\nEND\n' $i
+done
+)");
+  Shell("git init -q --bare " + ShellQuote(bare) + " && bash " + ShellQuote(dir.File("stream.sh")) +
+        " | git -C " + ShellQuote(bare) + " fast-import --quiet && git -C " + ShellQuote(bare) +
+        " commit-graph write --reachable --changed-paths");
+  // a commit after the graph was written
+  Shell("cd " + ShellQuote(bare) +
+        " && git branch fresh $(echo fresh | GIT_AUTHOR_NAME=C GIT_AUTHOR_EMAIL=c@x"
+        " GIT_COMMITTER_NAME=C GIT_COMMITTER_EMAIL=c@x git commit-tree master^{tree} -p master)");
+  git_repository* raw = nullptr;
+  ASSERT_EQ(git_repository_open(&raw, bare.c_str()), 0);
+  const RepositoryPtr repo(raw);
+  auto rev = [&](const std::string& name) {
+    git_oid id;
+    EXPECT_EQ(git_oid_fromstr(
+                  &id, Trimmed(Shell("git -C " + ShellQuote(bare) + " rev-parse " + name)).c_str()),
+              0);
+    return id;
+  };
+  const auto later = DateWalk::Clock::now() + std::chrono::minutes(5);
+
+  std::shared_ptr<const CommitGraph> graph;
+  const std::shared_ptr<const WalkOrder> order =
+      WalkOrderOf(repo.get(), rev("master"), later, &graph);
+  ASSERT_TRUE(order);
+  ASSERT_TRUE(graph);
+  std::string ours;
+  for (const uint32_t pos : order->positions) {
+    char hex[GIT_OID_HEXSZ + 1];
+    const git_oid id = graph->Id(pos);
+    git_oid_tostr(hex, sizeof hex, &id);
+    ours += std::string(hex) + "\n";
+  }
+  EXPECT_EQ(order->positions.size(), 1200u + 60u);
+  EXPECT_EQ(ours, Shell("git -C " + ShellQuote(bare) + " rev-list master")) << "git's order";
+
+  std::shared_ptr<const CommitGraph> again;
+  EXPECT_EQ(WalkOrderOf(repo.get(), rev("master"), later, &again), order) << "made once";
+  EXPECT_EQ(again, graph);
+
+  std::shared_ptr<const CommitGraph> none;
+  EXPECT_EQ(WalkOrderOf(repo.get(), rev("fresh"), later, &none), nullptr) << "not in the graph";
+  EXPECT_EQ(
+      WalkOrderOf(repo.get(), rev("side"), DateWalk::Clock::now() - std::chrono::seconds(1), &none),
+      nullptr)
+      << "past its deadline";
+  EXPECT_EQ(WalkOrderOf(repo.get(), rev("side"), later, &none), nullptr) << "remembered";
+  EXPECT_EQ(none, nullptr);
+}
+
 // A path walk (its seen commits kept by graph position, its path entries by commit id) lists, for
 // nested paths, a folder that becomes a file and back, a merge and paths no commit has, what
 // git's `git log -- PATH` lists, with and without a commit-graph with changed-path filters.
