@@ -405,17 +405,8 @@ class Builder {
       r.name = url;
       r.section = section_;
       r.origin = origin.Describe();
-      r.enable_log_filecount = config_->enable_log_filecount;
-      r.enable_log_linecount = config_->enable_log_linecount;
-      r.enable_blame = config_->enable_blame;
-      r.clone_url = clone_url_;
-      r.readme = readme_;
-      r.about_filter = about_filter_;
-      r.source_filter = config_->source_filter;
-      r.enable_html_serving = config_->enable_html_serving;
+      Inherit(&r);
       repo_readme_set_ = false;
-      r.snapshots = config_->snapshots;
-      r.max_stats = config_->max_stats;
       config_->repositories.push_back(std::move(r));
       cgit_open_stanza_ = true;
     } else if (key == "repo.path") {
@@ -497,6 +488,22 @@ class Builder {
       if (repo) repo->enable_log_filecount = CgitFlag(value);
     } else if (key == "repo.enable-log-linecount") {
       if (repo) repo->enable_log_linecount = CgitFlag(value);
+    } else if (key == "enable-commit-graph") {
+      config_->enable_commit_graph = CgitFlag(value);
+    } else if (key == "repo.enable-commit-graph") {
+      if (repo) repo->enable_commit_graph = CgitFlag(value);
+    } else if (key == "commit-sort" || key == "repo.commit-sort") {
+      // cgit: "date" 1, "topo" 2; any other value leaves the setting as it was
+      int* sort = key == "commit-sort" ? &config_->commit_sort : repo ? &repo->commit_sort : nullptr;
+      if (sort && value == "date") *sort = 1;
+      if (sort && value == "topo") *sort = 2;
+    } else if (key == "branch-sort" || key == "repo.branch-sort") {
+      // cgit: "age" or "name"; any other value leaves the setting as it was
+      bool* age = key == "branch-sort" ? &config_->branch_sort_age
+                  : repo              ? &repo->branch_sort_age
+                                      : nullptr;
+      if (age && value == "age") *age = true;
+      if (age && value == "name") *age = false;
     } else if (key == "summary-branches" || key == "summary-tags" || key == "summary-log" ||
                key == "max-atom-items") {
       unsigned n = 0;
@@ -561,24 +568,33 @@ class Builder {
     return v != 0;
   }
 
+  // What a repository takes from the cgitrc's global keys read before it (cgit copies them when
+  // a repo.url or a scanned repository begins).
+  void Inherit(Config::Repository* r) const {
+    r->enable_log_filecount = config_->enable_log_filecount;
+    r->enable_log_linecount = config_->enable_log_linecount;
+    r->enable_blame = config_->enable_blame;
+    r->enable_commit_graph = config_->enable_commit_graph;
+    r->commit_sort = config_->commit_sort;
+    r->branch_sort_age = config_->branch_sort_age;
+    r->clone_url = clone_url_;
+    r->readme = readme_;
+    r->about_filter = about_filter_;
+    r->source_filter = config_->source_filter;
+    r->enable_html_serving = config_->enable_html_serving;
+    r->snapshots = config_->snapshots;
+    r->max_stats = config_->max_stats;
+  }
+
   void AddRepository(std::string url, std::string path, const Origin& origin, std::string desc) {
     Config::Repository r;
-    r.enable_log_filecount = config_->enable_log_filecount;
-    r.enable_log_linecount = config_->enable_log_linecount;
-    r.enable_blame = config_->enable_blame;
+    Inherit(&r);
     r.name = url;
     r.url = std::move(url);
     r.path = std::move(path);
     r.desc = std::move(desc);
     r.section = section_;
     r.origin = origin.Describe();
-    r.clone_url = clone_url_;
-    r.readme = readme_;
-    r.about_filter = about_filter_;
-    r.source_filter = config_->source_filter;
-    r.enable_html_serving = config_->enable_html_serving;
-    r.snapshots = config_->snapshots;
-    r.max_stats = config_->max_stats;
     config_->repositories.push_back(std::move(r));
   }
 

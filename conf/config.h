@@ -112,6 +112,15 @@ struct Config {
     // cgit's enable-blame (the blame page and its links): the cgitrc's global value when the
     // stanza began, or repo.enable-blame (Debian's cgit 1.2.3 reads both).
     bool enable_blame = false;
+    // cgit's enable-commit-graph and commit-sort (the log's ASCII history graph, which brings
+    // git's topological order, and date|topo order): shellac renders neither, so a repository
+    // with either set has its log pages (every log: path, search, ofs=) answered by the upstream.
+    // The cgitrc's global value when the stanza began, or the repo.* key.
+    bool enable_commit_graph = false;
+    int commit_sort = 0;  // 0: git's default order, 1: date, 2: topo
+    // cgit's branch-sort: the summary's and refs' branches by name (false, cgit's default) or
+    // newest first (true, "age"). Global when the stanza began, or repo.branch-sort.
+    bool branch_sort_age = false;
     std::string clone_url;      // repo.clone-url (or the cgitrc's clone-url when the stanza began)
     // repo.readme (or the cgitrc's readme= in effect when the stanza began): "[REF]:PATH" entries,
     // the first one present is the about page.
@@ -172,6 +181,9 @@ struct Config {
   bool enable_log_filecount = false;
   bool enable_log_linecount = false;
   bool enable_blame = false;  // the global enable-blame stanzas after it start with
+  bool enable_commit_graph = false;  // enable-commit-graph, commit-sort, branch-sort likewise
+  int commit_sort = 0;
+  bool branch_sort_age = false;
   std::string source_filter;       // source-filter= as last set (stanzas after it start with it)
   bool enable_html_serving = false;  // enable-html-serving= likewise
   // plain's content types: cgit's mimetype.EXT=TYPE keys (the extension as written, matched

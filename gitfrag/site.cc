@@ -374,6 +374,13 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
           (registry_->repos()[route.repo].snapshots & format->bit) != 0)
         return std::nullopt;
     }
+    // cgit's enable-commit-graph (an ASCII history graph beside the rows, and with it git's
+    // topological order) and commit-sort (date or topo order) change what every log page shows
+    // and in which order; shellac draws neither: such a repository's log pages stay with the
+    // upstream.
+    if (route.kind == PageKind::kLog && (registry_->repos()[route.repo].enable_commit_graph ||
+                                         registry_->repos()[route.repo].commit_sort != 0))
+      return std::nullopt;
     // A source-filter written in Lua (cgit runs it inside its own process), or of a type cgit
     // does not know, leaves the repository's tree pages to the upstream; an exec filter is run.
     const std::string& source_filter = registry_->repos()[route.repo].source_filter;

@@ -159,7 +159,9 @@ void WriteBranchTable(const PageContext& ctx, unsigned max, int64_t now) {
       "<th class='left'>Author</th><th class='left' colspan='2'>Age</th></tr>\n");
   std::vector<RefRow> rows = ListRefs(ctx, "refs/heads/");
   const size_t count = max == 0 ? rows.size() : std::min<size_t>(max, rows.size());
-  if (count < rows.size()) {
+  if (ctx.repo.branch_sort_age) {
+    SortByAge(&rows, count);  // cgit's branch-sort=age: the newest `max`, newest first
+  } else if (count < rows.size()) {
     // The newest `max` branches, shown in name order.
     SortByAge(&rows, count);
     std::sort(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(count),

@@ -1140,6 +1140,42 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c2->virtual_root, "/x/");
 }
 
+// cgit's enable-commit-graph, commit-sort and branch-sort: global keys for the stanzas after them,
+// repo.* keys for their stanza; an unknown sort leaves the setting as it was (cgit's).
+TEST_F(ConfTest, CgitrcCommitGraphAndSorts) {
+  const std::string cgitrc = Write("cgitrc",
+                                   "repo.url=a\n"
+                                   "repo.path=/srv/a.git\n"
+                                   "repo.enable-commit-graph=1\n"
+                                   "repo.branch-sort=age\n"
+                                   "enable-commit-graph=1\n"
+                                   "commit-sort=topo\n"
+                                   "branch-sort=age\n"
+                                   "repo.url=b\n"
+                                   "repo.path=/srv/b.git\n"
+                                   "repo.commit-sort=date\n"
+                                   "repo.branch-sort=name\n"
+                                   "repo.enable-commit-graph=0\n"
+                                   "commit-sort=sideways\n"
+                                   "repo.url=c\n"
+                                   "repo.path=/srv/c.git\n");
+  auto c = LoadOk(Write("shellac.conf", "cgitrc = " + cgitrc + "\n"));
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->repositories.size(), 3u);
+  const auto& a = c->repositories[0];
+  const auto& b = c->repositories[1];
+  const auto& r = c->repositories[2];
+  EXPECT_TRUE(a.enable_commit_graph);
+  EXPECT_EQ(a.commit_sort, 0);
+  EXPECT_TRUE(a.branch_sort_age);
+  EXPECT_FALSE(b.enable_commit_graph);
+  EXPECT_EQ(b.commit_sort, 1);
+  EXPECT_FALSE(b.branch_sort_age);
+  EXPECT_TRUE(r.enable_commit_graph);
+  EXPECT_EQ(r.commit_sort, 2);
+  EXPECT_TRUE(r.branch_sort_age);
+}
+
 TEST_F(ConfTest, RenderDefaultsAndErrors) {
   auto c = LoadOk("");
   ASSERT_NE(c, nullptr);

@@ -2408,8 +2408,9 @@ TEST_F(GitfragTree, BadInput) {
 
 // summary, refs and tag pages: cgit 1.2.3's visible text, links and classes, with its default
 // table sizes and with small ones (the "[...]" rows, the newest branches in name order, tags by
-// age), clone URLs from clone-prefix and from a clone-url with a macro, h= and id= spellings,
-// annotated, lightweight, nested, non-UTF-8 and hostile tags, a lightweight tag of a tree.
+// age), branch-sort=age (branches newest first, all of them or the newest few), clone URLs from
+// clone-prefix and from a clone-url with a macro, h= and id= spellings, annotated, lightweight,
+// nested, non-UTF-8 and hostile tags, a lightweight tag of a tree.
 TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
   ASSERT_TRUE(CgitInstalled());
   struct Setup {
@@ -2417,6 +2418,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
     std::string stanza;  // inside it
     unsigned branches = 10, tags = 10, log = 10;
     std::string clone_prefix, clone_url;
+    bool branch_sort_age = false;
   };
   const std::vector<Setup> setups = {
       {},
@@ -2425,6 +2427,8 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
        "", 2, 3, 4, "https://x.org/git git://x.org", ""},
       {"summary-log=0\n", "repo.clone-url=https://y.org/$CGIT_REPO_URL.git ssh://h/a b\n", 10, 10,
        0, "", "https://y.org/$CGIT_REPO_URL.git ssh://h/a b"},
+      {"branch-sort=age\n", "", 10, 10, 10, "", "", true},
+      {"summary-branches=2\n", "repo.branch-sort=age\n", 2, 10, 10, "", "", true},
   };
   const std::vector<std::pair<std::string, std::string>> pages = {
       {"/fix/", ""},
@@ -2451,6 +2455,7 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
     c.summary_log = setup.log;
     c.clone_prefix = setup.clone_prefix;
     c.repositories[0].clone_url = setup.clone_url;
+    c.repositories[0].branch_sort_age = setup.branch_sort_age;
     Site site(c);
     for (const auto& [path, query] : pages) {
       SCOPED_TRACE(setup.cgitrc + setup.stanza + path + "?" + query);
@@ -2460,6 +2465,26 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
       const std::string theirs_html = fx.Cgit(path, query, "", setup.cgitrc, setup.stanza);
       ExpectSameTextAndLinks(page.body, theirs_html, path);
     }
+  }
+}
+
+// cgit's enable-commit-graph and commit-sort change every log page (an ASCII graph, git's
+// topological or date order), which shellac does not draw: that repository's log pages, with a
+// path, a search or ofs=, are not routed (they go to the upstream); its other pages still are.
+TEST_F(GitfragPages, LogWithCommitGraphOrSortStaysUpstream) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    conf::Config c = fx.Config();
+    c.repositories[0].enable_commit_graph = variant == 1;
+    c.repositories[0].commit_sort = variant == 2 ? 1 : 0;
+    Site site(c);
+    for (const char* query : {"", "ofs=50", "qt=grep&q=x", "h=side"}) {
+      EXPECT_EQ(site.Match("/fix/log/", query).has_value(), variant == 0) << query;
+      EXPECT_EQ(site.Match("/fix/log/dir", query).has_value(), variant == 0) << query;
+    }
+    EXPECT_TRUE(site.Match("/fix/", "").has_value());
+    EXPECT_TRUE(site.Match("/fix/refs/", "").has_value());
+    EXPECT_TRUE(site.Match("/fix/commit/", "id=" + fx.Rev("side")).has_value());
   }
 }
 
