@@ -173,7 +173,14 @@ Page RenderAtom(const PageContext& ctx) {
   std::string reason;
   // The walk's start: a branch's tip from the ref index (no ref files, no commit read).
   const std::optional<git_oid> start = WalkStart(ctx, tip, &status, &reason);
-  if (!start) return ErrorPage(status, reason);
+  if (!start) {
+    // A name of something else than a commit (a tag of a tree or a blob) is cgit's feed with no
+    // entries; a name of nothing, its error.
+    git_reference* ref = nullptr;
+    if (tip.empty() || git_reference_dwim(&ref, ctx.lease.repo(), tip.c_str()) != 0)
+      return ErrorPage(status, reason);
+    git_reference_free(ref);
+  }
   Page page;
   page.content_type = "text/xml; charset=utf-8";
   Writer& out = ctx.out;
@@ -197,7 +204,8 @@ Page RenderAtom(const PageContext& ctx) {
   // The walk knows the commits' order from their links (the commit-graph or the links memo), and
   // with a path (/REPO/atom/PATH: git log -- PATH) which commits changed it from the Bloom filters
   // and the path's entries: a commit whose entry is known is not read.
-  DateWalk walk(ctx.lease.repo(), {*start}, nullptr, r.path);
+  DateWalk walk(ctx.lease.repo(), start ? std::vector<git_oid>{*start} : std::vector<git_oid>{},
+                nullptr, r.path);
   walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
   RawObjects objects(ctx.lease.repo());
   // What follows every entry's head: "</published>" and, with a host, the start of the link to

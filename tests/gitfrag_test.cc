@@ -2496,7 +2496,8 @@ TEST_F(GitfragPages, AtomEqualsCgit) {
     c.max_atom_items = items;
     Site site(c);
     const std::string global = items == 10 ? "" : "max-atom-items=3\n";
-    for (const std::string query : {"", "h=side", "h=wide", "h=long", "h=master"}) {
+    // treetag: a tag of a tree (cgit: a feed with no entries)
+    for (const std::string query : {"", "h=side", "h=wide", "h=long", "h=master", "h=treetag"}) {
       SCOPED_TRACE(std::to_string(items) + " " + query);
       const Page page = site.Render(MustMatch(site, "/fix/atom/", query));
       ASSERT_EQ(page.status, 200) << page.reason;
