@@ -43,13 +43,16 @@ robots=noindex, nofollow
 # no cgit-side cache: the point is to measure what sits in front of it
 cache-size=0
 
-enable-commit-graph=1
+# cgit's ASCII log graph (with git's topological order), date/topo order, follow links and
+# subject links are options shellac does not render (it leaves such log pages to cgit): off, so
+# that both show the same pages.
+enable-commit-graph=0
 enable-log-filecount=1
 enable-log-linecount=1
 enable-index-links=1
 enable-index-owner=1
-enable-follow-links=1
-enable-subject-links=1
+enable-follow-links=0
+enable-subject-links=0
 enable-tree-linenumbers=1
 enable-blame=1
 enable-http-clone=1
@@ -58,7 +61,6 @@ enable-html-serving=0
 enable-remote-branches=0
 
 branch-sort=age
-commit-sort=date
 repository-sort=name
 case-sensitive-sort=1
 section-sort=0
