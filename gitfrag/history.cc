@@ -86,10 +86,6 @@ std::optional<CommitLinks> ReadLinks(git_repository* repo, const git_oid& id) {
   return links;
 }
 
-}  // namespace
-
-namespace {
-
 struct WalkOrderWeight {
   size_t operator()(const std::shared_ptr<const WalkOrder>& order) const {
     return order->positions.size() * sizeof(uint32_t) + 128;
