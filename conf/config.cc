@@ -492,6 +492,10 @@ class Builder {
       config_->enable_commit_graph = CgitFlag(value);
     } else if (key == "repo.enable-commit-graph") {
       if (repo) repo->enable_commit_graph = CgitFlag(value);
+    } else if (key == "enable-follow-links") {
+      config_->enable_follow_links = CgitFlag(value);
+    } else if (key == "repo.enable-follow-links") {
+      if (repo) repo->enable_follow_links = CgitFlag(value);
     } else if (key == "commit-sort" || key == "repo.commit-sort") {
       // cgit: "date" 1, "topo" 2; any other value leaves the setting as it was
       int* sort = key == "commit-sort" ? &config_->commit_sort : repo ? &repo->commit_sort : nullptr;
@@ -575,6 +579,7 @@ class Builder {
     r->enable_log_linecount = config_->enable_log_linecount;
     r->enable_blame = config_->enable_blame;
     r->enable_commit_graph = config_->enable_commit_graph;
+    r->enable_follow_links = config_->enable_follow_links;
     r->commit_sort = config_->commit_sort;
     r->branch_sort_age = config_->branch_sort_age;
     r->clone_url = clone_url_;

@@ -118,6 +118,10 @@ struct Config {
     // The cgitrc's global value when the stanza began, or the repo.* key.
     bool enable_commit_graph = false;
     int commit_sort = 0;  // 0: git's default order, 1: date, 2: topo
+    // cgit's enable-follow-links: a path log shows a "follow" link, and its follow=1 follows the
+    // file through renames (git log --follow), which shellac does not: such a repository's path
+    // logs are answered by the upstream. Global when the stanza began, or the repo.* key.
+    bool enable_follow_links = false;
     // cgit's branch-sort: the summary's and refs' branches by name (false, cgit's default) or
     // newest first (true, "age"). Global when the stanza began, or repo.branch-sort.
     bool branch_sort_age = false;
@@ -182,6 +186,7 @@ struct Config {
   bool enable_log_linecount = false;
   bool enable_blame = false;  // the global enable-blame stanzas after it start with
   bool enable_commit_graph = false;  // enable-commit-graph, commit-sort, branch-sort likewise
+  bool enable_follow_links = false;  // and enable-follow-links
   int commit_sort = 0;
   bool branch_sort_age = false;
   std::string source_filter;       // source-filter= as last set (stanzas after it start with it)

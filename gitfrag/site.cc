@@ -377,9 +377,12 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // cgit's enable-commit-graph (an ASCII history graph beside the rows, and with it git's
     // topological order) and commit-sort (date or topo order) change what every log page shows
     // and in which order; shellac draws neither: such a repository's log pages stay with the
-    // upstream.
-    if (route.kind == PageKind::kLog && (registry_->repos()[route.repo].enable_commit_graph ||
-                                         registry_->repos()[route.repo].commit_sort != 0))
+    // upstream. So does a path log with enable-follow-links (its "follow" link, and follow=1:
+    // git log --follow through renames).
+    const conf::Config::Repository& options = registry_->repos()[route.repo];
+    if (route.kind == PageKind::kLog &&
+        (options.enable_commit_graph || options.commit_sort != 0 ||
+         (options.enable_follow_links && route.path.find_first_not_of('/') != std::string::npos)))
       return std::nullopt;
     // A source-filter written in Lua (cgit runs it inside its own process), or of a type cgit
     // does not know, leaves the repository's tree pages to the upstream; an exec filter is run.

@@ -1140,22 +1140,26 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c2->virtual_root, "/x/");
 }
 
-// cgit's enable-commit-graph, commit-sort and branch-sort: global keys for the stanzas after them,
-// repo.* keys for their stanza; an unknown sort leaves the setting as it was (cgit's).
+// cgit's enable-commit-graph, commit-sort, branch-sort and enable-follow-links: global keys for the
+// stanzas after them, repo.* keys for their stanza; an unknown sort leaves the setting as it was
+// (cgit's).
 TEST_F(ConfTest, CgitrcCommitGraphAndSorts) {
   const std::string cgitrc = Write("cgitrc",
                                    "repo.url=a\n"
                                    "repo.path=/srv/a.git\n"
                                    "repo.enable-commit-graph=1\n"
+                                   "repo.enable-follow-links=1\n"
                                    "repo.branch-sort=age\n"
                                    "enable-commit-graph=1\n"
                                    "commit-sort=topo\n"
                                    "branch-sort=age\n"
+                                   "enable-follow-links=1\n"
                                    "repo.url=b\n"
                                    "repo.path=/srv/b.git\n"
                                    "repo.commit-sort=date\n"
                                    "repo.branch-sort=name\n"
                                    "repo.enable-commit-graph=0\n"
+                                   "repo.enable-follow-links=0\n"
                                    "commit-sort=sideways\n"
                                    "repo.url=c\n"
                                    "repo.path=/srv/c.git\n");
@@ -1168,6 +1172,9 @@ TEST_F(ConfTest, CgitrcCommitGraphAndSorts) {
   EXPECT_TRUE(a.enable_commit_graph);
   EXPECT_EQ(a.commit_sort, 0);
   EXPECT_TRUE(a.branch_sort_age);
+  EXPECT_TRUE(a.enable_follow_links);
+  EXPECT_FALSE(b.enable_follow_links);
+  EXPECT_TRUE(r.enable_follow_links);
   EXPECT_FALSE(b.enable_commit_graph);
   EXPECT_EQ(b.commit_sort, 1);
   EXPECT_FALSE(b.branch_sort_age);

@@ -2471,15 +2471,18 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
 // cgit's enable-commit-graph and commit-sort change every log page (an ASCII graph, git's
 // topological or date order), which shellac does not draw: that repository's log pages, with a
 // path, a search or ofs=, are not routed (they go to the upstream); its other pages still are.
+// enable-follow-links likewise for the logs of a path (a "follow" link, git log --follow).
 TEST_F(GitfragPages, LogWithCommitGraphOrSortStaysUpstream) {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     SCOPED_TRACE(variant);
     conf::Config c = fx.Config();
     c.repositories[0].enable_commit_graph = variant == 1;
     c.repositories[0].commit_sort = variant == 2 ? 1 : 0;
+    c.repositories[0].enable_follow_links = variant == 3;
     Site site(c);
-    for (const char* query : {"", "ofs=50", "qt=grep&q=x", "h=side"}) {
-      EXPECT_EQ(site.Match("/fix/log/", query).has_value(), variant == 0) << query;
+    for (const char* query : {"", "ofs=50", "qt=grep&q=x", "h=side", "follow=1"}) {
+      EXPECT_EQ(site.Match("/fix/log/", query).has_value(), variant == 0 || variant == 3) << query;
+      EXPECT_EQ(site.Match("/fix/log//", query).has_value(), variant == 0 || variant == 3) << query;
       EXPECT_EQ(site.Match("/fix/log/dir", query).has_value(), variant == 0) << query;
     }
     EXPECT_TRUE(site.Match("/fix/", "").has_value());
