@@ -22,6 +22,7 @@
 namespace shellac::gitfrag {
 namespace {
 
+using test::Gunzip;
 using test::Shell;
 using test::ShellQuote;
 using test::TempDir;
@@ -296,20 +297,25 @@ TEST_F(SnapshotFixture, KeptArchivesAreSharedByForks) {
 
   // Another folder (the id as the name) is another archive; the tar inside names it.
   ASSERT_EQ(Shellac("/fork/snapshot/" + Rev("v1.0^{commit}") + ".tar.gz", "", &other).status, 200);
-  EXPECT_FALSE(other == made);
+  EXPECT_NE(Gunzip(other), Gunzip(made));
   EXPECT_EQ(SnapshotCacheMetrics().made, 2u);
 
-  // Over snapshot-max-stored: streamed whole, not kept, made again by the next request.
+  // Over snapshot-max-stored: streamed whole, not kept, made again by the next request. An
+  // archive made again holds the same tar, but its deflate data may differ from the first's:
+  // igzip's matches for a blob were seen to differ, rarely, between two makes in one process
+  // (both valid; see gitfrag/README.md), so what is compared is the tar.
   ConfigureSnapshotCache(64 << 20, 1000);
   std::string big, again;
+  const std::string tar = Gunzip(made);
+  ASSERT_FALSE(tar.empty());
   ASSERT_EQ(Shellac("/fix/snapshot/v1.0.tar.gz", "", &big).status, 200);
-  EXPECT_TRUE(big == made);
+  EXPECT_TRUE(Gunzip(big) == tar);
   s = SnapshotCacheMetrics();
   EXPECT_EQ(s.too_large, 1u);
   EXPECT_EQ(s.kept, 0u);
   EXPECT_EQ(s.bytes, 0u);
   ASSERT_EQ(Shellac("/fork/snapshot/v1.0.tar.gz", "", &again).status, 200);
-  EXPECT_TRUE(again == made);
+  EXPECT_TRUE(Gunzip(again) == tar);
   EXPECT_EQ(SnapshotCacheMetrics().made, 2u);
 
   // Two readers of one archive being made: the second joins, each gets every byte.
