@@ -432,6 +432,10 @@ class Builder {
       config_->css = std::string(value);
     } else if (key == "logo") {
       config_->logo = std::string(value);
+    } else if (key == "robots") {
+      config_->robots = std::string(value);
+    } else if (key == "favicon") {
+      config_->favicon = std::string(value);
     } else if (key == "root-title") {
       config_->root_title = std::string(value);
     } else if (key == "root-desc") {

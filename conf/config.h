@@ -171,6 +171,8 @@ struct Config {
   // Page chrome, as cgit's keys of the same name (taken from the cgitrc when one is imported).
   std::string css = "/cgit.css";
   std::string logo = "/cgit.png";
+  std::string robots = "index, nofollow";  // the robots meta tag's content; empty: no tag
+  std::string favicon = "/favicon.ico";
   std::string root_title = "Git repository browser";
   std::string root_desc = "a fast webinterface for the git dscm";
   // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view.

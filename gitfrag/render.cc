@@ -108,6 +108,18 @@ bool ReadmeFixedByRefs(const PageContext& ctx) {
   return true;
 }
 
+}  // namespace
+
+void WriteHeadLinks(Writer& out, const Chrome& chrome) {
+  out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
+  if (!chrome.robots.empty())
+    out.Raw("<meta name='robots' content='").Raw(chrome.robots).Raw("'/>\n");
+  out.Raw("<link rel='stylesheet' type='text/css' href='").Text(chrome.css).Raw("'/>\n");
+  out.Raw("<link rel='shortcut icon' href='").Text(chrome.favicon).Raw("'/>\n");
+}
+
+namespace {
+
 // PageStart's runs that depend on the repository, its refs and the branch shown alone.
 ChromeMemo::Parts MakeParts(const PageContext& page_ctx, const std::string& current) {
   ChromeMemo::Parts parts;
@@ -115,10 +127,7 @@ ChromeMemo::Parts MakeParts(const PageContext& page_ctx, const std::string& curr
     Writer out(&parts.head);
     const PageContext ctx{page_ctx.site, page_ctx.chrome, page_ctx.route, page_ctx.repo,
                           page_ctx.lease, out};
-    out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
-    out.Raw("<meta name='robots' content='index, nofollow'/>\n");
-    out.Raw("<link rel='stylesheet' type='text/css' href='").Text(ctx.chrome.css).Raw("'/>\n");
-    out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n");
+    WriteHeadLinks(out, ctx.chrome);
     for (const std::string& url : CloneUrls(ctx)) {
       out.Raw("<link rel='vcs-git' href='");
       WriteUrlAttribute(out, url);

@@ -28,6 +28,8 @@ struct Chrome {
   const std::string& virtual_root;
   const std::string& css;
   const std::string& logo;
+  const std::string& robots;
+  const std::string& favicon;
   const std::string& root_title;
   const std::string& root_desc;
   ChromeMemo& memo;  // the Site's
@@ -60,6 +62,9 @@ void QueryArgs(Writer& out, Args args);
 void PageStart(const PageContext& ctx, std::string_view title, std::string_view active_tab,
                std::string_view id);
 void PageEnd(Writer& out);  // footer and closing tags
+// The head's generator, robots (cgit's robots=, its value as written; none when empty),
+// stylesheet and favicon (favicon=) tags, as cgit's every page has them.
+void WriteHeadLinks(Writer& out, const Chrome& chrome);
 
 // The two runs of PageStart's bytes that are the same on every page of a repository shown for one
 // branch (the head from the generator line to the branch form, and the branch list through the

@@ -191,6 +191,8 @@ Site::Site(const conf::Config& config)
     : virtual_root_(config.virtual_root),
       css_(config.css),
       logo_(config.logo),
+      robots_(config.robots),
+      favicon_(config.favicon),
       root_title_(config.root_title),
       root_desc_(config.root_desc),
       max_blob_size_(config.max_blob_size),
@@ -562,7 +564,8 @@ uint64_t Site::RepoState(size_t repo) const {
 }
 
 Page Site::Render(const Route& route) const {
-  const Chrome chrome{virtual_root_, css_, logo_, root_title_, root_desc_, *chrome_memo_};
+  const Chrome chrome{virtual_root_, css_,        logo_,      robots_,
+                      favicon_,      root_title_, root_desc_, *chrome_memo_};
   ResetAgeHorizon();
   if (route.kind == PageKind::kIndex) {
     Page page = RenderIndex(chrome, registry_->repos());

@@ -42,10 +42,8 @@ void WriteIndex(Writer& out, const Chrome& chrome,
   out.Raw("<!DOCTYPE html>\n<html lang='en'>\n<head>\n<title>")
       .Text(chrome.root_title)
       .Raw("</title>\n");
-  out.Raw("<meta name='generator' content='shellac " SHELLAC_VERSION "'/>\n");
-  out.Raw("<meta name='robots' content='index, nofollow'/>\n");
-  out.Raw("<link rel='stylesheet' type='text/css' href='").Text(chrome.css).Raw("'/>\n");
-  out.Raw("<link rel='shortcut icon' href='/favicon.ico'/>\n</head>\n<body>\n");
+  WriteHeadLinks(out, chrome);
+  out.Raw("</head>\n<body>\n");
   out.Raw("<div id='cgit'><table id='header'>\n<tr>\n<td class='logo' rowspan='2'><a href='")
       .Text(chrome.virtual_root)
       .Raw("'><img src='")

@@ -1168,7 +1168,7 @@ TEST_F(GitfragPages, ChromeIsMadeOncePerRefStateAndFollowsAPush) {
   Registry registry(c.repositories, 4, std::chrono::milliseconds(1));
   ChromeMemo memo;
   const std::string root = "/", css = "/cgit.css", logo = "/cgit.png", none;
-  const Chrome chrome{root, css, logo, none, none, memo};
+  const Chrome chrome{root, css, logo, none, none, none, none, memo};
   Route route = MustMatch(site, "/fix/tree/", "");
   std::string scratch;
   Writer out(&scratch);
@@ -2464,6 +2464,45 @@ TEST_F(GitfragPages, SummaryRefsAndTagEqualCgit) {
       // The cgitrc's global keys go before the stanza: give cgit the whole file here.
       const std::string theirs_html = fx.Cgit(path, query, "", setup.cgitrc, setup.stanza);
       ExpectSameTextAndLinks(page.body, theirs_html, path);
+    }
+  }
+}
+
+// The head's tags after the generator's (robots, stylesheet, favicon, clone links), byte for byte
+// as cgit 1.2.3 writes them on the index and a repository's pages: its defaults, robots= and
+// favicon= set (favicon's value escaped, robots' written as it is), both empty (no robots tag, an
+// empty favicon link).
+TEST_F(GitfragPages, HeadTagsEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  struct Setup {
+    std::string cgitrc, robots = "index, nofollow", favicon = "/favicon.ico";
+  };
+  const std::vector<Setup> setups = {
+      {},
+      {"robots=noindex, nofollow\nfavicon=/f&x.ico\n", "noindex, nofollow", "/f&x.ico"},
+      {"robots=\nfavicon=\n", "", ""},
+  };
+  // What follows the generator's tag up to </head>.
+  const auto head = [](const std::string& html) {
+    const size_t generator = html.find("<meta name='generator'");
+    const size_t from = html.find('\n', generator);
+    const size_t to = html.find("</head>");
+    if (generator == std::string::npos || to == std::string::npos || from > to)
+      return std::string();
+    return html.substr(from + 1, to - from - 1);
+  };
+  for (const Setup& setup : setups) {
+    conf::Config c = fx.Config();
+    c.robots = setup.robots;
+    c.favicon = setup.favicon;
+    Site site(c);
+    for (const std::string path : {"/", "/fix/", "/fix/log/", "/fix/tree/"}) {
+      SCOPED_TRACE(setup.cgitrc + path);
+      const Page page = site.Render(MustMatch(site, path, ""));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      const std::string ours = head(page.body), theirs = head(fx.Cgit(path, "", "", setup.cgitrc));
+      ASSERT_FALSE(theirs.empty());
+      EXPECT_EQ(ours, theirs);
     }
   }
 }
