@@ -436,6 +436,8 @@ class Builder {
       config_->robots = std::string(value);
     } else if (key == "favicon") {
       config_->favicon = std::string(value);
+    } else if (key == "enable-index-links") {
+      config_->enable_index_links = CgitFlag(value);
     } else if (key == "root-title") {
       config_->root_title = std::string(value);
     } else if (key == "root-desc") {

@@ -32,6 +32,7 @@ struct Chrome {
   const std::string& favicon;
   const std::string& root_title;
   const std::string& root_desc;
+  bool index_links;  // enable-index-links
   ChromeMemo& memo;  // the Site's
 };
 

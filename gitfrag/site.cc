@@ -195,6 +195,7 @@ Site::Site(const conf::Config& config)
       favicon_(config.favicon),
       root_title_(config.root_title),
       root_desc_(config.root_desc),
+      index_links_(config.enable_index_links),
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
       // cgit passes renamelimit to git, which takes a negative one (cgit's default, -1) as its own
@@ -564,8 +565,8 @@ uint64_t Site::RepoState(size_t repo) const {
 }
 
 Page Site::Render(const Route& route) const {
-  const Chrome chrome{virtual_root_, css_,        logo_,      robots_,
-                      favicon_,      root_title_, root_desc_, *chrome_memo_};
+  const Chrome chrome{virtual_root_, css_,       logo_,        robots_,      favicon_,
+                      root_title_,   root_desc_, index_links_, *chrome_memo_};
   ResetAgeHorizon();
   if (route.kind == PageKind::kIndex) {
     Page page = RenderIndex(chrome, registry_->repos());

@@ -67,6 +67,7 @@ void WriteIndex(Writer& out, const Chrome& chrome,
     out.Raw("<th class='left'><a href='").Text(chrome.virtual_root).Raw("?s=").Raw(key).Raw("'>");
     out.Raw(title).Raw("</a></th>");
   }
+  if (chrome.index_links) out.Raw("<th class='left'>Links</th>");
   out.Raw("</tr>\n");
 
   // cgit's order: by section (no section first), then by name.
@@ -79,7 +80,9 @@ void WriteIndex(Writer& out, const Chrome& chrome,
   const std::string* section = nullptr;
   for (const auto* r : sorted) {
     if (!r->section.empty() && (section == nullptr || *section != r->section)) {
-      out.Raw("<tr class='nohover-highlight'><td colspan='4' class='reposection'>")
+      out.Raw("<tr class='nohover-highlight'><td colspan='")
+          .Raw(chrome.index_links ? "5" : "4")
+          .Raw("' class='reposection'>")
           .Text(r->section)
           .Raw("</td></tr>");
     }
@@ -103,6 +106,15 @@ void WriteIndex(Writer& out, const Chrome& chrome,
     out.Raw("</a></td><td>");
     const int64_t modified = LastModified(r->path);
     if (modified > 0) WriteAge(out, git_time{modified, 0, '+'}, now, -1);
+    if (chrome.index_links) {
+      out.Raw("</td><td>");
+      static const std::pair<const char*, const char*> kLinks[] = {
+          {"", "summary"}, {"log/", "log"}, {"tree/", "tree"}};
+      for (const auto& [page, label] : kLinks) {
+        out.Raw("<a class='button' href='").Text(chrome.virtual_root).UrlPart(r->url, true);
+        out.Raw("/").Raw(page).Raw("'>").Raw(label).Raw("</a>");
+      }
+    }
     out.Raw("</td></tr>\n");
   }
   out.Raw(

@@ -725,6 +725,29 @@ TEST_F(GitfragPages, DiffLogAndIndexVisibleTextEqualsCgit) {
   }
 }
 
+// The index with enable-index-links=1: cgit's Links column (summary, log and tree buttons), the
+// section rows one column wider.
+TEST_F(GitfragPages, IndexLinksEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  const std::string extra =
+      "section=Team <b>\nrepo.url=pub/scm/two\nrepo.path=" + fx.bare() + "\nrepo.desc=second <d>\n";
+  conf::Config c = fx.Config();
+  conf::Config::Repository two = c.repositories[0];
+  two.url = two.name = "pub/scm/two";
+  two.desc = "second <d>";
+  two.section = "Team <b>";
+  c.repositories.push_back(two);
+  c.enable_index_links = true;
+  Site site(c);
+  const Page page = site.Render(MustMatch(site, "/", ""));
+  ASSERT_EQ(page.status, 200) << page.reason;
+  const std::string theirs = fx.Cgit("/", "", extra, "enable-index-links=1\n");
+  EXPECT_EQ(VisibleText(page.body), VisibleText(theirs));
+  ExpectSameLinks(LinksAndClasses(page.body, "/"), LinksAndClasses(theirs, "/"), "/", "");
+  EXPECT_NE(page.body.find("<th class='left'>Links</th>"), std::string::npos);
+  EXPECT_NE(page.body.find("<td colspan='5' class='reposection'>"), std::string::npos);
+}
+
 // Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
 // folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
 TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
@@ -1168,7 +1191,7 @@ TEST_F(GitfragPages, ChromeIsMadeOncePerRefStateAndFollowsAPush) {
   Registry registry(c.repositories, 4, std::chrono::milliseconds(1));
   ChromeMemo memo;
   const std::string root = "/", css = "/cgit.css", logo = "/cgit.png", none;
-  const Chrome chrome{root, css, logo, none, none, none, none, memo};
+  const Chrome chrome{root, css, logo, none, none, none, none, false, memo};
   Route route = MustMatch(site, "/fix/tree/", "");
   std::string scratch;
   Writer out(&scratch);
