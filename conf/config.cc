@@ -436,6 +436,8 @@ class Builder {
       config_->robots = std::string(value);
     } else if (key == "favicon") {
       config_->favicon = std::string(value);
+    } else if (key == "max-repo-count") {
+      config_->max_repo_count = std::atoi(std::string(value).c_str());  // as cgit reads it
     } else if (key == "enable-index-links") {
       config_->enable_index_links = CgitFlag(value);
     } else if (key == "root-title") {

@@ -174,6 +174,7 @@ struct Config {
   std::string robots = "index, nofollow";  // the robots meta tag's content; empty: no tag
   std::string favicon = "/favicon.ico";
   bool enable_index_links = false;  // the index's Links column (summary, log, tree buttons)
+  int max_repo_count = 50;          // the index's repositories per page (<= 0: all, as cgit's)
   std::string root_title = "Git repository browser";
   std::string root_desc = "a fast webinterface for the git dscm";
   // From an imported cgitrc: max-blob-size (KiB; 0: no limit) bounds the tree page's file view.

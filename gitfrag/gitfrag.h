@@ -353,6 +353,7 @@ class Site {
   std::string virtual_root_;
   std::string css_, logo_, robots_, favicon_, root_title_, root_desc_;
   bool index_links_ = false;    // cgit's enable-index-links
+  int max_repo_count_ = 50;     // cgit's max-repo-count
   uint64_t max_blob_size_ = 0;  // KiB, 0: none (cgit's max-blob-size)
   unsigned max_commit_count_ = 50;  // cgit's max-commit-count
   int rename_limit_ = 1000;         // cgit's renamelimit as git applies it (0: no limit)

@@ -32,7 +32,8 @@ struct Chrome {
   const std::string& favicon;
   const std::string& root_title;
   const std::string& root_desc;
-  bool index_links;  // enable-index-links
+  bool index_links;    // enable-index-links
+  int max_repo_count;  // the index's page length; <= 0: all
   ChromeMemo& memo;  // the Site's
 };
 
@@ -402,7 +403,9 @@ Page RenderClone(const PageContext& ctx);
 Page RenderStats(const PageContext& ctx);
 // cgit's snapshot prefix: repo.snapshot-prefix, else the last segment of the URL without ".git".
 std::string SnapshotPrefix(const conf::Config::Repository& repo);
-Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos);
+// The repository list from its ofs-th repository on (cgit's atoi of ofs=), a page of
+// max-repo-count, with cgit's pager when there is more than one page.
+Page RenderIndex(const Chrome& chrome, const std::vector<conf::Config::Repository>& repos, int ofs);
 
 Page ErrorPage(int status, std::string reason);
 

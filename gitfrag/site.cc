@@ -196,6 +196,7 @@ Site::Site(const conf::Config& config)
       root_title_(config.root_title),
       root_desc_(config.root_desc),
       index_links_(config.enable_index_links),
+      max_repo_count_(config.max_repo_count),
       max_blob_size_(config.max_blob_size),
       max_commit_count_(config.max_commit_count),
       // cgit passes renamelimit to git, which takes a negative one (cgit's default, -1) as its own
@@ -420,12 +421,14 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
   }
 
   std::string key, value;
+  bool searched_or_sorted = false;  // q= or s=
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     const size_t eq = pair.find('=');
     if (!Decode(pair.substr(0, eq), true, &key)) continue;
+    if (key == "q" || key == "s") searched_or_sorted = true;
     if (eq == std::string_view::npos || !Decode(pair.substr(eq + 1), true, &value)) continue;
     if (key == "id")
       route.id = value;
@@ -455,6 +458,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     else if (key == "q")
       route.search = value;
   }
+
+  // The index searched (q=) or sorted by a column (s=) stays with the upstream.
+  if (route.kind == PageKind::kIndex && searched_or_sorted) return std::nullopt;
 
   // A file's lines (blob part) or a readme (readme part) by blob id; with a source-filter or an
   // about-filter the part is the filter's output for the file's name and bytes: the key names
@@ -565,11 +571,11 @@ uint64_t Site::RepoState(size_t repo) const {
 }
 
 Page Site::Render(const Route& route) const {
-  const Chrome chrome{virtual_root_, css_,       logo_,        robots_,      favicon_,
-                      root_title_,   root_desc_, index_links_, *chrome_memo_};
+  const Chrome chrome{virtual_root_, css_,       logo_,        robots_,         favicon_,
+                      root_title_,   root_desc_, index_links_, max_repo_count_, *chrome_memo_};
   ResetAgeHorizon();
   if (route.kind == PageKind::kIndex) {
-    Page page = RenderIndex(chrome, registry_->repos());
+    Page page = RenderIndex(chrome, registry_->repos(), route.ofs_signed);
     page.valid_until = AgeHorizon();
     return page;
   }

@@ -1066,6 +1066,7 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "robots=noindex, nofollow\n"
                                    "favicon=\n"
                                    "enable-index-links=1\n"
+                                   "max-repo-count=20\n"
                                    "root-title=My forge\n"
                                    "section=Kernel\n"
                                    "repo.url=pub/scm/git/git\n"
@@ -1097,7 +1098,7 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c->repositories[1].desc, "the stupid content tracker");
   EXPECT_EQ(c->repositories[1].owner, "Junio");
   EXPECT_EQ(c->repositories[1].section, "Kernel");
-  EXPECT_EQ(c->repositories[1].origin, cgitrc + ":9");
+  EXPECT_EQ(c->repositories[1].origin, cgitrc + ":10");
   EXPECT_EQ(c->repositories[3].desc, "Linux kernel");
   EXPECT_EQ(c->repositories[4].path, scan + "/work/.git");
   // The log's columns: a repo.* key for its stanza; a global key for the stanzas after it.
@@ -1118,6 +1119,7 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c->robots, "noindex, nofollow");
   EXPECT_EQ(c->favicon, "") << "an empty favicon= is kept (cgit writes an empty link)";
   EXPECT_TRUE(c->enable_index_links);
+  EXPECT_EQ(c->max_repo_count, 20);
   EXPECT_EQ(c->root_title, "My forge");
   EXPECT_EQ(c->max_open_repos, 7u);
   EXPECT_EQ(c->render_threads, 3u);

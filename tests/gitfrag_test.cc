@@ -748,6 +748,44 @@ TEST_F(GitfragPages, IndexLinksEqualCgit) {
   EXPECT_NE(page.body.find("<td colspan='5' class='reposection'>"), std::string::npos);
 }
 
+// The index a page at a time, as cgit's: max-repo-count repositories from ofs= on (a section's
+// row where a page starts inside it, the column titles only above a row), its pager, pages past
+// the end and negative offsets (an empty table), and max-repo-count=0 (all of them on the first
+// page, none on the next: cgit's int sum). A search (q=) or a sort (s=) goes to the upstream.
+TEST_F(GitfragPages, IndexPagesEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  conf::Config c = fx.Config();
+  std::string extra;
+  for (int i = 1; i <= 9; ++i) {
+    conf::Config::Repository r = c.repositories[0];
+    r.url = r.name = (i <= 6 ? "a" : "s") + std::to_string(i);
+    r.desc.clear();
+    if (i > 6) r.section = "S <b>";
+    c.repositories.push_back(r);
+    extra += (i == 7 ? "section=S <b>\n" : "") + std::string("repo.url=") + r.url +
+             "\nrepo.path=" + fx.bare() + "\n";
+  }
+  for (const int max : {3, 0, 50}) {
+    c.max_repo_count = max;
+    Site site(c);
+    for (const std::string query :
+         {"", "ofs=3", "ofs=6", "ofs=8", "ofs=9", "ofs=2", "ofs=-5", "ofs=100", "ofs=x"}) {
+      SCOPED_TRACE(std::to_string(max) + " " + query);
+      const Page page = site.Render(MustMatch(site, "/", query));
+      ASSERT_EQ(page.status, 200) << page.reason;
+      const std::string theirs =
+          fx.Cgit("/", query, extra, "max-repo-count=" + std::to_string(max) + "\n");
+      EXPECT_EQ(VisibleText(page.body), VisibleText(theirs));
+      ExpectSameLinks(LinksAndClasses(page.body, "/"), LinksAndClasses(theirs, "/"), "/", query);
+    }
+    EXPECT_EQ(site.Render(MustMatch(site, "/", "ofs=3")).body.find("<ul class='pager'>") !=
+                  std::string::npos,
+              max == 3);
+    for (const char* query : {"q=a", "s=name", "ofs=3&q=", "s"})
+      EXPECT_FALSE(site.Match("/", query).has_value()) << query;
+  }
+}
+
 // Path-limited commit and diff pages (/REPO/commit/PATH?id=): the diff is limited to the file or
 // folder, as cgit's; the fragment's key carries the path and its links climb back from its depth.
 TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
@@ -1191,7 +1229,7 @@ TEST_F(GitfragPages, ChromeIsMadeOncePerRefStateAndFollowsAPush) {
   Registry registry(c.repositories, 4, std::chrono::milliseconds(1));
   ChromeMemo memo;
   const std::string root = "/", css = "/cgit.css", logo = "/cgit.png", none;
-  const Chrome chrome{root, css, logo, none, none, none, none, false, memo};
+  const Chrome chrome{root, css, logo, none, none, none, none, false, 50, memo};
   Route route = MustMatch(site, "/fix/tree/", "");
   std::string scratch;
   Writer out(&scratch);
