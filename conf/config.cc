@@ -414,6 +414,10 @@ class Builder {
       if (repo) repo->path = std::string(value);
     } else if (key == "repo.name") {
       if (repo) repo->name = std::string(value);
+    } else if (key == "repo.hide") {
+      if (repo) repo->hide = CgitFlag(value);
+    } else if (key == "repo.ignore") {
+      if (repo) repo->ignore = CgitFlag(value);
     } else if (key == "repo.desc") {
       if (repo) repo->desc = std::string(value);
     } else if (key == "repo.owner") {
@@ -648,8 +652,8 @@ class Builder {
   }
 
   void Finish() {
-    // cgit shows nothing for a stanza without a path; neither do we.
-    std::erase_if(config_->repositories, [](const auto& r) { return r.path.empty(); });
+    // cgit shows nothing for a stanza without a path or with repo.ignore=1; neither do we.
+    std::erase_if(config_->repositories, [](const auto& r) { return r.path.empty() || r.ignore; });
     std::set<std::string> urls;
     for (const auto& r : config_->repositories) {
       if (!urls.insert(r.url).second) {

@@ -141,6 +141,11 @@ struct Config {
     // repo.homepage: a "homepage" tab on every page, and where the about page sends a reader when
     // no readme is found.
     std::string homepage;
+    // repo.hide: left off the index (and out of its count), its pages served as any other's.
+    bool hide = false;
+    // repo.ignore: dropped when the configuration is read, as cgit drops it (its URLs are the
+    // upstream's; cgit answers them "No repositories found").
+    bool ignore = false;
     std::string origin;   // "FILE:LINE" or "command line"
   };
   std::vector<Repository> repositories;

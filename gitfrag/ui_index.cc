@@ -74,7 +74,8 @@ void WriteIndex(Writer& out, const Chrome& chrome,
 
   // cgit's order: by section (no section first), then by name.
   std::vector<const conf::Config::Repository*> sorted;
-  for (const auto& r : repos) sorted.push_back(&r);
+  for (const auto& r : repos)
+    if (!r.hide) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
     return std::tie(a->section, a->url) < std::tie(b->section, b->url);
   });

@@ -1067,6 +1067,10 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
                                    "favicon=\n"
                                    "enable-index-links=1\n"
                                    "max-repo-count=20\n"
+                                   "repo.url=ignored\n"
+                                   "repo.path=/srv/ignored.git\n"
+                                   "repo.ignore=1\n"
+                                   "repo.hide=1\n"
                                    "root-title=My forge\n"
                                    "section=Kernel\n"
                                    "repo.url=pub/scm/git/git\n"
@@ -1098,7 +1102,7 @@ TEST_F(ConfTest, RepositoriesFromCgitrcScanPathAndRepo) {
   EXPECT_EQ(c->repositories[1].desc, "the stupid content tracker");
   EXPECT_EQ(c->repositories[1].owner, "Junio");
   EXPECT_EQ(c->repositories[1].section, "Kernel");
-  EXPECT_EQ(c->repositories[1].origin, cgitrc + ":10");
+  EXPECT_EQ(c->repositories[1].origin, cgitrc + ":14");
   EXPECT_EQ(c->repositories[3].desc, "Linux kernel");
   EXPECT_EQ(c->repositories[4].path, scan + "/work/.git");
   // The log's columns: a repo.* key for its stanza; a global key for the stanzas after it.
