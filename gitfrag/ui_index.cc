@@ -72,12 +72,13 @@ void WriteIndex(Writer& out, const Chrome& chrome,
       static_cast<int32_t>(static_cast<uint32_t>(ofs) + static_cast<uint32_t>(page_length));
   bool titles = false;
 
-  // cgit's order: by section (no section first), then by name.
+  // cgit's order (section-sort=1, repository-sort=name, case-sensitive-sort=1): by section (no
+  // section first), then by name, byte by byte.
   std::vector<const conf::Config::Repository*> sorted;
   for (const auto& r : repos)
     if (!r.hide) sorted.push_back(&r);
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-    return std::tie(a->section, a->url) < std::tie(b->section, b->url);
+    return std::tie(a->section, a->name) < std::tie(b->section, b->name);
   });
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   const std::string* section = nullptr;

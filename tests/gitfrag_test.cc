@@ -752,8 +752,9 @@ TEST_F(GitfragPages, IndexLinksEqualCgit) {
 // row where a page starts inside it, the column titles only above a row), its pager, pages past
 // the end and negative offsets (an empty table), and max-repo-count=0 (all of them on the first
 // page, none on the next: cgit's int sum). A search (q=) or a sort (s=) goes to the upstream.
-// A repository with repo.hide=1 is left out of the pages and their count (its own pages are
-// served); one with repo.ignore=1 is not read (conf drops it).
+// Listed by name (one differs from its URL); a repository with repo.hide=1 is left out of the
+// pages and their count (its own pages are served); one with repo.ignore=1 is not read (conf
+// drops it).
 TEST_F(GitfragPages, IndexPagesEqualCgit) {
   ASSERT_TRUE(CgitInstalled());
   conf::Config c = fx.Config();
@@ -764,10 +765,11 @@ TEST_F(GitfragPages, IndexPagesEqualCgit) {
     r.desc.clear();
     if (i > 6) r.section = "S <b>";
     r.hide = i == 2 || i == 8;
+    if (i == 3) r.name = "zz <n>";  // listed by name, not URL
     if (i != 5) c.repositories.push_back(r);
     extra += (i == 7 ? "section=S <b>\n" : "") + std::string("repo.url=") + r.url +
-             "\nrepo.path=" + fx.bare() + "\n" + (r.hide ? "repo.hide=1\n" : "") +
-             (i == 5 ? "repo.ignore=1\n" : "");
+             "\nrepo.path=" + fx.bare() + "\nrepo.name=" + r.name + "\n" +
+             (r.hide ? "repo.hide=1\n" : "") + (i == 5 ? "repo.ignore=1\n" : "");
   }
   for (const int max : {3, 0, 50}) {
     c.max_repo_count = max;
