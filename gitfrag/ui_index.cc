@@ -106,8 +106,9 @@ void WriteIndex(Writer& out, const Chrome& chrome,
           .Raw("</td></tr>");
     }
     section = &r->section;
-    auto repo_link = [&] {
-      out.Raw("<a href='").Text(chrome.virtual_root).UrlPart(r->url, true).Raw("/'>");
+    // <a ...href='VIRTUAL_ROOT/URL/PAGE'> (`open` up to the href's quote).
+    auto repo_link = [&](std::string_view open = "<a href='", std::string_view page = "") {
+      out.Raw(open).Text(chrome.virtual_root).UrlPart(r->url, true).Raw("/").Raw(page).Raw("'>");
     };
     out.Raw(r->section.empty() ? "<tr><td class='toplevel-repo'>"
                                : "<tr><td class='sublevel-repo'>");
@@ -130,8 +131,8 @@ void WriteIndex(Writer& out, const Chrome& chrome,
       static const std::pair<const char*, const char*> kLinks[] = {
           {"", "summary"}, {"log/", "log"}, {"tree/", "tree"}};
       for (const auto& [page, label] : kLinks) {
-        out.Raw("<a class='button' href='").Text(chrome.virtual_root).UrlPart(r->url, true);
-        out.Raw("/").Raw(page).Raw("'>").Raw(label).Raw("</a>");
+        repo_link("<a class='button' href='", page);
+        out.Raw(label).Raw("</a>");
       }
     }
     out.Raw("</td></tr>\n");
