@@ -109,6 +109,9 @@ struct Route {
   int ofs_signed = 0;
   std::optional<std::string> period;  // stats: period= as given (w, m, q, y or a period's name)
   bool showmsg = false;  // log: each commit's whole message under its subject
+  // log: follow=1, git log --follow (only a path log of a repository with enable-follow-links is
+  // rendered so: any other page asked with follow=1 goes to the upstream).
+  bool follow = false;
   // about: asked as "/REPO/about", without the slash (cgit answers 301 to "about/", query dropped)
   bool slashless = false;
   // log: qt= (grep, author, committer, range) and q= (the pattern, or a range's revisions), as

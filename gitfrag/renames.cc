@@ -33,6 +33,10 @@ struct Side {
   git_oid id{};
   uint32_t mode = 0;
   bool paired = false;
+  // Copy detection: a source the commit keeps (modified or not; git's rename_used from the
+  // start), which the exact pass ranks below a deleted one and the first inexact pass skips.
+  bool kept = false;
+  bool unmodified = false;  // kept with the same blob and mode
   std::optional<size_t> size;
   std::optional<std::vector<std::pair<uint32_t, uint32_t>>> hashes;
 };
@@ -68,6 +72,10 @@ class Matcher {
       : repo_(repo), changes_(*changes), blob_lines_(blob_lines) {}
 
   bool Run(int rename_limit, std::string* reason);
+  // FindFollowSource's search: `files`, every file of the parent's tree (in path order, as
+  // deletions), `changes` the commit's, changes_ the one added file.
+  bool RunFollow(const std::vector<TreeChange>& files, const std::vector<TreeChange>& changes,
+                 std::string* reason);
 
  private:
   bool Size(Side& s, size_t* size);
@@ -76,6 +84,7 @@ class Matcher {
   bool Estimate(Side& src, Side& dst, int minimum, int* score);
   void Pair(Side& src, Side& dst, int score);
   void DropPairedSources();
+  bool Failed(std::string* reason) const;
   bool FindExact();
   bool FindBasenames();
   bool FindSimilar(int rename_limit);
@@ -83,6 +92,7 @@ class Matcher {
   git_repository* repo_;
   std::vector<TreeChange>& changes_;
   const bool blob_lines_;  // also hash the lines of each blob read (RememberBlobLines)
+  bool copies_ = false;    // copy detection: kept files are sources, a source may pair again
   OdbPtr odb_;
   std::vector<Side> sources_, destinations_;
   // The pairs found, as indexes in the changes, applied once all are found.
@@ -150,12 +160,20 @@ void Matcher::Pair(Side& src, Side& dst, int score) {
 }
 
 void Matcher::DropPairedSources() {
-  std::erase_if(sources_, [](const Side& s) { return s.paired; });
+  if (!copies_) std::erase_if(sources_, [](const Side& s) { return s.paired; });
+}
+
+bool Matcher::Failed(std::string* reason) const {
+  const git_error* e = git_error_last();
+  *reason = std::string("rename detection cannot read a blob: ") +
+            (e != nullptr ? e->message : "unknown error");
+  return false;
 }
 
 // Each destination in path order takes the first unpaired source with its blob (and, unless both
 // are regular files, its mode), one with the same basename first, among the first
-// kExactCandidates such sources.
+// kExactCandidates such sources. With copies, a source already paired or kept is taken too, after
+// a free one (git's score: 1 for a source not used, 1 for the same basename).
 bool Matcher::FindExact() {
   std::unordered_map<std::string_view, std::vector<size_t>> by_id;
   for (size_t i = 0; i < sources_.size(); ++i)
@@ -170,8 +188,9 @@ bool Matcher::FindExact() {
     for (const size_t i : it->second) {
       Side& src = sources_[i];
       if ((!IsRegular(src.mode) || !IsRegular(dst.mode)) && src.mode != dst.mode) continue;
-      if (src.paired) continue;
-      const int score = 1 + (Basename(src.path) == Basename(dst.path) ? 1 : 0);
+      const bool used = src.paired || src.kept;
+      if (used && !copies_) continue;
+      const int score = (used ? 0 : 1) + (Basename(src.path) == Basename(dst.path) ? 1 : 0);
       if (score > best_score) {
         best = &src;
         best_score = score;
@@ -214,16 +233,21 @@ bool Matcher::FindBasenames() {
 }
 
 // The remaining sources against each unpaired destination, its best kCandidatesPerDestination
-// kept; all kept candidates in order of score (stable), each taken when both sides are free.
+// kept; all kept candidates in order of score (stable), each taken when both sides are free. With
+// copies, a second pass takes for a destination still unpaired its best candidate, used or not.
 bool Matcher::FindSimilar(int rename_limit) {
   const size_t wanted = static_cast<size_t>(
       std::count_if(destinations_.begin(), destinations_.end(), [](const Side& s) {
         return !s.paired;
       }));
   if (wanted == 0 || sources_.empty()) return true;
-  if (rename_limit > 0 && static_cast<uint64_t>(wanted) * sources_.size() >
-                              static_cast<uint64_t>(rename_limit) * rename_limit)
-    return true;  // git gives up on inexact renames (and warns) rather than do part of them
+  const uint64_t limit = static_cast<uint64_t>(rename_limit) * rename_limit;
+  if (rename_limit > 0 && static_cast<uint64_t>(wanted) * sources_.size() > limit) {
+    if (!copies_) return true;  // git gives up on inexact renames (and warns) rather than do part
+    // With copies git leaves the files the commit did not change out when that is enough.
+    std::erase_if(sources_, [](const Side& s) { return s.unmodified; });
+    if (static_cast<uint64_t>(wanted) * sources_.size() > limit) return true;
+  }
   std::vector<Candidate> kept(wanted * kCandidatesPerDestination);
   size_t row = 0;
   for (size_t d = 0; d < destinations_.size(); ++d) {
@@ -243,12 +267,15 @@ bool Matcher::FindSimilar(int rename_limit) {
   std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
     return CompareCandidates(a, b) < 0;
   });
-  for (const Candidate& c : kept) {
-    if (c.dst < 0 || c.score < kMinRenameScore) break;
-    Side& src = sources_[static_cast<size_t>(c.src)];
-    Side& dst = destinations_[static_cast<size_t>(c.dst)];
-    if (dst.paired || src.paired) continue;
-    Pair(src, dst, c.score);
+  for (const bool second : {false, true}) {
+    if (second && !copies_) break;
+    for (const Candidate& c : kept) {
+      if (c.dst < 0 || c.score < kMinRenameScore) break;
+      Side& src = sources_[static_cast<size_t>(c.src)];
+      Side& dst = destinations_[static_cast<size_t>(c.dst)];
+      if (dst.paired || (!second && (src.paired || src.kept))) continue;
+      Pair(src, dst, c.score);
+    }
   }
   return true;
 }
@@ -277,12 +304,7 @@ bool Matcher::Run(int rename_limit, std::string* reason) {
   auto by_path = [](const Side& a, const Side& b) { return a.path < b.path; };
   std::sort(sources_.begin(), sources_.end(), by_path);
   std::sort(destinations_.begin(), destinations_.end(), by_path);
-  if (!FindExact() || !FindBasenames() || !FindSimilar(rename_limit)) {
-    const git_error* e = git_error_last();
-    *reason = std::string("rename detection cannot read a blob: ") +
-              (e != nullptr ? e->message : "unknown error");
-    return false;
-  }
+  if (!FindExact() || !FindBasenames() || !FindSimilar(rename_limit)) return Failed(reason);
   if (pairs_.empty()) return true;
   // Each pair takes the added file's place; the deleted file leaves the list.
   std::vector<bool> gone(changes_.size(), false);
@@ -301,6 +323,47 @@ bool Matcher::Run(int rename_limit, std::string* reason) {
   for (size_t i = 0; i < changes_.size(); ++i)
     if (!gone[i]) kept.push_back(std::move(changes_[i]));
   changes_ = std::move(kept);
+  return true;
+}
+
+bool Matcher::RunFollow(const std::vector<TreeChange>& files,
+                        const std::vector<TreeChange>& changes, std::string* reason) {
+  copies_ = true;
+  // The commit's changes by path: a file it deletes is a free source, one it keeps a used one.
+  std::unordered_map<std::string_view, git_delta_t> status;
+  for (const TreeChange& c : changes) status.emplace(c.path, c.status);
+  for (const TreeChange& f : files) {
+    Side s;
+    s.change = sources_.size();  // RunFollow's pairs name sources
+    s.path = f.path;
+    s.id = f.old_id;
+    s.mode = f.old_mode;
+    const auto it = status.find(f.path);
+    s.kept = it == status.end() || it->second != GIT_DELTA_DELETED;
+    s.unmodified = it == status.end();
+    sources_.push_back(std::move(s));
+  }
+  const TreeChange& added = changes_.front();
+  Side d;
+  d.path = added.path;
+  d.id = added.new_id;
+  d.mode = added.new_mode;
+  destinations_.push_back(std::move(d));
+  if (sources_.empty()) return true;
+  // No basename pass with copies (git skips it); the limit is git's default, not cgit's.
+  if (!FindExact() || !FindSimilar(kDefaultRenameLimit)) return Failed(reason);
+  if (pairs_.empty()) return true;
+  const auto src_it = std::find_if(sources_.begin(), sources_.end(), [&](const Side& s) {
+    return s.change == pairs_.front().src;
+  });
+  if (src_it == sources_.end()) return true;
+  const Side& src = *src_it;
+  TreeChange& c = changes_.front();
+  c.status = src.kept ? GIT_DELTA_COPIED : GIT_DELTA_RENAMED;
+  c.old_path = std::string(src.path);
+  c.old_mode = src.mode;
+  c.old_id = src.id;
+  c.score = pairs_.front().score;
   return true;
 }
 
@@ -432,6 +495,18 @@ int Similarity(std::string_view src, std::string_view dst, int minimum) {
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
                    bool blob_lines, std::string* reason) {
   return Matcher(repo, changes, blob_lines).Run(rename_limit, reason);
+}
+
+bool FindFollowSource(git_repository* repo, RawObjects* objects, const git_oid& parent_tree,
+                      const git_oid& commit_tree, TreeChange* added, std::string* reason) {
+  std::vector<TreeChange> files, changes;
+  if (!DiffTreeIds(repo, objects, &parent_tree, nullptr, &files, reason) ||
+      !DiffTreeIds(repo, objects, &parent_tree, &commit_tree, &changes, reason))
+    return false;
+  std::vector<TreeChange> found{*added};
+  if (!Matcher(repo, &found, false).RunFollow(files, changes, reason)) return false;
+  *added = std::move(found.front());
+  return true;
 }
 
 }  // namespace shellac::gitfrag

@@ -62,4 +62,16 @@ int Similarity(std::string_view src, std::string_view dst, int minimum);
 bool DetectRenames(git_repository* repo, std::vector<TreeChange>* changes, int rename_limit,
                    bool blob_lines, std::string* reason);
 
+// git log --follow's look for where a file came from (tree-diff.c's try_to_follow_renames, with
+// the options it leaves cgit 1.2.3: copies harder, the default 50 % minimum, no break detection,
+// git's default rename limit): `added`, a file at the path followed that `commit_tree` has and
+// `parent_tree` has not (a GIT_DELTA_ADDED change), as a rename or copy of any file of
+// `parent_tree`. The same blob first (among the first candidates, a file the commit deletes
+// before one it keeps, then the same basename, then path order), else the most similar scoring
+// at least kMinRenameScore (a deleted file first). Found: *added becomes GIT_DELTA_RENAMED (the
+// source deleted) or GIT_DELTA_COPIED (kept), with the source's path, mode, blob and the score.
+// False with *reason when a tree or blob cannot be read.
+bool FindFollowSource(git_repository* repo, RawObjects* objects, const git_oid& parent_tree,
+                      const git_oid& commit_tree, TreeChange* added, std::string* reason);
+
 }  // namespace shellac::gitfrag

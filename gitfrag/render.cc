@@ -61,7 +61,8 @@ void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view pat
   QueryArgs(ctx.out, args);
 }
 
-void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg) {
+void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg,
+            bool follow) {
   const Route& r = ctx.route;
   Writer& out = ctx.out;
   RepoUrl(ctx, "log", path, {});
@@ -87,6 +88,7 @@ void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool sh
   }
   arg("ofs", ofs > 0 ? std::to_string(ofs) : "", false);
   if (showmsg) arg("showmsg", "1", false);
+  if (follow) arg("follow", "1", false);
 }
 
 namespace {
@@ -238,21 +240,29 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
   if (about) tab("about", "about", false, head_query);
   tab("summary", "", false, head_query);
   tab("refs", "refs", false, id_query);
-  tab("log", "log", true, QueryText({{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}}));
+  const std::string_view follow = r.follow ? "1" : "";
+  tab("log", "log", true,
+      QueryText({{"h", r.head}, {"showmsg", r.showmsg ? "1" : ""}, {"follow", follow}}));
   // On the blame page its own tab stands where the tree's does, as cgit's.
   if (active_tab == "blame")
     tab("blame", "blame", true, id_query);
   else
     tab("tree", "tree", true, id_query);
   tab("commit", "commit", true,
-      QueryText({{"h", r.head}, {"id", id}, {"context", context}, {"ignorews", ignorews}, {"dt", dt}}));
+      QueryText({{"h", r.head},
+                 {"id", id},
+                 {"context", context},
+                 {"ignorews", ignorews},
+                 {"dt", dt},
+                 {"follow", follow}}));
   tab("diff", "diff", true,
       QueryText({{"h", r.head},
                  {"id", id},
                  {"id2", r.id2},
                  {"context", context},
                  {"ignorews", ignorews},
-                 {"dt", dt}}));
+                 {"dt", dt},
+                 {"follow", follow}}));
   // cgit shows the stats tab when max-stats enables a period.
   if (ctx.repo.max_stats > 0) tab("stats", "stats", true, head_query);
   if (!ctx.repo.homepage.empty()) out.Raw("<a href='").Text(ctx.repo.homepage).Raw("'>homepage</a>");
@@ -295,7 +305,7 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
     // segments).
     auto crumb = [&](std::string_view prefix, std::string_view escaped) {
       if (active_tab == "log")
-        LogUrl(ctx, prefix, r.ofs, r.showmsg);
+        LogUrl(ctx, prefix, r.ofs, r.showmsg, r.follow);
       else
         link(active_tab, escaped, id_query);
     };
@@ -312,6 +322,12 @@ void PageStart(const PageContext& ctx, std::string_view title, std::string_view 
       out.Raw("'>")
           .Text(prefix.substr(start == std::string_view::npos ? 0 : start + 1))
           .Raw("</a>");
+    }
+    // With enable-follow-links, the log's path offers the page with follow= turned over.
+    if (active_tab == "log" && ctx.repo.enable_follow_links) {
+      out.Raw(" (<a href='");
+      LogUrl(ctx, r.path, r.ofs, r.showmsg, !r.follow);
+      out.Raw(r.follow ? "'>unfollow</a>)" : "'>follow</a>)");
     }
     out.Raw("</div>");
   }

@@ -54,7 +54,8 @@ using Args = std::initializer_list<std::pair<const char*, std::string_view>>;
 void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view path, Args args);
 // A log link as cgit's: "{virtual-root}{repo}/log/{path}" with the page's h, id, qt and q (both
 // when both were given), then ofs (when > 0) and showmsg=1.
-void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg);
+void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg,
+            bool follow);
 // Writes "?k=v&amp;..." or nothing.
 void QueryArgs(Writer& out, Args args);
 
@@ -374,7 +375,8 @@ Route LinkRoute(const PageContext& ctx);
 
 // Shared by the commit and diff pages.
 void WriteOptionsPanel(const PageContext& ctx, std::string_view id);
-void WriteDecorations(const PageContext& ctx, const git_oid& oid);
+// `path`: the path the links keep (a follow log's row: the file's name at that commit).
+void WriteDecorations(const PageContext& ctx, const git_oid& oid, std::string_view path);
 
 std::string OidHex(const git_oid& oid);
 // A path that climbs ("..") or has an empty segment: never looked up in a tree.

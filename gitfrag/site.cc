@@ -381,12 +381,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // cgit's enable-commit-graph (an ASCII history graph beside the rows, and with it git's
     // topological order) and commit-sort (date or topo order) change what every log page shows
     // and in which order; shellac draws neither: such a repository's log pages stay with the
-    // upstream. So does a path log with enable-follow-links (its "follow" link, and follow=1:
-    // git log --follow through renames).
+    // upstream.
     const conf::Config::Repository& options = registry_->repos()[route.repo];
-    if (route.kind == PageKind::kLog &&
-        (options.enable_commit_graph || options.commit_sort != 0 ||
-         (options.enable_follow_links && route.path.find_first_not_of('/') != std::string::npos)))
+    if (route.kind == PageKind::kLog && (options.enable_commit_graph || options.commit_sort != 0))
       return std::nullopt;
     // A source-filter written in Lua (cgit runs it inside its own process), or of a type cgit
     // does not know, leaves the repository's tree pages to the upstream; an exec filter is run.
@@ -453,6 +450,8 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
       route.period = value;
     else if (key == "showmsg")
       route.showmsg = ParseInt(value, 0) != 0;
+    else if (key == "follow")
+      route.follow = ParseInt(value, 0) != 0;
     else if (key == "qt")
       route.grep = value;
     else if (key == "q")
@@ -461,6 +460,12 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
 
   // The index searched (q=) or sorted by a column (s=) stays with the upstream.
   if (route.kind == PageKind::kIndex && searched_or_sorted) return std::nullopt;
+  // follow=1 is rendered on a path log with enable-follow-links (git log --follow). Elsewhere cgit
+  // carries it into some of the page's links (the tabs, the path's) and not others: the upstream
+  // answers.
+  if (route.follow && (route.kind != PageKind::kLog || route.path.empty() ||
+                       !registry_->repos()[route.repo].enable_follow_links))
+    return std::nullopt;
 
   // A file's lines (blob part) or a readme (readme part) by blob id; with a source-filter or an
   // about-filter the part is the filter's output for the file's name and bytes: the key names

@@ -62,7 +62,7 @@ void WriteSignature(const PageContext& ctx, const char* label, const git_signatu
 // page, HEAD, refs/stash and refs/replace/ to the commit itself. Refs git gives no decoration
 // type (refs/pull/, refs/notes/, ...) are left out, and so are remote-tracking branches (cgit's
 // enable-remote-branches is off by default).
-void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
+void WriteDecorations(const PageContext& ctx, const git_oid& oid, std::string_view path) {
   const std::span<const Decoration> decorations = ctx.lease.refs().For(oid);
   if (decorations.empty()) return;
   Writer& out = ctx.out;
@@ -79,7 +79,7 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
         name.remove_prefix(11);
         out.Raw("<a class='branch-deco' href='");
         // cgit's branch link keeps the page's path and showmsg=.
-        RepoUrl(ctx, "log", ctx.route.path,
+        RepoUrl(ctx, "log", path,
                 {{"h", name == ctx.lease.refs().head_branch() ? std::string_view() : name},
                  {"showmsg", ctx.route.showmsg ? "1" : ""}});
         break;
@@ -92,7 +92,8 @@ void WriteDecorations(const PageContext& ctx, const git_oid& oid) {
         break;
       default:
         out.Raw("<a class='deco' href='");
-        RepoUrl(ctx, "commit", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
+        RepoUrl(ctx, "commit", path,
+                {{"h", ctx.route.head}, {"id", hex}, {"follow", ctx.route.follow ? "1" : ""}});
         break;
     }
     out.Raw("'>").Text(name).Raw("</a>");
@@ -137,7 +138,7 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit) {
   const std::string text = ToUtf8(git_commit_message_raw(commit), encoding);
   SplitMessage(text, &subject, &body);
   out.Raw("<div class='commit-subject'>").Text(subject);
-  WriteDecorations(ctx, *git_commit_id(commit));
+  WriteDecorations(ctx, *git_commit_id(commit), ctx.route.path);
   out.Raw("</div><div class='commit-msg'>").Text(body).Raw("</div>");
 }
 

@@ -2,7 +2,8 @@
 // decorations and a pager (ofs=); limited to a path (git's history simplification), filtered by
 // cgit's search (qt=grep|author|committer with q=, a case-insensitive basic regular expression as
 // git's), or a range of revisions (qt=range). showmsg=1 adds each message under its subject;
-// enable-log-filecount/-linecount add the Files and Lines columns.
+// enable-log-filecount/-linecount add the Files and Lines columns. With enable-follow-links, a
+// path log follows the file through renames and copies (follow=1, git log --follow).
 #include <regex.h>
 
 #include <chrono>
@@ -17,7 +18,9 @@
 #include "gitfrag/line_count.h"
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
+#include "gitfrag/raw_objects.h"
 #include "gitfrag/render.h"
+#include "gitfrag/renames.h"
 
 namespace shellac::gitfrag {
 
@@ -204,7 +207,8 @@ LineDelta FileLineDelta(git_repository* repo, const git_diff_delta& d) {
   return *delta;
 }
 
-Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
+Counts CountChangesOf(const PageContext& ctx, git_commit* commit, std::string_view path,
+                      bool lines) {
   Counts counts;
   std::string reason;
   // The commit page's file list (renames paired as git pairs them); the lines from the files'
@@ -212,7 +216,7 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   CommitFiles changed;
   changed.patches = lines && ctx.route.diff.ignorews;
   changed.blob_lines = lines && !changed.patches;
-  if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, ctx.route.path, &changed,
+  if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, path, &changed,
                        &reason, FileDiffPath::kOwnRaw, nullptr))
     return counts;
   counts.files = changed.files.size();
@@ -237,17 +241,166 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, bool lines) {
   return counts;
 }
 
-Counts CountChanges(const PageContext& ctx, git_commit* commit, bool lines) {
+Counts CountChanges(const PageContext& ctx, git_commit* commit, std::string_view path,
+                    bool lines) {
   static SharedMemo<std::string, Counts> memo(kCountsGeneration);
-  const std::string key = CountsKey(*git_commit_id(commit), ctx.route.path, ctx.route.diff.ignorews,
-                                    lines, ctx.route.diff.rename_limit);
+  const std::string key = CountsKey(*git_commit_id(commit), path, ctx.route.diff.ignorews, lines,
+                                    ctx.route.diff.rename_limit);
   if (const std::optional<Counts> known = memo.Find(key)) return *known;
-  const Counts counts = CountChangesOf(ctx, commit, lines);
+  const Counts counts = CountChangesOf(ctx, commit, path, lines);
   memo.Add(key, counts);
   return counts;
 }
 
-void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsigned columns) {
+// A follow log's row where the file came from another (a rename or copy FindFollowSource found):
+// cgit counts that one pair, its lines between the two blobs.
+Counts CountFollowedPair(const PageContext& ctx, const TreeChange& pair) {
+  Counts counts;
+  counts.files = 1;
+  git_diff_delta d{};
+  d.status = pair.status;
+  d.old_file.id = pair.old_id;
+  d.old_file.mode = static_cast<uint16_t>(pair.old_mode);
+  d.new_file.id = pair.new_id;
+  d.new_file.mode = static_cast<uint16_t>(pair.new_mode);
+  if (IsLinkChange(d)) {
+    const LinkCounts c = CountLinkChange(ctx.lease.repo(), d, ctx.route.diff.ignorews);
+    if (!c.binary) {
+      counts.added = c.added;
+      counts.removed = c.removed;
+    }
+    return counts;
+  }
+  if (!ctx.route.diff.ignorews) {
+    const LineDelta delta = FileLineDelta(ctx.lease.repo(), d);
+    counts.added = delta.added;
+    counts.removed = delta.removed;
+    return counts;
+  }
+  git_blob *old_raw = nullptr, *new_raw = nullptr;
+  if (git_blob_lookup(&old_raw, ctx.lease.repo(), &pair.old_id) != 0) return counts;
+  const BlobPtr old_blob(old_raw);
+  if (git_blob_lookup(&new_raw, ctx.lease.repo(), &pair.new_id) != 0) return counts;
+  const BlobPtr new_blob(new_raw);
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  opts.flags |= GIT_DIFF_MINIMAL | GIT_DIFF_IGNORE_WHITESPACE;
+  git_patch* patch = nullptr;
+  if (git_patch_from_blobs(&patch, old_raw, nullptr, new_raw, nullptr, &opts) != 0) return counts;
+  size_t context = 0;
+  git_patch_line_stats(&context, &counts.added, &counts.removed, patch);
+  git_patch_free(patch);
+  return counts;
+}
+
+// git log --follow -- PATH as cgit 1.2.3 walks it (follow=1): every commit in date order, no
+// history simplification (git does none when following); a merge or the root commit never shown;
+// a commit shown when PATH's entry differs from its parent's. When PATH is a file the commit adds,
+// the file it came from (FindFollowSource) is followed from there on, and that row's links name
+// the file as the commit has it. A path whose entry the parent's Bloom filter clears is not read.
+class FollowWalk {
+ public:
+  struct Row {
+    git_oid id{};
+    std::string path;                 // the file's path at this commit
+    std::optional<TreeChange> moved;  // where it came from, when this commit renamed or copied it
+  };
+
+  FollowWalk(git_repository* repo, const std::vector<git_oid>& starts, const DateWalk::Set* only,
+             std::string path)
+      : repo_(repo), walk_(repo, starts, only, ""), objects_(repo), path_(std::move(path)) {
+    filter_ = std::make_unique<PathChangeFilter>(walk_.graph(), path_);
+  }
+
+  DateWalk& walk() { return walk_; }
+
+  // The next row among the commits `wanted` takes (a search's); false at the end of the history
+  // (or the walk's deadline).
+  template <typename Wanted>
+  bool Next(const Wanted& wanted, Row* row) {
+    git_oid id;
+    while (walk_.NextId(&id)) {
+      if (!wanted(id)) continue;
+      git_oid tree, parent_tree;
+      if (!SingleParent(id, &tree, &parent_tree)) continue;
+      if (!filter_->MaybeChanged(id)) continue;
+      const TreeEntry now = objects_.PathEntry(tree, path_);
+      const TreeEntry before = objects_.PathEntry(parent_tree, path_);
+      if (now.present == before.present &&
+          (!now.present || (CanonicalMode(now.mode) == CanonicalMode(before.mode) &&
+                            git_oid_equal(&now.id, &before.id))))
+        continue;
+      row->id = id;
+      row->path = path_;
+      row->moved.reset();
+      if (now.present && !before.present && (now.mode & 0170000) != 0040000) {
+        TreeChange added;
+        added.status = GIT_DELTA_ADDED;
+        added.path = path_;
+        added.new_mode = CanonicalMode(now.mode);
+        added.new_id = now.id;
+        std::string reason;
+        if (FindFollowSource(repo_, &objects_, parent_tree, tree, &added, &reason) &&
+            added.status != GIT_DELTA_ADDED) {
+          path_ = added.old_path;
+          filter_ = std::make_unique<PathChangeFilter>(walk_.graph(), path_);
+          row->moved = std::move(added);
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+
+  // Whether the walk has another commit `wanted` takes, shown or not.
+  template <typename Wanted>
+  bool AnyMore(const Wanted& wanted) {
+    git_oid id;
+    while (walk_.NextId(&id))
+      if (wanted(id)) return true;
+    return false;
+  }
+
+ private:
+  // A commit's tree and its one parent's; false for a merge, a root or one that cannot be read.
+  bool SingleParent(const git_oid& id, git_oid* tree, git_oid* parent_tree) {
+    const std::shared_ptr<const CommitGraph>& graph = walk_.graph();
+    const uint32_t pos = walk_.last_position();
+    if (graph && pos != CommitGraph::kNoPosition) {
+      if (!graph->Parents(pos, &parents_) || parents_.size() != 1) return false;
+      *tree = graph->Tree(pos);
+      *parent_tree = graph->Tree(parents_[0]);
+      return true;
+    }
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo_, &id) != 0) return false;
+    const CommitPtr commit(raw);
+    if (git_commit_parentcount(raw) != 1) return false;
+    git_commit* parent_raw = nullptr;
+    if (git_commit_parent(&parent_raw, raw, 0) != 0) return false;
+    const CommitPtr parent(parent_raw);
+    *tree = *git_commit_tree_id(raw);
+    *parent_tree = *git_commit_tree_id(parent_raw);
+    return true;
+  }
+
+  git_repository* repo_;
+  DateWalk walk_;
+  RawObjects objects_;
+  std::string path_;
+  std::unique_ptr<PathChangeFilter> filter_;
+  std::vector<uint32_t> parents_;
+};
+
+// A row's counts: a moved file's pair, else the commit's changes under `path`.
+Counts RowCounts(const PageContext& ctx, git_commit* commit, std::string_view path,
+                 const TreeChange* moved, bool lines) {
+  return moved != nullptr ? CountFollowedPair(ctx, *moved) : CountChanges(ctx, commit, path, lines);
+}
+
+// `path`: what the row's links keep (the log's path; on a follow log the file's name at this
+// commit); `moved`: a follow log's rename or copy at this commit, whose pair is counted.
+void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsigned columns,
+                    std::string_view path, const TreeChange* moved) {
   Writer& out = ctx.out;
   const Route& route = ctx.route;
   const git_oid oid = *git_commit_id(raw);
@@ -259,7 +412,7 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
   out.Raw(route.showmsg ? "<tr class='logheader'><td>" : "<tr><td>");
   WriteAge(out, git_commit_committer(raw)->when, now, 14 * 86400);  // cgit: TM_WEEK * 2
   out.Raw(route.showmsg ? "</td><td class='logsubject'><a href='" : "</td><td><a href='");
-  RepoUrl(ctx, "commit", route.path, {{"h", route.head}, {"id", hex}});
+  RepoUrl(ctx, "commit", path, {{"h", route.head}, {"id", hex}, {"follow", route.follow ? "1" : ""}});
   out.Raw("'>");
   std::string message;  // showmsg: what the second row shows
   if (route.showmsg && subject.size() > kMaxMsgLen) {
@@ -279,11 +432,11 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
     WriteSubject(out, subject);
   }
   out.Raw("</a>");
-  WriteDecorations(ctx, oid);
+  WriteDecorations(ctx, oid, path);
   out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding));
   const bool files = ctx.repo.enable_log_filecount, lines = ctx.repo.enable_log_linecount;
   if (files || lines) {
-    const Counts counts = CountChanges(ctx, raw, lines);
+    const Counts counts = RowCounts(ctx, raw, path, moved, lines);
     if (files) out.Raw("</td><td>").Number(counts.files);
     if (lines) {
       out.Raw("</td><td><span class='deletions'>-")
@@ -309,7 +462,7 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
 }  // namespace
 
 void WriteLogRow(const PageContext& ctx, git_commit* commit, int64_t now) {
-  WriteCommitRow(ctx, commit, now, 3);
+  WriteCommitRow(ctx, commit, now, 3, ctx.route.path, nullptr);
 }
 
 void WriteSubject(Writer& out, std::string_view subject) {
@@ -383,7 +536,7 @@ Page RenderLog(const PageContext& ctx) {
   out.Raw(
       "<table class='list nowrap'><tr class='nohover'><th class='left'>Age</th>"
       "<th class='left'>Commit message (<a href='");
-  LogUrl(ctx, route.path, route.ofs, !route.showmsg);
+  LogUrl(ctx, route.path, route.ofs, !route.showmsg, route.follow);
   out.Raw(route.showmsg ? "'>Collapse</a>)</th><th class='left'>Author</th>"
                         : "'>Expand</a>)</th><th class='left'>Author</th>");
   unsigned columns = 3;
@@ -399,7 +552,15 @@ Page RenderLog(const PageContext& ctx) {
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   unsigned index = 0;
   bool more = false;
-  std::vector<CommitPtr> rows;  // the commits shown, newest first
+  struct Row {
+    CommitPtr commit;
+    std::string path;                 // what its links keep
+    std::optional<TreeChange> moved;  // follow: the rename or copy at this commit
+  };
+  std::vector<Row> rows;  // the commits shown, newest first
+  // The path the pager links keep: on a follow log, cgit's is the file's name at the last commit
+  // shown (or skipped).
+  std::string pager_path = route.path;
   // The rows' Files/Lines counts. A log without a path counts them once the walk is done, oldest
   // row first: git mostly packs a file's older versions as deltas against its newer ones, and
   // libgit2 keeps the bases it passes (not the object asked for), so each next version of a file
@@ -423,12 +584,56 @@ Page RenderLog(const PageContext& ctx) {
     for (; i < positions.size() && rows.size() < per_page; ++i) {
       const git_oid row = graph->Id(positions[i]);
       git_commit* raw = nullptr;
-      if (git_commit_lookup(&raw, repo, &row) == 0) rows.emplace_back(raw);  // as the walk: skipped
+      if (git_commit_lookup(&raw, repo, &row) == 0)
+        rows.push_back(Row{CommitPtr(raw), route.path, std::nullopt});  // as the walk: skipped
     }
     more = i < positions.size();
   }
+  // The row's counts while walking (a path log): the limit bounds the walk, not the rows (whose
+  // counts read blobs and take long on a busy machine): the time they take moves the deadline.
+  auto count_row = [&](DateWalk& row_walk) {
+    if (!count_while_walking) return;
+    const DateWalk::Clock::time_point row_start = DateWalk::Clock::now();
+    RowCounts(ctx, rows.back().commit.get(), rows.back().path,
+              rows.back().moved ? &*rows.back().moved : nullptr, lines);
+    deadline += DateWalk::Clock::now() - row_start;
+    row_walk.set_deadline(deadline);
+  };
+  std::optional<FollowWalk> follow;
+  if (route.follow) {
+    follow.emplace(repo, plan.starts, plan.only.get(), route.path);
+    follow->walk().set_deadline(deadline);
+  }
+  // A search reads each commit the walk takes (before git's --follow looks at it).
+  CommitPtr searched;
+  auto wanted = [&](const git_oid& oid) {
+    searched.reset();
+    if (filter == Filter::kNone) return true;
+    git_commit* raw = nullptr;
+    if (git_commit_lookup(&raw, repo, &oid) != 0) return false;
+    searched.reset(raw);
+    return matches(raw);
+  };
+  FollowWalk::Row shown;
+  while (follow && follow->Next(wanted, &shown)) {
+    pager_path = shown.path;
+    if (index++ < route.ofs) continue;
+    CommitPtr commit = std::move(searched);
+    if (!commit) {
+      git_commit* raw = nullptr;
+      if (git_commit_lookup(&raw, repo, &shown.id) != 0) continue;
+      commit.reset(raw);
+    }
+    rows.push_back(Row{std::move(commit), std::move(shown.path), std::move(shown.moved)});
+    count_row(follow->walk());
+    if (rows.size() == per_page) {
+      // cgit's [next]: any commit left to walk (its search's), shown or not.
+      more = follow->AnyMore(wanted);
+      break;
+    }
+  }
   git_oid id;
-  while (!order && walk.NextId(&id)) {
+  while (!order && !follow && walk.NextId(&id)) {
     // Without a search, a commit the page skips (ofs=) is never read: the walk knows its links.
     CommitPtr commit;
     if (filter != Filter::kNone || index >= route.ofs) {
@@ -442,26 +647,23 @@ Page RenderLog(const PageContext& ctx) {
       more = true;
       break;
     }
-    rows.push_back(std::move(commit));
-    if (count_while_walking) {
-      // The limit bounds the walk, not the rows (whose counts read blobs and take long on a busy
-      // machine): the time a row's counts take moves the deadline.
-      const DateWalk::Clock::time_point row_start = DateWalk::Clock::now();
-      CountChanges(ctx, rows.back().get(), lines);
-      deadline += DateWalk::Clock::now() - row_start;
-      walk.set_deadline(deadline);
-    }
+    rows.push_back(Row{std::move(commit), route.path, std::nullopt});
+    count_row(walk);
   }
   if (counts && !count_while_walking) {
-    for (auto it = rows.rbegin(); it != rows.rend(); ++it) CountChanges(ctx, it->get(), lines);
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it)
+      CountChanges(ctx, it->commit.get(), it->path, lines);
   }
-  for (const CommitPtr& commit : rows) WriteCommitRow(ctx, commit.get(), now, columns);
-  if (walk.stopped()) {
+  for (const Row& row : rows)
+    WriteCommitRow(ctx, row.commit.get(), now, columns, row.path,
+                   row.moved ? &*row.moved : nullptr);
+  const DateWalk& walked = follow ? follow->walk() : walk;
+  if (walked.stopped()) {
     // Not cgit's: its walk has no bound. The page says where this one stopped.
     out.Raw("<tr class='nohover'><td colspan='")
         .Number(columns)
         .Raw("'>[stopped: the search read ")
-        .Number(walk.visited())
+        .Number(walked.visited())
         .Raw(" commits in ")
         .Number(static_cast<uint64_t>(kWalkLimit.count()))
         .Raw(" s; older commits are not shown]</td></tr>\n");
@@ -469,18 +671,19 @@ Page RenderLog(const PageContext& ctx) {
   out.Raw("</table><ul class='pager'>");
   if (route.ofs > 0) {
     out.Raw("<li><a href='");
-    LogUrl(ctx, route.path, route.ofs > per_page ? route.ofs - per_page : 0, route.showmsg);
+    LogUrl(ctx, pager_path, route.ofs > per_page ? route.ofs - per_page : 0, route.showmsg,
+           route.follow);
     out.Raw("'>[prev]</a></li>");
   }
   if (more) {
     out.Raw("<li><a href='");
-    LogUrl(ctx, route.path, route.ofs + per_page, route.showmsg);
+    LogUrl(ctx, pager_path, route.ofs + per_page, route.showmsg, route.follow);
     out.Raw("'>[next]</a></li>");
   }
   out.Raw("</ul>");
   PageEnd(out);
   Page page;
-  page.no_store = walk.stopped();  // cut by time: a later render may walk further
+  page.no_store = walked.stopped();  // cut by time: a later render may walk further
   return page;
 }
 
