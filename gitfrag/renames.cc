@@ -353,9 +353,8 @@ bool Matcher::RunFollow(const std::vector<TreeChange>& files,
   // No basename pass with copies (git skips it); the limit is git's default, not cgit's.
   if (!FindExact() || !FindSimilar(kDefaultRenameLimit)) return Failed(reason);
   if (pairs_.empty()) return true;
-  const auto src_it = std::find_if(sources_.begin(), sources_.end(), [&](const Side& s) {
-    return s.change == pairs_.front().src;
-  });
+  const auto src_it = std::find_if(sources_.begin(), sources_.end(),
+                                   [&](const Side& s) { return s.change == pairs_.front().src; });
   if (src_it == sources_.end()) return true;
   const Side& src = *src_it;
   TreeChange& c = changes_.front();

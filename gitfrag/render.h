@@ -53,9 +53,8 @@ using Args = std::initializer_list<std::pair<const char*, std::string_view>>;
 // an attribute. `page` "" gives the repository's summary URL "{virtual-root}{repo}/".
 void RepoUrl(const PageContext& ctx, std::string_view page, std::string_view path, Args args);
 // A log link as cgit's: "{virtual-root}{repo}/log/{path}" with the page's h, id, qt and q (both
-// when both were given), then ofs (when > 0) and showmsg=1.
-void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg,
-            bool follow);
+// when both were given), then ofs (when > 0), showmsg=1 and follow=1.
+void LogUrl(const PageContext& ctx, std::string_view path, unsigned ofs, bool showmsg, bool follow);
 // Writes "?k=v&amp;..." or nothing.
 void QueryArgs(Writer& out, Args args);
 

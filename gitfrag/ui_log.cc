@@ -19,8 +19,8 @@
 #include "gitfrag/memo.h"
 #include "gitfrag/pack_reader.h"
 #include "gitfrag/raw_objects.h"
-#include "gitfrag/render.h"
 #include "gitfrag/renames.h"
+#include "gitfrag/render.h"
 
 namespace shellac::gitfrag {
 
@@ -216,8 +216,8 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, std::string_vi
   CommitFiles changed;
   changed.patches = lines && ctx.route.diff.ignorews;
   changed.blob_lines = lines && !changed.patches;
-  if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, path, &changed,
-                       &reason, FileDiffPath::kOwnRaw, nullptr))
+  if (!CommitFileDiffs(ctx.lease.repo(), commit, nullptr, ctx.route.diff, path, &changed, &reason,
+                       FileDiffPath::kOwnRaw, nullptr))
     return counts;
   counts.files = changed.files.size();
   if (!lines) return counts;
@@ -241,8 +241,7 @@ Counts CountChangesOf(const PageContext& ctx, git_commit* commit, std::string_vi
   return counts;
 }
 
-Counts CountChanges(const PageContext& ctx, git_commit* commit, std::string_view path,
-                    bool lines) {
+Counts CountChanges(const PageContext& ctx, git_commit* commit, std::string_view path, bool lines) {
   static SharedMemo<std::string, Counts> memo(kCountsGeneration);
   const std::string key = CountsKey(*git_commit_id(commit), path, ctx.route.diff.ignorews, lines,
                                     ctx.route.diff.rename_limit);
@@ -412,7 +411,8 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
   out.Raw(route.showmsg ? "<tr class='logheader'><td>" : "<tr><td>");
   WriteAge(out, git_commit_committer(raw)->when, now, 14 * 86400);  // cgit: TM_WEEK * 2
   out.Raw(route.showmsg ? "</td><td class='logsubject'><a href='" : "</td><td><a href='");
-  RepoUrl(ctx, "commit", path, {{"h", route.head}, {"id", hex}, {"follow", route.follow ? "1" : ""}});
+  RepoUrl(ctx, "commit", path,
+          {{"h", route.head}, {"id", hex}, {"follow", route.follow ? "1" : ""}});
   out.Raw("'>");
   std::string message;  // showmsg: what the second row shows
   if (route.showmsg && subject.size() > kMaxMsgLen) {

@@ -1557,7 +1557,8 @@ git rm -q --cached new >/dev/null 2>&1 || true; rm -f new; seq 1 52 > newer; ech
 GIT_COMMITTER_DATE='2020-01-07T00:00:00' git commit -q -m merge
 echo 1 >> newer && GIT_COMMITTER_DATE='2020-01-08T00:00:00' git commit -q -a -m after
 for i in 1 2 3 4 5 6; do echo $i >> other; GIT_COMMITTER_DATE="2020-01-09T0$i:00:00" git commit -q -a -m "other $i"; done
-)SH", true);
+)SH",
+                               true);
   const HistoryFixture follow(GetParam(), R"SH(
 git mv keep kept && GIT_COMMITTER_DATE='2021-03-07T01:00:00+0000' git commit -q -m 'rename keep'
 cp numbers numbers-copy && echo 99 >> numbers-copy && git add numbers-copy &&
@@ -1600,8 +1601,8 @@ echo 101 >> nc && GIT_COMMITTER_DATE='2021-03-07T05:00:00+0000' git commit -q -a
     const std::string theirs_cut = followed ? chrome(theirs_html) : theirs_html;
     const std::string ours = VisibleText(ours_html), theirs = VisibleText(theirs_cut);
     EXPECT_EQ(ours, theirs) << FirstDifference(ours, theirs);
-    ExpectSameLinks(LinksAndClasses(ours_html, c.path), LinksAndClasses(theirs_cut, c.path),
-                    c.path, c.query);
+    ExpectSameLinks(LinksAndClasses(ours_html, c.path), LinksAndClasses(theirs_cut, c.path), c.path,
+                    c.query);
   }
   // Through a copy (the source kept) and renames with edits the rows are git log --follow's, but
   // the root commit (cgit leaves it out), each row's link naming the file as git's --name-status
@@ -1613,7 +1614,8 @@ echo 101 >> nc && GIT_COMMITTER_DATE='2021-03-07T05:00:00+0000' git commit -q -a
     // a merge only with -m).
     std::string expected =
         follow.Git("log --follow --format=%H%n --name-status master -- " + ShellQuote(file) +
-                   " | awk 'length($0) == 40 && /^[0-9a-f]+$/ { id = $0 } /^[MARCD]/ { print id \" \" $NF }'") +
+                   " | awk 'length($0) == 40 && /^[0-9a-f]+$/ { id = $0 } /^[MARCD]/ { print id \" "
+                   "\" $NF }'") +
         "\n";
     const std::string root = follow.Rev("master^{/root}");
     if (expected.starts_with(root) || expected.find("\n" + root) != std::string::npos)
