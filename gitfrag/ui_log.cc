@@ -364,8 +364,9 @@ class FollowWalk {
   bool SingleParent(const git_oid& id, git_oid* tree, git_oid* parent_tree) {
     const std::shared_ptr<const CommitGraph>& graph = walk_.graph();
     const uint32_t pos = walk_.last_position();
-    if (graph && pos != CommitGraph::kNoPosition) {
-      if (!graph->Parents(pos, &parents_) || parents_.size() != 1) return false;
+    // From the graph when it has the commit and its parents; else from the objects.
+    if (graph && pos != CommitGraph::kNoPosition && graph->Parents(pos, &parents_)) {
+      if (parents_.size() != 1) return false;
       *tree = graph->Tree(pos);
       *parent_tree = graph->Tree(parents_[0]);
       return true;
