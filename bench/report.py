@@ -1584,7 +1584,9 @@ def history_report(run):
         "and `git log -N --format=%H SHA -- PATH` (N: the rows a path log page shows, the cgitrc's",
         "max-commit-count: %s), timed from start to" % (run.m("log_rows") or "50, cgit's default"),
         "exit; a page from request to the whole answer (gzip). Target (issue 14): each page no slower",
-        "through shellac than git's own command with a commit-graph."])
+        "through shellac than git's own command with a commit-graph. log-follow: the log-path pages",
+        "with follow=1 (the cgitrc gets `enable-follow-links=1`), against `git log --follow`; cgit's",
+        "times are given, not its rows, which are not git's once it has followed a rename."])
     lines.append("- repository graph: the base has %s" % graph)
     if run.m("log_counts").strip():
         lines.append("- the cgitrc sets `%s`: cgit's and shellac's path logs count every row's changed files and lines "

@@ -3,8 +3,9 @@
 # path-limited log pages at commits a crawler would ask for (bench/wrk/pages_urls.py's blame and
 # log-path lists: a file the commit touched, at that commit), each measured by git's own command
 # without and with the repository's commit-graph, by cgit and by shellac (store empty at the
-# start), one request at a time (bench/wrk/history.py). Target: each page no slower through shellac
-# than git's own command with a commit-graph. Run through bench/run.sh history [--from REPO]
+# start), one request at a time (bench/wrk/history.py); and the same path logs with follow=1
+# (log-follow: git log --follow; the cgitrc gets enable-follow-links=1, which cgit needs for it).
+# Target: each page no slower through shellac than git's own command with a commit-graph. Run through bench/run.sh history [--from REPO]
 # [--commit-graph] [--report NAME]; HISTORY_PAGES (default 25) pages of each kind. Raw results ->
 # OUT/raw/NAME/ (history.out: history.py's summary, history-samples.tsv: a line per page).
 set -euo pipefail
@@ -15,6 +16,10 @@ HISTORY_TIMEOUT=120   # seconds a page or a command may take (git blame of a lon
 begin history "${REPORT:-history}"
 peers_need
 corpus_prepare
+# enable-follow-links=1 (global, before the repositories): cgit and shellac answer follow=1.
+follow_rc=$BENCH_TMP/cgitrc-follow
+{ echo "enable-follow-links=1"; cat "$CGITRC"; } >"$follow_rc"
+CGITRC=$follow_rc
 shellac_binary
 peer_cgit_start "$CGITRC"
 SHELLAC_RENDER=1
@@ -25,11 +30,14 @@ lists=$BENCH_TMP/lists plan=$BENCH_TMP/history-plan.tsv
 python3 "$BENCH_DIR/wrk/pages_urls.py" --cgitrc "$CGITRC" --repo "$BASE_REPO" --branch "$HEAD_BRANCH" \
   --out "$lists" --seed "$SEED" --skip "$COMMITS_FILE" || bench_die "pages_urls.py failed"
 # KIND SHA PATH URL: the first HISTORY_PAGES distinct (commit, path) pairs of each list, in its order
-for k in blame log-path; do
-  sed -n 's|^\(/[^/]*/[a-z]*/\)\(.*\)?id=\([0-9a-f]\{40\}\)$|\3\t\2\t&|p' "$lists/$k.txt" |
-    awk -F'\t' -v k="$k" -v n="$HISTORY_PAGES" 'c < n && !seen[$1 FS $2]++ { print k "\t" $0; c++ }'
+for k in blame log-path log-follow; do
+  list=$k
+  [ "$k" = log-follow ] && list=log-path
+  sed -n 's|^\(/[^/]*/[a-z]*/\)\(.*\)?id=\([0-9a-f]\{40\}\)$|\3\t\2\t&|p' "$lists/$list.txt" |
+    awk -F'\t' -v k="$k" -v n="$HISTORY_PAGES" -v q="$([ "$k" = log-follow ] && echo '&follow=1')" \
+      'c < n && !seen[$1 FS $2]++ { print k "\t" $0 q; c++ }'
 done >"$plan"
-for k in blame log-path; do
+for k in blame log-path log-follow; do
   [ "$(grep -c "^$k	" "$plan")" -eq "$HISTORY_PAGES" ] || bench_die "fewer than $HISTORY_PAGES $k pages in $lists/$k.txt"
 done
 graph=none

@@ -4,14 +4,14 @@
     history.py --plan PLAN --repo BASE.git --port shellac=PORT --port cgit=PORT [--admin PORT]
                [--rows N] [--timeout S] [--samples OUT.tsv]
 
-PLAN: one page a line, tab separated: KIND SHA PATH URL. KIND is blame or log-path; URL the page's
+PLAN: one page a line, tab separated: KIND SHA PATH URL. KIND is blame, log-path or log-follow; URL the page's
 path on a server (cgit's layout). For each line, in order, one at a time, four measurements:
   git-nograph  git's own command with the commit-graph turned off (`git -c core.commitGraph=false`)
   git          the same command as the repository is (its commit-graph and changed-path filters, if any)
   cgit         GET URL from cgit (one keep-alive connection, Accept-Encoding: gzip)
   shellac      GET URL from shellac (the same)
 git's commands: blame -> `git blame --porcelain SHA -- PATH`; log-path -> `git log -N --format=%H SHA
--- PATH`, N = --rows (the rows the page shows: the cgitrc's max-commit-count, cgit's default 50). A command is timed from its start to its
+-- PATH`, log-follow -> the same with --follow, N = --rows (the rows the page shows: the cgitrc's max-commit-count, cgit's default 50). A command is timed from its start to its
 exit (output to /dev/null); a page from writing the request to having read the whole answer.
 Checks (outside the timing): git exits 0; a page answers 200 and, gunzipped, is cgit's markup (the
 generator meta: cgit's or shellac's) and names PATH's last part. A failed check is left out of the
@@ -40,7 +40,8 @@ def git_command(repo, kind, sha, path, graph, rows):
     cmd = ["git"] + ([] if graph else ["-c", "core.commitGraph=false"]) + ["-C", repo]
     if kind == "blame":
         return cmd + ["blame", "--porcelain", sha, "--", path]
-    return cmd + ["log", "-%d" % rows, "--format=%H", sha, "--", path]
+    follow = ["--follow"] if kind == "log-follow" else []
+    return cmd + ["log", "-%d" % rows] + follow + ["--format=%H", sha, "--", path]
 
 
 def run_git(cmd, timeout):
