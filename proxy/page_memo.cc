@@ -76,6 +76,7 @@ std::string PageMemoBase(const Runtime& runtime, const gitfrag::Route& route, bo
   AppendNumber(&key, route.ofs_signed);
   AppendOptional(&key, route.period);
   AppendNumber(&key, route.showmsg);
+  AppendNumber(&key, route.follow);
   AppendNumber(&key, route.slashless);
   AppendOptional(&key, route.grep);
   AppendOptional(&key, route.search);

@@ -140,6 +140,28 @@ TEST(PageMemo, APageAskedAgainIsServedWithoutARenderAndTheSameBytes) {
   EXPECT_EQ(kept.body, first.body);
 }
 
+// A page is kept under everything in its URL that changes it: a path log and the same log with
+// follow=1 (enable-follow-links: git log --follow) are two pages, each kept and each served as
+// it was made.
+TEST(PageMemo, ALogAndItsFollowPageAreKeptApart) {
+  Repo repo;
+  ShellacProcess proxy;
+  ASSERT_TRUE(proxy.Start(repo.Config("enable-follow-links=1\n", "refs-check-interval=1h\n")));
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    for (const bool follow : {false, true}) {
+      Response r = HttpGet(proxy.Port(), follow ? "/base/log/numbers?follow=1" : "/base/log/numbers",
+                           kGzip);
+      ASSERT_EQ(r.status, 200) << r.Describe();
+      EXPECT_EQ(r.Header("x-cache"), round == 0 ? "pass" : "hit");
+      const std::string page = Gunzip(r.body);
+      EXPECT_NE(page.find(follow ? ">unfollow</a>)" : ">follow</a>)"), std::string::npos) << page;
+      if (round == 0) WaitForMetric(proxy.AdminPort(), "shellac_page_memo_kept_total", {}, follow ? 2 : 1);
+    }
+  }
+  EXPECT_EQ(Renders(proxy, "log"), 2);
+}
+
 TEST(PageMemo, APushOrAReloadRendersAgain) {
   Repo repo;
   ShellacProcess proxy;

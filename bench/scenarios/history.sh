@@ -16,9 +16,14 @@ HISTORY_TIMEOUT=120   # seconds a page or a command may take (git blame of a lon
 begin history "${REPORT:-history}"
 peers_need
 corpus_prepare
-# enable-follow-links=1 (global, before the repositories): cgit and shellac answer follow=1.
+# enable-follow-links=1 (global, before the repositories: the corpus's line turned on, or one
+# added first): cgit and shellac answer follow=1.
 follow_rc=$BENCH_TMP/cgitrc-follow
-{ echo "enable-follow-links=1"; cat "$CGITRC"; } >"$follow_rc"
+if grep -q '^enable-follow-links=' "$CGITRC"; then
+  sed 's/^enable-follow-links=.*/enable-follow-links=1/' "$CGITRC" >"$follow_rc"
+else
+  { echo "enable-follow-links=1"; cat "$CGITRC"; } >"$follow_rc"
+fi
 CGITRC=$follow_rc
 shellac_binary
 peer_cgit_start "$CGITRC"

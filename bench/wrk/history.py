@@ -14,7 +14,7 @@ git's commands: blame -> `git blame --porcelain SHA -- PATH`; log-path -> `git l
 -- PATH`, log-follow -> the same with --follow, N = --rows (the rows the page shows: the cgitrc's max-commit-count, cgit's default 50). A command is timed from its start to its
 exit (output to /dev/null); a page from writing the request to having read the whole answer.
 Checks (outside the timing): git exits 0; a page answers 200 and, gunzipped, is cgit's markup (the
-generator meta: cgit's or shellac's) and names PATH's last part. A failed check is left out of the
+generator meta: cgit's or shellac's) and names PATH's last part; with --admin, shellac rendered it. A failed check is left out of the
 times and counted as bad. With --admin (shellac's admin port) shellac's render time of the page is
 read from /metrics before and after it (outside the timing).
 
@@ -106,6 +106,8 @@ def main():
                 if before is not None:
                     after = metrics(a.admin)
                     row["render"] = sum(s - before.get(k, (0, 0.0))[1] for k, (_, s) in after.items()) * 1e6
+                    if us is not None and row["render"] <= 0:
+                        us, why = None, "shellac did not render it (its upstream answered)"
             row[target] = us
             if us is None:
                 bad.setdefault((kind, target), []).append((url, why))
