@@ -391,9 +391,9 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if ((route.kind == PageKind::kTree || route.kind == PageKind::kBlob) &&
         !source_filter.empty() && !IsExecFilter(source_filter))
       return std::nullopt;
-    // Commit, diff, log, stats and atom pages are rendered limited to a path; a path-limited patch or
-    // rawdiff is left to the upstream rather than shown unrestricted. Paths never climb ("..")
-    // and have no empty segment ("commit//x", "commit/a//b").
+    // Commit, diff, log, stats, atom and patch pages are rendered limited to a path; a rawdiff's
+    // path is cgit's to ignore (its rawdiff is the whole diff). Paths never climb ("..") and have
+    // no empty segment ("commit//x", "commit/a//b").
     while (route.path.ends_with('/')) route.path.pop_back();
     const bool tree_path = route.kind == PageKind::kTree || route.kind == PageKind::kPlain ||
                            route.kind == PageKind::kSnapshot || route.kind == PageKind::kBlame;
@@ -406,6 +406,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     if (!route.path.empty() && route.kind != PageKind::kCommit && route.kind != PageKind::kDiff &&
         route.kind != PageKind::kDiffFragment && route.kind != PageKind::kLog &&
         route.kind != PageKind::kRefs && route.kind != PageKind::kStats &&
+        route.kind != PageKind::kPatch && route.kind != PageKind::kRawDiff &&
         route.kind != PageKind::kAtom && route.kind != PageKind::kBlob &&
         route.kind != PageKind::kReadme && !tree_path)
       return std::nullopt;
@@ -415,6 +416,7 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
     // A tree or plain path that climbs or has an empty segment is this page's 404 (Render says
     // why); elsewhere such a path is not routed.
     if (!tree_path && BadPath(route.path)) return std::nullopt;
+    if (route.kind == PageKind::kRawDiff) route.path.clear();
   }
 
   std::string key, value;
@@ -510,6 +512,10 @@ std::optional<Route> Site::Match(std::string_view raw_path, std::string_view que
         if (attributes != 0) route.cache_key += "&attributes=" + std::to_string(attributes);
         // The mail's header names the author's address unless noplainemail is set.
         if (route.kind == PageKind::kPatch && !plain_email_) route.cache_key += "&noplainemail=1";
+        if (route.kind == PageKind::kPatch && !route.path.empty()) {
+          route.cache_key += "&path=";
+          AppendUrlEncoded(&route.cache_key, route.path, /*keep_slash=*/true);
+        }
       }
     }
   }

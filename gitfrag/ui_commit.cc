@@ -111,16 +111,22 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit) {
   out.Raw("<table summary='commit info' class='commit-info'>\n");
   WriteSignature(ctx, "author", git_commit_author(commit), encoding);
   WriteSignature(ctx, "committer", git_commit_committer(commit), encoding);
+  // The commit, patch, parent and diff links keep the page's path, as cgit's; the patch link names
+  // no branch (cgit asks for it without one).
   out.Raw("<tr><th>commit</th><td colspan='2' class='oid'><a href='");
-  RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", hex}});
+  RepoUrl(ctx, "commit", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
   out.Raw("'>").Raw(hex).Raw("</a> (<a href='");
-  RepoUrl(ctx, "patch", "", {{"h", ctx.route.head}, {"id", hex}});
+  RepoUrl(ctx, "patch", ctx.route.path, {{"id", hex}});
+  // The tree and diff links name the commit as the page was asked for it (an abbreviated id as
+  // given), as cgit's.
+  const std::string_view asked =
+      !ctx.route.id.empty() && hex.starts_with(ctx.route.id) ? std::string_view(ctx.route.id) : hex;
   out.Raw("'>patch</a>)</td></tr>\n<tr><th>tree</th><td colspan='2' class='oid'><a href='");
-  RepoUrl(ctx, "tree", "", {{"h", ctx.route.head}, {"id", hex}});
+  RepoUrl(ctx, "tree", "", {{"h", ctx.route.head}, {"id", asked}});
   out.Raw("'>").Raw(OidHex(*git_commit_tree_id(commit))).Raw("</a>");
   if (!ctx.route.path.empty()) {
     out.Raw(" /<a href='");
-    RepoUrl(ctx, "tree", ctx.route.path, {{"h", ctx.route.head}, {"id", hex}});
+    RepoUrl(ctx, "tree", ctx.route.path, {{"h", ctx.route.head}, {"id", asked}});
     out.Raw("'>").Text(ctx.route.path).Raw("</a>");
   }
   out.Raw("</td></tr>\n");
@@ -128,9 +134,9 @@ void WriteCommitInfo(const PageContext& ctx, git_commit* commit) {
   for (unsigned i = 0; i < parents; ++i) {
     const std::string parent = OidHex(*git_commit_parent_id(commit, i));
     out.Raw("<tr><th>parent</th><td colspan='2' class='oid'><a href='");
-    RepoUrl(ctx, "commit", "", {{"h", ctx.route.head}, {"id", parent}});
+    RepoUrl(ctx, "commit", ctx.route.path, {{"h", ctx.route.head}, {"id", parent}});
     out.Raw("'>").Raw(parent).Raw("</a> (<a href='");
-    RepoUrl(ctx, "diff", "", {{"h", ctx.route.head}, {"id", hex}, {"id2", parent}});
+    RepoUrl(ctx, "diff", ctx.route.path, {{"h", ctx.route.head}, {"id", asked}, {"id2", parent}});
     out.Raw("'>diff</a>)</td></tr>");
   }
   out.Raw("</table>\n");

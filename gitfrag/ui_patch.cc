@@ -396,13 +396,15 @@ struct CommitDiffTextWeight {
 // push out everything else).
 constexpr size_t kDiffTextGenerationBytes = size_t{8} << 20;
 
+// `path`: only the files under it (a path-limited patch), "" all.
 std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, git_odb* odb,
                                                          int abbrev, uint64_t attributes,
-                                                         git_commit* commit, std::string* reason) {
+                                                         git_commit* commit, std::string_view path,
+                                                         std::string* reason) {
   CommitFiles files;
   files.own_patches = true;
   files.attributes = attributes;
-  if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, "", &files, reason,
+  if (!CommitFileDiffs(repo, commit, nullptr, DiffOptions{}, path, &files, reason,
                        FileDiffPath::kOwnRaw, nullptr, DiffEngine::kGitDefaults))
     return nullptr;
   // A file whose patch could not be made is left out, as the commit page leaves it out.
@@ -444,10 +446,13 @@ std::shared_ptr<const CommitDiffText> MakeCommitDiffText(git_repository* repo, g
 // from the memo or made; null with *reason when the trees cannot be read or diffed. Keyed by the
 // commit, `abbrev` and the repository's attribute sources (Registry::Lease::attributes), as the
 // stored patch and rawdiff parts are (site.cc's cache keys): the text is the same in every fork
-// without gitattributes (0), and a fork's own while its attribute files stay as they are.
+// without gitattributes (0), and a fork's own while its attribute files stay as they are. A
+// path-limited one (`path` not empty) is made each time.
 std::shared_ptr<const CommitDiffText> CommitDiffTextOf(git_repository* repo, git_odb* odb,
                                                        int abbrev, uint64_t attributes,
-                                                       git_commit* commit, std::string* reason) {
+                                                       git_commit* commit, std::string_view path,
+                                                       std::string* reason) {
+  if (!path.empty()) return MakeCommitDiffText(repo, odb, abbrev, attributes, commit, path, reason);
   struct Key {
     git_oid id;
     int abbrev;
@@ -467,7 +472,7 @@ std::shared_ptr<const CommitDiffText> CommitDiffTextOf(git_repository* repo, git
   const Key key{*git_commit_id(commit), abbrev, attributes};
   if (std::optional<std::shared_ptr<const CommitDiffText>> known = memo.Find(key)) return *known;
   std::shared_ptr<const CommitDiffText> made =
-      MakeCommitDiffText(repo, odb, abbrev, attributes, commit, reason);
+      MakeCommitDiffText(repo, odb, abbrev, attributes, commit, "", reason);
   if (made != nullptr && CommitDiffTextWeight()(made) <= kDiffTextGenerationBytes / 16)
     memo.Add(key, made);
   return made;
@@ -527,11 +532,13 @@ void AppendMailBody(std::string* out, std::string_view body) {
 // One mail of the series. False when the commit has no changes (format-patch skips it).
 // `plain_email` false (cgit's noplainemail): cgit asks git for a format of its own instead of
 // --format=email, "From %H Mon Sep 17 00:00:00 2001%nFrom: %an%nDate: %aD%n%w(78,0,1)Subject:
-// %s%n%n%w(0)%b": the author's name alone, no MIME headers, the body as it is.
+// %s%n%n%w(0)%b": the author's name alone, no MIME headers, the body as it is. `path`: the
+// files under it only, and after the stat cgit's "(limited to 'PATH')" line.
 bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, uint64_t attributes,
-                git_commit* commit, bool plain_email, std::string* out, std::string* reason) {
+                git_commit* commit, bool plain_email, std::string_view path, std::string* out,
+                std::string* reason) {
   const std::shared_ptr<const CommitDiffText> diff =
-      CommitDiffTextOf(repo, odb, abbrev, attributes, commit, reason);
+      CommitDiffTextOf(repo, odb, abbrev, attributes, commit, path, reason);
   if (diff == nullptr || diff->stats.empty()) return false;
 
   const char* encoding = git_commit_message_encoding(commit);
@@ -572,6 +579,11 @@ bool AppendMail(git_repository* repo, git_odb* odb, int abbrev, uint64_t attribu
   WriteStat(out, diff->stats);
   *out += diff->summary;
   *out += "\n";
+  if (!path.empty()) {
+    *out += "(limited to '";
+    *out += path;
+    *out += "')\n\n";
+  }
   *out += diff->text;
   return true;
 }
@@ -613,22 +625,28 @@ Page RenderPatch(const PageContext& ctx) {
   page.headers.emplace_back("Content-Disposition", "inline; filename=\"" + filename + "\"");
   std::string text;
   std::vector<CommitPtr> series;
-  if (git_commit_parentcount(commit.get()) <= 1) {
+  const std::string& path = ctx.route.path;
+  if (path.empty() && git_commit_parentcount(commit.get()) <= 1) {
     // A commit with one parent or none is the whole range: nothing else is reachable from it
     // but from its parent. No walk, no commit read again.
     series.push_back(std::move(commit));
   } else {
-    // The range's commits (libgit2's revwalk finds the set), then listed oldest first in git's
-    // order: the reverse of the date-ordered walk.
-    git_revwalk* raw_walk = nullptr;
-    if (git_revwalk_new(&raw_walk, repo) != 0) return ErrorPage(500, "cannot walk history");
-    RevwalkPtr walk(raw_walk);
-    git_revwalk_push(raw_walk, git_commit_id(commit.get()));
-    git_revwalk_hide(raw_walk, git_commit_parent_id(commit.get(), 0));
-    git_oid oid;
+    // The range's commits (libgit2's revwalk finds the set; a root commit's is itself), then
+    // listed oldest first in git's order: the reverse of the date-ordered walk. Limited to a path
+    // (git log PARENT..COMMIT -- PATH), those that change it, with git's history simplification.
     DateWalk::Set range;
-    while (git_revwalk_next(&oid, raw_walk) == 0) range.insert(DateWalk::Key(oid));
-    DateWalk order(repo, *git_commit_id(commit.get()), &range);
+    if (git_commit_parentcount(commit.get()) > 0) {
+      git_revwalk* raw_walk = nullptr;
+      if (git_revwalk_new(&raw_walk, repo) != 0) return ErrorPage(500, "cannot walk history");
+      RevwalkPtr walk(raw_walk);
+      git_revwalk_push(raw_walk, git_commit_id(commit.get()));
+      git_revwalk_hide(raw_walk, git_commit_parent_id(commit.get(), 0));
+      git_oid oid;
+      while (git_revwalk_next(&oid, raw_walk) == 0) range.insert(DateWalk::Key(oid));
+    } else {
+      range.insert(DateWalk::Key(*git_commit_id(commit.get())));
+    }
+    DateWalk order(repo, {*git_commit_id(commit.get())}, &range, path);
     while (CommitPtr c = order.Next()) {
       if (git_commit_parentcount(c.get()) <= 1) series.push_back(std::move(c));
     }
@@ -641,13 +659,14 @@ Page RenderPatch(const PageContext& ctx) {
   for (auto it = series.rbegin(); it != series.rend(); ++it) {
     std::string mail;
     if (!AppendMail(repo, odb.get(), abbrev, ctx.lease.attributes(), it->get(),
-                    ctx.site.plain_email(), &mail, &reason))
+                    ctx.site.plain_email(), path, &mail, &reason))
       continue;
     if (mails++ > 0) text += '\n';
     text += mail;
     text += "-- \nshellac " SHELLAC_VERSION "\n\n";
   }
-  if (mails == 0) text += "-- \nshellac " SHELLAC_VERSION "\n\n";
+  // (A path-limited series without a commit that changes the path is nothing at all, as cgit's.)
+  if (mails == 0 && path.empty()) text += "-- \nshellac " SHELLAC_VERSION "\n\n";
   ctx.out.Raw(text);
   return page;
 }
@@ -664,8 +683,8 @@ Page RenderRawDiff(const PageContext& ctx) {
     // Against the first parent: the text the commit's patch prints after its stat (memoised).
     git_odb* raw_odb = nullptr;
     const OdbPtr odb(git_repository_odb(&raw_odb, repo) == 0 ? raw_odb : nullptr);
-    const std::shared_ptr<const CommitDiffText> diff =
-        CommitDiffTextOf(repo, odb.get(), abbrev, ctx.lease.attributes(), commit.get(), &reason);
+    const std::shared_ptr<const CommitDiffText> diff = CommitDiffTextOf(
+        repo, odb.get(), abbrev, ctx.lease.attributes(), commit.get(), "", &reason);
     if (diff == nullptr) return ErrorPage(500, reason);
     ctx.out.Raw(diff->text);
   } else {

@@ -266,12 +266,12 @@ std::string KnownLinkDifference(const std::string& path, const std::string& quer
   if (path == "/") return "repository index: the links of the repository rows differ";
   if (query.find("id=") == std::string::npos)
     return "without id= cgit's links name no commit; shellac's name the resolved one";
-  if (query.starts_with("h=")) return "with h=, cgit's patch link drops h=; shellac's keeps it";
+  if (query.starts_with("h="))
+    return "with h=, the diffstat's links (the repository-neutral part every branch and id "
+           "spelling "
+           "shares) name no branch and the full id; cgit's keep both as asked";
   if (query.find("dt=1") != std::string::npos)
     return "side by side: the classes of changed rows differ";
-  const size_t page = path.find('/', 1);
-  if (page != std::string::npos && path.find('/', page + 1) + 1 < path.size())
-    return "path-limited: cgit keeps the path in the commit and patch links; shellac does not";
   return "";
 }
 
@@ -836,7 +836,9 @@ TEST_F(GitfragPages, PathLimitedPagesEqualCgit) {
             std::string::npos)
       << deep.body.substr(0, 600);
   EXPECT_FALSE(site.Match("/fix/commit/../x", "id=" + head));
-  EXPECT_FALSE(site.Match("/fix/patch/main.c", "id=" + head)) << "no path-limited patch";
+  EXPECT_FALSE(site.Match("/fix/patch/../main.c", "id=" + head));
+  EXPECT_EQ(site.Match("/fix/rawdiff/main.c", "id=" + head)->path, "")
+      << "cgit's rawdiff is the whole diff, whatever the path";
 }
 
 // patch and rawdiff are byte-identical to cgit's, apart from the signature line after "-- "
@@ -871,6 +873,29 @@ TEST_F(GitfragPages, PatchAndRawdiffEqualCgit) {
       const std::string theirs = fx.Cgit(path, "id=" + id);
       EXPECT_EQ(without_signature(ours.body), without_signature(theirs)) << page;
       ++compared;
+    }
+    // Limited to a path: a file the commit changed, its folder, one it did not change. The patch
+    // has that path's files and cgit's "(limited to ...)" line, or nothing; the rawdiff is whole.
+    const std::string changed = fx.Git("diff-tree --root --no-commit-id --name-only -r -z " + id +
+                                       " | tr '\\0' '\\n' | head -n 1");
+    std::vector<std::string> paths = {"no/such/file"};
+    if (!changed.empty()) {
+      paths.push_back(changed);
+      if (changed.find('/') != std::string::npos)
+        paths.push_back(changed.substr(0, changed.find('/')));
+    }
+    for (const std::string& limit : paths) {
+      for (const char* page : {"patch", "rawdiff"}) {
+        SCOPED_TRACE(std::string(page) + "/" + limit);
+        std::string escaped;
+        AppendUrlEncoded(&escaped, limit, /*keep_slash=*/true);
+        const Page ours =
+            site.Render(MustMatch(site, "/fix/" + std::string(page) + "/" + escaped, "id=" + id));
+        ASSERT_EQ(ours.status, 200) << ours.reason;
+        const std::string theirs = fx.Cgit("/fix/" + std::string(page) + "/" + limit, "id=" + id);
+        EXPECT_EQ(without_signature(ours.body), without_signature(theirs));
+        ++compared;
+      }
     }
   }
   EXPECT_GE(compared, 18u);
