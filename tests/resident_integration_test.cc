@@ -443,15 +443,17 @@ TEST(Resident, BadIdsAndOtherPages) {
   EXPECT_EQ(malformed.status, 404) << malformed.Describe();
   EXPECT_EQ(origin.RequestCount(), 0u) << "resident pages never reach the backend";
 
-  // Pages gitfrag does not render (a path-limited rawdiff), and unknown repositories, go to the forge.
-  EXPECT_EQ(HttpGet(proxy.Port(), "/base/rawdiff/main.c").body, "origin:/base/rawdiff/main.c");
+  // Pages gitfrag does not render (a commit page with follow=1, whose diff cgit shows through
+  // renames), and unknown repositories, go to the forge.
+  const std::string followed = "/base/commit/main.c?id=" + repos.second() + "&follow=1";
+  EXPECT_EQ(HttpGet(proxy.Port(), followed).body, "origin:" + followed);
   EXPECT_EQ(HttpGet(proxy.Port(), "/nope/commit/?id=" + repos.second()).body,
             "origin:/nope/commit/?id=" + repos.second());
 
   // Without a backend they get a 404 that says so.
   ShellacProcess alone;
   ASSERT_TRUE(alone.Start(repos.Config()));
-  Response other = HttpGet(alone.Port(), "/base/rawdiff/main.c");
+  Response other = HttpGet(alone.Port(), followed);
   EXPECT_EQ(other.status, 404);
   EXPECT_NE(other.body.find("served by the forge"), std::string::npos) << other.body;
   // It names every page kind shellac renders (the parts are named by the pages that show them).
