@@ -77,7 +77,7 @@ void CheckRoute(const Route& r, const gitfrag::Site& site) {
                r.kind == PageKind::kDiffFragment || r.kind == PageKind::kLog ||
                r.kind == PageKind::kRefs || r.kind == PageKind::kStats ||
                r.kind == PageKind::kAtom || r.kind == PageKind::kBlob ||
-               r.kind == PageKind::kReadme);
+               r.kind == PageKind::kReadme || r.kind == PageKind::kPatch);
     if (r.kind == PageKind::kRefs) FUZZ_CHECK(r.path == "heads" || r.path == "tags");
     // A blob part's path is the file's name (a source-filter's argument), never a folder.
     if (r.kind == PageKind::kBlob) FUZZ_CHECK(r.path.find('/') == std::string::npos);
