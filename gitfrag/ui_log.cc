@@ -252,7 +252,8 @@ Counts CountChanges(const PageContext& ctx, git_commit* commit, std::string_view
 }
 
 // A follow log's row where the file came from another (a rename or copy FindFollowSource found):
-// cgit counts that one pair, its lines between the two blobs.
+// cgit counts that one pair, its lines between the two blobs (a submodule's side, or ignorews,
+// as the commit page counts such a change: CountLinkChange reads and diffs both objects).
 Counts CountFollowedPair(const PageContext& ctx, const TreeChange& pair) {
   Counts counts;
   counts.files = 1;
@@ -260,9 +261,11 @@ Counts CountFollowedPair(const PageContext& ctx, const TreeChange& pair) {
   d.status = pair.status;
   d.old_file.id = pair.old_id;
   d.old_file.mode = static_cast<uint16_t>(pair.old_mode);
+  d.old_file.path = pair.old_path.c_str();
   d.new_file.id = pair.new_id;
   d.new_file.mode = static_cast<uint16_t>(pair.new_mode);
-  if (IsLinkChange(d)) {
+  d.new_file.path = pair.path.c_str();
+  if (IsLinkChange(d) || ctx.route.diff.ignorews) {
     const LinkCounts c = CountLinkChange(ctx.lease.repo(), d, ctx.route.diff.ignorews);
     if (!c.binary) {
       counts.added = c.added;
@@ -270,24 +273,9 @@ Counts CountFollowedPair(const PageContext& ctx, const TreeChange& pair) {
     }
     return counts;
   }
-  if (!ctx.route.diff.ignorews) {
-    const LineDelta delta = FileLineDelta(ctx.lease.repo(), d);
-    counts.added = delta.added;
-    counts.removed = delta.removed;
-    return counts;
-  }
-  git_blob *old_raw = nullptr, *new_raw = nullptr;
-  if (git_blob_lookup(&old_raw, ctx.lease.repo(), &pair.old_id) != 0) return counts;
-  const BlobPtr old_blob(old_raw);
-  if (git_blob_lookup(&new_raw, ctx.lease.repo(), &pair.new_id) != 0) return counts;
-  const BlobPtr new_blob(new_raw);
-  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
-  opts.flags |= GIT_DIFF_MINIMAL | GIT_DIFF_IGNORE_WHITESPACE;
-  git_patch* patch = nullptr;
-  if (git_patch_from_blobs(&patch, old_raw, nullptr, new_raw, nullptr, &opts) != 0) return counts;
-  size_t context = 0;
-  git_patch_line_stats(&context, &counts.added, &counts.removed, patch);
-  git_patch_free(patch);
+  const LineDelta delta = FileLineDelta(ctx.lease.repo(), d);
+  counts.added = delta.added;
+  counts.removed = delta.removed;
   return counts;
 }
 
@@ -391,16 +379,10 @@ class FollowWalk {
   std::vector<uint32_t> parents_;
 };
 
-// A row's counts: a moved file's pair, else the commit's changes under `path`.
-Counts RowCounts(const PageContext& ctx, git_commit* commit, std::string_view path,
-                 const TreeChange* moved, bool lines) {
-  return moved != nullptr ? CountFollowedPair(ctx, *moved) : CountChanges(ctx, commit, path, lines);
-}
-
 // `path`: what the row's links keep (the log's path; on a follow log the file's name at this
-// commit); `moved`: a follow log's rename or copy at this commit, whose pair is counted.
+// commit); `counts`: the row's Files/Lines counts when made already (null: counted here).
 void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsigned columns,
-                    std::string_view path, const TreeChange* moved) {
+                    std::string_view path, const Counts* counts) {
   Writer& out = ctx.out;
   const Route& route = ctx.route;
   const git_oid oid = *git_commit_id(raw);
@@ -437,13 +419,13 @@ void WriteCommitRow(const PageContext& ctx, git_commit* raw, int64_t now, unsign
   out.Raw("</td><td>").Text(ToUtf8(git_commit_author(raw)->name, encoding));
   const bool files = ctx.repo.enable_log_filecount, lines = ctx.repo.enable_log_linecount;
   if (files || lines) {
-    const Counts counts = RowCounts(ctx, raw, path, moved, lines);
-    if (files) out.Raw("</td><td>").Number(counts.files);
+    const Counts made = counts != nullptr ? *counts : CountChanges(ctx, raw, path, lines);
+    if (files) out.Raw("</td><td>").Number(made.files);
     if (lines) {
       out.Raw("</td><td><span class='deletions'>-")
-          .Number(counts.removed)
+          .Number(made.removed)
           .Raw("</span>/<span class='insertions'>+")
-          .Number(counts.added)
+          .Number(made.added)
           .Raw("</span>");
     }
   }
@@ -526,9 +508,7 @@ Page RenderLog(const PageContext& ctx) {
   // The commits the page shows (and those a search or a walk without a graph reads) are read
   // through the own pack reader (libdeflate, its base cache), not libgit2's zlib reads.
   const PackedReadsScope packed_reads;
-  DateWalk walk(repo, plan.starts, plan.only.get(), route.path);
   DateWalk::Clock::time_point deadline = DateWalk::Clock::now() + kWalkLimit;
-  walk.set_deadline(deadline);
 
   Writer& out = ctx.out;
   const std::string title =
@@ -555,8 +535,8 @@ Page RenderLog(const PageContext& ctx) {
   bool more = false;
   struct Row {
     CommitPtr commit;
-    std::string path;                 // what its links keep
-    std::optional<TreeChange> moved;  // follow: the rename or copy at this commit
+    std::string path;              // what its links keep
+    std::optional<Counts> counts;  // its Files/Lines, once counted
   };
   std::vector<Row> rows;  // the commits shown, newest first
   // The path the pager links keep: on a follow log, cgit's is the file's name at the last commit
@@ -592,18 +572,25 @@ Page RenderLog(const PageContext& ctx) {
   }
   // The row's counts while walking (a path log): the limit bounds the walk, not the rows (whose
   // counts read blobs and take long on a busy machine): the time they take moves the deadline.
-  auto count_row = [&](DateWalk& row_walk) {
+  // A follow log's row where the file was renamed or copied counts that pair (`moved`).
+  auto count_row = [&](DateWalk& row_walk, const std::optional<TreeChange>& moved) {
     if (!count_while_walking) return;
     const DateWalk::Clock::time_point row_start = DateWalk::Clock::now();
-    RowCounts(ctx, rows.back().commit.get(), rows.back().path,
-              rows.back().moved ? &*rows.back().moved : nullptr, lines);
+    Row& row = rows.back();
+    row.counts = moved ? CountFollowedPair(ctx, *moved)
+                       : CountChanges(ctx, row.commit.get(), row.path, lines);
     deadline += DateWalk::Clock::now() - row_start;
     row_walk.set_deadline(deadline);
   };
+  // The walk: git log --follow's (follow=1), else the plain one (with the path's simplification).
   std::optional<FollowWalk> follow;
+  std::optional<DateWalk> plain;
   if (route.follow) {
     follow.emplace(repo, plan.starts, plan.only.get(), route.path);
     follow->walk().set_deadline(deadline);
+  } else {
+    plain.emplace(repo, plan.starts, plan.only.get(), route.path);
+    plain->set_deadline(deadline);
   }
   // A search reads each commit the walk takes (before git's --follow looks at it).
   CommitPtr searched;
@@ -625,8 +612,8 @@ Page RenderLog(const PageContext& ctx) {
       if (git_commit_lookup(&raw, repo, &shown.id) != 0) continue;
       commit.reset(raw);
     }
-    rows.push_back(Row{std::move(commit), std::move(shown.path), std::move(shown.moved)});
-    count_row(follow->walk());
+    rows.push_back(Row{std::move(commit), std::move(shown.path), std::nullopt});
+    count_row(follow->walk(), shown.moved);
     if (rows.size() == per_page) {
       // cgit's [next]: any commit left to walk (its search's), shown or not.
       more = follow->AnyMore(wanted);
@@ -634,7 +621,7 @@ Page RenderLog(const PageContext& ctx) {
     }
   }
   git_oid id;
-  while (!order && !follow && walk.NextId(&id)) {
+  while (plain && !order && plain->NextId(&id)) {
     // Without a search, a commit the page skips (ofs=) is never read: the walk knows its links.
     CommitPtr commit;
     if (filter != Filter::kNone || index >= route.ofs) {
@@ -649,16 +636,16 @@ Page RenderLog(const PageContext& ctx) {
       break;
     }
     rows.push_back(Row{std::move(commit), route.path, std::nullopt});
-    count_row(walk);
+    count_row(*plain, std::nullopt);
   }
   if (counts && !count_while_walking) {
     for (auto it = rows.rbegin(); it != rows.rend(); ++it)
-      CountChanges(ctx, it->commit.get(), it->path, lines);
+      it->counts = CountChanges(ctx, it->commit.get(), it->path, lines);
   }
   for (const Row& row : rows)
     WriteCommitRow(ctx, row.commit.get(), now, columns, row.path,
-                   row.moved ? &*row.moved : nullptr);
-  const DateWalk& walked = follow ? follow->walk() : walk;
+                   row.counts ? &*row.counts : nullptr);
+  const DateWalk& walked = follow ? follow->walk() : *plain;
   if (walked.stopped()) {
     // Not cgit's: its walk has no bound. The page says where this one stopped.
     out.Raw("<tr class='nohover'><td colspan='")
