@@ -265,6 +265,23 @@ struct PackReader::State {
   // A delta's inflated ops, reused (grown, never cleared).
   std::unique_ptr<char[]> delta;
   size_t delta_capacity = 0;
+  // The objects between a chain's root and its result when they are not kept (Keep::kRoot):
+  // made in turn into these two (grown, never cleared), not allocated (and faulted in) each.
+  // One grown past 8 MiB (a large file's versions) is let go at the next read.
+  struct Scratch {
+    std::unique_ptr<char[]> bytes;
+    size_t capacity = 0;
+    char* Fit(size_t size) {
+      if (size > capacity) {
+        capacity = size;
+        bytes = std::make_unique_for_overwrite<char[]>(capacity);
+      }
+      return bytes.get();
+    }
+    void Trim() {
+      if (capacity > (size_t{8} << 20)) *this = Scratch();
+    }
+  } scratch[2];
   // The stream that inflates the first bytes of a delta (HeaderAt), reset for each.
   struct PrefixStream {
     z_stream z{};
@@ -283,7 +300,8 @@ struct PackReader::State {
   // Lists the folder's packs again when its pack folder changed (or was never listed); true
   // when it did.
   bool Refresh(Folder* folder);
-  Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error);
+  Status ReadAt(const Pack& pack, uint64_t offset, PackedObject* out, std::string* error,
+                Keep keep);
   // The type and size of the object at `offset`: a delta's from its base's entry header and the
   // result size its own ops begin with (only the delta's ops inflated, no base read).
   Status HeaderAt(const Pack& pack, uint64_t offset, git_object_t* type, uint64_t* size,
@@ -545,7 +563,7 @@ PackReader::Status PackReader::State::HeaderAt(const Pack& pack, uint64_t offset
 }
 
 PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset, PackedObject* out,
-                                             std::string* error) {
+                                             std::string* error, Keep keep) {
   struct Delta {
     uint64_t offset;  // the entry's
     uint64_t data;    // its zlib data's
@@ -553,6 +571,7 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
   };
   std::vector<Delta> chain;
   const Pack& pack = start;  // a REF_DELTA's base is looked up in the same pack only
+  for (Scratch& s : scratch) s.Trim();
   PackedObject base;
   for (;;) {
     if (const PackedObject* cached = cache.Find(pack.serial, offset)) {
@@ -580,7 +599,9 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
     chain.push_back(Delta{offset, offset + pos, entry.size});
     offset = base_offset;
   }
-  // Apply the deltas from the base outwards; each result is the next one's base, kept.
+  // Apply the deltas from the base outwards; each result is the next one's base, kept (kChain),
+  // or, short of the last, made in a scratch buffer (kRoot).
+  std::string_view source = base.bytes.view();
   for (size_t i = chain.size(); i-- > 0;) {
     if (!Fits(pack, chain[i].data, chain[i].size, error)) return Status::kFailed;
     if (chain[i].size > delta_capacity) {
@@ -588,17 +609,29 @@ PackReader::Status PackReader::State::ReadAt(const Pack& start, uint64_t offset,
       delta = std::make_unique_for_overwrite<char[]>(delta_capacity);
     }
     if (!Inflate(pack, chain[i].data, chain[i].size, delta.get(), error)) return Status::kFailed;
+    const bool kept = i == 0 || keep == Keep::kChain;
     ObjectBytes result;
-    const auto make = [&result](size_t size) {
-      result = ObjectBytes::Make(size);
-      return result.data();
+    char* target = nullptr;
+    size_t made = 0;
+    const auto make = [&](size_t size) {
+      made = size;
+      if (kept) {
+        result = ObjectBytes::Make(size);
+        target = result.data();
+      } else {
+        target = scratch[i % 2].Fit(size);
+      }
+      return target;
     };
-    if (!ApplyDeltaTo(base.bytes.view(),
-                      std::string_view(delta.get(), static_cast<size_t>(chain[i].size)),
-                      kMaxPackedObject, make, error))
-      return Status::kFailed;
+    const std::string_view ops(delta.get(), static_cast<size_t>(chain[i].size));
+    if (!ApplyDeltaTo(source, ops, kMaxPackedObject, make, error)) return Status::kFailed;
+    if (!kept) {
+      source = std::string_view(target, made);
+      continue;
+    }
     base.bytes = std::move(result);
-    cache.Keep(pack.serial, chain[i].offset, base);
+    source = base.bytes.view();
+    if (keep == Keep::kChain) cache.Keep(pack.serial, chain[i].offset, base);
   }
   *out = std::move(base);
   return Status::kFound;
@@ -622,14 +655,46 @@ uint64_t PackReader::rescans() const {
 }
 
 PackReader::Status PackReader::Read(const std::string& objects, const git_oid& id,
-                                    PackedObject* out, std::string* error) {
+                                    PackedObject* out, std::string* error, Keep keep) {
   State& s = *state_;
   if (!s.inflater) {
     *error = "libdeflate: no decompressor";
     return Status::kFailed;
   }
   return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
-    return s.ReadAt(pack, offset, out, error);
+    return s.ReadAt(pack, offset, out, error, keep);
+  });
+}
+
+PackReader::Status PackReader::ReadUnlessLarge(const std::string& objects, const git_oid& id,
+                                               uint64_t larger_than, PackedObject* out, bool* large,
+                                               git_object_t* type, uint64_t* size,
+                                               std::string* error, Keep keep) {
+  State& s = *state_;
+  if (!s.inflater) {
+    *error = "libdeflate: no decompressor";
+    return Status::kFailed;
+  }
+  *large = false;
+  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+    if (!s.cache.Find(pack.serial, offset)) {
+      PackEntryHeader entry;
+      std::string_view rest;
+      if (!s.EntryAt(pack, offset, 0, &entry, &rest, error)) return Status::kFailed;
+      if (entry.type >= GIT_OBJECT_COMMIT && entry.type <= GIT_OBJECT_TAG &&
+          entry.size > larger_than) {
+        *large = true;
+        *type = static_cast<git_object_t>(entry.type);
+        *size = entry.size;
+        return Status::kFound;
+      }
+    }
+    const Status status = s.ReadAt(pack, offset, out, error, keep);
+    if (status == Status::kFound) {
+      *type = out->type;
+      *size = out->bytes.size();
+    }
+    return status;
   });
 }
 
@@ -761,11 +826,12 @@ PackReader* ThreadReaderIfOn() {
 namespace {
 
 // Object `id` through this thread's reader, or false when the reader is off or does not have it.
-bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object) {
+bool ReadThroughThread(const std::string& objects, const git_oid& id, PackedObject* object,
+                       PackReader::Keep keep = PackReader::Keep::kChain) {
   PackReader* reader = ThreadReaderIfOn();
   std::string error;
   return reader != nullptr &&
-         reader->Read(objects, id, object, &error) == PackReader::Status::kFound;
+         reader->Read(objects, id, object, &error, keep) == PackReader::Status::kFound;
 }
 
 thread_local int packed_reads_depth = 0;
@@ -823,13 +889,37 @@ constexpr int kReaderBackendPriority = 10;
 
 }  // namespace
 
-ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type) {
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type,
+                       PackReader::Keep keep) {
   std::string objects;
   PackedObject object;
-  if (!ObjectsFolder(repo, &objects) || !ReadThroughThread(objects, id, &object) ||
+  if (!ObjectsFolder(repo, &objects) || !ReadThroughThread(objects, id, &object, keep) ||
       object.type != type)
     return {};
   return std::move(object.bytes);
+}
+
+bool ReadPackedUnlessLarge(git_repository* repo, const git_oid& id, git_object_t type,
+                           uint64_t larger_than, PackReader::Keep keep, ObjectBytes* bytes,
+                           std::optional<uint64_t>* large) {
+  PackReader* reader = ThreadReaderIfOn();
+  std::string objects, error;
+  PackedObject object;
+  bool is_large = false;
+  git_object_t found = GIT_OBJECT_INVALID;
+  uint64_t size = 0;
+  if (reader == nullptr || !ObjectsFolder(repo, &objects) ||
+      reader->ReadUnlessLarge(objects, id, larger_than, &object, &is_large, &found, &size, &error,
+                              keep) != PackReader::Status::kFound ||
+      found != type)
+    return false;
+  if (is_large) {
+    *large = size;
+  } else {
+    *bytes = std::move(object.bytes);
+    large->reset();
+  }
+  return true;
 }
 
 PackedLookup::PackedLookup(git_repository* repo) {

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +123,11 @@ class PackReader {
     kAbsent,  // in none of the packs (after one look at folders that changed): read it elsewhere
     kFailed,  // in a pack, but it could not be read (*error says why)
   };
+  // What a read keeps in the base cache. kChain: every object of the delta chain, the one asked
+  // for too (a walk's next read is often the version next to it); kRoot: only the whole object
+  // the chain starts from (a snapshot's blobs: other versions of the file are rarely read next,
+  // and keeping them pushed out the roots that every version of a file shares).
+  enum class Keep { kChain, kRoot };
   explicit PackReader(size_t cache_bytes = kPackCacheBytes);
   ~PackReader();
   PackReader(const PackReader&) = delete;
@@ -129,7 +135,15 @@ class PackReader {
 
   // Object `id` of the repository whose objects folder is `objects` (its packs, then its
   // alternates', as git looks).
-  Status Read(const std::string& objects, const git_oid& id, PackedObject* out, std::string* error);
+  Status Read(const std::string& objects, const git_oid& id, PackedObject* out, std::string* error,
+              Keep keep = Keep::kChain);
+  // Read, unless the object is stored whole (not as a delta) with more than `larger_than` bytes
+  // and is not cached: then only its type and size (*large set, out untouched), from its entry's
+  // header, for the caller to inflate it piece by piece. One look-up for what a reader needs to
+  // know before it reads (a snapshot's blob: its size goes in the tar header before its bytes).
+  Status ReadUnlessLarge(const std::string& objects, const git_oid& id, uint64_t larger_than,
+                         PackedObject* out, bool* large, git_object_t* type, uint64_t* size,
+                         std::string* error, Keep keep = Keep::kChain);
   // The type and size of object `id` as Read would give them, from entry headers (and a delta's
   // first ops) alone: a cached object's without a look at the pack.
   Status ReadHeader(const std::string& objects, const git_oid& id, git_object_t* type,
@@ -177,7 +191,14 @@ void SetPackCacheBytes(size_t bytes);
 // Object `id` of `type` through this thread's reader, or none (false) when the reader does not
 // have it (absent, failed or another type) or is off: the caller then reads it through libgit2,
 // which gives its own answer (and error) for it.
-ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type);
+ObjectBytes ReadPacked(git_repository* repo, const git_oid& id, git_object_t type,
+                       PackReader::Keep keep = PackReader::Keep::kChain);
+// ReadPacked unless the object is stored whole with more than `larger_than` bytes
+// (PackReader::ReadUnlessLarge): then *large is its size and nothing is read. False when the
+// reader does not have it, is off or the object is not of `type`.
+bool ReadPackedUnlessLarge(git_repository* repo, const git_oid& id, git_object_t type,
+                           uint64_t larger_than, PackReader::Keep keep, ObjectBytes* bytes,
+                           std::optional<uint64_t>* large);
 
 // Whether object `id` is in one of `repo`'s packs (or its alternates'), by this thread's reader's
 // indexes. False when it is not or the reader is off: the caller asks libgit2 (git_odb_exists),

@@ -85,7 +85,15 @@ class SnapshotReader : public BodyStream {
         if (!e.too_large && e.bytes > e.max_stored) e.too_large = detach = true;
       }
       if (read < e.pieces.size()) {
-        out->append(e.pieces[read]);
+        if (e.too_large && e.readers.size() == 1 && out->empty()) {
+          // Nobody else reads it, nor will (no reader joins a too-large archive): moved, not
+          // copied.
+          e.held -= e.pieces[read].capacity();
+          out->swap(e.pieces[read]);
+          e.held += e.pieces[read].capacity();
+        } else {
+          out->append(e.pieces[read]);
+        }
         ++read;
         if (e.too_large) e.ReleasePassed();
       }

@@ -1,10 +1,12 @@
 // Tests for gitfrag/pack_reader.h: every object of packs git wrote (OFS_DELTA and REF_DELTA
 // chains up to 50 deep) reads equal to libgit2's; objects reached through alternates (relative,
 // two levels); a loose object is left to libgit2; a pack added after the reader looked is found;
-// the base cache stays within its bytes; and damaged data (a truncated pack, hand-made packs with
-// a lying size, a cycle of REF_DELTAs, a base offset outside the pack, malformed deltas) is an
-// error or "absent", never a crash, an overread or wrong bytes. libgit2's reads through the
-// reader's backend give libgit2's own objects, and only inside a PackedReadsScope.
+// the base cache stays within its bytes (and keeps only chains' roots when asked to); a read that
+// leaves large whole objects to be streamed gives their sizes and reads the rest; and damaged data
+// (a truncated pack, hand-made packs with a lying size, a cycle of REF_DELTAs, a base offset
+// outside the pack, malformed deltas) is an error or "absent", never a crash, an overread or wrong
+// bytes. libgit2's reads through the reader's backend give libgit2's own objects, and only inside a
+// PackedReadsScope.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -168,6 +170,93 @@ TEST_F(PackReaderTest, ChainsWhoseBasesWereEvictedReadTheSame) {
   ExpectAllEqualLibgit2(&reader, "ofs.git", Objects("ofs.git"), /*reversed=*/true);
   EXPECT_LE(reader.cached_bytes(), size_t{64} << 10);
   EXPECT_GT(reader.cached_bytes(), size_t{32} << 10);
+}
+
+// Object ids with their sizes and whether the pack holds them whole (no delta base), by git.
+struct PackedEntry {
+  git_oid id;
+  uint64_t size;
+  bool whole;
+};
+std::vector<PackedEntry> PackedEntries(const std::string& repo) {
+  std::istringstream lines(test::Shell(
+      "git -C " + test::ShellQuote(repo) +
+      " cat-file --batch-all-objects --batch-check='%(objectname) %(objectsize) %(deltabase)'"));
+  std::vector<PackedEntry> entries;
+  for (std::string hex, base; lines >> hex;) {
+    PackedEntry entry{};
+    lines >> entry.size >> base;
+    entry.whole = base.find_first_not_of('0') == std::string::npos;
+    if (git_oid_fromstr(&entry.id, hex.c_str()) == 0) entries.push_back(entry);
+  }
+  return entries;
+}
+
+TEST_F(PackReaderTest, ReadsKeepingOnlyChainRootsGiveTheSameBytesAndKeepOnlyWholeEntries) {
+  const std::vector<PackedEntry> entries = PackedEntries(dir_.File("ofs.git"));
+  uint64_t whole_bytes = 0, all_bytes = 0;
+  int deltas = 0;
+  for (const PackedEntry& e : entries) {
+    all_bytes += e.size;
+    if (e.whole) whole_bytes += e.size;
+    deltas += !e.whole;
+  }
+  ASSERT_GT(deltas, 30);
+  const std::string objects = Objects("ofs.git");
+  PackReader roots, chains;
+  for (const PackedEntry& e : entries) {
+    PackedObject root, chain;
+    std::string error;
+    ASSERT_EQ(roots.Read(objects, e.id, &root, &error, PackReader::Keep::kRoot),
+              PackReader::Status::kFound)
+        << error;
+    ASSERT_EQ(chains.Read(objects, e.id, &chain, &error), PackReader::Status::kFound) << error;
+    EXPECT_EQ(root.type, chain.type);
+    ASSERT_EQ(root.bytes.view(), chain.bytes.view()) << git_oid_tostr_s(&e.id);
+  }
+  // Every entry read: the root-keeping reader kept each whole entry once and no delta's result;
+  // the other kept every object (the cache's 32 MiB hold them all).
+  EXPECT_EQ(roots.cached_bytes(), whole_bytes);
+  EXPECT_EQ(chains.cached_bytes(), all_bytes);
+}
+
+TEST_F(PackReaderTest, ReadUnlessLargeGivesTheSizeOfLargeWholeEntriesAndReadsTheRest) {
+  const std::vector<PackedEntry> entries = PackedEntries(dir_.File("ofs.git"));
+  const std::string objects = Objects("ofs.git");
+  constexpr uint64_t kLargerThan = 1000;
+  PackReader plain;
+  int large = 0, read = 0;
+  for (const PackedEntry& e : entries) {
+    PackReader reader;  // nothing cached: an earlier chain kept its root
+    PackedObject got, want;
+    bool is_large = true;
+    git_object_t type = GIT_OBJECT_INVALID;
+    uint64_t size = 0;
+    std::string error;
+    ASSERT_EQ(
+        reader.ReadUnlessLarge(objects, e.id, kLargerThan, &got, &is_large, &type, &size, &error),
+        PackReader::Status::kFound)
+        << error;
+    ASSERT_EQ(plain.Read(objects, e.id, &want, &error), PackReader::Status::kFound) << error;
+    EXPECT_EQ(type, want.type);
+    EXPECT_EQ(size, e.size);
+    EXPECT_EQ(is_large, e.whole && e.size > kLargerThan) << git_oid_tostr_s(&e.id);
+    if (is_large) {
+      EXPECT_FALSE(got.bytes);
+      ++large;
+      // Once read (and cached), it is given whole.
+      ASSERT_EQ(reader.Read(objects, e.id, &got, &error), PackReader::Status::kFound);
+      ASSERT_EQ(
+          reader.ReadUnlessLarge(objects, e.id, kLargerThan, &got, &is_large, &type, &size, &error),
+          PackReader::Status::kFound);
+      EXPECT_FALSE(is_large);
+    } else {
+      ++read;
+    }
+    EXPECT_EQ(got.bytes.view(), want.bytes.view()) << git_oid_tostr_s(&e.id);
+  }
+  EXPECT_GT(large, 0);  // grow.txt's newest versions are stored whole and over 1000 bytes
+  EXPECT_GT(read, 100);
 }
 
 TEST_F(PackReaderTest, ObjectsOfAlternatesAreFound) {

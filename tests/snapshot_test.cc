@@ -448,6 +448,43 @@ TEST_F(SnapshotFixture, StitchedArchivesReuseBlobPieces) {
   ConfigureSnapshotCache(32 << 20, 8 << 20);
 }
 
+// The same from a packed repository, as a forge's are: the blobs read by the render thread's pack
+// reader, whole (huge.txt: over a piece, stored whole, inflated piece by piece) or through delta
+// chains (the older hello.txt and big.txt against their newer versions), whose middles it does
+// not keep. Every archive, with and without a store of pieces, is git's.
+TEST_F(SnapshotFixture, ArchivesOfAPackedRepositoryAreGits) {
+  Shell("cd " + ShellQuote(dir_.path()) +
+        "/work && for i in 1 2 3; do echo $i >> hello.txt &&"
+        " seq $i 20000 > big.txt && seq 1 150000 > huge.txt && echo $i >> huge.txt && git add . &&"
+        " env HOME=" +
+        ShellQuote(dir_.path()) +
+        " GIT_CONFIG_NOSYSTEM=1 git -c user.name=n -c"
+        " user.email=e@x commit -q -m $i; done && git push -q ../repo.git master 2>&1 &&"
+        " git -C ../repo.git repack -q -a -d -f --depth=50 --window=50 2>&1");
+  ASSERT_EQ(Shell("ls " + ShellQuote(bare_) + "/objects/pack/*.pack | wc -l | tr -d ' '"), "1\n");
+  ASSERT_NE(Shell("cd " + ShellQuote(bare_) +
+                  " && git verify-pack -v objects/pack/*.idx |"
+                  " grep -cE ' blob +([0-9]+ +){4}[0-9a-f]{40}$'"),
+            "0\n")
+      << "some blobs are deltas";
+  ConfigureSnapshotCache(0, 0);
+  for (const bool store : {true, false}) {
+    SetArchivePieceStore(store ? std::make_shared<MemoryPieces>(1 << 30) : nullptr);
+    for (const std::string& spec : {"master", "master~2", "master~3", "master~1"}) {
+      const std::string commit = Rev(spec);
+      SCOPED_TRACE(spec + (store ? " with a store" : " without"));
+      const std::string git = "git -C " + ShellQuote(bare_) + " archive --prefix=" + commit + "/ ";
+      std::string ours;
+      ASSERT_EQ(Shellac("/fix/snapshot/" + commit + ".tar.gz", "", &ours).status, 200);
+      EXPECT_TRUE(Gunzip(ours) == Shell(git + "--format=tar " + commit));
+      ASSERT_EQ(Shellac("/fix/snapshot/" + commit + ".zip", "", &ours).status, 200);
+      EXPECT_EQ(SameZip(ours, Shell(git + "--format=zip " + commit)), "same");
+    }
+  }
+  SetArchivePieceStore(nullptr);
+  ConfigureSnapshotCache(32 << 20, 8 << 20);
+}
+
 // A commit's gitattributes, as cgit (git's archive code) applies them: export-ignore leaves files
 // and folders out (a folder whose only file it leaves out is still written, as git writes it
 // before it looks at the file), eol=crlf, text=auto and the legacy crlf attribute
