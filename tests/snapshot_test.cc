@@ -470,7 +470,7 @@ TEST_F(SnapshotFixture, ArchivesOfAPackedRepositoryAreGits) {
   ConfigureSnapshotCache(0, 0);
   for (const bool store : {true, false}) {
     SetArchivePieceStore(store ? std::make_shared<MemoryPieces>(1 << 30) : nullptr);
-    for (const std::string& spec : {"master", "master~2", "master~3", "master~1"}) {
+    for (const std::string spec : {"master", "master~2", "master~3", "master~1"}) {
       const std::string commit = Rev(spec);
       SCOPED_TRACE(spec + (store ? " with a store" : " without"));
       const std::string git = "git -C " + ShellQuote(bare_) + " archive --prefix=" + commit + "/ ";
