@@ -318,9 +318,10 @@ struct PackReader::State {
   // header, moved past the base's name): kAbsent for a REF_DELTA whose base is in another pack.
   Status DeltaBase(const Pack& pack, uint64_t offset, std::string_view rest, int type, size_t* pos,
                    uint64_t* base_offset, std::string* error) const;
-  // Calls `at(pack, offset)` for the pack entry of `id` in the objects folder's chain.
+  // Calls `at(pack, offset)` for the pack entry of `id` in the objects folder's chain (kFailed
+  // with *error when the reader has no decompressor).
   template <class At>
-  Status Locate(const std::string& objects, const git_oid& id, At at);
+  Status Locate(const std::string& objects, const git_oid& id, std::string* error, At at);
   // Inflates the entry data at `at` into `out`, exactly `size` bytes (false with *error else).
   bool Inflate(const Pack& pack, uint64_t at, uint64_t size, char* out, std::string* error);
   // Whether `size` bytes of data at `at` could be there (checked before anything is allocated).
@@ -657,11 +658,7 @@ uint64_t PackReader::rescans() const {
 PackReader::Status PackReader::Read(const std::string& objects, const git_oid& id,
                                     PackedObject* out, std::string* error, Keep keep) {
   State& s = *state_;
-  if (!s.inflater) {
-    *error = "libdeflate: no decompressor";
-    return Status::kFailed;
-  }
-  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+  return s.Locate(objects, id, error, [&](const Pack& pack, uint64_t offset) {
     return s.ReadAt(pack, offset, out, error, keep);
   });
 }
@@ -671,12 +668,8 @@ PackReader::Status PackReader::ReadUnlessLarge(const std::string& objects, const
                                                git_object_t* type, uint64_t* size,
                                                std::string* error, Keep keep) {
   State& s = *state_;
-  if (!s.inflater) {
-    *error = "libdeflate: no decompressor";
-    return Status::kFailed;
-  }
   *large = false;
-  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+  return s.Locate(objects, id, error, [&](const Pack& pack, uint64_t offset) {
     if (!s.cache.Find(pack.serial, offset)) {
       PackEntryHeader entry;
       std::string_view rest;
@@ -701,17 +694,18 @@ PackReader::Status PackReader::ReadUnlessLarge(const std::string& objects, const
 PackReader::Status PackReader::ReadHeader(const std::string& objects, const git_oid& id,
                                           git_object_t* type, uint64_t* size, std::string* error) {
   State& s = *state_;
-  if (!s.inflater) {
-    *error = "libdeflate: no decompressor";
-    return Status::kFailed;
-  }
-  return s.Locate(objects, id, [&](const Pack& pack, uint64_t offset) {
+  return s.Locate(objects, id, error, [&](const Pack& pack, uint64_t offset) {
     return s.HeaderAt(pack, offset, type, size, error);
   });
 }
 
 template <class At>
-PackReader::Status PackReader::State::Locate(const std::string& objects, const git_oid& id, At at) {
+PackReader::Status PackReader::State::Locate(const std::string& objects, const git_oid& id,
+                                             std::string* error, At at) {
+  if (!inflater) {
+    *error = "libdeflate: no decompressor";
+    return Status::kFailed;
+  }
   const std::vector<Folder*>& folders_read = Chain(objects);
   for (int look = 0; look < 2; ++look) {
     for (Folder* folder : folders_read) {
