@@ -977,6 +977,8 @@ TEST(GitfragParity, StatsEqualCgit) {
                 "git merge -q --no-ff --no-edit side\n";
     }
   }
+  // Tags: a page viewed at h=TAG links the stats tab at it too (cgit's tabs keep h=).
+  script << "git tag light HEAD~6\ngit tag -a -m release rel HEAD~3\n";
   MakeFixture(dir, "NOW=" + std::to_string(now) + "\n" + script.str() +
                    "\ncd \"$HOME\" && git clone -q --bare work repo.git\n",
               GitIdentity{"", "C O Mitter"});
@@ -995,6 +997,9 @@ TEST(GitfragParity, StatsEqualCgit) {
       {"/repo/stats/", "period=m&ofs=25"},
       {"/repo/stats/", "h=side&period=y"},
       {"/repo/stats/", "h=master&period=m"},
+      {"/repo/stats/", "h=light&period=q"},
+      {"/repo/stats/", "h=rel&period=m"},
+      {"/repo/stats/", "h=rel"},
       {"/repo/stats/dir", "period=y"},
       {"/repo/stats/dir/f", "period=m&ofs=-1"},
       {"/repo/", ""},
