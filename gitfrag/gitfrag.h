@@ -138,6 +138,16 @@ class BodyStream {
   // Appends the next piece (about kPieceBytes; more when one object is larger) to *out. kDone:
   // that was the last (it may append a last piece); kFailed: *error says why, the body is cut.
   virtual Result Next(std::string* out, std::string* error) = 0;
+  // The next piece as bytes that may be shared: a stream that keeps its pieces (a kept or joined
+  // snapshot, snapshot_cache.h) hands each reader the kept piece itself, not a copy. Null or empty:
+  // no piece. By default Next's piece.
+  using SharedPiece = std::shared_ptr<const std::string>;
+  virtual Result NextShared(SharedPiece* out, std::string* error) {
+    auto piece = std::make_shared<std::string>();
+    const Result result = Next(piece.get(), error);
+    *out = std::move(piece);
+    return result;
+  }
   // The body's length when it is known before the first piece (sent as Content-Length; a stream
   // that then fails cuts the connection): a file's. nullopt: chunked (HTTP/1.1) or to the close.
   virtual std::optional<uint64_t> Length() const { return std::nullopt; }

@@ -98,7 +98,9 @@ Page RenderSnapshot(const PageContext& ctx) {
   page.stream = std::move(stream);
   page.headers.emplace_back("Content-Disposition",
                             "inline; filename=\"" + QuotedFilename(filename) + "\"");
-  page.headers.emplace_back("ETag", "\"" + OidHex(*git_object_id(object.get())) + "\"");
+  // cgit's validator, the object id, but weak: two makes of one archive hold the same files and
+  // need not be the same compressed bytes (gitfrag/README.md, snapshots).
+  page.headers.emplace_back("ETag", "W/\"" + OidHex(*git_object_id(object.get())) + "\"");
   return page;
 }
 

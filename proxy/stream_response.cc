@@ -34,22 +34,23 @@ StreamResponse::~StreamResponse() = default;
 
 namespace {
 
-// A piece this large is handed to the output buffer as it is (its string freed once the buffer
-// has sent it), not copied: a snapshot's pieces are 256 KiB, and copying them was 4 % of a cold
-// archive's time. A small one is copied (a reference costs a chain and a callback of its own).
+// A piece this large is handed to the output buffer as it is (held until the buffer has sent
+// it; a kept snapshot's piece is shared with the cache and other readers), not copied: a
+// snapshot's pieces are 256 KiB, and copying them was 4 % of a cold archive's time. A small one
+// is copied (a reference costs a chain and a callback of its own).
 constexpr size_t kReferencedPiece = 16 * 1024;
 
-void AddPiece(evbuffer* out, std::string piece) {
-  if (piece.size() < kReferencedPiece) {
-    evbuffer_add(out, piece.data(), piece.size());
+void AddPiece(evbuffer* out, gitfrag::BodyStream::SharedPiece piece) {
+  if (piece->size() < kReferencedPiece) {
+    evbuffer_add(out, piece->data(), piece->size());
     return;
   }
-  auto* held = new std::string(std::move(piece));
+  auto* held = new gitfrag::BodyStream::SharedPiece(std::move(piece));
   const auto release = [](const void*, size_t, void* arg) {
-    delete static_cast<std::string*>(arg);
+    delete static_cast<gitfrag::BodyStream::SharedPiece*>(arg);
   };
-  if (evbuffer_add_reference(out, held->data(), held->size(), release, held) != 0) {
-    evbuffer_add(out, held->data(), held->size());
+  if (evbuffer_add_reference(out, (*held)->data(), (*held)->size(), release, held) != 0) {
+    evbuffer_add(out, (*held)->data(), (*held)->size());
     delete held;
   }
 }
@@ -81,8 +82,9 @@ void StreamResponse::RequestPiece() {
   std::weak_ptr<int> alive = alive_;
   auto stream = stream_;
   auto job = [worker, alive, stream, this] {
-    std::string piece, error;
-    const auto result = stream->Next(&piece, &error);
+    gitfrag::BodyStream::SharedPiece piece;
+    std::string error;
+    const auto result = stream->NextShared(&piece, &error);
     worker->Post([alive, this, piece = std::move(piece), result, error]() mutable {
       if (!alive.expired()) OnPiece(std::move(piece), result, error);
     });
@@ -101,8 +103,8 @@ void StreamResponse::RequestPiece() {
   }
 }
 
-void StreamResponse::OnPiece(std::string piece, gitfrag::BodyStream::Result result,
-                             const std::string& error) {
+void StreamResponse::OnPiece(gitfrag::BodyStream::SharedPiece piece,
+                             gitfrag::BodyStream::Result result, const std::string& error) {
   in_flight_ = false;
   if (result == gitfrag::BodyStream::Result::kFailed) {
     (void)error;  // the response is cut; the client sees an incomplete body
@@ -110,13 +112,13 @@ void StreamResponse::OnPiece(std::string piece, gitfrag::BodyStream::Result resu
     return;
   }
   evbuffer* out = client_.output();
-  if (!piece.empty()) {
+  if (piece && !piece->empty()) {
     if (chunked_) {
       char size[24];
-      const int n = snprintf(size, sizeof size, "%zx\r\n", piece.size());
+      const int n = snprintf(size, sizeof size, "%zx\r\n", piece->size());
       evbuffer_add(out, size, static_cast<size_t>(n));
     }
-    const size_t size = piece.size();
+    const size_t size = piece->size();
     AddPiece(out, std::move(piece));
     if (chunked_) evbuffer_add(out, "\r\n", 2);
     client_.CountBodyBytes(size);

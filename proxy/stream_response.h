@@ -40,7 +40,8 @@ class StreamResponse {
 
  private:
   void RequestPiece();
-  void OnPiece(std::string piece, gitfrag::BodyStream::Result result, const std::string& error);
+  void OnPiece(gitfrag::BodyStream::SharedPiece piece, gitfrag::BodyStream::Result result,
+               const std::string& error);
 
   StreamingClient& client_;
   std::shared_ptr<const Runtime> runtime_;
