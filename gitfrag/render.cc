@@ -454,6 +454,15 @@ std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip,
   return *git_commit_id(commit.get());
 }
 
+bool NamesObject(git_repository* repo, const std::string& name) {
+  if (name.empty()) return false;
+  const PackedReadsScope packed_reads;
+  git_object* raw = nullptr;
+  if (git_revparse_single(&raw, repo, name.c_str()) != 0) return false;
+  git_object_free(raw);
+  return true;
+}
+
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {
   for (const std::string& entry : ctx.repo.readme) {
     const size_t colon = entry.find(':');

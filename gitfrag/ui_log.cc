@@ -472,8 +472,10 @@ Page RenderLog(const PageContext& ctx) {
     int status = 200;
     std::string reason;
     CommitPtr start = ResolveCommit(repo, route.id, route.head, &status, &reason);
-    if (!start) return ErrorPage(status, reason);
-    plan.starts.push_back(*git_commit_id(start.get()));
+    // A name of a tag of a blob or a tree: cgit's log of no commits. A name of nothing: its error.
+    if (!start && !NamesObject(repo, route.id.empty() ? route.head : route.id))
+      return ErrorPage(status, reason);
+    if (start) plan.starts.push_back(*git_commit_id(start.get()));
   }
   Filter filter = Filter::kNone;
   Regex regex;

@@ -262,12 +262,15 @@ void WriteCloneUrls(const PageContext& ctx, const std::string& columns) {
   }
 }
 
-// 404 with the reason when h= names no revision (cgit: "Invalid branch").
+// 404 with the reason when h= names no object (cgit: "Invalid branch"); a tag of a blob or a
+// tree is a valid h= (the summary's log from it is empty).
 bool CheckHead(const PageContext& ctx, Page* error) {
   if (ctx.route.head.empty()) return true;
   int status = 200;
   std::string reason;
-  if (ResolveCommit(ctx.lease.repo(), "", ctx.route.head, &status, &reason)) return true;
+  if (ResolveCommit(ctx.lease.repo(), "", ctx.route.head, &status, &reason) ||
+      NamesObject(ctx.lease.repo(), ctx.route.head))
+    return true;
   *error = ErrorPage(status, "invalid branch: " + reason);
   return false;
 }

@@ -167,9 +167,12 @@ Page RenderStats(const PageContext& page_ctx) {
   int status = 200;
   std::string reason;
   // A branch's tip from the ref index, no ref file or commit read (the walk needs only its id).
-  const std::optional<git_oid> start =
-      WalkStart(ctx, r.head.empty() ? ctx.lease.refs().head_branch() : r.head, &status, &reason);
-  if (!start) return ErrorPage(status, "invalid branch: " + reason);
+  const std::string tip = r.head.empty() ? ctx.lease.refs().head_branch() : r.head;
+  const std::optional<git_oid> start = WalkStart(ctx, tip, &status, &reason);
+  // A name of something else than a commit (git/git's junio-gpg-pub, a tag of a blob) is cgit's
+  // table with no commits: its walk starts from no commit. A name of nothing, its error.
+  if (!start && !NamesObject(ctx.lease.repo(), tip))
+    return ErrorPage(status, "invalid branch: " + reason);
 
   const std::string code = r.period ? *r.period : "w";
   int index = -1;
@@ -193,7 +196,8 @@ Page RenderStats(const PageContext& page_ctx) {
   for (int i = 0; i <= kColumns; ++i) starts[i] = PeriodStart(period.code, now, i + 1 - kColumns);
   for (int i = 0; i < kColumns; ++i) labels.push_back(Label(period.code, starts[i]));
   std::map<std::string, Author> by_name;  // byte order, as cgit's string list
-  DateWalk walk(ctx.lease.repo(), {*start}, nullptr, r.path);
+  DateWalk walk(ctx.lease.repo(), start ? std::vector<git_oid>{*start} : std::vector<git_oid>{},
+                nullptr, r.path);
   walk.set_since(Since(starts[0], now));
   walk.set_deadline(DateWalk::Clock::now() + kWalkLimit);
   RawObjects objects(ctx.lease.repo());

@@ -596,6 +596,39 @@ git update-ref refs/heads/master $P
   ExpectPagesEqualCgit(peers, pages);
 }
 
+// h= naming a tag of a blob or of a tree (git/git's junio-gpg-pub, whose tag page links its
+// summary, refs, log and stats tabs with it): cgit checks h= with get_oid, so such a name is
+// valid, and the pages that walk from it show no commits (the summary's, the log's and the
+// stats' tables empty) where shellac answered 404; the pages that need a commit refuse it as
+// cgit does, and so does each for a name of nothing.
+TEST(GitfragParity, PagesAtTagsOfBlobsAndTreesEqualCgit) {
+  ASSERT_TRUE(CgitInstalled());
+  TempDir dir;
+  const std::string bare = MakeBareFixture(dir, R"sh(
+echo one > a.txt; c first
+echo two >> a.txt; mkdir d; echo in > d/f; c second
+git tag v1 HEAD
+git tag -a -m 'a key' key "$(echo key | git hash-object -w --stdin)"
+git tag folder HEAD^{tree}
+)sh");
+  TempDir rc;
+  Peers peers(bare, rc.path(), false, /*max_stats=*/3);
+  for (const std::string name : {"key", "folder", "nothing", "v1"}) {
+    for (const std::string path : {"/repo/", "/repo/summary/", "/repo/refs/", "/repo/log/",
+                                   "/repo/log/a.txt", "/repo/stats/", "/repo/tag/", "/repo/atom/",
+                                   "/repo/tree/", "/repo/commit/", "/repo/patch/"}) {
+      const std::string query = "h=" + name;
+      SCOPED_TRACE(path + "?" + query);
+      const int theirs = peers.CgitStatus(path, query);
+      if (theirs != 200) {
+        EXPECT_EQ(peers.site().Render(*peers.site().Match(path, query)).status, theirs);
+        continue;
+      }
+      EXPECT_EQ(peers.Difference(path, query), "");
+    }
+  }
+}
+
 // gitattributes as cgit 1.2.3 (git 2.39) reads them in a bare repository: only info/attributes
 // (git reads a tree's .gitattributes from a work tree or the index, which a bare repository has
 // not), and only where git's diff machinery runs: patch and rawdiff show a file `-diff` or `binary`
@@ -978,7 +1011,10 @@ TEST(GitfragParity, StatsEqualCgit) {
     }
   }
   // Tags: a page viewed at h=TAG links the stats tab at it too (cgit's tabs keep h=).
-  script << "git tag light HEAD~6\ngit tag -a -m release rel HEAD~3\n";
+  script << "git tag light HEAD~6\ngit tag -a -m release rel HEAD~3\n"
+         // and tags of a blob and a tree (git/git's junio-gpg-pub): cgit's table, no commits
+         << "git tag -a -m key key \"$(echo key | git hash-object -w --stdin)\"\n"
+         << "git tag folder HEAD^{tree}\n";
   MakeFixture(dir, "NOW=" + std::to_string(now) + "\n" + script.str() +
                    "\ncd \"$HOME\" && git clone -q --bare work repo.git\n",
               GitIdentity{"", "C O Mitter"});
@@ -1000,6 +1036,9 @@ TEST(GitfragParity, StatsEqualCgit) {
       {"/repo/stats/", "h=light&period=q"},
       {"/repo/stats/", "h=rel&period=m"},
       {"/repo/stats/", "h=rel"},
+      {"/repo/stats/", "h=key&period=m"},
+      {"/repo/stats/", "h=folder"},
+      {"/repo/stats/", "h=nothing"},
       {"/repo/stats/dir", "period=y"},
       {"/repo/stats/dir/f", "period=m&ofs=-1"},
       {"/repo/", ""},
