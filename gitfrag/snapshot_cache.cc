@@ -70,8 +70,10 @@ class SnapshotReader : public BodyStream {
     return result;
   }
 
-  // The piece itself, shared with the entry and the other readers: no copy (a copy of each was
-  // 4 % of a cold git/git archive's time, half of it the fresh string's page faults).
+  // The piece itself, shared with the entry and the other readers: no copy, and N readers of an
+  // archive hold its pieces once (a copy of each piece for each reader was ~2 % of a cold git/git
+  // archive's time under perf, too little to see in its CPU time or instructions:
+  // bench/results/snapshare-callgrind.md).
   Result NextShared(SharedPiece* out, std::string* error) override {
     bool finished = false, detach = false;
     Result result = Result::kMore;
