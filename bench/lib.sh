@@ -895,11 +895,13 @@ crawl_row() {  # TARGET C measured|warmup WRK-OUTPUT  -> $RAW/crawl.tsv: "TARGET
 # The page floor (--min-pages N): a measured walk lasts --duration and longer, up to --max-duration,
 # until the target answered N pages: each wrk thread stops (crawler.lua's CRAWL_ENOUGH) once it sent
 # its share of N plus one request per connection it holds (those may be unanswered at the stop).
+# POINT_MIN_US (pages: the first target's walk) makes the walk last at least that long too.
 crawl_point() {  # TARGET URL CONNS  bench_point with no warm-up, with the page floor when there is one
-  local th=2 secs=$BENCH_DURATION rc
+  local th=2 secs=$BENCH_DURATION rc least=$((BENCH_DURATION * 1000000))
   [ "$3" -lt 2 ] && th=1   # bench_wrk_raw's threads
+  [ "${POINT_MIN_US:-0}" -gt "$least" ] && least=$POINT_MIN_US
   if [ "${MIN_PAGES:-0}" -gt 0 ] && [[ ${BENCH_WRK_SCRIPT:-} == */crawler.lua ]]; then
-    export CRAWL_ENOUGH=$(((MIN_PAGES + th - 1) / th + ($3 + th - 1) / th)) CRAWL_MIN_US=$((BENCH_DURATION * 1000000))
+    export CRAWL_ENOUGH=$(((MIN_PAGES + th - 1) / th + ($3 + th - 1) / th)) CRAWL_MIN_US=$least
     secs=$MAX_DURATION
   fi
   BENCH_WARMUP=0 BENCH_DURATION=$secs bench_point "$@" && rc=0 || rc=$?

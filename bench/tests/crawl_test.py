@@ -122,6 +122,18 @@ class CrawlTest(unittest.TestCase):
         self.assertEqual((crawl["ended"], crawl["enough"], crawl["sent"]), (0, 1, 51))
         self.assertGreaterEqual(bench["requests"], 50)
 
+    def test_point_lasts_the_first_targets_time(self):
+        # bench/lib.sh's crawl_point: the page floor's least time is --duration, or POINT_MIN_US
+        # (pages: the first target's walk) when that is longer; -d is the cap either way
+        script = ('source "$1"; bench_point() { echo "$CRAWL_MIN_US $BENCH_DURATION"; }; '
+                  'BENCH_DURATION=3 MIN_PAGES=100 MAX_DURATION=60 BENCH_WRK_SCRIPT=x/crawler.lua; '
+                  'POINT_MIN_US=45000000 crawl_point t u 8; POINT_MIN_US=1000 crawl_point t u 8; '
+                  'crawl_point t u 8')
+        out = subprocess.run(["bash", "-euo", "pipefail", "-c", script, "bash",
+                              os.path.join(HERE, "..", "lib.sh")],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertEqual(out.split("\n")[:3], ["45000000 60", "3000000 60", "3000000 60"])
+
 
 if __name__ == "__main__":
     if not shutil.which("wrk"):

@@ -145,11 +145,17 @@ class ReportTest(unittest.TestCase):
             text = f.read()
         # tree-dir: 3000 / 100 = 30x, 3000 renders in 1.5 s = 0.50 ms each; summary 700 / 50 = 14x
         self.assertIn("| tree-dir | 3000 | 2.00 | 5.00 | 100 | 70.0 | 90.0 | 95 | 95.0 | **30.0x** | 0, 0, 0 "
-                      "| tree: 3000, 0.50 | shellac 3000 URLs in 1.25 s |", text)
+                      "| 3.00, 3.00, 3.00 | tree: 3000, 0.50 | shellac 3000 URLs in 1.25 s |", text)
         self.assertIn("| summary | 700 | 10.0 | 30.0 | 50 | 150.0 | 200.0 | - | - | **14.0x** | 3, 0, - "
-                      "| summary: 2100, 2.00 | shellac 2000 repeats |", text)
+                      "| 3.00, 3.00, - | summary: 2100, 2.00 | shellac 2000 repeats |", text)
+        self.assertNotIn("Equal time", text)  # a run before the rule: its points' own lengths
         self.assertIn("- at or above 20x cgit: tree-dir 30.0x", text)
         self.assertIn("- **below 20x cgit**: summary 14.0x", text)
+        # a run with the equal-time rule says so
+        with open(os.path.join(raw, "meta.json"), "w") as f:
+            json.dump(dict(meta, equal_time="1"), f)
+        with open(report.make_report(raw, self.dir, with_plot=False)) as f:
+            self.assertIn("Equal time: shellac and Varnish walk each list at least as long as cgit direct did", f.read())
 
     def test_history(self):
         raw = os.path.join(self.dir, "raw", "history")
