@@ -455,12 +455,9 @@ std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip,
 }
 
 bool NamesObject(git_repository* repo, const std::string& name) {
-  if (name.empty()) return false;
-  const PackedReadsScope packed_reads;
-  git_object* raw = nullptr;
-  if (git_revparse_single(&raw, repo, name.c_str()) != 0) return false;
-  git_object_free(raw);
-  return true;
+  int status = 0;
+  std::string reason;
+  return !name.empty() && ResolveObject(repo, name, &status, &reason) != nullptr;
 }
 
 std::optional<Readme> ChooseReadme(const PageContext& ctx) {

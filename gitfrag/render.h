@@ -139,8 +139,9 @@ std::optional<git_oid> BranchTip(const PageContext& ctx, const std::string& name
 std::optional<git_oid> WalkStart(const PageContext& ctx, const std::string& tip, int* status,
                                  std::string* reason);
 // `name` resolves to an object of any type (cgit checks h= with get_oid before any page: a name
-// of a tag of a blob or a tree, git/git's junio-gpg-pub, is valid, and a log or stats from it
-// has no commits). False for an empty name.
+// of a tag of a blob or a tree, git/git's junio-gpg-pub, or a blob's id, is valid, and a log or
+// stats from it has no commits). False for an empty name and for revision syntax, which
+// ResolveObject refuses (`:/text` would search all history).
 bool NamesObject(git_repository* repo, const std::string& name);
 
 // The root tree of the commit `commit` from the repository's commit-graph, with no commit read;

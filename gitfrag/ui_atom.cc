@@ -174,12 +174,9 @@ Page RenderAtom(const PageContext& ctx) {
   // The walk's start: a branch's tip from the ref index (no ref files, no commit read).
   const std::optional<git_oid> start = WalkStart(ctx, tip, &status, &reason);
   if (!start) {
-    // A name of something else than a commit (a tag of a tree or a blob) is cgit's feed with no
-    // entries; a name of nothing, its error.
-    git_reference* ref = nullptr;
-    if (tip.empty() || git_reference_dwim(&ref, ctx.lease.repo(), tip.c_str()) != 0)
-      return ErrorPage(status, reason);
-    git_reference_free(ref);
+    // A name of something else than a commit (a tag of a tree or a blob, a blob's id) is cgit's
+    // feed with no entries (its get_oid check takes any object); a name of nothing, its error.
+    if (!NamesObject(ctx.lease.repo(), tip)) return ErrorPage(status, reason);
   }
   Page page;
   page.content_type = "text/xml; charset=utf-8";

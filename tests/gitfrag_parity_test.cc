@@ -613,10 +613,16 @@ git tag folder HEAD^{tree}
 )sh");
   TempDir rc;
   Peers peers(bare, rc.path(), false, /*max_stats=*/3);
-  for (const std::string name : {"key", "folder", "nothing", "v1"}) {
-    for (const std::string path : {"/repo/", "/repo/summary/", "/repo/refs/", "/repo/log/",
-                                   "/repo/log/a.txt", "/repo/stats/", "/repo/tag/", "/repo/atom/",
-                                   "/repo/tree/", "/repo/commit/", "/repo/patch/"}) {
+  // Tags of a blob, a tree and a commit, a name of nothing, and the ids of a blob and a tree
+  // (full and short), which cgit's get_oid takes too.
+  const std::string blob = GitIn(bare, "rev-parse key^{}");
+  const std::string tree = GitIn(bare, "rev-parse folder^{}");
+  const char* const paths[] = {"/repo/",          "/repo/summary/", "/repo/refs/", "/repo/log/",
+                               "/repo/log/a.txt", "/repo/stats/",   "/repo/tag/",  "/repo/atom/",
+                               "/repo/tree/",     "/repo/commit/",  "/repo/patch/"};
+  for (const std::string& name : {std::string("key"), std::string("folder"), std::string("nothing"),
+                                  std::string("v1"), blob, tree, blob.substr(0, 10)}) {
+    for (const std::string path : paths) {
       const std::string query = "h=" + name;
       SCOPED_TRACE(path + "?" + query);
       const int theirs = peers.CgitStatus(path, query);
@@ -625,6 +631,19 @@ git tag folder HEAD^{tree}
         continue;
       }
       EXPECT_EQ(peers.Difference(path, query), "");
+    }
+  }
+  // Revision syntax, which cgit resolves, is refused on every page (gitfrag/README.md: `:/text`
+  // would search all history on each request), not taken as a name of nothing to show (the
+  // summary, log, stats and atom did that: they checked the name with git_revparse_single).
+  for (const std::string name : {"master~1", "v1^{tree}", ":/first", "master@{0}"}) {
+    for (const std::string path : paths) {
+      SCOPED_TRACE(path + "?h=" + name);
+      const Page page = peers.site().Render(*peers.site().Match(path, "h=" + name));
+      EXPECT_EQ(page.status, 404);
+      // (the tag page names a tag it cannot read as cgit's does)
+      const char* reason = path == "/repo/tag/" ? "bad tag reference" : "malformed id";
+      EXPECT_NE(page.body.find(reason), std::string::npos) << page.body.substr(0, 300);
     }
   }
 }
