@@ -10,29 +10,26 @@
 set -euo pipefail
 bin=$1 cgitrc=$2 urls=$3 secs=$4 runs=$5 conns=${CONNS:-8}
 here=$(cd "$(dirname "$0")" && pwd)
-dir=$(mktemp -d /tmp/shellac-segments.XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+bench_init segments
+port=$(bench_free_port)
 printf 'listen=127.0.0.1:%s\nadmin-listen=off\nbackend=127.0.0.1:1\naccess-log=off\ncgitrc=%s\n' \
-  "$port" "$cgitrc" >"$dir/shellac.conf"
-echo "Accept-Encoding: gzip" >"$dir/headers.txt"
-"$bin" -c "$dir/shellac.conf" 2>"$dir/stderr.log" &
-pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 1 300); do
-  grep -q '^shellac: ready' "$dir/stderr.log" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/stderr.log" >&2; exit 1; }
-  sleep 0.2
-done
+  "$port" "$cgitrc" >"$BENCH_TMP/shellac.conf"
+echo "Accept-Encoding: gzip" >"$BENCH_TMP/headers.txt"
+bench_start shellac "$BENCH_TMP/stderr.log" "$bin" -c "$BENCH_TMP/shellac.conf"
+bench_wait_log "$BENCH_TMP/stderr.log" '^shellac: ready' 60 "$BENCH_LAST_PID" ||
+  bench_die "shellac did not start: $(tail -n 5 "$BENCH_TMP/stderr.log")"
 while IFS= read -r r; do
   curl -sS -o /dev/null --max-time 60 "http://127.0.0.1:$port/$r/log/"
 done < <(sed -n 's/^repo\.url=//p' "$cgitrc")
 start=1
 for i in $(seq 1 "$runs"); do
-  out=$(CRAWL_URLS=$urls CRAWL_LANES=2 CRAWL_START=$start WRK_HEADERS=$dir/headers.txt \
+  out=$(CRAWL_URLS=$urls CRAWL_LANES=2 CRAWL_START=$start WRK_HEADERS=$BENCH_TMP/headers.txt \
     wrk -t2 -c"$conns" -d"${secs}s" --timeout 10s -s "$here/wrk/crawler.lua" "http://127.0.0.1:$port/")
   rps=$(sed -n 's/^BENCH .*rps=\([0-9.]*\).*/\1/p' <<<"$out")
   errors=$(sed -n 's/^BENCH .*err_timeout=\([0-9]*\).*/\1/p' <<<"$out")
   start=$(sed -n 's/^BENCH_CRAWL .*next=\([0-9]*\).*/\1/p' <<<"$out")
   echo "run $i: ${rps:-?} req/s, timeouts ${errors:-?}, next URL $start"
-  [ -n "$start" ] || exit 1
+  [ -n "$start" ] || bench_die "run $i: wrk gave no BENCH_CRAWL line"
 done

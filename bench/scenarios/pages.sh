@@ -72,7 +72,7 @@ for k in "${KINDS[@]}" mix; do
     BENCH_WATCH[$k:$t]=${BENCH_WATCH[$t]}
     peer_origin_idle 60 || bench_log "cgit processes still running before $t ($k)"
     before=$(render_counts)
-    POINT_MIN_US=$POINT_MIN_US crawl_point "$k:$t" "${TARGET_URL[$t]}/" "$CONNS" || true
+    crawl_point "$k:$t" "${TARGET_URL[$t]}/" "$CONNS" || true
     out=$BENCH_TMP/wrk-$k:$t-c$CONNS.txt
     r=$(crawl_fields "$out")
     r=${r:-0	0	0	0}
